@@ -1,0 +1,61 @@
+"""flexdelegate: a memory-aware FP32 CPU delegate for TensorFlow Lite.
+
+    from flexdelegate import load_flex
+    it = Interpreter(model_path="m.tflite", experimental_delegates=[load_flex()])
+"""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+__all__ = ["load_flex", "FlexDelegate"]
+
+_classes: dict = {}
+
+
+def _delegate_class(rt):
+    """FlexDelegate subclasses the runtime's own Delegate, so Interpreter accepts it."""
+    cls = _classes.get(rt.name)
+    if cls is None:
+        class FlexDelegate(rt.Delegate):
+            """A loaded flexdelegate; pass it in `experimental_delegates`."""
+            runtime = rt
+
+            def __init__(self, options: dict[str, str]):
+                from . import _native
+                self.options = dict(options)
+                super().__init__(_native.library_path(), self.options)
+
+            def stats(self) -> dict:
+                """Coverage of the last load: nodes_total, nodes_delegated, partitions,
+                fallback ([{node, op, reason}]), and the kernel/threads in use."""
+                from . import _native
+                return _native.stats(self._get_native_delegate_pointer())
+
+        FlexDelegate.__qualname__ = FlexDelegate.__name__ = "FlexDelegate"
+        cls = _classes[rt.name] = FlexDelegate
+    return cls
+
+
+def load_flex(*, runtime: str | None = None, **options):
+    """Creates the delegate. Options (all optional): budget (MB, 0 = unlimited), cache_path
+    (str; "" = in memory), num_threads (int, -1 = the interpreter's), log (comma list of
+    partition, plan, cache, exec, all). runtime: tflite_runtime | ai_edge_litert | tensorflow."""
+    from . import _native
+    from .runtime import detect
+
+    strings = {}
+    for key, value in options.items():
+        if key not in _native.OPTION_NAMES:
+            raise ValueError(f"flexdelegate: unknown option {key!r}; accepted: {', '.join(_native.OPTION_NAMES)}")
+        if value is None:
+            continue
+        text = str(int(value)) if isinstance(value, bool) else str(value)
+        _native.check_option(key, text)
+        strings[key] = text
+    return _delegate_class(detect(runtime))(strings)
+
+
+def __getattr__(name):
+    if name == "FlexDelegate":  # the class for the default runtime
+        from .runtime import detect
+        return _delegate_class(detect())
+    raise AttributeError(name)

@@ -1,0 +1,137 @@
+/* CONV_2D and FULLY_CONNECTED as GEMM: weights packed once at init into the microkernel's
+ * panel layout; convolution builds im2col rows one tile at a time in per-thread scratch
+ * (never the whole im2col matrix), 1x1 stride-1 convolutions and FC read the input directly. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "conv.h"
+#include "gemm/gemm.h"
+#include "pool.h"
+
+struct fx_conv_pack {
+  const fx_gemm_config *uk;
+  int n, k;
+  float *w; /* fx_gemm_packed_floats(n, k, nr) floats */
+};
+
+/* Rows of im2col per tile: the tile (mt x K floats) should stay within half of a 1 MiB L2. */
+#define FX_IM2COL_TILE_BYTES (512 * 1024)
+#define FX_MAX_TILE_ROWS 256
+
+fx_conv_pack *fx_conv_pack_new(int n, int k, const float *w, const float *bias) {
+  fx_conv_pack *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->uk = fx_gemm_config_get();
+  p->n = n;
+  p->k = k;
+  size_t floats = fx_gemm_packed_floats(n, k, p->uk->nr);
+  p->w = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+  if (!p->w) { free(p); return NULL; }
+  fx_gemm_pack(n, k, p->uk->nr, w, bias, p->w);
+  return p;
+}
+
+void fx_conv_pack_free(fx_conv_pack *p) {
+  if (!p) return;
+  free(p->w);
+  free(p);
+}
+
+const char *fx_conv_pack_kernel(const fx_conv_pack *p) { return p->uk->name; }
+
+static int tile_rows(int k, int mr) {
+  int rows = FX_IM2COL_TILE_BYTES / (int)sizeof(float) / (k > 0 ? k : 1);
+  rows = rows / mr * mr;
+  if (rows < mr) rows = mr;
+  return rows > FX_MAX_TILE_ROWS ? FX_MAX_TILE_ROWS / mr * mr : rows;
+}
+
+size_t fx_conv_scratch_bytes(const fx_conv_pack *p, const fx_conv_geom *g, int threads) {
+  if (g->direct) return 0;
+  return (size_t)threads * (size_t)tile_rows(p->k, p->uk->mr) * (size_t)p->k * sizeof(float);
+}
+
+typedef struct {
+  const fx_conv_pack *p;
+  const fx_conv_geom *g;
+  const float *x;
+  float *y, *scratch;
+  size_t m, mt, row_groups, panel_groups, panels_per_group;
+  float lo, hi;
+} conv_job;
+
+/* im2col rows [m0, m0+rows) of the output: row m holds the (ky, kx, cin) patch of pixel m. */
+static void im2col(const fx_conv_geom *g, const float *x, size_t m0, size_t rows, float *dst) {
+  const int cin = g->cin;
+  const size_t row_len = (size_t)g->kh * g->kw * cin;
+  for (size_t r = 0; r < rows; r++, dst += row_len) {
+    size_t m = m0 + r;
+    int ox = (int)(m % (size_t)g->ow);
+    int oy = (int)(m / (size_t)g->ow % (size_t)g->oh);
+    int b = (int)(m / ((size_t)g->ow * g->oh));
+    const float *xb = x + (size_t)b * g->ih * g->iw * cin;
+    float *d = dst;
+    for (int ky = 0; ky < g->kh; ky++) {
+      int iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
+      for (int kx = 0; kx < g->kw; kx++, d += cin) {
+        int ix = ox * g->stride_w - g->pad_left + kx * g->dil_w;
+        if (iy < 0 || iy >= g->ih || ix < 0 || ix >= g->iw)
+          memset(d, 0, (size_t)cin * sizeof(float));
+        else
+          memcpy(d, xb + ((size_t)iy * g->iw + ix) * cin, (size_t)cin * sizeof(float));
+      }
+    }
+  }
+}
+
+static void conv_task(void *arg, int tid, size_t task) {
+  conv_job *j = arg;
+  const fx_conv_pack *p = j->p;
+  const int mr = p->uk->mr, nr = p->uk->nr, k = p->k;
+  size_t rg = task % j->row_groups, pg = task / j->row_groups;
+  size_t m0 = rg * j->mt, rows = j->m - m0 < j->mt ? j->m - m0 : j->mt;
+  const float *a;
+  size_t lda;
+  if (j->g->direct) {
+    a = j->x + m0 * (size_t)k;
+    lda = (size_t)k;
+  } else {
+    float *buf = j->scratch + (size_t)tid * j->mt * (size_t)k;
+    im2col(j->g, j->x, m0, rows, buf);
+    a = buf;
+    lda = (size_t)k;
+  }
+  size_t panels = (size_t)(p->n + nr - 1) / (size_t)nr;
+  size_t pan0 = pg * j->panels_per_group, pan1 = pan0 + j->panels_per_group;
+  if (pan1 > panels) pan1 = panels;
+  const size_t panel_floats = (size_t)nr * (size_t)(k + 1);
+  for (size_t pan = pan0; pan < pan1; pan++) {
+    const float *w = p->w + pan * panel_floats;
+    size_t n0 = pan * (size_t)nr, nc = (size_t)p->n - n0 < (size_t)nr ? (size_t)p->n - n0 : (size_t)nr;
+    for (size_t r = 0; r < rows; r += (size_t)mr) {
+      size_t mrr = rows - r < (size_t)mr ? rows - r : (size_t)mr;
+      p->uk->fn(mrr, nc, (size_t)k, a + r * lda, lda, w, j->y + (m0 + r) * (size_t)p->n + n0,
+                (size_t)p->n, j->lo, j->hi);
+    }
+  }
+}
+
+void fx_conv_run(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
+                 float *y, float *scratch, int act) {
+  conv_job j = {.p = p, .g = g, .x = x, .y = y, .scratch = scratch};
+  const int mr = p->uk->mr, nr = p->uk->nr;
+  j.m = g->m;
+  j.mt = g->direct ? (size_t)(mr * 8) : (size_t)tile_rows(p->k, mr);
+  j.row_groups = (j.m + j.mt - 1) / j.mt;
+  /* Split the columns too when there are fewer row tiles than ~2 per thread (small spatial
+   * maps, FC with one row), so every thread gets work. */
+  size_t panels = (size_t)(p->n + nr - 1) / (size_t)nr;
+  size_t want = (size_t)fx_pool_threads(pool) * 2;
+  j.panel_groups = j.row_groups >= want ? 1 : (want + j.row_groups - 1) / j.row_groups;
+  if (j.panel_groups > panels) j.panel_groups = panels;
+  j.panels_per_group = (panels + j.panel_groups - 1) / j.panel_groups;
+  j.panel_groups = (panels + j.panels_per_group - 1) / j.panels_per_group;
+  fx_act_bounds(act, &j.lo, &j.hi);
+  fx_parallel_tasks(pool, j.row_groups * j.panel_groups, conv_task, &j);
+  if (act == FX_ACT_TANH) fx_apply_act(act, y, j.m * (size_t)p->n);
+}

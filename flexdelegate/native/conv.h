@@ -1,0 +1,23 @@
+#ifndef FLEX_CONV_H
+#define FLEX_CONV_H
+#include <stddef.h>
+#include "ops/ops.h"
+
+typedef struct fx_conv_pack fx_conv_pack;
+
+/* Geometry of one GEMM-lowered op. FC and 1x1/stride-1/unpadded convs are `direct`
+ * (the input is already the A matrix, m rows of k). */
+typedef struct {
+  size_t m;            /* output rows: batch * oh * ow, or FC rows */
+  int direct;
+  int ih, iw, cin, oh, ow, kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+} fx_conv_geom;
+
+/* w is [n][k] row-major (TFLite conv [cout][kh][kw][cin] and FC [out][in]); bias may be NULL. */
+fx_conv_pack *fx_conv_pack_new(int n, int k, const float *w, const float *bias);
+void fx_conv_pack_free(fx_conv_pack *p);
+const char *fx_conv_pack_kernel(const fx_conv_pack *p);
+size_t fx_conv_scratch_bytes(const fx_conv_pack *p, const fx_conv_geom *g, int threads);
+void fx_conv_run(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
+                 float *y, float *scratch, int act);
+#endif

@@ -1,0 +1,62 @@
+/* Delegate-wide state shared by the plugin entry, Prepare and the partition kernels. */
+#ifndef FLEX_DELEGATE_H
+#define FLEX_DELEGATE_H
+#include "graph.h"
+#include "pool.h"
+#include "tfl_abi.h"
+
+enum fx_log_cat { FX_LOG_PARTITION = 1, FX_LOG_PLAN = 2, FX_LOG_CACHE = 4, FX_LOG_EXEC = 8 };
+void fx_log(unsigned cat, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern unsigned fx_log_mask;
+
+typedef struct {
+  int num_threads;   /* <= 0: the interpreter's setting */
+  double budget_mb;  /* 0: unlimited */
+  char *cache_path;  /* NULL: default location; "": in memory */
+  unsigned log;
+} fx_options;
+/* Parses one key/value into opts; NULL or a message naming the accepted values. */
+const char *fx_parse_option(fx_options *opts, const char *key, const char *value);
+
+typedef struct { int node; int builtin; char reason[120]; } fx_fallback;
+
+/* What one Prepare found in one subgraph (one TfLiteContext). */
+typedef struct {
+  const void *ctx;
+  int nodes_total, nodes_delegated, nodes_folded, partitions;
+  int n_fallback;
+  fx_fallback *fallback;
+  int n_tensors;
+  fx_blob **statics; /* by tensor index: values known at load (folded), or NULL */
+} fx_subgraph;
+
+typedef struct fx_delegate {
+  TfLiteDelegate base; /* first, so a TfLiteDelegate* is an fx_delegate* */
+  fx_options opts;
+  int n_subgraphs;
+  fx_subgraph *subgraphs;
+  fx_pool *pool;
+} fx_delegate;
+
+TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *d);
+fx_subgraph *fx_find_subgraph(fx_delegate *d, const void *ctx);
+void fx_subgraph_clear(fx_subgraph *sg);
+/* The pool for `threads` workers, rebuilt when the count changes. */
+fx_pool *fx_delegate_pool(fx_delegate *d, int threads);
+TfLiteRegistration fx_partition_registration(void);
+
+/* --- translation of TFLite nodes into the IR (tfl_ops.c) --- */
+typedef struct {
+  TfLiteContext *ctx;
+  fx_subgraph *sg;
+  int *local;           /* TFLite tensor index -> local id, -1 if not yet added */
+  const fx_shape *shapes; /* optional per-tensor shape overrides (propagated at Prepare) */
+} fx_translate;
+/* Adds node `index` to g. NULL on success, else why it cannot be delegated. */
+const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,
+                              const TfLiteRegistration *reg);
+/* Folds DEQUANTIZE / DENSIFY of constants into a blob; NULL ok (blob set) or a reason. */
+const char *fx_fold_special(fx_translate *tr, const TfLiteNode *node, int builtin, fx_blob **out);
+const char *fx_builtin_name(int builtin);
+int fx_tfl_dtype(TfLiteType t);
+#endif

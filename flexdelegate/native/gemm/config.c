@@ -1,0 +1,59 @@
+/* The one place that probes the CPU and picks the GEMM microkernel. */
+#include <stdlib.h>
+#include <string.h>
+#include "gemm.h"
+
+static const fx_gemm_config k_scalar = {"f32-gemm-4x8-scalar", 4, 8, fx_f32_gemm_4x8_scalar};
+#if defined(__x86_64__)
+static const fx_gemm_config k_avx2 = {"f32-gemm-6x16-avx2", 6, 16, fx_f32_gemm_6x16_avx2};
+static const fx_gemm_config k_avx512 = {"f32-gemm-8x32-avx512f", 8, 32, fx_f32_gemm_8x32_avx512f};
+#endif
+
+/* Kernels this CPU supports, slowest first. */
+static const fx_gemm_config *g_available[4];
+static int g_count;
+static const fx_gemm_config *g_chosen;
+
+static void probe(void) {
+  g_available[g_count++] = &k_scalar;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) g_available[g_count++] = &k_avx2;
+  if (__builtin_cpu_supports("avx512f")) g_available[g_count++] = &k_avx512;
+#endif
+  g_chosen = g_available[g_count - 1];
+  const char *isa = getenv("FLEXDELEGATE_ISA");
+  if (isa && *isa)
+    for (int i = 0; i < g_count; i++)
+      if (strstr(g_available[i]->name, isa)) g_chosen = g_available[i];
+}
+
+static void ensure_probed(void) {
+  /* Called first from delegate creation, which the runtime serialises under the GIL; the
+   * benign race of two first callers would compute the same table. */
+  if (!g_chosen) probe();
+}
+
+const fx_gemm_config *fx_gemm_config_get(void) {
+  ensure_probed();
+  return g_chosen;
+}
+
+const fx_gemm_config *fx_gemm_config_at(int i) {
+  ensure_probed();
+  return i >= 0 && i < g_count ? g_available[i] : NULL;
+}
+
+size_t fx_gemm_packed_floats(int n, int k, int nr) {
+  size_t panels = (size_t)(n + nr - 1) / (size_t)nr;
+  return panels * (size_t)nr * (size_t)(k + 1);
+}
+
+void fx_gemm_pack(int n, int k, int nr, const float *w, const float *bias, float *dst) {
+  for (int n0 = 0; n0 < n; n0 += nr) {
+    for (int j = 0; j < nr; j++) *dst++ = (bias && n0 + j < n) ? bias[n0 + j] : 0.0f;
+    for (int kk = 0; kk < k; kk++)
+      for (int j = 0; j < nr; j++)
+        *dst++ = n0 + j < n ? w[(size_t)(n0 + j) * (size_t)k + (size_t)kk] : 0.0f;
+  }
+}

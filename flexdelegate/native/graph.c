@@ -1,0 +1,107 @@
+/* IR containers: blobs, graph growth, names. */
+#include <stdlib.h>
+#include <string.h>
+#include "graph.h"
+
+size_t fx_dtype_size(int dtype) {
+  switch (dtype) {
+    case FX_F32: case FX_I32: return 4;
+    case FX_I64: return 8;
+    case FX_F16: case FX_I16: return 2;
+    case FX_U8: case FX_I8: case FX_BOOL: return 1;
+    default: return 0;
+  }
+}
+
+/* 64 bytes: a cache line, and a whole AVX-512 vector. */
+#define FX_BLOB_ALIGN 64
+
+fx_blob *fx_blob_new(int dtype, const fx_shape *shape) {
+  fx_blob *b = calloc(1, sizeof *b);
+  if (!b) return NULL;
+  b->refs = 1;
+  b->dtype = dtype;
+  b->shape = *shape;
+  b->bytes = fx_shape_numel(shape) * fx_dtype_size(dtype);
+  size_t alloc = (b->bytes + FX_BLOB_ALIGN - 1) / FX_BLOB_ALIGN * FX_BLOB_ALIGN;
+  b->data = aligned_alloc(FX_BLOB_ALIGN, alloc ? alloc : FX_BLOB_ALIGN);
+  if (!b->data) { free(b); return NULL; }
+  memset(b->data, 0, alloc ? alloc : FX_BLOB_ALIGN);
+  return b;
+}
+
+fx_blob *fx_blob_ref(fx_blob *b) {
+  if (b) b->refs++;
+  return b;
+}
+
+void fx_blob_unref(fx_blob *b) {
+  if (b && --b->refs == 0) {
+    free(b->data);
+    free(b);
+  }
+}
+
+static int grow(void **items, int *cap, int need, size_t item) {
+  if (need <= *cap) return 0;
+  int c = *cap ? *cap * 2 : 16;
+  while (c < need) c *= 2;
+  void *p = realloc(*items, (size_t)c * item);
+  if (!p) return -1;
+  memset((char *)p + (size_t)*cap * item, 0, (size_t)(c - *cap) * item);
+  *items = p;
+  *cap = c;
+  return 0;
+}
+
+int fx_graph_add_tensor(fx_graph *g, const fx_tensor *t) {
+  if (grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof *t)) return -1;
+  g->tensors[g->n_tensors] = *t;
+  return g->n_tensors++;
+}
+
+fx_node *fx_graph_add_node(fx_graph *g, int kind, int n_in, int n_out) {
+  if (grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(fx_node))) return NULL;
+  fx_node *n = &g->nodes[g->n_nodes];
+  memset(n, 0, sizeof *n);
+  n->in = calloc((size_t)(n_in ? n_in : 1), sizeof(int));
+  n->out = calloc((size_t)(n_out ? n_out : 1), sizeof(int));
+  if (!n->in || !n->out) {
+    free(n->in);
+    free(n->out);
+    return NULL;
+  }
+  n->kind = kind;
+  n->n_in = n_in;
+  n->n_out = n_out;
+  n->scratch = -1;
+  g->n_nodes++;
+  return n;
+}
+
+void fx_graph_free(fx_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node_release(&g->nodes[i]);
+    free(g->nodes[i].in);
+    free(g->nodes[i].out);
+  }
+  for (int i = 0; i < g->n_tensors; i++) fx_blob_unref(g->tensors[i].blob);
+  free(g->nodes);
+  free(g->tensors);
+  memset(g, 0, sizeof *g);
+}
+
+const char *fx_op_name(int kind) {
+  static const char *const names[FX_OP_COUNT] = {
+    [FX_OP_CONV] = "conv2d", [FX_OP_DEPTHWISE] = "depthwise_conv2d",
+    [FX_OP_FC] = "fully_connected", [FX_OP_TRANSPOSE_CONV] = "transpose_conv",
+    [FX_OP_BINARY] = "binary", [FX_OP_UNARY] = "unary", [FX_OP_POOL] = "pool2d",
+    [FX_OP_MEAN] = "mean", [FX_OP_SOFTMAX] = "softmax", [FX_OP_PAD] = "pad",
+    [FX_OP_CONCAT] = "concat", [FX_OP_RESHAPE] = "reshape", [FX_OP_TRANSPOSE] = "transpose",
+    [FX_OP_STRIDED_SLICE] = "strided_slice", [FX_OP_RESIZE_BILINEAR] = "resize_bilinear",
+    [FX_OP_RESIZE_NEAREST] = "resize_nearest", [FX_OP_DEPTH_TO_SPACE] = "depth_to_space",
+    [FX_OP_SPACE_TO_DEPTH] = "space_to_depth", [FX_OP_GATHER] = "gather",
+    [FX_OP_SHAPE] = "shape", [FX_OP_CAST] = "cast",
+  };
+  return kind >= 0 && kind < FX_OP_COUNT && names[kind] ? names[kind] : "?";
+}

@@ -1,0 +1,110 @@
+/* Partition IR: what the runtime executes, free of TfLite types. The TfLite glue
+ * (tfl_*.c) translates nodes into fx_node; folding, shape inference and execution work
+ * on this IR only, so one code path serves load-time folding and invoke. */
+#ifndef FLEX_GRAPH_H
+#define FLEX_GRAPH_H
+#include "ops/ops.h"
+
+/* Element types: TfLiteType values for the ones we handle. */
+enum fx_dtype { FX_F32 = 1, FX_I32 = 2, FX_U8 = 3, FX_I64 = 4, FX_BOOL = 6, FX_I16 = 7,
+                FX_I8 = 9, FX_F16 = 10 };
+size_t fx_dtype_size(int dtype);
+
+/* A refcounted immutable buffer: folded constants (dequantized / densified weights,
+ * static shape values) and packed weights. Data is 64-byte aligned. */
+typedef struct fx_blob {
+  int refs;
+  int dtype;
+  fx_shape shape;
+  size_t bytes;
+  void *data;
+} fx_blob;
+fx_blob *fx_blob_new(int dtype, const fx_shape *shape);  /* zero-filled; NULL on OOM */
+fx_blob *fx_blob_ref(fx_blob *b);
+void fx_blob_unref(fx_blob *b);
+
+enum fx_storage {
+  FX_ST_CONST,    /* read-only data outside the arena (model mmap or a blob) */
+  FX_ST_EXTERNAL, /* owned by TFLite: partition inputs and outputs */
+  FX_ST_ARENA,    /* internal to the partition: lives at `offset` in the arena */
+};
+
+typedef struct {
+  int tfl;          /* TfLite tensor index, or -1 for partition scratch */
+  int dtype;
+  fx_shape shape;
+  int storage;
+  const void *cdata; /* FX_ST_CONST */
+  fx_blob *blob;     /* FX_ST_CONST from a blob (one reference held) */
+  size_t offset;     /* FX_ST_ARENA */
+  void *ptr;         /* resolved data pointer for the current invoke */
+} fx_tensor;
+
+enum fx_opkind {
+  FX_OP_CONV, FX_OP_DEPTHWISE, FX_OP_FC, FX_OP_TRANSPOSE_CONV,
+  FX_OP_BINARY, FX_OP_UNARY, FX_OP_POOL, FX_OP_MEAN, FX_OP_SOFTMAX,
+  FX_OP_PAD, FX_OP_CONCAT, FX_OP_RESHAPE, FX_OP_TRANSPOSE, FX_OP_STRIDED_SLICE,
+  FX_OP_RESIZE_BILINEAR, FX_OP_RESIZE_NEAREST, FX_OP_DEPTH_TO_SPACE, FX_OP_SPACE_TO_DEPTH,
+  FX_OP_GATHER, FX_OP_SHAPE, FX_OP_CAST,
+  FX_OP_COUNT
+};
+const char *fx_op_name(int kind);
+
+struct fx_conv_pack;    /* conv.c */
+
+typedef struct {
+  int kind;
+  int tfl_node;       /* node index in the TFLite graph (for logs and stats) */
+  int n_in, n_out;
+  int *in, *out;      /* local tensor ids; -1 = optional input absent */
+  int act;            /* fused activation (enum fx_act) */
+  union {
+    struct { int same, stride_h, stride_w, dil_h, dil_w, mult, kh, kw; } conv; /* conv, dw, pool, tconv */
+    struct { int op; } bin;
+    struct { int kind; float alpha; } un;
+    struct { int is_max; } pool;
+    struct { int keep_num_dims; } fc;
+    struct { int keep_dims; } mean;
+    struct { float beta; } softmax;
+    struct { int axis, pack; } concat;                  /* pack: inputs gain a new dim at axis */
+    struct { int axis, batch_dims; } gather;
+    struct { int align_corners, half_pixel; } resize;
+    struct { int block; } block;
+    struct { int begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask, offset; } ss;
+    struct { int out_type; } shape;
+    struct { int n_dims; int dims[FX_MAX_RANK]; int squeeze; unsigned squeeze_mask; } reshape;
+  } p;
+  /* Filled at prepare/init by the kernels that need them. */
+  struct fx_conv_pack *pack;   /* packed weights for conv / fc */
+  int scratch;                 /* local tensor id of per-node scratch, or -1 */
+  fx_slice_plan slice;         /* strided slice, resolved at shape inference */
+  int perm[FX_MAX_RANK];       /* transpose permutation, resolved at shape inference */
+  int pads[2 * FX_MAX_RANK];   /* pad amounts, resolved at shape inference */
+} fx_node;
+
+typedef struct {
+  int n_tensors, n_nodes;
+  fx_tensor *tensors;
+  fx_node *nodes;
+  int cap_tensors, cap_nodes;
+} fx_graph;
+
+int fx_graph_add_tensor(fx_graph *g, const fx_tensor *t);  /* returns id or -1 */
+fx_node *fx_graph_add_node(fx_graph *g, int kind, int n_in, int n_out);
+void fx_graph_free(fx_graph *g);
+
+/* Output shapes (and per-node resolved plans) from input shapes and constant inputs.
+ * Returns NULL on success or a static message naming why the node cannot run. */
+const char *fx_infer_node(fx_graph *g, fx_node *n);
+
+/* Weight packing for conv/fc/tconv at init (constant weights); NULL ok else message. */
+const char *fx_prepare_node_weights(fx_graph *g, fx_node *n);
+/* Scratch bytes a node needs for `threads` workers (0 if none). */
+size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads);
+
+/* Runs one node; tensors' ptr must be resolved. Returns 0, or -1 on a runtime data error
+ * (e.g. a GATHER index out of range). */
+int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool);
+void fx_node_release(fx_node *n);
+
+#endif

@@ -1,0 +1,232 @@
+/* Element-size generic layout ops: PAD, CONCATENATION, TRANSPOSE,
+ * DEPTH_TO_SPACE, SPACE_TO_DEPTH, GATHER. */
+#include "ops.h"
+
+#include <string.h>
+
+/* Fill `count` elements of `es` bytes at dst with *value (zeros if NULL). */
+static void fill_elems(char *dst, size_t count, const void *value, size_t es) {
+  if (count == 0) return;
+  const size_t bytes = count * es;
+  int zero = 1;
+  if (value) {
+    const unsigned char *v = (const unsigned char *)value;
+    for (size_t i = 0; i < es; ++i) zero &= v[i] == 0;
+  }
+  if (zero) { memset(dst, 0, bytes); return; }
+  memcpy(dst, value, es);
+  size_t done = es;
+  while (done < bytes) {
+    const size_t n = done < bytes - done ? done : bytes - done;
+    memcpy(dst + done, dst, n);
+    done += n;
+  }
+}
+
+/* Copy n elements of size es from x (element stride sx) to contiguous y. */
+static void gather_strided(char *y, const char *x, size_t n, ptrdiff_t sx, size_t es) {
+  size_t j;
+  switch (es) {
+    case 1: for (j = 0; j < n; ++j) y[j] = x[(ptrdiff_t)j * sx]; break;
+    case 2: for (j = 0; j < n; ++j) memcpy(y + j * 2, x + (ptrdiff_t)j * sx * 2, 2); break;
+    case 4: for (j = 0; j < n; ++j) memcpy(y + j * 4, x + (ptrdiff_t)j * sx * 4, 4); break;
+    case 8: for (j = 0; j < n; ++j) memcpy(y + j * 8, x + (ptrdiff_t)j * sx * 8, 8); break;
+    default:
+      for (j = 0; j < n; ++j) memcpy(y + j * es, x + (ptrdiff_t)j * sx * (ptrdiff_t)es, es);
+      break;
+  }
+}
+
+/* ------------------------------------------------------------------ PAD */
+typedef struct {
+  int nd;
+  size_t n[FX_MAX_RANK], pb[FX_MAX_RANK], pa[FX_MAX_RANK];
+  size_t is[FX_MAX_RANK], os[FX_MAX_RANK]; /* element strides */
+  const void *value;
+  size_t es;
+} pad_plan;
+
+static void pad_rec(const pad_plan *p, int d, const char *x, char *y) {
+  const size_t es = p->es;
+  if (d == p->nd - 1) {
+    fill_elems(y, p->pb[d], p->value, es);
+    memcpy(y + p->pb[d] * es, x, p->n[d] * es);
+    fill_elems(y + (p->pb[d] + p->n[d]) * es, p->pa[d], p->value, es);
+    return;
+  }
+  const size_t os = p->os[d], is = p->is[d];
+  fill_elems(y, p->pb[d] * os, p->value, es);
+  for (size_t i = 0; i < p->n[d]; ++i)
+    pad_rec(p, d + 1, x + i * is * es, y + (p->pb[d] + i) * os * es);
+  fill_elems(y + (p->pb[d] + p->n[d]) * os * es, p->pa[d] * os, p->value, es);
+}
+
+void fx_pad(const void *x, const fx_shape *xs, const int *pads, const void *value,
+            size_t esize, void *y) {
+  const int R = xs->rank;
+  pad_plan p;
+  p.nd = 0; p.value = value; p.es = esize;
+  for (int i = 0; i < R; ++i) {
+    const size_t n = (size_t)(xs->d[i] > 0 ? xs->d[i] : 0);
+    const size_t b = (size_t)(pads[2 * i] > 0 ? pads[2 * i] : 0);
+    const size_t a = (size_t)(pads[2 * i + 1] > 0 ? pads[2 * i + 1] : 0);
+    if (p.nd > 0 && b == 0 && a == 0) { /* unpadded dim folds into its outer neighbour */
+      p.n[p.nd - 1] *= n; p.pb[p.nd - 1] *= n; p.pa[p.nd - 1] *= n;
+      continue;
+    }
+    p.n[p.nd] = n; p.pb[p.nd] = b; p.pa[p.nd] = a;
+    p.nd++;
+  }
+  if (p.nd == 0) { memcpy(y, x, esize); return; } /* rank 0 */
+  size_t is = 1, os = 1;
+  for (int d = p.nd - 1; d >= 0; --d) {
+    p.is[d] = is; p.os[d] = os;
+    is *= p.n[d];
+    os *= p.n[d] + p.pb[d] + p.pa[d];
+  }
+  if (is == 0) { fill_elems((char *)y, os, value, esize); return; }
+  pad_rec(&p, 0, (const char *)x, (char *)y);
+}
+
+/* --------------------------------------------------------- CONCATENATION */
+void fx_concat(int n, const void *const *xs, const fx_shape *const *shapes, int axis,
+               size_t esize, void *y) {
+  if (n <= 0) return;
+  const int R = shapes[0]->rank;
+  if (axis < 0) axis += R;
+  if (axis < 0) axis = 0;
+  size_t outer = 1;
+  for (int i = 0; i < axis && i < R; ++i) outer *= (size_t)shapes[0]->d[i];
+  char *out = (char *)y;
+  for (size_t o = 0; o < outer; ++o) {
+    for (int j = 0; j < n; ++j) {
+      size_t c = esize; /* bytes of input j per outer index */
+      for (int i = axis; i < R; ++i) c *= (size_t)shapes[j]->d[i];
+      memcpy(out, (const char *)xs[j] + o * c, c);
+      out += c;
+    }
+  }
+}
+
+/* ------------------------------------------------------------ TRANSPOSE */
+void fx_transpose(const void *x, const fx_shape *xs, const int *perm, size_t esize, void *y) {
+  const int R = xs->rank;
+  size_t istr[FX_MAX_RANK];
+  size_t total = 1;
+  for (int i = R - 1; i >= 0; --i) { istr[i] = total; total *= (size_t)xs->d[i]; }
+  if (total == 0) return;
+  /* output dims with their input strides; drop size-1 dims, merge runs that
+   * stay adjacent and in order in the input */
+  size_t n[FX_MAX_RANK];
+  ptrdiff_t s[FX_MAX_RANK];
+  int k = 0;
+  for (int i = 0; i < R; ++i) {
+    const size_t d = (size_t)xs->d[perm[i]];
+    const ptrdiff_t st = (ptrdiff_t)istr[perm[i]];
+    if (d == 1) continue;
+    if (k > 0 && s[k - 1] == st * (ptrdiff_t)d) {
+      n[k - 1] *= d;
+      s[k - 1] = st;
+      continue;
+    }
+    n[k] = d; s[k] = st; ++k;
+  }
+  if (k == 0) { memcpy(y, x, esize); return; }
+  const char *xb = (const char *)x;
+  char *yb = (char *)y;
+  const size_t inner = n[k - 1];
+  const ptrdiff_t sin = s[k - 1];
+  const size_t rows = total / inner;
+  size_t idx[FX_MAX_RANK] = {0};
+  ptrdiff_t off = 0; /* input element offset of the current row */
+  for (size_t r = 0; r < rows; ++r) {
+    if (sin == 1) memcpy(yb, xb + off * (ptrdiff_t)esize, inner * esize);
+    else gather_strided(yb, xb + off * (ptrdiff_t)esize, inner, sin, esize);
+    yb += inner * esize;
+    for (int d = k - 2; d >= 0; --d) {
+      off += s[d];
+      if (++idx[d] < n[d]) break;
+      off -= (ptrdiff_t)n[d] * s[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+/* ---------------------------------------------- DEPTH_TO_SPACE / SPACE_TO_DEPTH */
+void fx_depth_to_space(const void *x, const fx_shape *xs, int block, size_t esize, void *y) {
+  const int N = xs->d[0], H = xs->d[1], W = xs->d[2], C = xs->d[3];
+  if (block <= 0) return;
+  const int OC = C / (block * block);
+  const size_t run = (size_t)OC * esize;
+  const char *xb = (const char *)x;
+  char *out = (char *)y;
+  /* out[b, h*bs+by, w*bs+bx, c] = in[b, h, w, (by*bs+bx)*OC + c]; written in output order */
+  for (int b = 0; b < N; ++b)
+    for (int h = 0; h < H; ++h)
+      for (int by = 0; by < block; ++by)
+        for (int w = 0; w < W; ++w) {
+          const char *src = xb + ((((size_t)b * H + h) * W + w) * C + (size_t)by * block * OC) * esize;
+          for (int bx = 0; bx < block; ++bx) {
+            memcpy(out, src + (size_t)bx * run, run);
+            out += run;
+          }
+        }
+}
+
+void fx_space_to_depth(const void *x, const fx_shape *xs, int block, size_t esize, void *y) {
+  const int N = xs->d[0], H = xs->d[1], W = xs->d[2], C = xs->d[3];
+  if (block <= 0) return;
+  const int OH = H / block, OW = W / block;
+  const size_t run = (size_t)C * esize;
+  const char *xb = (const char *)x;
+  char *out = (char *)y;
+  /* out[b, oh, ow, (by*bs+bx)*C + c] = in[b, oh*bs+by, ow*bs+bx, c] */
+  for (int b = 0; b < N; ++b)
+    for (int oh = 0; oh < OH; ++oh)
+      for (int ow = 0; ow < OW; ++ow)
+        for (int by = 0; by < block; ++by) {
+          const char *src =
+              xb + ((((size_t)b * H + (size_t)oh * block + by) * W + (size_t)ow * block) * C) * esize;
+          memcpy(out, src, run * (size_t)block); /* bx = 0..bs-1 are contiguous in input */
+          out += run * (size_t)block;
+        }
+}
+
+/* --------------------------------------------------------------- GATHER */
+int fx_gather(const void *x, const fx_shape *xs, const void *idx, int idx_is_64, const fx_shape *is,
+              int axis, int batch_dims, size_t esize, void *y) {
+  const int R = xs->rank, IR = is->rank;
+  if (axis < 0) axis += R;
+  if (batch_dims < 0) batch_dims += IR;
+  if (axis < 0 || axis >= R || batch_dims < 0 || batch_dims > IR || batch_dims > axis) return -1;
+  size_t batch = 1, outer = 1, inner = 1, coords = 1;
+  for (int i = 0; i < batch_dims; ++i) {
+    if (xs->d[i] != is->d[i]) return -1;
+    batch *= (size_t)xs->d[i];
+  }
+  for (int i = batch_dims; i < axis; ++i) outer *= (size_t)xs->d[i];
+  for (int i = axis + 1; i < R; ++i) inner *= (size_t)xs->d[i];
+  for (int i = batch_dims; i < IR; ++i) coords *= (size_t)is->d[i];
+  const int64_t axis_size = xs->d[axis];
+  const int32_t *i32 = (const int32_t *)idx;
+  const int64_t *i64 = (const int64_t *)idx;
+  const size_t nidx = batch * coords;
+  for (size_t i = 0; i < nidx; ++i) {
+    const int64_t v = idx_is_64 ? i64[i] : (int64_t)i32[i];
+    if (v < 0 || v >= axis_size) return -1;
+  }
+  const size_t row = inner * esize;
+  const char *xb = (const char *)x;
+  char *out = (char *)y;
+  for (size_t b = 0; b < batch; ++b)
+    for (size_t o = 0; o < outer; ++o) {
+      const char *src = xb + ((b * outer + o) * (size_t)axis_size) * row;
+      for (size_t c = 0; c < coords; ++c) {
+        const size_t k = b * coords + c;
+        const int64_t v = idx_is_64 ? i64[k] : (int64_t)i32[k];
+        memcpy(out, src + (size_t)v * row, row);
+        out += row;
+      }
+    }
+  return 0;
+}

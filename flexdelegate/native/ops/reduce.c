@@ -1,0 +1,142 @@
+/* MEAN (kept-dims layout) and SOFTMAX over the last dim. */
+#include "ops.h"
+
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+/* Bitwise select (keeps gcc from turning selects into branches; see elementwise.c). */
+static inline float fx_sel(int c, float a, float b) {
+  uint32_t ua, ub;
+  memcpy(&ua, &a, sizeof ua);
+  memcpy(&ub, &b, sizeof ub);
+  const uint32_t m = c ? 0xFFFFFFFFu : 0u;
+  const uint32_t r = (ua & m) | (ub & ~m);
+  float o;
+  memcpy(&o, &r, sizeof o);
+  return o;
+}
+
+/* Vectorisable expf, identical to the one in elementwise.c (~1-2 ulp). */
+static inline float fx_expf(float x) {
+  x = fx_sel(x > 88.3f, 88.3f, x);
+  x = fx_sel(x < -87.3f, -87.3f, x);
+  const float t = x * 1.44269504088896341f + 12582912.0f;
+  const float n = t - 12582912.0f;
+  uint32_t tb;
+  memcpy(&tb, &t, sizeof tb);
+  const uint32_t sb = (tb - 0x4B400000u + 127u) << 23;
+  float s;
+  memcpy(&s, &sb, sizeof s);
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float e = p * (r * r) + r + 1.0f;
+  return e * s;
+}
+
+/* 8 independent partial sums: vectorisable without -ffast-math. */
+static float vsum(const float *x, size_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) acc[k] += x[i + k];
+  float s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+
+static float vmax(const float *x, size_t n) {
+  float acc[8];
+  for (int k = 0; k < 8; ++k) acc[k] = -INFINITY;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) {
+      const float v = x[i + k];
+      acc[k] = fx_sel(acc[k] < v, v, acc[k]);
+    }
+  float m = -INFINITY;
+  for (int k = 0; k < 8; ++k) m = m < acc[k] ? acc[k] : m;
+  for (; i < n; ++i) m = m < x[i] ? x[i] : m;
+  return m;
+}
+
+/* ---------------------------------------------------------------- MEAN */
+typedef struct {
+  int ng;
+  size_t n[FX_MAX_RANK];
+  size_t xs[FX_MAX_RANK], ys[FX_MAX_RANK]; /* strides; ys = 0 for reduced groups */
+  int red[FX_MAX_RANK];
+} mean_plan;
+
+static void mean_rec(const mean_plan *p, int g, const float *x, float *y) {
+  const size_t n = p->n[g];
+  if (g == p->ng - 1) {
+    if (p->red[g]) {
+      y[0] += vsum(x, n);
+    } else {
+      float *restrict yy = y;
+      const float *restrict xx = x;
+      for (size_t i = 0; i < n; ++i) yy[i] += xx[i];
+    }
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) mean_rec(p, g + 1, x + i * p->xs[g], y + i * p->ys[g]);
+}
+
+void fx_mean_f32(const float *x, const fx_shape *xs, unsigned axis_mask, float *y) {
+  const int R = xs->rank;
+  mean_plan p;
+  size_t count = 1, out_n = 1, in_n = 1;
+  p.ng = 0;
+  for (int i = 0; i < R; ++i) {
+    const size_t d = (size_t)(xs->d[i] > 0 ? xs->d[i] : 0);
+    const int red = (axis_mask >> i) & 1u;
+    in_n *= d;
+    if (red) count *= d; else out_n *= d;
+    if (d == 1) continue;
+    if (p.ng > 0 && p.red[p.ng - 1] == red) {
+      p.n[p.ng - 1] *= d;
+    } else {
+      p.n[p.ng] = d;
+      p.red[p.ng] = red;
+      p.ng++;
+    }
+  }
+  for (size_t i = 0; i < out_n; ++i) y[i] = 0.0f;
+  if (in_n > 0) {
+    if (p.ng == 0) {
+      y[0] = x[0];
+    } else {
+      size_t sx = 1, sy = 1;
+      for (int g = p.ng - 1; g >= 0; --g) {
+        p.xs[g] = sx;
+        p.ys[g] = p.red[g] ? 0 : sy;
+        sx *= p.n[g];
+        if (!p.red[g]) sy *= p.n[g];
+      }
+      mean_rec(&p, 0, x, y);
+    }
+  }
+  const float fc = (float)count;
+  for (size_t i = 0; i < out_n; ++i) y[i] = y[i] / fc;
+}
+
+/* ------------------------------------------------------------- SOFTMAX */
+void fx_softmax_f32(const float *x, size_t rows, int cols, float beta, float *y) {
+  if (cols <= 0) return;
+  const size_t n = (size_t)cols;
+  for (size_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * n;
+    float *yr = y + r * n;
+    const float m = vmax(xr, n);
+    for (size_t i = 0; i < n; ++i) yr[i] = fx_expf((xr[i] - m) * beta);
+    const float s = vsum(yr, n);
+    for (size_t i = 0; i < n; ++i) yr[i] = yr[i] / s;
+  }
+}

@@ -1,0 +1,71 @@
+/* Delegate options: the one parser, used by the plugin entry and by Python's validation. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "delegate.h"
+
+static int parse_log(const char *v, unsigned *mask) {
+  static const char *const names[] = {"partition", "plan", "cache", "exec"};
+  *mask = 0;
+  const char *p = v;
+  while (*p) {
+    const char *comma = strchr(p, ',');
+    size_t len = comma ? (size_t)(comma - p) : strlen(p);
+    int found = 0;
+    if (len == 3 && !strncmp(p, "all", 3)) { *mask |= 0xF; found = 1; }
+    if (len == 0 || (len == 4 && !strncmp(p, "none", 4))) found = 1;
+    for (int i = 0; i < 4 && !found; i++)
+      if (strlen(names[i]) == len && !strncmp(p, names[i], len)) { *mask |= 1u << i; found = 1; }
+    if (!found) return -1;
+    p += len + (comma ? 1 : 0);
+  }
+  return 0;
+}
+
+const char *fx_parse_option(fx_options *o, const char *key, const char *value) {
+  if (!key || !value) return "option key and value must be strings";
+  char *end;
+  errno = 0;
+  if (!strcmp(key, "num_threads")) {
+    long v = strtol(value, &end, 10);
+    if (errno || end == value || *end || v < -1 || v == 0 || v > 256)
+      return "invalid num_threads: expected an integer from 1 to 256, or -1 for the interpreter's";
+    o->num_threads = (int)v;
+  } else if (!strcmp(key, "budget")) {
+    double v = strtod(value, &end);
+    if (errno || end == value || *end || !(v >= 0) || v > 1e7)
+      return "invalid budget: expected megabytes as a number >= 0 (0 = unlimited)";
+    o->budget_mb = v;
+  } else if (!strcmp(key, "cache_path")) {
+    free(o->cache_path);
+    o->cache_path = strdup(value);
+    if (!o->cache_path) return "out of memory";
+  } else if (!strcmp(key, "log")) {
+    unsigned m;
+    if (parse_log(value, &m))
+      return "invalid log: expected a comma list of partition, plan, cache, exec, all, none";
+    o->log = m;
+  } else {
+    return "unknown option: accepted options are budget, cache_path, num_threads, log";
+  }
+  return NULL;
+}
+
+const char *flex_check_option(const char *key, const char *value) {
+  fx_options o = {0};
+  const char *err = fx_parse_option(&o, key, value);
+  free(o.cache_path);
+  return err;
+}
+
+/* FLEXDELEGATE_LOG adds categories to whatever the option asked for. */
+unsigned fx_env_log_mask(void) {
+  const char *v = getenv("FLEXDELEGATE_LOG");
+  unsigned m = 0;
+  if (v && parse_log(v, &m)) {
+    fprintf(stderr, "flexdelegate: ignoring FLEXDELEGATE_LOG=%s (expected partition,plan,cache,exec,all)\n", v);
+    m = 0;
+  }
+  return m;
+}

@@ -1,0 +1,103 @@
+/* TFLite external-delegate plugin entry points and the stats the Python side reads. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "delegate.h"
+#include "flex_api.h"
+#include "gemm/gemm.h"
+
+unsigned fx_env_log_mask(void);
+
+void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
+                                    void (*report_error)(const char *)) {
+  fx_delegate *d = calloc(1, sizeof *d);
+  if (!d) {
+    if (report_error) report_error("flexdelegate: out of memory");
+    return NULL;
+  }
+  d->opts.num_threads = -1;
+  /* Python's loader passes the count as a C int: only the low 32 bits are defined. */
+  n = (size_t)(uint32_t)n;
+  for (size_t i = 0; i < n; i++) {
+    const char *err = fx_parse_option(&d->opts, keys ? keys[i] : NULL, values ? values[i] : NULL);
+    if (err) {
+      char msg[256];
+      snprintf(msg, sizeof msg, "flexdelegate: option '%s': %s", keys && keys[i] ? keys[i] : "?", err);
+      if (report_error) report_error(msg);
+      free(d->opts.cache_path);
+      free(d);
+      return NULL;
+    }
+  }
+  fx_log_mask = d->opts.log | fx_env_log_mask();
+  fx_gemm_config_get(); /* probe the CPU once, here, under the runtime's lock */
+  d->base.data_ = d;
+  d->base.Prepare = fx_delegate_prepare;
+  d->base.flags = kTfLiteDelegateFlagsNone;
+  return &d->base;
+}
+
+void tflite_plugin_destroy_delegate(void *delegate) {
+  fx_delegate *d = delegate;
+  if (!d) return;
+  for (int i = 0; i < d->n_subgraphs; i++) fx_subgraph_clear(&d->subgraphs[i]);
+  free(d->subgraphs);
+  fx_pool_free(d->pool);
+  free(d->opts.cache_path);
+  free(d);
+}
+
+/* Appends to a bounded buffer, tracking the length the full text would need. */
+typedef struct { char *buf; size_t cap, len; } sbuf;
+__attribute__((format(printf, 2, 3)))
+static void put(sbuf *s, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  size_t room = s->len < s->cap ? s->cap - s->len : 0;
+  int k = vsnprintf(room ? s->buf + s->len : NULL, room, fmt, ap);
+  va_end(ap);
+  if (k > 0) s->len += (size_t)k;
+}
+
+static void put_json_string(sbuf *s, const char *str) {
+  put(s, "\"");
+  for (const char *p = str; *p; p++) {
+    if (*p == '"' || *p == '\\') put(s, "\\%c", *p);
+    else if ((unsigned char)*p < 0x20) put(s, "\\u%04x", *p);
+    else put(s, "%c", *p);
+  }
+  put(s, "\"");
+}
+
+size_t flex_stats_json(void *delegate, char *buf, size_t cap) {
+  fx_delegate *d = delegate;
+  sbuf s = {buf, cap, 0};
+  int total = 0, delegated = 0, folded = 0, parts = 0;
+  for (int i = 0; d && i < d->n_subgraphs; i++) {
+    total += d->subgraphs[i].nodes_total;
+    delegated += d->subgraphs[i].nodes_delegated;
+    folded += d->subgraphs[i].nodes_folded;
+    parts += d->subgraphs[i].partitions;
+  }
+  put(&s, "{\"nodes_total\": %d, \"nodes_delegated\": %d, \"nodes_folded\": %d, \"partitions\": %d, "
+          "\"subgraphs\": %d, \"gemm_kernel\": \"%s\", \"threads\": %d, \"fallback\": [",
+      total, delegated, folded, parts, d ? d->n_subgraphs : 0, fx_gemm_config_get()->name,
+      d ? fx_pool_threads(d->pool) : 0);
+  int first = 1;
+  for (int i = 0; d && i < d->n_subgraphs; i++)
+    for (int j = 0; j < d->subgraphs[i].n_fallback; j++) {
+      const fx_fallback *f = &d->subgraphs[i].fallback[j];
+      put(&s, "%s{\"subgraph\": %d, \"node\": %d, \"op\": ", first ? "" : ", ", i, f->node);
+      put_json_string(&s, fx_builtin_name(f->builtin));
+      put(&s, ", \"reason\": ");
+      put_json_string(&s, f->reason);
+      put(&s, "}");
+      first = 0;
+    }
+  put(&s, "]}");
+  if (cap) buf[s.len < cap ? s.len : cap - 1] = 0;
+  return s.len;
+}
+
+const char *flex_gemm_kernel_name(void) { return fx_gemm_config_get()->name; }

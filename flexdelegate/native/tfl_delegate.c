@@ -1,0 +1,143 @@
+/* TfLite glue, part 3: the delegate's Prepare. Walks the execution plan, claims every node
+ * the IR can run (folding what is known at load), records why the rest fall back, and asks
+ * TFLite to group the claimed nodes into partition kernels. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "delegate.h"
+
+fx_subgraph *fx_find_subgraph(fx_delegate *d, const void *ctx) {
+  for (int i = 0; i < d->n_subgraphs; i++)
+    if (d->subgraphs[i].ctx == ctx) return &d->subgraphs[i];
+  return NULL;
+}
+
+static fx_subgraph *subgraph_for(fx_delegate *d, const void *ctx) {
+  fx_subgraph *sg = fx_find_subgraph(d, ctx);
+  if (sg) return sg;
+  fx_subgraph *grown = realloc(d->subgraphs, sizeof *grown * (size_t)(d->n_subgraphs + 1));
+  if (!grown) return NULL;
+  d->subgraphs = grown;
+  sg = &d->subgraphs[d->n_subgraphs++];
+  memset(sg, 0, sizeof *sg);
+  sg->ctx = ctx;
+  return sg;
+}
+
+void fx_subgraph_clear(fx_subgraph *sg) {
+  for (int i = 0; sg->statics && i < sg->n_tensors; i++) fx_blob_unref(sg->statics[i]);
+  free(sg->statics);
+  free(sg->fallback);
+  const void *ctx = sg->ctx;
+  memset(sg, 0, sizeof *sg);
+  sg->ctx = ctx;
+}
+
+fx_pool *fx_delegate_pool(fx_delegate *d, int threads) {
+  if (!d->pool || fx_pool_threads(d->pool) != threads) {
+    fx_pool_free(d->pool);
+    d->pool = fx_pool_new(threads);
+  }
+  return d->pool;
+}
+
+static void add_fallback(fx_subgraph *sg, int node, int builtin, const char *why) {
+  fx_fallback *f = &sg->fallback[sg->n_fallback++];
+  f->node = node;
+  f->builtin = builtin;
+  snprintf(f->reason, sizeof f->reason, "%s", why);
+  fx_log(FX_LOG_PARTITION, "node %d (%s) stays with TFLite: %s", node, fx_builtin_name(builtin), why);
+}
+
+/* A node whose inputs are all constant is evaluated now; SHAPE only needs the input's shape.
+ * CONV/FC are left to run (they would need packing and scratch just to fold). */
+static const char *try_fold(fx_graph *g, fx_node *n, fx_blob **out) {
+  *out = NULL;
+  if (n->kind == FX_OP_CONV || n->kind == FX_OP_FC) return NULL;
+  for (int i = 0; i < n->n_in; i++) {
+    if (n->in[i] < 0) continue;
+    fx_tensor *t = &g->tensors[n->in[i]];
+    if (t->storage != FX_ST_CONST && !(n->kind == FX_OP_SHAPE && i == 0)) return NULL;
+    t->ptr = (void *)t->cdata;
+  }
+  fx_tensor *y = &g->tensors[n->out[0]];
+  fx_blob *b = fx_blob_new(y->dtype, &y->shape);
+  if (!b) return "out of memory";
+  y->ptr = b->data;
+  if (fx_run_node(g, n, NULL)) {
+    fx_blob_unref(b);
+    return "invalid constant input (e.g. a gather index out of range)";
+  }
+  *out = b;
+  return NULL;
+}
+
+TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
+  fx_delegate *d = base->data_;
+  TfLiteIntArray *plan = NULL;
+  if (ctx->GetExecutionPlan(ctx, &plan) != kTfLiteOk || !plan) return kTfLiteDelegateError;
+  fx_subgraph *sg = subgraph_for(d, ctx);
+  if (!sg) return kTfLiteDelegateError;
+  fx_subgraph_clear(sg);
+  int nt = (int)ctx->tensors_size;
+  sg->n_tensors = nt;
+  sg->statics = calloc((size_t)(nt ? nt : 1), sizeof(fx_blob *));
+  sg->fallback = calloc((size_t)(plan->size ? plan->size : 1), sizeof(fx_fallback));
+  fx_shape *shapes = calloc((size_t)(nt ? nt : 1), sizeof(fx_shape));
+  int *local = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+  TfLiteIntArray *claimed = malloc(sizeof(TfLiteIntArray) + sizeof(int) * (size_t)plan->size);
+  TfLiteStatus status = kTfLiteDelegateError;
+  if (!sg->statics || !sg->fallback || !shapes || !local || !claimed) goto done;
+  for (int i = 0; i < nt; i++) {
+    const TfLiteIntArray *dims = ctx->tensors[i].dims;
+    if (dims && dims->size <= FX_MAX_RANK) {
+      shapes[i].rank = dims->size;
+      memcpy(shapes[i].d, dims->data, sizeof(int) * (size_t)dims->size);
+    }
+  }
+  claimed->size = 0;
+  fx_translate tr = {ctx, sg, local, shapes};
+  for (int p = 0; p < plan->size; p++) {
+    int idx = plan->data[p];
+    TfLiteNode *node;
+    TfLiteRegistration *reg;
+    if (ctx->GetNodeAndRegistration(ctx, idx, &node, &reg) != kTfLiteOk) goto done;
+    sg->nodes_total++;
+    const char *why;
+    fx_blob *folded = NULL;
+    if (reg->builtin_code == kTfLiteBuiltinDequantize || reg->builtin_code == kTfLiteBuiltinDensify) {
+      why = fx_fold_special(&tr, node, reg->builtin_code, &folded);
+    } else {
+      fx_graph g = {0};
+      memset(local, -1, sizeof(int) * (size_t)nt);
+      why = fx_translate_node(&tr, &g, idx, node, reg);
+      if (!why) {
+        fx_node *n = &g.nodes[0];
+        shapes[g.tensors[n->out[0]].tfl] = g.tensors[n->out[0]].shape;
+        why = try_fold(&g, n, &folded);
+      }
+      fx_graph_free(&g);
+    }
+    if (why) {
+      add_fallback(sg, idx, reg->builtin_code, why);
+      continue;
+    }
+    if (folded) {
+      int o = node->outputs->data[0];
+      fx_blob_unref(sg->statics[o]);
+      sg->statics[o] = folded;
+      shapes[o] = folded->shape;
+      sg->nodes_folded++;
+    }
+    claimed->data[claimed->size++] = idx;
+  }
+  sg->nodes_delegated = claimed->size;
+  status = kTfLiteOk;
+  if (claimed->size)
+    status = ctx->ReplaceNodeSubsetsWithDelegateKernels(ctx, fx_partition_registration(), claimed, base);
+done:
+  free(shapes);
+  free(local);
+  free(claimed);
+  return status;
+}

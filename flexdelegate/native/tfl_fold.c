@@ -1,0 +1,170 @@
+/* TfLite glue, part 2: load-time folding of DEQUANTIZE and DENSIFY over constants. These
+ * read TFLite's quantization and sparsity metadata, so they live on the glue side; every
+ * offset and index in that metadata is bounds-checked (models are untrusted input). */
+#include <math.h>
+#include <string.h>
+#include "delegate.h"
+
+static float half_to_float(uint16_t h) {
+  uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1F, man = h & 0x3FF;
+  float v;
+  if (exp == 0) v = ldexpf((float)man, -24);                          /* zero / subnormal */
+  else if (exp == 31) v = man ? NAN : INFINITY;
+  else v = ldexpf((float)(man | 0x400), (int)exp - 25);
+  uint32_t bits;
+  memcpy(&bits, &v, 4);
+  bits |= sign;
+  memcpy(&v, &bits, 4);
+  return v;
+}
+
+/* The constant data of input tensor `idx`: a folded blob or the model's buffer. */
+static const void *const_data(fx_translate *tr, int idx, int *dtype, size_t *bytes) {
+  fx_blob *b = tr->sg->statics[idx];
+  if (b) { *dtype = b->dtype; *bytes = b->bytes; return b->data; }
+  const TfLiteTensor *t = &tr->ctx->tensors[idx];
+  if (t->allocation_type != kTfLiteMmapRo || !t->data.raw) return NULL;
+  *dtype = fx_tfl_dtype(t->type);
+  *bytes = t->bytes;
+  return t->data.raw;
+}
+
+static int out_shape(const TfLiteTensor *t, fx_shape *s) {
+  if (!t->dims || t->dims->size > FX_MAX_RANK) return -1;
+  s->rank = t->dims->size;
+  for (int i = 0; i < s->rank; i++) {
+    if (t->dims->data[i] < 0) return -1;
+    s->d[i] = t->dims->data[i];
+  }
+  return 0;
+}
+
+static const char *dequantize(fx_translate *tr, int in, fx_blob *out) {
+  int dt;
+  size_t bytes;
+  const void *src = const_data(tr, in, &dt, &bytes);
+  if (!src) return "dequantize of a non-constant tensor";
+  size_t count = fx_shape_numel(&out->shape);
+  if (!fx_dtype_size(dt) || bytes < count * fx_dtype_size(dt)) return "constant smaller than its shape";
+  float *y = out->data;
+  if (dt == FX_F16) {
+    for (size_t i = 0; i < count; i++) y[i] = half_to_float(((const uint16_t *)src)[i]);
+    return NULL;
+  }
+  if (dt != FX_I8 && dt != FX_U8 && dt != FX_I16) return "dequantize from an unsupported type";
+  const TfLiteTensor *t = &tr->ctx->tensors[in];
+  /* Per-channel (affine) parameters, else the per-tensor ones. */
+  const float *scales = &t->params.scale;
+  const int *zps = &t->params.zero_point;
+  int nq = 1, qdim = 0;
+  if (t->quantization.type == kTfLiteAffineQuantization && t->quantization.params) {
+    const TfLiteAffineQuantization *q = t->quantization.params;
+    if (!q->scale || !q->zero_point || q->scale->size < 1) return "malformed quantization";
+    nq = q->scale->size;
+    if (q->zero_point->size != nq && q->zero_point->size != 1) return "malformed quantization";
+    scales = q->scale->data;
+    zps = q->zero_point->data;
+    qdim = q->quantized_dimension;
+    if (nq > 1 && (qdim < 0 || qdim >= out->shape.rank || out->shape.d[qdim] != nq))
+      return "quantized dimension does not match the scales";
+    if (q->zero_point->size == 1 && nq > 1) return "per-channel scales with one zero point";
+  }
+  size_t inner = 1;
+  for (int i = qdim + 1; i < out->shape.rank; i++) inner *= (size_t)out->shape.d[i];
+  for (size_t i = 0; i < count; i++) {
+    int c = nq > 1 ? (int)(i / inner % (size_t)nq) : 0;
+    int v = dt == FX_I8 ? ((const int8_t *)src)[i] : dt == FX_U8 ? ((const uint8_t *)src)[i]
+                                                                   : ((const int16_t *)src)[i];
+    y[i] = scales[c] * (float)(v - zps[c]);
+  }
+  return NULL;
+}
+
+typedef struct {
+  const TfLiteSparsity *sp;
+  int levels, rank;
+  int coord[2 * FX_MAX_RANK]; /* by traversal dimension id */
+  const char *src;
+  size_t esize, n_values, next;
+  fx_blob *out;
+  const char *err;
+} densify_walk;
+
+static void densify_level(densify_walk *w, int level, int pos) {
+  if (w->err) return;
+  if (level == w->levels) {
+    if (w->next >= w->n_values) { w->err = "sparse values overrun"; return; }
+    size_t lin = 0;
+    for (int i = 0; i < w->rank; i++) {
+      int c = w->coord[i];
+      for (int j = 0; w->sp->block_map && j < w->sp->block_map->size; j++)
+        if (w->sp->block_map->data[j] == i)
+          c = c * w->sp->dim_metadata[w->rank + j].dense_size + w->coord[w->rank + j];
+      if (c < 0 || c >= w->out->shape.d[i]) { w->err = "sparse index out of range"; return; }
+      lin = lin * (size_t)w->out->shape.d[i] + (size_t)c;
+    }
+    memcpy((char *)w->out->data + lin * w->esize, w->src + w->next++ * w->esize, w->esize);
+    return;
+  }
+  const TfLiteDimensionMetadata *md = &w->sp->dim_metadata[level];
+  int dim = w->sp->traversal_order->data[level];
+  if (md->format == kTfLiteDimDense) {
+    for (int i = 0; i < md->dense_size && !w->err; i++) {
+      w->coord[dim] = i;
+      densify_level(w, level + 1, pos * md->dense_size + i);
+    }
+    return;
+  }
+  const TfLiteIntArray *seg = md->array_segments, *idx = md->array_indices;
+  if (!seg || !idx || pos < 0 || pos + 1 >= seg->size) { w->err = "malformed sparse segments"; return; }
+  for (int j = seg->data[pos]; j < seg->data[pos + 1] && !w->err; j++) {
+    if (j < 0 || j >= idx->size) { w->err = "malformed sparse indices"; return; }
+    w->coord[dim] = idx->data[j];
+    densify_level(w, level + 1, j);
+  }
+}
+
+static const char *densify(fx_translate *tr, int in, fx_blob *out) {
+  const TfLiteTensor *t = &tr->ctx->tensors[in];
+  const TfLiteSparsity *sp = t->sparsity;
+  if (!sp || t->allocation_type != kTfLiteMmapRo || !t->data.raw) return "densify of a non-constant tensor";
+  densify_walk w = {.sp = sp, .rank = out->shape.rank, .src = t->data.raw, .out = out};
+  w.esize = fx_dtype_size(fx_tfl_dtype(t->type));
+  if (!w.esize || fx_tfl_dtype(t->type) != out->dtype) return "densify type mismatch";
+  w.n_values = t->bytes / w.esize;
+  w.levels = sp->dim_metadata_size;
+  if (!sp->traversal_order || !sp->dim_metadata || sp->traversal_order->size != w.levels ||
+      w.levels < w.rank || w.levels > 2 * FX_MAX_RANK ||
+      (w.levels > w.rank && (!sp->block_map || sp->block_map->size != w.levels - w.rank)))
+    return "malformed sparsity metadata";
+  for (int l = 0; l < w.levels; l++) {
+    int dim = sp->traversal_order->data[l];
+    if (dim < 0 || dim >= w.levels) return "malformed traversal order";
+    if (sp->dim_metadata[l].format == kTfLiteDimDense && sp->dim_metadata[l].dense_size < 0) return "malformed sparsity metadata";
+  }
+  for (int j = 0; j < w.levels - w.rank; j++)
+    if (sp->block_map->data[j] < 0 || sp->block_map->data[j] >= w.rank) return "malformed block map";
+  densify_level(&w, 0, 0);
+  return w.err;
+}
+
+const char *fx_fold_special(fx_translate *tr, const TfLiteNode *node, int builtin, fx_blob **out) {
+  *out = NULL;
+  if (!node->inputs || node->inputs->size != 1 || !node->outputs || node->outputs->size != 1)
+    return "unexpected number of inputs/outputs";
+  int in = node->inputs->data[0], o = node->outputs->data[0];
+  if (in < 0 || o < 0 || (size_t)in >= tr->ctx->tensors_size || (size_t)o >= tr->ctx->tensors_size)
+    return "tensor index out of range";
+  const TfLiteTensor *ot = &tr->ctx->tensors[o];
+  fx_shape s;
+  int odt = fx_tfl_dtype(ot->type);
+  if (out_shape(ot, &s)) return "output shape unknown";
+  if (builtin == kTfLiteBuiltinDequantize && odt != FX_F32) return "dequantize to a non-float32 type";
+  if (!odt || odt == FX_BOOL) return "unsupported output type";
+  fx_blob *b = fx_blob_new(odt, &s);
+  if (!b) return "out of memory";
+  const char *why = builtin == kTfLiteBuiltinDequantize ? dequantize(tr, in, b) : densify(tr, in, b);
+  if (why) { fx_blob_unref(b); return why; }
+  *out = b;
+  return NULL;
+}

@@ -1,0 +1,221 @@
+/* TfLite glue, part 4: one partition kernel (init / prepare / invoke / free). Init builds
+ * the IR and packs weights; prepare infers shapes, resizes partition outputs and plans the
+ * arena; invoke only resolves pointers and runs kernels (no allocation). */
+#include <stdlib.h>
+#include <string.h>
+#include "arena.h"
+#include "delegate.h"
+
+typedef struct {
+  fx_delegate *d;
+  fx_graph g;
+  int *outputs_static; /* TFLite indices of partition outputs folded at load */
+  fx_blob **static_blobs;
+  int n_static;
+  fx_arena_buf *bufs;  /* one per tensor (size 0 if not in the arena) */
+  void *arena;
+  size_t arena_size;
+  fx_pool *pool;
+} fx_partition;
+
+static void partition_free(TfLiteContext *ctx, void *buffer) {
+  (void)ctx;
+  fx_partition *p = buffer;
+  if (!p) return;
+  fx_graph_free(&p->g);
+  for (int i = 0; i < p->n_static; i++) fx_blob_unref(p->static_blobs[i]);
+  free(p->static_blobs);
+  free(p->outputs_static);
+  free(p->bufs);
+  free(p->arena);
+  free(p);
+}
+
+static int outputs_folded(const fx_subgraph *sg, const TfLiteNode *node) {
+  for (int i = 0; i < node->outputs->size; i++) {
+    int o = node->outputs->data[i];
+    if (o < 0 || o >= sg->n_tensors || !sg->statics[o]) return 0;
+  }
+  return 1;
+}
+
+static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t length) {
+  (void)length;
+  const TfLiteDelegateParams *params = (const TfLiteDelegateParams *)buffer;
+  fx_delegate *d = params->delegate->data_;
+  fx_subgraph *sg = fx_find_subgraph(d, ctx);
+  fx_partition *p = calloc(1, sizeof *p);
+  int *local = malloc(sizeof(int) * (ctx->tensors_size ? ctx->tensors_size : 1));
+  const int n_out = params->output_tensors->size;
+  if (p) {
+    p->outputs_static = calloc((size_t)(n_out ? n_out : 1), sizeof(int));
+    p->static_blobs = calloc((size_t)(n_out ? n_out : 1), sizeof(fx_blob *));
+  }
+  if (!sg || !p || !local || !p->outputs_static || !p->static_blobs) goto fail;
+  memset(local, -1, sizeof(int) * ctx->tensors_size);
+  p->d = d;
+  fx_translate tr = {ctx, sg, local, NULL};
+  int folded = 0;
+  for (int i = 0; i < params->nodes_to_replace->size; i++) {
+    int idx = params->nodes_to_replace->data[i];
+    TfLiteNode *node;
+    TfLiteRegistration *reg;
+    if (ctx->GetNodeAndRegistration(ctx, idx, &node, &reg) != kTfLiteOk) goto fail;
+    if (outputs_folded(sg, node)) { folded++; continue; }
+    const char *why = fx_translate_node(&tr, &p->g, idx, node, reg);
+    if (why) {
+      ctx->ReportError(ctx, "flexdelegate: node %d (%s): %s", idx, fx_builtin_name(reg->builtin_code), why);
+      goto fail;
+    }
+  }
+  for (int i = 0; i < params->input_tensors->size; i++) {
+    int t = params->input_tensors->data[i];
+    if (t >= 0 && local[t] >= 0 && p->g.tensors[local[t]].storage == FX_ST_ARENA)
+      p->g.tensors[local[t]].storage = FX_ST_EXTERNAL;
+  }
+  for (int i = 0; i < n_out; i++) {
+    int t = params->output_tensors->data[i];
+    if (t < 0) continue;
+    if (sg->statics[t]) {
+      p->outputs_static[p->n_static] = t;
+      p->static_blobs[p->n_static++] = fx_blob_ref(sg->statics[t]);
+    } else if (local[t] >= 0) {
+      p->g.tensors[local[t]].storage = FX_ST_EXTERNAL;
+    }
+  }
+  for (int i = 0; i < p->g.n_nodes; i++) {
+    const char *why = fx_prepare_node_weights(&p->g, &p->g.nodes[i]);
+    if (why) {
+      ctx->ReportError(ctx, "flexdelegate: node %d: %s", p->g.nodes[i].tfl_node, why);
+      goto fail;
+    }
+  }
+  sg->partitions++;
+  fx_log(FX_LOG_PARTITION, "partition %d: %d nodes (%d folded at load), %d inputs, %d outputs",
+         sg->partitions - 1, params->nodes_to_replace->size, folded, params->input_tensors->size, n_out);
+  free(local);
+  return p;
+fail:
+  free(local);
+  partition_free(ctx, p);
+  return NULL;
+}
+
+static int shape_equals_dims(const fx_shape *s, const TfLiteIntArray *dims) {
+  if (!dims || dims->size != s->rank) return 0;
+  for (int i = 0; i < s->rank; i++)
+    if (dims->data[i] != s->d[i]) return 0;
+  return 1;
+}
+
+static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
+  fx_partition *p = node->user_data;
+  if (!p) return kTfLiteError;
+  fx_graph *g = &p->g;
+  /* Shapes flow from the partition inputs as TFLite has them now (resize_tensor_input). */
+  for (int i = 0; i < g->n_tensors; i++) {
+    fx_tensor *t = &g->tensors[i];
+    if (t->storage != FX_ST_EXTERNAL) continue;
+    const TfLiteIntArray *dims = ctx->tensors[t->tfl].dims;
+    if (!dims || dims->size > FX_MAX_RANK) return kTfLiteError;
+    t->shape.rank = dims->size;
+    memcpy(t->shape.d, dims->data, sizeof(int) * (size_t)dims->size);
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    const char *why = fx_infer_node(g, &g->nodes[i]);
+    if (why) {
+      ctx->ReportError(ctx, "flexdelegate: node %d: %s", g->nodes[i].tfl_node, why);
+      return kTfLiteError;
+    }
+  }
+  /* Partition outputs: tell TFLite the shapes we produce. */
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_tensor *t = &g->tensors[g->nodes[i].out[0]];
+    if (t->storage != FX_ST_EXTERNAL || shape_equals_dims(&t->shape, ctx->tensors[t->tfl].dims)) continue;
+    TfLiteIntArray *dims = malloc(sizeof(TfLiteIntArray) + sizeof(int) * (size_t)t->shape.rank);
+    if (!dims) return kTfLiteError;
+    dims->size = t->shape.rank;
+    memcpy(dims->data, t->shape.d, sizeof(int) * (size_t)t->shape.rank);
+    if (ctx->ResizeTensor(ctx, &ctx->tensors[t->tfl], dims) != kTfLiteOk) return kTfLiteError;
+  }
+  int threads = p->d->opts.num_threads > 0 ? p->d->opts.num_threads
+                : ctx->recommended_num_threads > 0 ? ctx->recommended_num_threads : 1;
+  p->pool = fx_delegate_pool(p->d, threads);
+  if (!p->pool) return kTfLiteError;
+  /* Scratch tensors (im2col tiles) join the arena with a one-node lifetime. */
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    size_t bytes = fx_node_scratch_bytes(g, n, threads);
+    if (!bytes) continue;
+    if (n->scratch < 0) {
+      fx_tensor s = {.tfl = -1, .dtype = FX_F32, .storage = FX_ST_ARENA};
+      if ((n->scratch = fx_graph_add_tensor(g, &s)) < 0) return kTfLiteError;
+    }
+    g->tensors[n->scratch].shape = (fx_shape){1, {(int)((bytes + 3) / 4)}};
+  }
+  free(p->bufs);
+  p->bufs = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof(fx_arena_buf));
+  if (!p->bufs) return kTfLiteError;
+  for (int i = 0; i < g->n_tensors; i++) p->bufs[i] = (fx_arena_buf){0, -1, -1, 0};
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    for (int k = -1; k < n->n_in + n->n_out; k++) {
+      int id = k < 0 ? n->scratch : k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+      if (id < 0 || g->tensors[id].storage != FX_ST_ARENA) continue;
+      fx_arena_buf *b = &p->bufs[id];
+      if (b->first < 0) b->first = i;
+      b->last = i;
+      b->size = fx_shape_numel(&g->tensors[id].shape) * fx_dtype_size(g->tensors[id].dtype);
+    }
+  }
+  for (int i = 0; i < g->n_tensors; i++)
+    if (p->bufs[i].first < 0) p->bufs[i] = (fx_arena_buf){0, 0, 0, 0};
+  size_t need = fx_arena_plan_greedy(p->bufs, g->n_tensors);
+  if (need == (size_t)-1) return kTfLiteError;
+  if (need > p->arena_size) {
+    free(p->arena);
+    p->arena = aligned_alloc(FX_ARENA_ALIGN, need);
+    p->arena_size = p->arena ? need : 0;
+    if (!p->arena) return kTfLiteError;
+  }
+  fx_log(FX_LOG_PLAN, "partition arena: %zu bytes for %d tensors, %d threads", need, g->n_tensors, threads);
+  return kTfLiteOk;
+}
+
+static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
+  fx_partition *p = node->user_data;
+  fx_graph *g = &p->g;
+  for (int i = 0; i < g->n_tensors; i++) {
+    fx_tensor *t = &g->tensors[i];
+    switch (t->storage) {
+      case FX_ST_EXTERNAL: t->ptr = ctx->tensors[t->tfl].data.raw; break;
+      case FX_ST_ARENA: t->ptr = (char *)p->arena + p->bufs[i].offset; break;
+      default: t->ptr = (void *)t->cdata;
+    }
+  }
+  for (int i = 0; i < g->n_nodes; i++)
+    if (fx_run_node(g, &g->nodes[i], p->pool)) {
+      ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data", g->nodes[i].tfl_node,
+                       fx_op_name(g->nodes[i].kind));
+      return kTfLiteError;
+    }
+  for (int i = 0; i < p->n_static; i++) {
+    TfLiteTensor *t = &ctx->tensors[p->outputs_static[i]];
+    size_t n = p->static_blobs[i]->bytes < t->bytes ? p->static_blobs[i]->bytes : t->bytes;
+    if (t->data.raw) memcpy(t->data.raw, p->static_blobs[i]->data, n);
+  }
+  return kTfLiteOk;
+}
+
+TfLiteRegistration fx_partition_registration(void) {
+  TfLiteRegistration r;
+  memset(&r, 0, sizeof r); /* every field of the largest layout, including later additions */
+  r.init = partition_init;
+  r.free = partition_free;
+  r.prepare = partition_prepare;
+  r.invoke = partition_invoke;
+  r.builtin_code = kTfLiteBuiltinDelegate;
+  r.custom_name = "FlexDelegate";
+  r.version = 1;
+  return r;
+}

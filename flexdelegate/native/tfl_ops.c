@@ -1,0 +1,348 @@
+/* TfLite glue, part 1: translating builtin nodes (params, tensors) into the IR. Whether a
+ * node is supported is decided by translating it and inferring its shapes with the same
+ * code the runtime uses, so "claimed" and "runs" cannot drift apart. */
+#include <string.h>
+#include "delegate.h"
+
+int fx_tfl_dtype(TfLiteType t) {
+  switch (t) {
+    case kTfLiteFloat32: return FX_F32;
+    case kTfLiteInt32: return FX_I32;
+    case kTfLiteInt64: return FX_I64;
+    case kTfLiteFloat16: return FX_F16;
+    case kTfLiteInt8: return FX_I8;
+    case kTfLiteUInt8: return FX_U8;
+    case kTfLiteInt16: return FX_I16;
+    case kTfLiteBool: return FX_BOOL;
+    default: return 0;
+  }
+}
+
+/* Adds TFLite tensor `idx` (or finds it); -1 for an absent optional input, -2 on error. */
+static int add_tensor(fx_translate *tr, fx_graph *g, int idx, const char **why) {
+  if (idx < 0) return -1;
+  if ((size_t)idx >= tr->ctx->tensors_size) { *why = "tensor index out of range"; return -2; }
+  if (tr->local[idx] >= 0) return tr->local[idx];
+  const TfLiteTensor *t = &tr->ctx->tensors[idx];
+  fx_tensor ft = {.tfl = idx, .dtype = fx_tfl_dtype(t->type), .storage = FX_ST_ARENA};
+  fx_blob *blob = tr->sg && tr->sg->statics && idx < tr->sg->n_tensors ? tr->sg->statics[idx] : NULL;
+  if (blob) {
+    ft.dtype = blob->dtype;
+    ft.shape = blob->shape;
+    ft.storage = FX_ST_CONST;
+    ft.cdata = blob->data;
+    ft.blob = fx_blob_ref(blob);
+  } else {
+    if (!t->dims || t->dims->size > FX_MAX_RANK) { *why = "tensor rank above 8"; return -2; }
+    if (t->sparsity) { *why = "sparse tensor outside DENSIFY"; return -2; }
+    if (tr->shapes) {
+      ft.shape = tr->shapes[idx];
+    } else {
+      ft.shape.rank = t->dims->size;
+      for (int i = 0; i < t->dims->size; i++) ft.shape.d[i] = t->dims->data[i];
+    }
+    for (int i = 0; i < ft.shape.rank; i++)
+      if (ft.shape.d[i] < 0) { *why = "dynamic (unknown) dimension"; return -2; }
+    if (t->allocation_type == kTfLiteMmapRo || t->allocation_type == kTfLitePersistentRo) {
+      if (!t->data.raw && fx_shape_numel(&ft.shape)) { *why = "constant without data"; return -2; }
+      ft.storage = FX_ST_CONST;
+      ft.cdata = t->data.raw;
+    } else if (t->allocation_type == kTfLiteDynamic) {
+      *why = "dynamic tensor";
+      return -2;
+    }
+  }
+  if (!ft.dtype || ft.dtype == FX_BOOL) { *why = "unsupported tensor type"; fx_blob_unref(ft.blob); return -2; }
+  int id = fx_graph_add_tensor(g, &ft);
+  if (id < 0) { *why = "out of memory"; fx_blob_unref(ft.blob); return -2; }
+  tr->local[idx] = id;
+  return id;
+}
+
+static const char *map_act(int tfl_act, int *act) {
+  if (tfl_act < kTfLiteActNone || tfl_act > kTfLiteActTanh) return "unsupported fused activation";
+  *act = tfl_act; /* the first five TFLite activations share our enum's values */
+  return NULL;
+}
+
+/* Every input in `f32_mask` (bit i = input i) and every output must be float32. */
+static const char *need_f32(fx_graph *g, const fx_node *n, unsigned f32_mask) {
+  for (int i = 0; i < n->n_in; i++)
+    if (((f32_mask >> i) & 1) && n->in[i] >= 0 && g->tensors[n->in[i]].dtype != FX_F32)
+      return "non-float32 input";
+  for (int i = 0; i < n->n_out; i++)
+    if (g->tensors[n->out[i]].dtype != FX_F32) return "non-float32 output";
+  return NULL;
+}
+
+/* Layout ops move elements of any 4-byte or 8-byte type, and inputs and outputs agree. */
+static const char *same_dtype(fx_graph *g, const fx_node *n, int n_data_inputs) {
+  int dt = g->tensors[n->out[0]].dtype;
+  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64) return "unsupported tensor type";
+  for (int i = 0; i < n_data_inputs; i++)
+    if (n->in[i] >= 0 && g->tensors[n->in[i]].dtype != dt) return "input and output types differ";
+  return NULL;
+}
+
+static const char *need_const(fx_graph *g, const fx_node *n, int input, int optional) {
+  int id = n->in[input];
+  if (id < 0) return optional ? NULL : "missing input";
+  return g->tensors[id].storage == FX_ST_CONST ? NULL : "non-constant weights or parameters";
+}
+
+static void conv_params(fx_node *n, int padding, int sw, int sh, int dw, int dh) {
+  n->p.conv.same = padding == kTfLitePaddingSame;
+  n->p.conv.stride_w = sw;
+  n->p.conv.stride_h = sh;
+  n->p.conv.dil_w = dw ? dw : 1;
+  n->p.conv.dil_h = dh ? dh : 1;
+}
+
+static const char *check_window(const fx_node *n, int padding) {
+  if (padding != kTfLitePaddingSame && padding != kTfLitePaddingValid) return "unknown padding";
+  if (n->p.conv.stride_w < 1 || n->p.conv.stride_h < 1 || n->p.conv.dil_w < 1 || n->p.conv.dil_h < 1)
+    return "stride and dilation must be >= 1";
+  return NULL;
+}
+
+static int op_kind(int builtin, int *sub) {
+  switch (builtin) {
+    case kTfLiteBuiltinConv2d: return FX_OP_CONV;
+    case kTfLiteBuiltinDepthwiseConv2d: return FX_OP_DEPTHWISE;
+    case kTfLiteBuiltinFullyConnected: return FX_OP_FC;
+    case kTfLiteBuiltinTransposeConv: return FX_OP_TRANSPOSE_CONV;
+    case kTfLiteBuiltinAdd: *sub = FX_B_ADD; return FX_OP_BINARY;
+    case kTfLiteBuiltinSub: *sub = FX_B_SUB; return FX_OP_BINARY;
+    case kTfLiteBuiltinMul: *sub = FX_B_MUL; return FX_OP_BINARY;
+    case kTfLiteBuiltinDiv: *sub = FX_B_DIV; return FX_OP_BINARY;
+    case kTfLiteBuiltinMaximum: *sub = FX_B_MAX; return FX_OP_BINARY;
+    case kTfLiteBuiltinMinimum: *sub = FX_B_MIN; return FX_OP_BINARY;
+    case kTfLiteBuiltinPrelu: *sub = FX_B_PRELU; return FX_OP_BINARY;
+    case kTfLiteBuiltinRelu: *sub = FX_U_RELU; return FX_OP_UNARY;
+    case kTfLiteBuiltinRelu6: *sub = FX_U_RELU6; return FX_OP_UNARY;
+    case kTfLiteBuiltinReluN1To1: *sub = FX_U_RELU_N1_TO_1; return FX_OP_UNARY;
+    case kTfLiteBuiltinLogistic: *sub = FX_U_LOGISTIC; return FX_OP_UNARY;
+    case kTfLiteBuiltinTanh: *sub = FX_U_TANH; return FX_OP_UNARY;
+    case kTfLiteBuiltinHardSwish: *sub = FX_U_HARD_SWISH; return FX_OP_UNARY;
+    case kTfLiteBuiltinLeakyRelu: *sub = FX_U_LEAKY_RELU; return FX_OP_UNARY;
+    case kTfLiteBuiltinMaxPool2d: *sub = 1; return FX_OP_POOL;
+    case kTfLiteBuiltinAveragePool2d: *sub = 0; return FX_OP_POOL;
+    case kTfLiteBuiltinMean: return FX_OP_MEAN;
+    case kTfLiteBuiltinSoftmax: return FX_OP_SOFTMAX;
+    case kTfLiteBuiltinPad: case kTfLiteBuiltinPadv2: return FX_OP_PAD;
+    case kTfLiteBuiltinConcatenation: return FX_OP_CONCAT;
+    case kTfLiteBuiltinPack: *sub = 1; return FX_OP_CONCAT;
+    case kTfLiteBuiltinReshape: return FX_OP_RESHAPE;
+    case kTfLiteBuiltinSqueeze: *sub = 1; return FX_OP_RESHAPE;
+    case kTfLiteBuiltinTranspose: return FX_OP_TRANSPOSE;
+    case kTfLiteBuiltinStridedSlice: return FX_OP_STRIDED_SLICE;
+    case kTfLiteBuiltinResizeBilinear: return FX_OP_RESIZE_BILINEAR;
+    case kTfLiteBuiltinResizeNearestNeighbor: return FX_OP_RESIZE_NEAREST;
+    case kTfLiteBuiltinDepthToSpace: return FX_OP_DEPTH_TO_SPACE;
+    case kTfLiteBuiltinSpaceToDepth: return FX_OP_SPACE_TO_DEPTH;
+    case kTfLiteBuiltinGather: return FX_OP_GATHER;
+    case kTfLiteBuiltinShape: return FX_OP_SHAPE;
+    case kTfLiteBuiltinCast: return FX_OP_CAST;
+    default: return -1;
+  }
+}
+
+/* Reads the builtin params into n; returns a reason when a param variant is unsupported. */
+static const char *read_params(fx_graph *g, fx_node *n, int builtin, const void *bd) {
+  const char *e = NULL;
+  switch (builtin) {
+    case kTfLiteBuiltinConv2d: {
+      const TfLiteConvParams *p = bd;
+      conv_params(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor,
+                  p->dilation_height_factor);
+      if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+      if ((e = need_f32(g, n, 7)) || (e = need_const(g, n, 1, 0))) return e;
+      return n->n_in > 2 ? need_const(g, n, 2, 1) : NULL;
+    }
+    case kTfLiteBuiltinDepthwiseConv2d: {
+      const TfLiteDepthwiseConvParams *p = bd;
+      conv_params(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor,
+                  p->dilation_height_factor);
+      if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+      if ((e = need_f32(g, n, 7)) || (e = need_const(g, n, 1, 0))) return e;
+      if (n->n_in > 2 && (e = need_const(g, n, 2, 1))) return e;
+      /* The multiplier follows from the shapes (newer converters leave the param 0). */
+      const fx_shape *x = &g->tensors[n->in[0]].shape, *f = &g->tensors[n->in[1]].shape;
+      if (x->rank != 4 || f->rank != 4 || x->d[3] == 0 || f->d[3] % x->d[3]) return "filter depth is not a multiple of input depth";
+      n->p.conv.mult = f->d[3] / x->d[3];
+      return NULL;
+    }
+    case kTfLiteBuiltinFullyConnected: {
+      const TfLiteFullyConnectedParams *p = bd;
+      if (p->weights_format != kTfLiteFullyConnectedWeightsFormatDefault) return "shuffled weights format";
+      n->p.fc.keep_num_dims = p->keep_num_dims;
+      if (n->n_out != 1) return "multiple outputs";
+      if ((e = map_act(p->activation, &n->act)) || (e = need_f32(g, n, 7)) || (e = need_const(g, n, 1, 0))) return e;
+      return n->n_in > 2 ? need_const(g, n, 2, 1) : NULL;
+    }
+    case kTfLiteBuiltinTransposeConv: {
+      const TfLiteTransposeConvParams *p = bd;
+      if (n->n_in < 3) return "missing inputs";
+      conv_params(n, p->padding, p->stride_width, p->stride_height, 1, 1);
+      if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+      if ((e = need_f32(g, n, 0xE)) || (e = need_const(g, n, 0, 0)) || (e = need_const(g, n, 1, 0))) return e;
+      return n->n_in > 3 ? need_const(g, n, 3, 1) : NULL;
+    }
+    case kTfLiteBuiltinAdd: case kTfLiteBuiltinSub: case kTfLiteBuiltinMul: case kTfLiteBuiltinDiv:
+      /* ADD/SUB/MUL/DIV params all start with the activation. */
+      if (bd && (e = map_act(((const TfLiteMulParams *)bd)->activation, &n->act))) return e;
+      return need_f32(g, n, 3);
+    case kTfLiteBuiltinMaximum: case kTfLiteBuiltinMinimum: case kTfLiteBuiltinPrelu:
+      return need_f32(g, n, 3);
+    case kTfLiteBuiltinLeakyRelu:
+      n->p.un.alpha = bd ? ((const TfLiteLeakyReluParams *)bd)->alpha : 0.2f;
+      return need_f32(g, n, 1);
+    case kTfLiteBuiltinRelu: case kTfLiteBuiltinRelu6: case kTfLiteBuiltinReluN1To1:
+    case kTfLiteBuiltinLogistic: case kTfLiteBuiltinTanh: case kTfLiteBuiltinHardSwish:
+      return need_f32(g, n, 1);
+    case kTfLiteBuiltinMaxPool2d: case kTfLiteBuiltinAveragePool2d: {
+      const TfLitePoolParams *p = bd;
+      conv_params(n, p->padding, p->stride_width, p->stride_height, 1, 1);
+      n->p.conv.kh = p->filter_height;
+      n->p.conv.kw = p->filter_width;
+      if (p->filter_height < 1 || p->filter_width < 1) return "filter size must be >= 1";
+      if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+      return need_f32(g, n, 1);
+    }
+    case kTfLiteBuiltinMean:
+      n->p.mean.keep_dims = bd ? ((const TfLiteReducerParams *)bd)->keep_dims : 0;
+      if ((e = need_f32(g, n, 1))) return e;
+      return need_const(g, n, 1, 0);
+    case kTfLiteBuiltinSoftmax:
+      n->p.softmax.beta = ((const TfLiteSoftmaxParams *)bd)->beta;
+      return need_f32(g, n, 1);
+    case kTfLiteBuiltinPad: case kTfLiteBuiltinPadv2:
+      if ((e = same_dtype(g, n, 1)) || (e = need_const(g, n, 1, 0))) return e;
+      if (n->n_in > 2 && n->in[2] >= 0) {
+        const fx_tensor *v = &g->tensors[n->in[2]];
+        if (v->dtype != g->tensors[n->out[0]].dtype || fx_shape_numel(&v->shape) != 1)
+          return "pad value must be a scalar of the data type";
+      }
+      return NULL;
+    case kTfLiteBuiltinConcatenation: {
+      const TfLiteConcatenationParams *p = bd;
+      n->p.concat.axis = p->axis;
+      if (n->n_in > 64) return "more than 64 inputs";
+      if ((e = map_act(p->activation, &n->act))) return e;
+      if (n->act != FX_ACT_NONE && g->tensors[n->out[0]].dtype != FX_F32) return "activation on non-float data";
+      return same_dtype(g, n, n->n_in);
+    }
+    case kTfLiteBuiltinPack: {
+      const TfLitePackParams *p = bd;
+      n->p.concat.axis = p->axis;
+      if (n->n_in > 64) return "more than 64 inputs";
+      return same_dtype(g, n, n->n_in);
+    }
+    case kTfLiteBuiltinReshape: {
+      const TfLiteReshapeParams *p = bd;
+      n->p.reshape.n_dims = 0;
+      int has_shape_input = n->n_in > 1 && n->in[1] >= 0;
+      if (has_shape_input && (e = need_const(g, n, 1, 0))) return "new shape is not known at load";
+      if (!has_shape_input) {
+        if (!p || p->num_dimensions < 0 || p->num_dimensions > FX_MAX_RANK) return "no usable new shape";
+        n->p.reshape.n_dims = p->num_dimensions;
+        memcpy(n->p.reshape.dims, p->shape, sizeof(int) * (size_t)p->num_dimensions);
+      }
+      return same_dtype(g, n, 1);
+    }
+    case kTfLiteBuiltinSqueeze: {
+      const TfLiteSqueezeParams *p = bd;
+      const fx_shape *x = &g->tensors[n->in[0]].shape;
+      n->p.reshape.squeeze = 1;
+      for (int i = 0; i < p->num_squeeze_dims; i++) {
+        int d = p->squeeze_dims[i] < 0 ? p->squeeze_dims[i] + x->rank : p->squeeze_dims[i];
+        if (d < 0 || d >= x->rank) return "squeeze dim out of range";
+        n->p.reshape.squeeze_mask |= 1u << d;
+      }
+      return same_dtype(g, n, 1);
+    }
+    case kTfLiteBuiltinTranspose:
+      if ((e = same_dtype(g, n, 1))) return e;
+      return need_const(g, n, 1, 0);
+    case kTfLiteBuiltinStridedSlice: {
+      const TfLiteStridedSliceParams *p = bd;
+      n->p.ss.begin_mask = p->begin_mask;
+      n->p.ss.end_mask = p->end_mask;
+      n->p.ss.ellipsis_mask = p->ellipsis_mask;
+      n->p.ss.new_axis_mask = p->new_axis_mask;
+      n->p.ss.shrink_mask = p->shrink_axis_mask;
+      n->p.ss.offset = p->offset;
+      if (n->n_in != 4) return "needs begin, end and strides";
+      if ((e = same_dtype(g, n, 1))) return e;
+      for (int i = 1; i < 4; i++)
+        if ((e = need_const(g, n, i, 0))) return e;
+      return NULL;
+    }
+    case kTfLiteBuiltinResizeBilinear: case kTfLiteBuiltinResizeNearestNeighbor: {
+      const TfLiteResizeBilinearParams *p = bd; /* same layout for both */
+      n->p.resize.align_corners = p->align_corners;
+      n->p.resize.half_pixel = p->half_pixel_centers;
+      if ((e = need_f32(g, n, 1))) return e;
+      return need_const(g, n, 1, 0);
+    }
+    case kTfLiteBuiltinDepthToSpace: case kTfLiteBuiltinSpaceToDepth:
+      n->p.block.block = ((const TfLiteDepthToSpaceParams *)bd)->block_size;
+      return same_dtype(g, n, 1);
+    case kTfLiteBuiltinGather: {
+      const TfLiteGatherParams *p = bd;
+      n->p.gather.axis = p->axis;
+      n->p.gather.batch_dims = p->batch_dims;
+      int it = g->tensors[n->in[1]].dtype;
+      if (it != FX_I32 && it != FX_I64) return "indices must be int32 or int64";
+      return same_dtype(g, n, 1);
+    }
+    case kTfLiteBuiltinShape: {
+      int dt = g->tensors[n->out[0]].dtype;
+      return dt == FX_I32 || dt == FX_I64 ? NULL : "shape output must be int32 or int64";
+    }
+    case kTfLiteBuiltinCast: {
+      int a = g->tensors[n->in[0]].dtype, b = g->tensors[n->out[0]].dtype;
+      int ok = (a == FX_F32 || a == FX_I32 || a == FX_I64) && (b == FX_F32 || b == FX_I32 || b == FX_I64);
+      return ok ? NULL : "cast between unsupported types";
+    }
+  }
+  return "unsupported op";
+}
+
+const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,
+                              const TfLiteRegistration *reg) {
+  int sub = 0;
+  int kind = op_kind(reg->builtin_code, &sub);
+  if (kind < 0) return reg->custom_name ? "custom op" : "unsupported op";
+  if (!node->inputs || !node->outputs || node->inputs->size < 1 || node->outputs->size != 1)
+    return "unexpected number of inputs/outputs";
+  if (!node->builtin_data && kind != FX_OP_BINARY && kind != FX_OP_UNARY && kind != FX_OP_TRANSPOSE &&
+      kind != FX_OP_PAD && kind != FX_OP_MEAN && kind != FX_OP_SHAPE && kind != FX_OP_CAST &&
+      kind != FX_OP_RESHAPE)
+    return "missing builtin params";
+  fx_node *n = fx_graph_add_node(g, kind, node->inputs->size, 1);
+  if (!n) return "out of memory";
+  n->tfl_node = index;
+  const char *why = NULL;
+  for (int i = 0; i < node->inputs->size; i++)
+    if ((n->in[i] = add_tensor(tr, g, node->inputs->data[i], &why)) == -2) return why;
+  if ((n->out[0] = add_tensor(tr, g, node->outputs->data[0], &why)) < 0) return why ? why : "missing output";
+  if (g->tensors[n->out[0]].storage == FX_ST_CONST) return "output is a constant";
+  if (n->in[0] < 0) return "missing input";
+  switch (kind) {
+    case FX_OP_BINARY: n->p.bin.op = sub; break;
+    case FX_OP_UNARY: n->p.un.kind = sub; break;
+    case FX_OP_POOL: n->p.pool.is_max = sub; break;
+    case FX_OP_CONCAT: n->p.concat.pack = sub; break;
+  }
+  int n_required = kind == FX_OP_BINARY || kind == FX_OP_MEAN || kind == FX_OP_TRANSPOSE ||
+                   kind == FX_OP_PAD || kind == FX_OP_RESIZE_BILINEAR ||
+                   kind == FX_OP_RESIZE_NEAREST || kind == FX_OP_GATHER || kind == FX_OP_FC ||
+                   kind == FX_OP_CONV || kind == FX_OP_DEPTHWISE ? 2 : 1;
+  if (n->n_in < n_required) return "missing inputs";
+  for (int i = 0; i < n_required; i++)
+    if (n->in[i] < 0) return "missing input";
+  if (kind == FX_OP_SHAPE && node->builtin_data) n->p.shape.out_type = ((const TfLiteShapeParams *)node->builtin_data)->out_type;
+  if ((why = read_params(g, n, reg->builtin_code, node->builtin_data))) return why;
+  return fx_infer_node(g, n);
+}

@@ -1,0 +1,3 @@
+from setuptools import setup
+
+setup(cffi_modules=["flexdelegate/native/_build.py:ffibuilder"])
