@@ -50,3 +50,30 @@ def plan_arena(sizes, first, last, greedy: bool = True) -> tuple[int, list[int]]
 
 def gemm_kernel_name() -> str:
     return ffi.string(lib.flex_gemm_kernel_name()).decode()
+
+
+def gemm_kernels() -> list[str]:
+    """Microkernels this CPU can run; index 0 is the scalar reference."""
+    names, i = [], 0
+    while (p := lib.flex_gemm_kernel_at(i)) != ffi.NULL:
+        names.append(ffi.string(p).decode())
+        i += 1
+    return names
+
+
+def gemm(kernel: int, a: np.ndarray, w: np.ndarray, bias=None, lo=-np.inf, hi=np.inf) -> np.ndarray:
+    """a [m, k] @ w [n, k].T + bias, clamped, computed by microkernel number `kernel`."""
+    a = np.ascontiguousarray(a, np.float32)
+    w = np.ascontiguousarray(w, np.float32)
+    m, k = a.shape
+    n, k2 = w.shape
+    if k != k2:
+        raise ValueError("a and w disagree on k")
+    b = None if bias is None else np.ascontiguousarray(bias, np.float32)
+    if b is not None and b.shape != (n,):
+        raise ValueError("bias must have n elements")
+    c = np.empty((m, n), np.float32)
+    fp = lambda x: ffi.NULL if x is None else ffi.cast("float *", ffi.from_buffer(x))
+    if lib.flex_gemm_run(kernel, m, n, k, fp(a), fp(w), fp(b), fp(c), float(lo), float(hi)):
+        raise ValueError(f"gemm: kernel {kernel} unavailable or bad arguments")
+    return c

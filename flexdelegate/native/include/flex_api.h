@@ -26,4 +26,10 @@ size_t flex_plan_arena(int kind, int n, const size_t *sizes, const int *first, c
 
 /* Name of the GEMM microkernel chosen for this CPU, e.g. "f32-gemm-8x32-avx512f". */
 const char *flex_gemm_kernel_name(void);
+/* Name of the i-th microkernel this CPU can run (0 = scalar reference), NULL past the end. */
+const char *flex_gemm_kernel_at(int i);
+/* c[m x n] = clamp(a[m x k] * w[n x k]^T + bias, lo, hi) with the i-th microkernel, packing
+ * w as the delegate does (for tests against the scalar reference). 0 ok, -1 bad args/OOM. */
+int flex_gemm_run(int i, int m, int n, int k, const float *a, const float *w, const float *bias,
+                  float *c, float lo, float hi);
 #endif

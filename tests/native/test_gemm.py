@@ -1,0 +1,49 @@
+"""Every GEMM microkernel this CPU runs, against the scalar reference and numpy, on awkward
+shapes (remainders in m and n, k = 0 and 1, clamping)."""
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from flexdelegate import _native
+
+KERNELS = _native.gemm_kernels()
+
+
+def test_scalar_reference_is_first_and_chosen_kernel_is_listed():
+    assert KERNELS[0].endswith("scalar")
+    assert _native.gemm_kernel_name() in KERNELS
+
+
+@pytest.mark.parametrize("kernel", range(len(KERNELS)), ids=KERNELS)
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (1, 33, 7), (7, 1, 3), (9, 17, 0), (13, 31, 65),
+                                   (8, 32, 16), (25, 48, 129), (6, 16, 1)])
+def test_kernel_matches_numpy(kernel, m, n, k):
+    rng = np.random.default_rng(m * 1000 + n * 10 + k)
+    a, w, b = rng.standard_normal((m, k)), rng.standard_normal((n, k)), rng.standard_normal(n)
+    got = _native.gemm(kernel, a, w, b)
+    ref = a.astype(np.float32) @ w.astype(np.float32).T + b.astype(np.float32)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(kernel=st.integers(1, max(1, len(KERNELS) - 1)), m=st.integers(1, 40), n=st.integers(1, 70),
+       k=st.integers(0, 50), clamp=st.booleans(), bias=st.booleans())
+def test_simd_kernels_match_scalar_reference(kernel, m, n, k, clamp, bias):
+    if kernel >= len(KERNELS):
+        pytest.skip("no SIMD kernel on this CPU")
+    rng = np.random.default_rng(0)
+    a, w = rng.standard_normal((m, k)), rng.standard_normal((n, k))
+    b = rng.standard_normal(n) if bias else None
+    lo, hi = (-0.5, 0.5) if clamp else (-np.inf, np.inf)
+    ref = _native.gemm(0, a, w, b, lo, hi)
+    got = _native.gemm(kernel, a, w, b, lo, hi)
+    np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
+    if clamp:
+        assert got.min() >= -0.5 and got.max() <= 0.5
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError):
+        _native.gemm(len(KERNELS), np.ones((2, 2)), np.ones((2, 2)))
+    with pytest.raises(ValueError):
+        _native.gemm(0, np.ones((2, 3)), np.ones((2, 2)))

@@ -1,0 +1,68 @@
+"""What the delegate cannot run stays with the stock interpreter, with a reason, and the
+answers stay right."""
+import numpy as np
+import pytest
+
+from flexdelegate import load_flex
+from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
+from flexdelegate.tflite.writer import ModelBuilder
+from models import conv_net
+
+
+def compare(model):
+    stock = make_interpreter(model)
+    d = load_flex()
+    flex = make_interpreter(model, delegate=d)
+    inputs = random_inputs(stock, seed=3)
+    assert max_error(invoke(stock, inputs), invoke(flex, inputs)) <= 1e-4
+    return d.stats()
+
+
+def test_unsupported_op_in_the_middle_splits_partitions():
+    s = compare(conv_net(middle_op="EXP"))
+    assert s["nodes_total"] == 6 and s["nodes_delegated"] == 5 and s["partitions"] == 2
+    assert s["fallback"] == [{"subgraph": 0, "node": 1, "op": "EXP", "reason": "unsupported op"}]
+
+
+def test_integer_compute_falls_back():
+    b = ModelBuilder()
+    x = b.input((1, 4), name="x", dtype=np.int32)
+    y = b.tensor((1, 4), dtype=np.int32)
+    b.op("ADD", [x, b.const(np.arange(4, dtype=np.int32))], [y])
+    b.output(y)
+    s = compare(b.build())
+    assert s["nodes_delegated"] == 0 and s["partitions"] == 0
+    assert s["fallback"][0]["op"] == "ADD" and "float32" in s["fallback"][0]["reason"]
+
+
+def test_runtime_weights_fall_back():
+    """A conv whose filter is a graph input cannot be packed at load."""
+    b = ModelBuilder()
+    x = b.input((1, 5, 5, 2), name="x")
+    w = b.input((3, 3, 3, 2), name="w")
+    y = b.tensor((1, 5, 5, 3))
+    b.op("CONV_2D", [x, w, b.const(np.zeros(3, np.float32))], [y], padding="SAME", stride_w=1, stride_h=1)
+    b.output(y)
+    s = compare(b.build())
+    assert s["nodes_delegated"] == 0
+    assert "constant" in s["fallback"][0]["reason"]
+
+
+def test_argmax_at_the_end_falls_back():
+    rng = np.random.default_rng(0)
+    b = ModelBuilder()
+    x = b.input((2, 6), name="x")
+    h = b.tensor((2, 4))
+    b.op("FULLY_CONNECTED", [x, b.const(rng.standard_normal((4, 6)).astype(np.float32)), -1], [h])
+    y = b.tensor((2,), dtype=np.int64)
+    b.op("ARG_MAX", [h, b.const(np.array([1], np.int32))], [y])
+    b.output(y)
+    b.output(h)
+    s = compare(b.build())
+    assert s["nodes_delegated"] == 1 and [f["op"] for f in s["fallback"]] == ["ARG_MAX"]
+
+
+def test_every_fallback_has_a_reason():
+    """Every fallback reason is a non-empty sentence."""
+    s = compare(conv_net(middle_op="SQUARE"))
+    assert all(f["reason"] for f in s["fallback"])
