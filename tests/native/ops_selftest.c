@@ -2,8 +2,8 @@
  * small naive reference written here (a different formulation where possible),
  * on awkward shapes. Prints "N passed, M failed" last; exits non-zero on failure.
  *
- * Build: cc -std=c11 -O1 -Wall -Werror -I flexdelegate/native/ops \
- *           tests/native/ops_selftest.c flexdelegate/native/ops/*.c -lm */
+ * Build (see test_ops_selftest.py): cc -std=c11 -O1 -Wall -Werror
+ *   -I flexdelegate/native/ops tests/native/ops_selftest.c <every ops .c file> -lm */
 #include "ops.h"
 
 #include <float.h>
@@ -684,7 +684,7 @@ static void test_reduce(void) {
     float x[4] = {1000.0f, 1000.0f, -1000.0f, 999.0f}, y[4];
     fx_softmax_f32(x, 1, 4, 1.0f, y);
     const double e1 = exp(-1.0), s = 2 + e1;
-    report(close_to(y[0], 1 / s, 1e-5, 0) && close_to(y[3], e1 / s, 1e-5, 0) && y[2] == 0.0f,
+    report(close_to(y[0], 1 / s, 1e-5, 0) && close_to(y[3], e1 / s, 1e-5, 0) && y[2] < 1e-30f,
            "softmax large logits");
   }
 }
@@ -1003,8 +1003,7 @@ static void test_strided_slice(void) {
       {"ellipsis mid shrink", shp(4, 2, 3, 4, 5), 3, {1, 0, -1}, {2, 0, 0}, {1, 1, 1}, 0, 0, 0x2, 0,
        0x5, 0, 0, shp(2, 3, 4), {{1, 1, 0, 0, 1, 1}, FULL, FULL, {1, -1, 0, 0, 1, 1}}},
       {"new axis", shp(2, 3, 4), 3, {0, 0, 1}, {0, 0, 3}, {1, 1, 1}, 0x2, 0x2, 0, 0x1, 0, 0, 0,
-       shp(4, 1, 3, 2, 1), {FULL, {1, 1, 1, 3, 1, 0}}},
-      /* note: with 3 spec entries on rank 2 + 1 new axis: out [1, 3, 2] then full none */
+       shp(3, 1, 3, 2), {FULL, {1, 1, 1, 3, 1, 0}}},
       {"ellipsis + new axis", shp(3, 2, 3, 4), 2, {0, 0}, {0, 0}, {1, 1}, 0, 0, 0x1, 0x2, 0, 0, 0,
        shp(4, 2, 3, 4, 1), {FULL, FULL, FULL}},
       {"new axis + ellipsis + shrink", shp(2, 3, 4), 3, {0, 0, 2}, {0, 0, 3}, {1, 1, 1}, 0, 0, 0x2,

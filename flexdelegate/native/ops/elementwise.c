@@ -25,10 +25,11 @@ static inline float fx_sel(int c, float a, float b) {
  * Vectorisable expf (Cephes-style range reduction + degree-6 polynomial,
  * ~1-2 ulp). Written branch-free so gcc -O3 auto-vectorises loops calling it
  * (libm expf is never vectorised without -ffast-math). Argument is clamped to
- * [-87.3, 88.3] so 2^n stays a normal float; NaN propagates.
+ * [-87.3, 88.3] so 2^n stays a normal float, results below
+ * e^-87.3 flush to 0 (expf would go subnormal); NaN propagates.
  * ------------------------------------------------------------------------- */
-static inline float fx_expf(float x) {
-  x = fx_sel(x > 88.3f, 88.3f, x);
+static inline float fx_expf(float x0) {
+  float x = fx_sel(x0 > 88.3f, 88.3f, x0);
   x = fx_sel(x < -87.3f, -87.3f, x);
   /* n = round(x / ln2) via the 1.5*2^23 magic constant (exact for |n| < 2^22). */
   const float t = x * 1.44269504088896341f + 12582912.0f;
@@ -47,7 +48,7 @@ static inline float fx_expf(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float e = p * (r * r) + r + 1.0f;
-  return e * s;
+  return fx_sel(x0 < -87.3f, 0.0f, e * s); /* underflow flushes to 0 like expf */
 }
 
 /* sigmoid without overflow: e = exp(-|x|) in (0, 1]; x<0 -> e/(1+e). */

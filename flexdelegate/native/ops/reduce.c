@@ -18,8 +18,8 @@ static inline float fx_sel(int c, float a, float b) {
 }
 
 /* Vectorisable expf, identical to the one in elementwise.c (~1-2 ulp). */
-static inline float fx_expf(float x) {
-  x = fx_sel(x > 88.3f, 88.3f, x);
+static inline float fx_expf(float x0) {
+  float x = fx_sel(x0 > 88.3f, 88.3f, x0);
   x = fx_sel(x < -87.3f, -87.3f, x);
   const float t = x * 1.44269504088896341f + 12582912.0f;
   const float n = t - 12582912.0f;
@@ -37,7 +37,7 @@ static inline float fx_expf(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float e = p * (r * r) + r + 1.0f;
-  return e * s;
+  return fx_sel(x0 < -87.3f, 0.0f, e * s); /* underflow flushes to 0 like expf */
 }
 
 /* 8 independent partial sums: vectorisable without -ffast-math. */
