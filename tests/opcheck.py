@@ -73,14 +73,14 @@ def _declared_output_shapes(model):
 
 
 def check(model, *, inputs=None, seed=0, scale=1.0, positive=False, tol=TOL,
-          num_threads=None, invokes=2, **flex_options) -> dict:
+          num_threads=None, invokes=2, flex=None) -> dict:
     """Runs `model` stock and delegated on the same inputs and asserts agreement and full
     delegation. inputs: list of arrays, or a callable(interpreter, seed) -> list; by
     default random_inputs scaled by `scale` (positive=True: |x| + 0.5). Each of `invokes`
     rounds uses fresh inputs (seed + round) on the same two interpreters, so state kept
     between invocations is exercised too. Returns the delegate's stats()."""
     ref = make_interpreter(model)
-    delegate = load_flex(**flex_options)
+    delegate = load_flex(**(flex or {}))
     got_it = make_interpreter(model, delegate=delegate, num_threads=num_threads)
     stats = delegate.stats()
     declared = _declared_output_shapes(model)
@@ -107,6 +107,18 @@ def check(model, *, inputs=None, seed=0, scale=1.0, positive=False, tol=TOL,
     assert stats["nodes_total"] > 0, stats
     assert stats["fallback"] == [], stats
     assert stats["nodes_delegated"] == stats["nodes_total"], stats
+    return stats
+
+
+def check_against(model, inputs, expected, tol=TOL, flex=None) -> dict:
+    """Like check, but against known outputs: for the few cases where a stock runtime is
+    itself wrong."""
+    delegate = load_flex(**(flex or {}))
+    got = invoke(make_interpreter(model, delegate=delegate), inputs)
+    stats = delegate.stats()
+    err = max_error(expected, got)
+    assert err <= tol, f"max_error {err:.3g} > {tol}; stats {stats}"
+    assert stats["fallback"] == [] and stats["nodes_delegated"] == stats["nodes_total"], stats
     return stats
 
 

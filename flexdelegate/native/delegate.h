@@ -51,6 +51,7 @@ typedef struct {
   fx_subgraph *sg;
   int *local;           /* TFLite tensor index -> local id, -1 if not yet added */
   const fx_shape *shapes; /* optional per-tensor shape overrides (propagated at Prepare) */
+  int allow_const_output; /* kernel init re-translates shape-derived folded nodes */
 } fx_translate;
 /* Adds node `index` to g. NULL on success, else why it cannot be delegated. */
 const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,

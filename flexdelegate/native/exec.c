@@ -111,7 +111,7 @@ int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
     }
     case FX_OP_POOL: {
       fx_window w = window_of(g, n);
-      fx_pool2d_f32(pool, n->p.pool.is_max, F(g, n->in[0]), xs, &w, y, ys, n->act);
+      fx_pool2d_f32(pool, n->p.conv.is_max, F(g, n->in[0]), xs, &w, y, ys, n->act);
       return 0;
     }
     case FX_OP_TRANSPOSE_CONV: {

@@ -14,6 +14,7 @@ size_t fx_dtype_size(int dtype);
  * static shape values) and packed weights. Data is 64-byte aligned. */
 typedef struct fx_blob {
   int refs;
+  int shape_dependent; /* derived from a SHAPE: re-evaluated when input shapes change */
   int dtype;
   fx_shape shape;
   size_t bytes;
@@ -58,11 +59,12 @@ typedef struct {
   int n_in, n_out;
   int *in, *out;      /* local tensor ids; -1 = optional input absent */
   int act;            /* fused activation (enum fx_act) */
+  int at_prepare;     /* computes a shape-derived value: runs at prepare, not at invoke */
   union {
-    struct { int same, stride_h, stride_w, dil_h, dil_w, mult, kh, kw; } conv; /* conv, dw, pool, tconv */
+    /* conv, depthwise, pool (is_max), transpose conv */
+    struct { int same, stride_h, stride_w, dil_h, dil_w, mult, kh, kw, is_max; } conv;
     struct { int op; } bin;
     struct { int kind; float alpha; } un;
-    struct { int is_max; } pool;
     struct { int keep_num_dims; } fc;
     struct { int keep_dims; } mean;
     struct { float beta; } softmax;

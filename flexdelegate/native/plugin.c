@@ -34,7 +34,10 @@ void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
   fx_gemm_config_get(); /* probe the CPU once, here, under the runtime's lock */
   d->base.data_ = d;
   d->base.Prepare = fx_delegate_prepare;
-  d->base.flags = kTfLiteDelegateFlagsNone;
+  /* Without this flag TFLite refuses the delegate for any graph whose stock prepare yields
+   * a dynamic tensor, e.g. the SHAPE -> PACK -> RESHAPE chains of Keras 3 exports, which we
+   * fold. In exchange, resizes re-run only our kernels' prepare, which re-infers shapes. */
+  d->base.flags = kTfLiteDelegateFlagsAllowDynamicTensors;
   return &d->base;
 }
 

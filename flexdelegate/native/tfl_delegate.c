@@ -54,10 +54,12 @@ static void add_fallback(fx_subgraph *sg, int node, int builtin, const char *why
 static const char *try_fold(fx_graph *g, fx_node *n, fx_blob **out) {
   *out = NULL;
   if (n->kind == FX_OP_CONV || n->kind == FX_OP_FC) return NULL;
+  int shape_dependent = n->kind == FX_OP_SHAPE;
   for (int i = 0; i < n->n_in; i++) {
     if (n->in[i] < 0) continue;
     fx_tensor *t = &g->tensors[n->in[i]];
     if (t->storage != FX_ST_CONST && !(n->kind == FX_OP_SHAPE && i == 0)) return NULL;
+    if (t->blob && t->blob->shape_dependent) shape_dependent = 1;
     t->ptr = (void *)t->cdata;
   }
   fx_tensor *y = &g->tensors[n->out[0]];
@@ -68,6 +70,7 @@ static const char *try_fold(fx_graph *g, fx_node *n, fx_blob **out) {
     fx_blob_unref(b);
     return "invalid constant input (e.g. a gather index out of range)";
   }
+  b->shape_dependent = shape_dependent;
   *out = b;
   return NULL;
 }

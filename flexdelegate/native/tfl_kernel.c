@@ -9,7 +9,9 @@
 typedef struct {
   fx_delegate *d;
   fx_graph g;
-  int *outputs_static; /* TFLite indices of partition outputs folded at load */
+  /* Partition outputs whose value is known before invoke (folded): TFLite index, local id
+   * (-1 if no node here reads it) and the load-time blob, copied out at every invoke. */
+  int *outputs_static, *outputs_static_local;
   fx_blob **static_blobs;
   int n_static;
   fx_arena_buf *bufs;  /* one per tensor (size 0 if not in the arena) */
@@ -26,17 +28,22 @@ static void partition_free(TfLiteContext *ctx, void *buffer) {
   for (int i = 0; i < p->n_static; i++) fx_blob_unref(p->static_blobs[i]);
   free(p->static_blobs);
   free(p->outputs_static);
+  free(p->outputs_static_local);
   free(p->bufs);
   free(p->arena);
   free(p);
 }
 
-static int outputs_folded(const fx_subgraph *sg, const TfLiteNode *node) {
+/* 0: runs at invoke; 1: folded at load (constant); 2: folded but shape-derived, so it is
+ * re-evaluated at every prepare (input shapes may change without a new delegate Prepare). */
+static int folded_kind(const fx_subgraph *sg, const TfLiteNode *node) {
+  int kind = 1;
   for (int i = 0; i < node->outputs->size; i++) {
     int o = node->outputs->data[i];
     if (o < 0 || o >= sg->n_tensors || !sg->statics[o]) return 0;
+    if (sg->statics[o]->shape_dependent) kind = 2;
   }
-  return 1;
+  return kind;
 }
 
 static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t length) {
@@ -49,24 +56,27 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
   const int n_out = params->output_tensors->size;
   if (p) {
     p->outputs_static = calloc((size_t)(n_out ? n_out : 1), sizeof(int));
+    p->outputs_static_local = calloc((size_t)(n_out ? n_out : 1), sizeof(int));
     p->static_blobs = calloc((size_t)(n_out ? n_out : 1), sizeof(fx_blob *));
   }
-  if (!sg || !p || !local || !p->outputs_static || !p->static_blobs) goto fail;
+  if (!sg || !p || !local || !p->outputs_static || !p->outputs_static_local || !p->static_blobs) goto fail;
   memset(local, -1, sizeof(int) * ctx->tensors_size);
   p->d = d;
-  fx_translate tr = {ctx, sg, local, NULL};
+  fx_translate tr = {ctx, sg, local, NULL, 1};
   int folded = 0;
   for (int i = 0; i < params->nodes_to_replace->size; i++) {
     int idx = params->nodes_to_replace->data[i];
     TfLiteNode *node;
     TfLiteRegistration *reg;
     if (ctx->GetNodeAndRegistration(ctx, idx, &node, &reg) != kTfLiteOk) goto fail;
-    if (outputs_folded(sg, node)) { folded++; continue; }
+    int fk = folded_kind(sg, node);
+    if (fk == 1) { folded++; continue; }
     const char *why = fx_translate_node(&tr, &p->g, idx, node, reg);
     if (why) {
       ctx->ReportError(ctx, "flexdelegate: node %d (%s): %s", idx, fx_builtin_name(reg->builtin_code), why);
       goto fail;
     }
+    p->g.nodes[p->g.n_nodes - 1].at_prepare = fk == 2;
   }
   for (int i = 0; i < params->input_tensors->size; i++) {
     int t = params->input_tensors->data[i];
@@ -78,6 +88,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     if (t < 0) continue;
     if (sg->statics[t]) {
       p->outputs_static[p->n_static] = t;
+      p->outputs_static_local[p->n_static] = local[t];
       p->static_blobs[p->n_static++] = fx_blob_ref(sg->statics[t]);
     } else if (local[t] >= 0) {
       p->g.tensors[local[t]].storage = FX_ST_EXTERNAL;
@@ -98,6 +109,26 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
 fail:
   free(local);
   partition_free(ctx, p);
+  return NULL;
+}
+
+/* Recomputes a shape-derived value for the shapes just inferred (inputs are constants, or
+ * for SHAPE only the input's shape matters). */
+static const char *eval_at_prepare(fx_graph *g, fx_node *n) {
+  for (int i = 0; i < n->n_in; i++)
+    if (n->in[i] >= 0) g->tensors[n->in[i]].ptr = (void *)g->tensors[n->in[i]].cdata;
+  fx_tensor *y = &g->tensors[n->out[0]];
+  fx_blob *b = fx_blob_new(y->dtype, &y->shape);
+  if (!b) return "out of memory";
+  b->shape_dependent = 1;
+  y->ptr = b->data;
+  if (fx_run_node(g, n, NULL)) {
+    fx_blob_unref(b);
+    return "invalid shape computation";
+  }
+  fx_blob_unref(y->blob);
+  y->blob = b;
+  y->cdata = b->data;
   return NULL;
 }
 
@@ -123,6 +154,7 @@ static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
   }
   for (int i = 0; i < g->n_nodes; i++) {
     const char *why = fx_infer_node(g, &g->nodes[i]);
+    if (!why && g->nodes[i].at_prepare) why = eval_at_prepare(g, &g->nodes[i]);
     if (why) {
       ctx->ReportError(ctx, "flexdelegate: node %d: %s", g->nodes[i].tfl_node, why);
       return kTfLiteError;
@@ -194,15 +226,17 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
     }
   }
   for (int i = 0; i < g->n_nodes; i++)
-    if (fx_run_node(g, &g->nodes[i], p->pool)) {
+    if (!g->nodes[i].at_prepare && fx_run_node(g, &g->nodes[i], p->pool)) {
       ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data", g->nodes[i].tfl_node,
                        fx_op_name(g->nodes[i].kind));
       return kTfLiteError;
     }
   for (int i = 0; i < p->n_static; i++) {
     TfLiteTensor *t = &ctx->tensors[p->outputs_static[i]];
-    size_t n = p->static_blobs[i]->bytes < t->bytes ? p->static_blobs[i]->bytes : t->bytes;
-    if (t->data.raw) memcpy(t->data.raw, p->static_blobs[i]->data, n);
+    int id = p->outputs_static_local[i];
+    const fx_blob *b = id >= 0 && g->tensors[id].blob ? g->tensors[id].blob : p->static_blobs[i];
+    size_t n = b->bytes < t->bytes ? b->bytes : t->bytes;
+    if (t->data.raw) memcpy(t->data.raw, b->data, n);
   }
   return kTfLiteOk;
 }

@@ -61,7 +61,10 @@ static int add_tensor(fx_translate *tr, fx_graph *g, int idx, const char **why) 
 
 static const char *map_act(int tfl_act, int *act) {
   if (tfl_act < kTfLiteActNone || tfl_act > kTfLiteActTanh) return "unsupported fused activation";
-  *act = tfl_act; /* the first five TFLite activations share our enum's values */
+  /* TFLite's float kernels derive clamp bounds from the activation and give TANH no bounds
+   * and no tanh (CalculateActivationRange), so a fused TANH is a no-op on the stock path;
+   * we match it. The other four share our enum's values. */
+  *act = tfl_act == kTfLiteActTanh ? FX_ACT_NONE : tfl_act;
   return NULL;
 }
 
@@ -177,6 +180,7 @@ static const char *read_params(fx_graph *g, fx_node *n, int builtin, const void 
       if (p->weights_format != kTfLiteFullyConnectedWeightsFormatDefault) return "shuffled weights format";
       n->p.fc.keep_num_dims = p->keep_num_dims;
       if (n->n_out != 1) return "multiple outputs";
+      if (p->activation == kTfLiteActTanh) return "fused TANH (stock float FULLY_CONNECTED rejects it too)";
       if ((e = map_act(p->activation, &n->act)) || (e = need_f32(g, n, 7)) || (e = need_const(g, n, 1, 0))) return e;
       return n->n_in > 2 ? need_const(g, n, 2, 1) : NULL;
     }
@@ -327,12 +331,12 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
   for (int i = 0; i < node->inputs->size; i++)
     if ((n->in[i] = add_tensor(tr, g, node->inputs->data[i], &why)) == -2) return why;
   if ((n->out[0] = add_tensor(tr, g, node->outputs->data[0], &why)) < 0) return why ? why : "missing output";
-  if (g->tensors[n->out[0]].storage == FX_ST_CONST) return "output is a constant";
+  if (g->tensors[n->out[0]].storage == FX_ST_CONST && !tr->allow_const_output) return "output is a constant";
   if (n->in[0] < 0) return "missing input";
   switch (kind) {
     case FX_OP_BINARY: n->p.bin.op = sub; break;
     case FX_OP_UNARY: n->p.un.kind = sub; break;
-    case FX_OP_POOL: n->p.pool.is_max = sub; break;
+    case FX_OP_POOL: n->p.conv.is_max = sub; break;
     case FX_OP_CONCAT: n->p.concat.pack = sub; break;
   }
   int n_required = kind == FX_OP_BINARY || kind == FX_OP_MEAN || kind == FX_OP_TRANSPOSE ||

@@ -298,7 +298,7 @@ static void binary_case(int op, fx_shape as, fx_shape bs, int act, int inplace, 
   if (op == FX_B_DIV)
     for (size_t i = 0; i < nb; ++i) b[i] = b[i] < 0 ? b[i] - 0.5f : b[i] + 0.5f;
   double *r = dbuf(ny);
-  int yc[FX_MAX_RANK], ac[FX_MAX_RANK], bc[FX_MAX_RANK];
+  int yc[FX_MAX_RANK] = {0}, ac[FX_MAX_RANK] = {0}, bc[FX_MAX_RANK] = {0};
   for (size_t f = 0; f < ny; ++f) {
     unravel(f, &ys, yc);
     for (int i = 0; i < as.rank; ++i) {
@@ -348,7 +348,7 @@ static void test_binary(void) {
       {shp(4, 2, 1, 3, 1), shp(4, 1, 4, 1, 6), "alternating"},
       {shp(3, 1, 5, 1), shp(3, 3, 5, 2), "a mid"},
       {shp(1, 9), shp(2, 9, 1), "a row b col"},
-      {shp(6, 2, 1, 3, 1, 2, 1), shp(5, 2, 1, 2, 3, 2), "rank6"},
+      {shp(6, 2, 1, 3, 1, 2, 1), shp(5, 4, 3, 1, 2, 7), "rank6"},
       {shp(2, 1, 3), shp(3, 2, 1, 3), "per-channel with batch mismatch"},
   };
   const int acts[] = {FX_ACT_NONE, FX_ACT_RELU6, FX_ACT_TANH, FX_ACT_RELU_N1_TO_1};
@@ -450,7 +450,7 @@ static void dw_case(int N, int H, int W, int CI, int mult, int kh, int kw, int s
   float *y = fbuf(numel(&ys));
   double *r = dbuf(numel(&ys));
   for (size_t o = 0; o < numel(&ys); ++o) {
-    int c[4];
+    int c[4] = {0};
     unravel(o, &ys, c);
     const int ic = c[3] / mult;
     double acc = 0;
@@ -541,7 +541,7 @@ static void resize_case(int bilinear, int N, int H, int W, int C, int OH, int OW
   const float hs0 = (ac && OH > 1) ? (float)(H - 1) / (float)(OH - 1) : (float)H / (float)OH;
   const float ws0 = (ac && OW > 1) ? (float)(W - 1) / (float)(OW - 1) : (float)W / (float)OW;
   for (size_t o = 0; o < numel(&ys); ++o) {
-    int c[4];
+    int c[4] = {0};
     unravel(o, &ys, c);
     if (bilinear) {
       /* per-axis source position, then lerp of lerps */
@@ -625,7 +625,7 @@ static void mean_case(fx_shape xs, unsigned mask) {
   size_t cnt = 1;
   for (int i = 0; i < xs.rank; ++i)
     if ((mask >> i) & 1u) cnt *= (size_t)xs.d[i];
-  int c[FX_MAX_RANK];
+  int c[FX_MAX_RANK] = {0};
   for (size_t f = 0; f < numel(&xs); ++f) { /* scatter every input into its output */
     unravel(f, &xs, c);
     for (int i = 0; i < xs.rank; ++i)
@@ -703,7 +703,7 @@ static void pad_case(fx_shape xs, const int *pads, size_t es, int with_value) {
   unsigned char *r = (unsigned char *)malloc(ny * es + 1);
   fill_pattern(x, nx * es);
   unsigned char val[8] = {0xA1, 0xB2, 0xC3, 0xD4, 0xE5, 0xF6, 0x17, 0x28};
-  int c[FX_MAX_RANK];
+  int c[FX_MAX_RANK] = {0};
   for (size_t f = 0; f < ny; ++f) {
     unravel(f, &ys, c);
     int inside = 1;
@@ -731,7 +731,7 @@ static void transpose_case(fx_shape xs, const int *perm, size_t es) {
   unsigned char *x = (unsigned char *)malloc(n * es + 1), *y = (unsigned char *)malloc(n * es + 1);
   unsigned char *r = (unsigned char *)malloc(n * es + 1);
   fill_pattern(x, n * es);
-  int yc[FX_MAX_RANK], xc[FX_MAX_RANK];
+  int yc[FX_MAX_RANK] = {0}, xc[FX_MAX_RANK] = {0};
   for (size_t f = 0; f < n; ++f) {
     unravel(f, &ys, yc);
     for (int i = 0; i < xs.rank; ++i) xc[perm[i]] = yc[i];
@@ -783,7 +783,7 @@ static void test_layout(void) {
         ys.d[ax] = s[0].d[ax] + s[1].d[ax] + s[2].d[ax];
         const size_t ny = numel(&ys);
         unsigned char *y = (unsigned char *)malloc(ny * es), *r = (unsigned char *)malloc(ny * es);
-        int c[FX_MAX_RANK];
+        int c[FX_MAX_RANK] = {0};
         for (size_t f = 0; f < ny; ++f) {
           unravel(f, &ys, c);
           int j = 0;
@@ -816,6 +816,8 @@ static void test_layout(void) {
       transpose_case(shp(4, 1, 3, 1, 5), p4a, ess[e]);
       transpose_case(shp(4, 3, 1, 4, 5), p4d, ess[e]);
       transpose_case(shp(5, 2, 3, 1, 4, 3), p5, ess[e]);
+      transpose_case(shp(2, 37, 45), p2, ess[e]);      /* several partial tiles */
+      transpose_case(shp(3, 3, 40, 33), p3b, ess[e]);
     }
   }
   /* depth_to_space / space_to_depth */
@@ -832,7 +834,7 @@ static void test_layout(void) {
         unsigned char *x = (unsigned char *)malloc(n * es), *y = (unsigned char *)malloc(n * es);
         unsigned char *r = (unsigned char *)malloc(n * es), *z = (unsigned char *)malloc(n * es);
         fill_pattern(x, n * es);
-        int c[4];
+        int c[4] = {0};
         for (size_t f = 0; f < n; ++f) {
           unravel(f, &ys, c);
           const int xc[4] = {c[0], c[1] / bs, c[2] / bs, ((c[1] % bs) * bs + c[2] % bs) * OC + c[3]};
@@ -886,7 +888,7 @@ static void test_layout(void) {
         i32[i] = (int32_t)((i * 7 + 3) % (size_t)xs.d[axis]);
         i64[i] = i32[i];
       }
-      int yc[FX_MAX_RANK], xc[FX_MAX_RANK], ic[FX_MAX_RANK];
+      int yc[FX_MAX_RANK] = {0}, xc[FX_MAX_RANK] = {0}, ic[FX_MAX_RANK] = {0};
       for (size_t f = 0; f < ny; ++f) {
         unravel(f, &ys, yc);
         for (int i = 0; i < bd; ++i) ic[i] = yc[i];
@@ -948,7 +950,7 @@ static void slice_ref(const float *x, const fx_shape *xs, const dimspec *sp, flo
   size_t total = 1;
   for (int i = 0; i < xs->rank; ++i) total *= (size_t)cnt[i];
   *nr = total;
-  int c[FX_MAX_RANK], xc[FX_MAX_RANK];
+  int c[FX_MAX_RANK] = {0}, xc[FX_MAX_RANK] = {0};
   for (size_t f = 0; f < total; ++f) {
     size_t t = f;
     for (int i = xs->rank - 1; i >= 0; --i) { c[i] = (int)(t % (size_t)cnt[i]); t /= (size_t)cnt[i]; }

@@ -60,7 +60,7 @@ static inline float fx_sigmoidf(float x) {
 }
 
 /* tanh: odd Taylor polynomial for |x| < 0.3 (error < 1e-7 relative), otherwise
- * 1 - 2/(exp(2|x|)+1) with |x| capped at 9 (tanh(9) rounds to 1.0f). */
+ * 1 - 2/(exp(2|x|)+1) with |x| capped at 10 (tanh(x) rounds to 1.0f beyond ~9.01). */
 static inline float fx_tanhf(float x) {
   const float ax = fabsf(x);
   const float x2 = x * x;
@@ -69,7 +69,7 @@ static inline float fx_tanhf(float x) {
   q = q * x2 + (2.0f / 15.0f);
   q = q * x2 + (-1.0f / 3.0f);
   const float small = x + x * x2 * q;
-  const float axc = fx_sel(ax > 9.0f, 9.0f, ax);
+  const float axc = fx_sel(ax > 10.0f, 10.0f, ax);
   const float e = fx_expf(2.0f * axc);
   const float tl = 1.0f - 2.0f / (e + 1.0f);
   const float large = fx_sel(x < 0.0f, -tl, tl);

@@ -37,6 +37,40 @@ static void gather_strided(char *y, const char *x, size_t n, ptrdiff_t sx, size_
   }
 }
 
+/* y[i*n1 + j] = x[i*s0 + j*s1] for i < n0, j < n1 (element strides), in
+ * FX_TILE x FX_TILE tiles. */
+#define FX_TILE 16
+#define FX_TILE_LOOP(T)                                                              \
+  for (size_t i0 = 0; i0 < n0; i0 += FX_TILE) {                                      \
+    const size_t i1 = i0 + FX_TILE < n0 ? i0 + FX_TILE : n0;                         \
+    for (size_t j0 = 0; j0 < n1; j0 += FX_TILE) {                                    \
+      const size_t j1 = j0 + FX_TILE < n1 ? j0 + FX_TILE : n1;                       \
+      for (size_t i = i0; i < i1; ++i) {                                             \
+        char *yr = y + i * n1 * sizeof(T);                                           \
+        const char *xr = x + (ptrdiff_t)i * s0 * (ptrdiff_t)sizeof(T);               \
+        for (size_t j = j0; j < j1; ++j) {                                           \
+          T v;                                                                       \
+          memcpy(&v, xr + (ptrdiff_t)j * s1 * (ptrdiff_t)sizeof(T), sizeof(T));      \
+          memcpy(yr + j * sizeof(T), &v, sizeof(T));                                 \
+        }                                                                            \
+      }                                                                              \
+    }                                                                                \
+  }
+
+static void tile2d(char *y, const char *x, size_t n0, ptrdiff_t s0, size_t n1, ptrdiff_t s1,
+                   size_t es) {
+  switch (es) {
+    case 1: FX_TILE_LOOP(uint8_t) break;
+    case 2: FX_TILE_LOOP(uint16_t) break;
+    case 4: FX_TILE_LOOP(uint32_t) break;
+    case 8: FX_TILE_LOOP(uint64_t) break;
+    default:
+      for (size_t i = 0; i < n0; ++i)
+        gather_strided(y + i * n1 * es, x + (ptrdiff_t)i * s0 * (ptrdiff_t)es, n1, s1, es);
+      break;
+  }
+}
+
 /* ------------------------------------------------------------------ PAD */
 typedef struct {
   int nd;
@@ -136,14 +170,21 @@ void fx_transpose(const void *x, const fx_shape *xs, const int *perm, size_t esi
   char *yb = (char *)y;
   const size_t inner = n[k - 1];
   const ptrdiff_t sin = s[k - 1];
-  const size_t rows = total / inner;
+  /* rows of `inner` contiguous output elements (sin == 1), or, when the
+   * innermost output dim is strided in the input, 2-D tiles over the last two
+   * output dims so both sides stay cache friendly */
+  const int tiled = sin != 1 && k >= 2;
+  const int nouter = tiled ? k - 2 : k - 1;
+  const size_t per = tiled ? n[k - 2] * inner : inner;
+  const size_t blocks = total / per;
   size_t idx[FX_MAX_RANK] = {0};
-  ptrdiff_t off = 0; /* input element offset of the current row */
-  for (size_t r = 0; r < rows; ++r) {
-    if (sin == 1) memcpy(yb, xb + off * (ptrdiff_t)esize, inner * esize);
-    else gather_strided(yb, xb + off * (ptrdiff_t)esize, inner, sin, esize);
-    yb += inner * esize;
-    for (int d = k - 2; d >= 0; --d) {
+  ptrdiff_t off = 0; /* input element offset of the current block */
+  for (size_t r = 0; r < blocks; ++r) {
+    const char *src = xb + off * (ptrdiff_t)esize;
+    if (!tiled) memcpy(yb, src, inner * esize);
+    else tile2d(yb, src, n[k - 2], s[k - 2], inner, sin, esize);
+    yb += per * esize;
+    for (int d = nouter - 1; d >= 0; --d) {
       off += s[d];
       if (++idx[d] < n[d]) break;
       off -= (ptrdiff_t)n[d] * s[d];
