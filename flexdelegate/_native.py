@@ -77,3 +77,9 @@ def gemm(kernel: int, a: np.ndarray, w: np.ndarray, bias=None, lo=-np.inf, hi=np
     if lib.flex_gemm_run(kernel, m, n, k, fp(a), fp(w), fp(b), fp(c), float(lo), float(hi)):
         raise ValueError(f"gemm: kernel {kernel} unavailable or bad arguments")
     return c
+
+
+def hash64(data, seed: int = 0) -> int:
+    """The cache's content hash of a bytes-like object (see flexdelegate/cache/FORMAT.md)."""
+    buf = ffi.from_buffer(data)
+    return int(lib.flex_hash64(buf, len(buf), seed))

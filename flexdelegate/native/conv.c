@@ -2,40 +2,90 @@
  * panel layout; convolution builds im2col rows one tile at a time in per-thread scratch
  * (never the whole im2col matrix), 1x1 stride-1 convolutions and FC read the input directly. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "conv.h"
 #include "gemm/gemm.h"
 #include "pool.h"
+#include "weights.h"
 
 struct fx_conv_pack {
   const fx_gemm_config *uk;
   int n, k;
-  float *w; /* fx_gemm_packed_floats(n, k, nr) floats */
+  fx_wref *ref; /* fx_gemm_packed_floats(n, k, nr) floats, in the cache or in memory */
+  const float *src_w, *src_bias; /* the model's weights (live as long as the interpreter) */
 };
+
+/* Bumped whenever fx_gemm_pack's output changes, so old cache blobs are never misread. */
+#define FX_GEMM_PACK_VERSION 1
 
 /* Rows of im2col per tile: the tile (mt x K floats) should stay within half of a 1 MiB L2. */
 #define FX_IM2COL_TILE_BYTES (512 * 1024)
 #define FX_MAX_TILE_ROWS 256
 
-fx_conv_pack *fx_conv_pack_new(int n, int k, const float *w, const float *bias) {
+typedef struct { int n, k, nr; const float *w, *bias; } pack_args;
+
+static void pack_gemm(void *ctx, void *dst) {
+  const pack_args *a = ctx;
+  fx_gemm_pack(a->n, a->k, a->nr, a->w, a->bias, dst);
+}
+
+fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, const float *w, const float *bias) {
   fx_conv_pack *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->uk = fx_gemm_config_get();
   p->n = n;
   p->k = k;
-  size_t floats = fx_gemm_packed_floats(n, k, p->uk->nr);
-  p->w = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
-  if (!p->w) { free(p); return NULL; }
-  fx_gemm_pack(n, k, p->uk->nr, w, bias, p->w);
+  /* The key covers everything the packed bytes depend on: shapes, weights, bias. */
+  fx_hasher h;
+  uint64_t key[2];
+  int dims[3] = {n, k, bias != NULL};
+  size_t wbytes = (size_t)n * (size_t)k * sizeof(float);
+  fx_hasher_init(&h, FX_ALGO_GEMM_PANEL(p->uk->nr));
+  fx_hasher_update(&h, dims, sizeof dims);
+  fx_hasher_update(&h, w, wbytes);
+  if (bias) fx_hasher_update(&h, bias, (size_t)n * sizeof(float));
+  fx_hasher_final(&h, key);
+  pack_args a = {n, k, p->uk->nr, w, bias};
+  p->ref = fx_store_get(store, key, FX_ALGO_GEMM_PANEL(p->uk->nr), FX_GEMM_PACK_VERSION,
+                        fx_gemm_packed_floats(n, k, p->uk->nr) * sizeof(float), pack_gemm, &a);
+  if (!p->ref) { free(p); return NULL; }
+  p->src_w = w;
+  p->src_bias = bias;
+  fx_store_release_source(store, w, wbytes);
   return p;
+}
+
+static int repack_in_memory(fx_conv_pack *p) {
+  pack_args a = {p->n, p->k, p->uk->nr, p->src_w, p->src_bias};
+  fx_wref *fresh = fx_wref_packed(p->ref->size, pack_gemm, &a);
+  if (!fresh) return -1;
+  fx_wref_unref(p->ref);
+  p->ref = fresh;
+  return 0;
+}
+
+int fx_conv_pack_check(fx_conv_pack *p) {
+  if (!fx_wref_verify(p->ref)) return 0;
+  fprintf(stderr, "flexdelegate: warning: a cached weight blob failed its checksum; packing it in memory "
+                  "(run 'flexdelegate cache verify' on the cache file)\n");
+  return repack_in_memory(p);
+}
+
+int fx_conv_pack_repair(fx_conv_pack *p) {
+  if (!fx_wref_damaged(p->ref)) return 0;
+  fprintf(stderr, "flexdelegate: warning: the weight cache file was truncated while in use; packing "
+                  "in memory\n");
+  return repack_in_memory(p) ? -1 : 1;
 }
 
 void fx_conv_pack_free(fx_conv_pack *p) {
   if (!p) return;
-  free(p->w);
+  fx_wref_unref(p->ref);
   free(p);
 }
+
 
 const char *fx_conv_pack_kernel(const fx_conv_pack *p) { return p->uk->name; }
 
@@ -105,8 +155,9 @@ static void conv_task(void *arg, int tid, size_t task) {
   size_t pan0 = pg * j->panels_per_group, pan1 = pan0 + j->panels_per_group;
   if (pan1 > panels) pan1 = panels;
   const size_t panel_floats = (size_t)nr * (size_t)(k + 1);
+  const float *packed = p->ref->data; /* read per run: commit may re-point it into the file */
   for (size_t pan = pan0; pan < pan1; pan++) {
-    const float *w = p->w + pan * panel_floats;
+    const float *w = packed + pan * panel_floats;
     size_t n0 = pan * (size_t)nr, nc = (size_t)p->n - n0 < (size_t)nr ? (size_t)p->n - n0 : (size_t)nr;
     for (size_t r = 0; r < rows; r += (size_t)mr) {
       size_t mrr = rows - r < (size_t)mr ? rows - r : (size_t)mr;

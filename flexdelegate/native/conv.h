@@ -13,9 +13,16 @@ typedef struct {
   int ih, iw, cin, oh, ow, kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
 } fx_conv_geom;
 
-/* w is [n][k] row-major (TFLite conv [cout][kh][kw][cin] and FC [out][in]); bias may be NULL. */
-fx_conv_pack *fx_conv_pack_new(int n, int k, const float *w, const float *bias);
+struct fx_store;
+/* w is [n][k] row-major (TFLite conv [cout][kh][kw][cin] and FC [out][in]); bias may be NULL.
+ * The packed form comes from the store (cache file or memory). */
+fx_conv_pack *fx_conv_pack_new(struct fx_store *store, int n, int k, const float *w, const float *bias);
 void fx_conv_pack_free(fx_conv_pack *p);
+/* Verifies cached packed weights once (repacking from the model if damaged); -1 on OOM. */
+int fx_conv_pack_check(fx_conv_pack *p);
+/* If the cache mapping behind the weights was truncated under us (reads became zeros),
+ * repacks them in memory: 1 repaired, 0 nothing to do, -1 out of memory. */
+int fx_conv_pack_repair(fx_conv_pack *p);
 const char *fx_conv_pack_kernel(const fx_conv_pack *p);
 size_t fx_conv_scratch_bytes(const fx_conv_pack *p, const fx_conv_geom *g, int threads);
 void fx_conv_run(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,

@@ -36,6 +36,7 @@ typedef struct fx_delegate {
   int n_subgraphs;
   fx_subgraph *subgraphs;
   fx_pool *pool;
+  struct fx_store *store; /* packed weights: cache file or memory */
 } fx_delegate;
 
 TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *d);

@@ -45,7 +45,7 @@ static fx_window window_of(fx_graph *g, const fx_node *n) {
   return w;
 }
 
-const char *fx_prepare_node_weights(fx_graph *g, fx_node *n) {
+const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store) {
   if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC) return NULL;
   if (n->pack) return NULL;
   const fx_tensor *w = T(g, n->in[1]);
@@ -56,7 +56,7 @@ const char *fx_prepare_node_weights(fx_graph *g, fx_node *n) {
   int cout = w->shape.d[0];
   int k = (int)(fx_shape_numel(&w->shape) / (size_t)(cout ? cout : 1));
   if (bd && (int)fx_shape_numel(&T(g, n->in[2])->shape) != cout) return "bias size != output channels";
-  n->pack = fx_conv_pack_new(cout, k, wd, bd);
+  n->pack = fx_conv_pack_new(store, cout, k, wd, bd);
   return n->pack ? NULL : "out of memory packing weights";
 }
 
@@ -66,6 +66,8 @@ size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads) {
   conv_geom((fx_graph *)g, n, &geo);
   return fx_conv_scratch_bytes(n->pack, &geo, threads);
 }
+
+int fx_node_repair(fx_node *n) { return n->pack ? fx_conv_pack_repair(n->pack) : 0; }
 
 void fx_node_release(fx_node *n) {
   fx_conv_pack_free(n->pack);
@@ -97,6 +99,7 @@ int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
   size_t es = fx_dtype_size(xt->dtype);
   switch (n->kind) {
     case FX_OP_CONV: case FX_OP_FC: {
+      if (fx_conv_pack_check(n->pack)) return -1;
       fx_conv_geom geo;
       conv_geom(g, n, &geo);
       float *scratch = n->scratch >= 0 ? (float *)g->tensors[n->scratch].ptr : NULL;

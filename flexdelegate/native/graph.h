@@ -99,8 +99,12 @@ void fx_graph_free(fx_graph *g);
  * Returns NULL on success or a static message naming why the node cannot run. */
 const char *fx_infer_node(fx_graph *g, fx_node *n);
 
-/* Weight packing for conv/fc/tconv at init (constant weights); NULL ok else message. */
-const char *fx_prepare_node_weights(fx_graph *g, fx_node *n);
+/* Weight packing for conv/fc at init (constant weights), through the weight store (cache
+ * file or memory); NULL ok else message. */
+struct fx_store;
+const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store);
+/* Repacks weights whose cache mapping was truncated under us: 1 repaired, 0 fine, -1 OOM. */
+int fx_node_repair(fx_node *n);
 /* Scratch bytes a node needs for `threads` workers (0 if none). */
 size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads);
 

@@ -6,6 +6,7 @@
 #include "delegate.h"
 #include "flex_api.h"
 #include "gemm/gemm.h"
+#include "weights.h"
 
 unsigned fx_env_log_mask(void);
 
@@ -31,6 +32,13 @@ void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
     }
   }
   fx_log_mask = d->opts.log | fx_env_log_mask();
+  d->store = fx_store_new();
+  if (!d->store) {
+    if (report_error) report_error("flexdelegate: out of memory");
+    free(d->opts.cache_path);
+    free(d);
+    return NULL;
+  }
   fx_gemm_config_get(); /* probe the CPU once, here, under the runtime's lock */
   d->base.data_ = d;
   d->base.Prepare = fx_delegate_prepare;
@@ -47,6 +55,7 @@ void tflite_plugin_destroy_delegate(void *delegate) {
   for (int i = 0; i < d->n_subgraphs; i++) fx_subgraph_clear(&d->subgraphs[i]);
   free(d->subgraphs);
   fx_pool_free(d->pool);
+  fx_store_free(d->store);
   free(d->opts.cache_path);
   free(d);
 }
@@ -98,7 +107,20 @@ size_t flex_stats_json(void *delegate, char *buf, size_t cap) {
       put(&s, "}");
       first = 0;
     }
-  put(&s, "]}");
+  put(&s, "]");
+  if (d) {
+    fx_store_stats st;
+    fx_store_get_stats(d->store, &st);
+    const char *path = fx_store_path(d->store);
+    put(&s, ", \"cache\": {\"path\": ");
+    if (path) put_json_string(&s, path);
+    else put(&s, "null");
+    put(&s, ", \"file_ok\": %s, \"blobs_mapped\": %zu, \"bytes_mapped\": %zu, \"blobs_packed\": %zu, "
+            "\"bytes_packed\": %zu, \"blobs_deduped\": %zu, \"bytes_deduped\": %zu}",
+        st.file_ok ? "true" : "false", st.blobs_mapped, st.bytes_mapped, st.blobs_packed, st.bytes_packed,
+        st.blobs_deduped, st.bytes_deduped);
+  }
+  put(&s, "}");
   if (cap) buf[s.len < cap ? s.len : cap - 1] = 0;
   return s.len;
 }

@@ -1,10 +1,13 @@
 /* TfLite glue, part 3: the delegate's Prepare. Walks the execution plan, claims every node
  * the IR can run (folding what is known at load), records why the rest fall back, and asks
  * TFLite to group the claimed nodes into partition kernels. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "delegate.h"
+#include "weights.h"
 
 fx_subgraph *fx_find_subgraph(fx_delegate *d, const void *ctx) {
   for (int i = 0; i < d->n_subgraphs; i++)
@@ -75,6 +78,53 @@ static const char *try_fold(fx_graph *g, fx_node *n, fx_blob **out) {
   return NULL;
 }
 
+/* A model's identity for naming its default cache file: its structure (ops, shapes, types),
+ * not its weights, so a re-trained model extends the same file instead of adding one. */
+static uint64_t structure_hash(TfLiteContext *ctx, const TfLiteIntArray *plan) {
+  fx_hasher h;
+  fx_hasher_init(&h, 0x666c6578u);
+  for (int p = 0; p < plan->size; p++) {
+    TfLiteNode *node;
+    TfLiteRegistration *reg;
+    if (ctx->GetNodeAndRegistration(ctx, plan->data[p], &node, &reg) != kTfLiteOk) continue;
+    fx_hasher_update(&h, &reg->builtin_code, sizeof reg->builtin_code);
+    for (int io = 0; io < 2; io++) {
+      const TfLiteIntArray *ts = io ? node->outputs : node->inputs;
+      for (int i = 0; ts && i < ts->size; i++) {
+        int t = ts->data[i];
+        if (t < 0 || (size_t)t >= ctx->tensors_size) continue;
+        const TfLiteTensor *tt = &ctx->tensors[t];
+        fx_hasher_update(&h, &tt->type, sizeof tt->type);
+        if (tt->dims) fx_hasher_update(&h, tt->dims->data, sizeof(int) * (size_t)tt->dims->size);
+      }
+    }
+  }
+  uint64_t out[2];
+  fx_hasher_final(&h, out);
+  return out[0];
+}
+
+/* The cache file for this subgraph: the cache_path option; "" = none; unset = one file per
+ * model under $XDG_CACHE_HOME/flexdelegate (or ~/.cache/flexdelegate). */
+static int cache_file_for(const fx_delegate *d, TfLiteContext *ctx, const TfLiteIntArray *plan,
+                          char *out, size_t len) {
+  if (d->opts.cache_path) {
+    snprintf(out, len, "%s", d->opts.cache_path);
+    return out[0] != 0;
+  }
+  const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+  char dir[4096];
+  if (xdg && *xdg) snprintf(dir, sizeof dir, "%s/flexdelegate", xdg);
+  else if (home && *home) snprintf(dir, sizeof dir, "%s/.cache/flexdelegate", home);
+  else return 0;
+  /* mkdir -p of the parent too (a fresh home has no .cache yet). */
+  char *slash = strrchr(dir, '/');
+  if (slash) { *slash = 0; mkdir(dir, 0755); *slash = '/'; }
+  if (mkdir(dir, 0755) && errno != EEXIST) return 0;
+  snprintf(out, len, "%s/%016llx.fxc", dir, (unsigned long long)structure_hash(ctx, plan));
+  return 1;
+}
+
 TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   fx_delegate *d = base->data_;
   TfLiteIntArray *plan = NULL;
@@ -82,6 +132,8 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   fx_subgraph *sg = subgraph_for(d, ctx);
   if (!sg) return kTfLiteDelegateError;
   fx_subgraph_clear(sg);
+  char path[4200];
+  fx_store_open(d->store, cache_file_for(d, ctx, plan, path, sizeof path) ? path : NULL);
   int nt = (int)ctx->tensors_size;
   sg->n_tensors = nt;
   sg->statics = calloc((size_t)(nt ? nt : 1), sizeof(fx_blob *));
@@ -138,6 +190,8 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   status = kTfLiteOk;
   if (claimed->size)
     status = ctx->ReplaceNodeSubsetsWithDelegateKernels(ctx, fx_partition_registration(), claimed, base);
+  /* Every partition has packed (or found) its weights by now: one write for the model. */
+  fx_store_commit(d->store);
 done:
   free(shapes);
   free(local);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "arena.h"
+#include "cache/sigbus.h"
 #include "delegate.h"
 
 typedef struct {
@@ -95,7 +96,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     }
   }
   for (int i = 0; i < p->g.n_nodes; i++) {
-    const char *why = fx_prepare_node_weights(&p->g, &p->g.nodes[i]);
+    const char *why = fx_prepare_node_weights(&p->g, &p->g.nodes[i], d->store);
     if (why) {
       ctx->ReportError(ctx, "flexdelegate: node %d: %s", p->g.nodes[i].tfl_node, why);
       goto fail;
@@ -214,6 +215,17 @@ static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
   return kTfLiteOk;
 }
 
+static TfLiteStatus run_nodes(TfLiteContext *ctx, fx_partition *p) {
+  fx_graph *g = &p->g;
+  for (int i = 0; i < g->n_nodes; i++)
+    if (!g->nodes[i].at_prepare && fx_run_node(g, &g->nodes[i], p->pool)) {
+      ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data", g->nodes[i].tfl_node,
+                       fx_op_name(g->nodes[i].kind));
+      return kTfLiteError;
+    }
+  return kTfLiteOk;
+}
+
 static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
   fx_partition *p = node->user_data;
   fx_graph *g = &p->g;
@@ -225,12 +237,18 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
       default: t->ptr = (void *)t->cdata;
     }
   }
-  for (int i = 0; i < g->n_nodes; i++)
-    if (!g->nodes[i].at_prepare && fx_run_node(g, &g->nodes[i], p->pool)) {
-      ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data", g->nodes[i].tfl_node,
-                       fx_op_name(g->nodes[i].kind));
-      return kTfLiteError;
+  if (run_nodes(ctx, p) != kTfLiteOk) return kTfLiteError;
+  /* A cache file truncated under our mapping reads as zeros (see cache/sigbus.h): never hand
+   * out results computed from it. Repack what was hit and run again (inputs are untouched). */
+  if (fx_sigbus_any()) {
+    int repaired = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+      int r = fx_node_repair(&g->nodes[i]);
+      if (r < 0) return kTfLiteError;
+      repaired |= r;
     }
+    if (repaired && run_nodes(ctx, p) != kTfLiteOk) return kTfLiteError;
+  }
   for (int i = 0; i < p->n_static; i++) {
     TfLiteTensor *t = &ctx->tensors[p->outputs_static[i]];
     int id = p->outputs_static_local[i];

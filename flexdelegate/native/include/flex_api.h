@@ -32,4 +32,7 @@ const char *flex_gemm_kernel_at(int i);
  * w as the delegate does (for tests against the scalar reference). 0 ok, -1 bad args/OOM. */
 int flex_gemm_run(int i, int m, int n, int k, const float *a, const float *w, const float *bias,
                   float *c, float lo, float hi);
+
+/* The weight cache's 64-bit content hash (cache/FORMAT.md), for the Python cache tools. */
+uint64_t flex_hash64(const void *data, size_t len, uint64_t seed);
 #endif

@@ -1,0 +1,55 @@
+/* The packed-weight cache file (flexdelegate/cache/FORMAT.md): validated read-only mappings
+ * and whole-file replacement under a lock. Nothing here knows about TFLite or kernels. */
+#ifndef FLEX_CACHE_FILE_H
+#define FLEX_CACHE_FILE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define FX_CACHE_PAGE 4096
+
+typedef struct {
+  uint64_t key_hi, key_lo;
+  uint32_t algo, layout_version;
+  uint64_t offset, size, checksum;
+  uint64_t zero[2];
+} fx_cache_entry;
+
+/* A validated, read-only, shared mapping of one cache file version (refcounted: packed
+ * weights in use keep it alive after a newer file replaces it). */
+typedef struct fx_cache_map {
+  int refs;
+  const uint8_t *base;
+  size_t size;
+  const fx_cache_entry *entries; /* sorted */
+  uint64_t n_entries;
+  const uint64_t *models;        /* sorted fingerprints */
+  uint64_t n_models;
+  uint64_t blob_bytes, dedup_saved;
+} fx_cache_map;
+
+/* Maps `path` if it is a valid cache file. Returns NULL when it is missing (msg empty) or
+ * unusable (msg says why: the caller warns and rebuilds). */
+fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len);
+fx_cache_map *fx_cache_map_ref(fx_cache_map *m);
+void fx_cache_map_unref(fx_cache_map *m);
+const fx_cache_entry *fx_cache_find(const fx_cache_map *m, uint64_t hi, uint64_t lo, uint32_t algo,
+                                    uint32_t version);
+int fx_cache_has_model(const fx_cache_map *m, uint64_t fingerprint);
+
+/* A blob a writer adds. */
+typedef struct {
+  uint64_t key_hi, key_lo;
+  uint32_t algo, layout_version;
+  const void *data;
+  size_t size;
+} fx_cache_blob;
+
+/* Under an exclusive lock on <path>.lock: re-reads the current file, and if it lacks any of
+ * `blobs` or the model, writes a new version (temp + fsync + rename) holding the old blobs,
+ * the missing ones and the model. Returns the mapping of the file now at `path` (which holds
+ * every blob), or NULL with msg set (disk full, unwritable directory, ...). dedup_bytes: what
+ * this model asked for that was already stored. */
+fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
+                              uint64_t model_fingerprint, uint64_t dedup_bytes,
+                              char *msg, size_t msg_len);
+#endif

@@ -1,0 +1,221 @@
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include "cache/sigbus.h"
+#include "delegate.h"
+#include "weights.h"
+
+typedef struct { uintptr_t lo, hi; } ro_range;
+
+struct fx_store {
+  char *path;
+  fx_cache_map *map;
+  fx_wref **pending;
+  size_t n_pending, cap_pending;
+  fx_store_stats stats;
+  ro_range *ro;     /* read-only file mappings of this process (the model among them) */
+  size_t n_ro;
+  fx_hasher model;  /* fingerprint of this load: every key it asked for, in order */
+};
+
+fx_store *fx_store_new(void) { return calloc(1, sizeof(fx_store)); }
+
+static void drop_pending(fx_store *s) {
+  for (size_t i = 0; i < s->n_pending; i++) fx_wref_unref(s->pending[i]);
+  s->n_pending = 0;
+}
+
+void fx_store_free(fx_store *s) {
+  if (!s) return;
+  drop_pending(s);
+  free(s->pending);
+  fx_cache_map_unref(s->map);
+  free(s->path);
+  free(s->ro);
+  free(s);
+}
+
+/* Snapshot of the read-only, file-backed mappings in /proc/self/maps. */
+static void scan_ro_mappings(fx_store *s) {
+  free(s->ro);
+  s->ro = NULL;
+  s->n_ro = 0;
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f) return;
+  char line[512];
+  size_t cap = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi, inode;
+    char perms[8];
+    if (sscanf(line, "%lx-%lx %7s %*s %*s %lu", &lo, &hi, perms, &inode) != 4) continue;
+    if (inode == 0 || perms[1] != '-') continue; /* anonymous, or writable: never drop */
+    if (s->n_ro == cap) {
+      cap = cap ? cap * 2 : 64;
+      ro_range *r = realloc(s->ro, cap * sizeof *r);
+      if (!r) break;
+      s->ro = r;
+    }
+    s->ro[s->n_ro++] = (ro_range){lo, hi};
+  }
+  fclose(f);
+}
+
+void fx_store_open(fx_store *s, const char *path) {
+  scan_ro_mappings(s);
+  fx_hasher_init(&s->model, 0);
+  int file_ok = s->stats.file_ok;
+  memset(&s->stats, 0, sizeof s->stats);
+  s->stats.file_ok = file_ok;
+  int same = (!path || !*path) ? !s->path : (s->path && !strcmp(s->path, path));
+  if (same && (s->map || !s->path)) return;
+  fx_cache_map_unref(s->map);
+  s->map = NULL;
+  free(s->path);
+  s->path = path && *path ? strdup(path) : NULL;
+  if (!s->path) return;
+  char why[200];
+  s->map = fx_cache_open(s->path, why, sizeof why);
+  s->stats.file_ok = s->map != NULL;
+  if (s->map) fx_log(FX_LOG_CACHE, "%s: %llu blobs, %llu models", s->path,
+                     (unsigned long long)s->map->n_entries, (unsigned long long)s->map->n_models);
+  else if (why[0]) fprintf(stderr, "flexdelegate: warning: ignoring cache %s (%s); it will be rebuilt\n", s->path, why);
+  else fx_log(FX_LOG_CACHE, "%s: not there yet (cold load)", s->path);
+}
+
+static fx_wref *from_map(fx_cache_map *m, const fx_cache_entry *e, size_t size) {
+  if (e->size != size) return NULL; /* same key, other size: never trust it */
+  fx_wref *w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->refs = 1;
+  w->data = m->base + e->offset;
+  w->size = size;
+  w->map = fx_cache_map_ref(m);
+  w->key_hi = e->key_hi;
+  w->key_lo = e->key_lo;
+  w->algo = e->algo;
+  w->version = e->layout_version;
+  w->checksum = e->checksum;
+  return w;
+}
+
+int fx_wref_verify(fx_wref *w) {
+  if (w->verified) return 0;
+  if (fx_hash64(w->data, w->size, 0) != w->checksum) return 1;
+  w->verified = 1;
+  return 0;
+}
+
+fx_wref *fx_wref_packed(size_t size, fx_pack_fn pack, void *ctx) {
+  fx_wref *w = calloc(1, sizeof *w);
+  void *dst = aligned_alloc(64, (size + 63) / 64 * 64);
+  if (!w || !dst) { free(w); free(dst); return NULL; }
+  pack(ctx, dst);
+  *w = (fx_wref){.refs = 1, .data = dst, .owned = dst, .size = size, .verified = 1};
+  return w;
+}
+
+fx_wref *fx_store_get(fx_store *s, const uint64_t key[2], uint32_t algo, uint32_t version, size_t size,
+                      fx_pack_fn pack, void *ctx) {
+  uint64_t fp[3] = {key[0], key[1], ((uint64_t)algo << 32) | version};
+  fx_hasher_update(&s->model, fp, sizeof fp);
+  const fx_cache_entry *e = fx_cache_find(s->map, key[0], key[1], algo, version);
+  fx_wref *w = e ? from_map(s->map, e, size) : NULL;
+  if (w) {
+    s->stats.blobs_mapped++;
+    s->stats.bytes_mapped += size;
+    return w;
+  }
+  for (size_t i = 0; i < s->n_pending; i++) {
+    fx_wref *p = s->pending[i];
+    if (p->key_hi == key[0] && p->key_lo == key[1] && p->algo == algo && p->version == version && p->size == size) {
+      s->stats.blobs_deduped++;
+      s->stats.bytes_deduped += size;
+      p->refs++;
+      return p;
+    }
+  }
+  w = calloc(1, sizeof *w);
+  void *dst = aligned_alloc(64, (size + 63) / 64 * 64);
+  if (!w || !dst) { free(w); free(dst); return NULL; }
+  if (s->n_pending == s->cap_pending) {
+    size_t cap = s->cap_pending ? s->cap_pending * 2 : 64;
+    fx_wref **grown = realloc(s->pending, cap * sizeof *grown);
+    if (!grown) { free(w); free(dst); return NULL; }
+    s->pending = grown;
+    s->cap_pending = cap;
+  }
+  pack(ctx, dst);
+  *w = (fx_wref){.refs = 2, .data = dst, .owned = dst, .size = size, .key_hi = key[0], .key_lo = key[1],
+                 .algo = algo, .version = version, .verified = 1}; /* refs: the caller's, pending's */
+  s->pending[s->n_pending++] = w;
+  s->stats.blobs_packed++;
+  s->stats.bytes_packed += size;
+  return w;
+}
+
+void fx_wref_unref(fx_wref *w) {
+  if (!w || --w->refs) return;
+  free(w->owned);
+  fx_cache_map_unref(w->map);
+  free(w);
+}
+
+int fx_wref_damaged(const fx_wref *w) { return w->map && fx_sigbus_damaged(w->map->base); }
+
+void fx_store_commit(fx_store *s) {
+  uint64_t fp[2];
+  fx_hasher_final(&s->model, fp);
+  uint64_t model_fp = fp[0];
+  if (!s->path) { drop_pending(s); return; }
+  if (!s->n_pending && fx_cache_has_model(s->map, model_fp)) return;
+  fx_cache_blob *blobs = calloc(s->n_pending + 1, sizeof *blobs);
+  if (!blobs) { drop_pending(s); return; }
+  for (size_t i = 0; i < s->n_pending; i++) {
+    fx_wref *w = s->pending[i];
+    blobs[i] = (fx_cache_blob){w->key_hi, w->key_lo, w->algo, w->version, w->data, w->size};
+  }
+  char why[200];
+  fx_cache_map *m = fx_cache_commit(s->path, blobs, s->n_pending, model_fp,
+                                    s->stats.bytes_mapped + s->stats.bytes_deduped, why, sizeof why);
+  free(blobs);
+  if (!m) {
+    fprintf(stderr, "flexdelegate: warning: cannot write cache %s (%s); weights stay in memory\n", s->path, why);
+    s->stats.file_ok = 0;
+    drop_pending(s);
+    return;
+  }
+  /* Re-point what we packed into the file: the pages become shared and file-backed. */
+  for (size_t i = 0; i < s->n_pending; i++) {
+    fx_wref *w = s->pending[i];
+    const fx_cache_entry *e = fx_cache_find(m, w->key_hi, w->key_lo, w->algo, w->version);
+    if (!e || e->size != w->size) continue;
+    w->data = m->base + e->offset;
+    w->map = fx_cache_map_ref(m);
+    w->checksum = e->checksum;
+    free(w->owned);
+    w->owned = NULL;
+  }
+  fx_log(FX_LOG_CACHE, "%s: wrote %zu new blobs (%zu bytes)", s->path, s->n_pending, s->stats.bytes_packed);
+  drop_pending(s);
+  fx_cache_map_unref(s->map);
+  s->map = m;
+  s->stats.file_ok = 1;
+}
+
+void fx_store_release_source(fx_store *s, const void *p, size_t len) {
+  uintptr_t lo = (uintptr_t)p, hi = lo + len;
+  for (size_t i = 0; i < s->n_ro; i++) {
+    if (lo < s->ro[i].lo || hi > s->ro[i].hi) continue;
+    /* Only whole pages inside the weight, so neighbours that are still needed stay. */
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (lo + page - 1) & ~(page - 1), b = hi & ~(page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+    return;
+  }
+}
+
+void fx_store_get_stats(const fx_store *s, fx_store_stats *out) { *out = s->stats; }
+const char *fx_store_path(const fx_store *s) { return s->path; }

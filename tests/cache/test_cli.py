@@ -1,0 +1,106 @@
+"""`python -m flexdelegate cache ...`: output, exit codes, one-line errors."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flexdelegate.cache import info, read_cache, write_cache
+
+ROOT = Path(__file__).resolve().parents[2]
+BLOBS = [(1, 2, 0x10004, 1, b"p" * 3000), (5, 6, 0x20008, 1, b"q" * 9000)]
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "flexdelegate", *map(str, args)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+
+
+def assert_one_line_error(r, code):
+    assert r.returncode == code, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "error" in lines[0], r.stderr
+
+
+@pytest.fixture
+def cache(tmp_path):
+    path = tmp_path / "c.fxc"
+    write_cache(path, BLOBS, [42], producer="cli test", dedup_saved_bytes=123)
+    return path
+
+
+def test_top_level_help_lists_both_commands():
+    r = run("--help")
+    assert r.returncode == 0 and "demo" in r.stdout and "cache" in r.stdout
+
+
+def test_info(cache):
+    r = run("cache", "info", cache)
+    assert r.returncode == 0, r.stderr
+    for text in ("cli test", "blobs:             2", "models served:     1", "0x10004 x1", "0x20008 x1"):
+        assert text in r.stdout
+    r = run("cache", "info", "--json", cache)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    want = info(cache)
+    want["algos"] = {str(k): v for k, v in want["algos"].items()}  # JSON object keys are strings
+    assert got == want
+
+
+def test_verify_ok_and_flipped_byte(cache):
+    r = run("cache", "verify", cache)
+    assert (r.returncode, r.stdout.strip()) == (0, f"{cache}: OK")
+    blob = read_cache(cache).entries[1]
+    raw = bytearray(cache.read_bytes())
+    raw[blob.offset + blob.size // 2] ^= 1
+    cache.write_bytes(bytes(raw))
+    r = run("cache", "verify", cache)
+    assert r.returncode == 1 and "blob 1 " in r.stdout and "checksum mismatch" in r.stdout
+    assert "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("action", ["info", "verify"])
+def test_bad_paths(tmp_path, cache, action):
+    (tmp_path / "empty.fxc").write_bytes(b"")
+    (tmp_path / "garbage.fxc").write_bytes(os.urandom(5000))
+    (tmp_path / "link.fxc").symlink_to(cache)
+    for name, code, text in [("missing.fxc", 2, "no such file"), (".", 2, "is a directory"),
+                             ("link.fxc", 2, "symlink"), ("empty.fxc", 1, "empty file"),
+                             ("garbage.fxc", 1, "bad magic")]:
+        r = run("cache", action, tmp_path / name)
+        if action == "verify" and code == 1:  # a damaged file: verify's report, on stdout
+            lines = r.stdout.splitlines()
+            assert r.returncode == 1 and "Traceback" not in r.stderr and len(lines) == 1
+            assert lines[0].startswith(f"{tmp_path / name}: {text}")
+        else:
+            assert_one_line_error(r, code)
+            assert text in r.stderr
+
+
+def test_prune(tmp_path):
+    old, new = tmp_path / "old.fxc", tmp_path / "new.fxc"
+    for i, path in enumerate((old, new)):
+        write_cache(path, BLOBS, [i])
+        os.utime(path, (1_000_000 + i, 1_000_000 + i))
+    (tmp_path / "notes.txt").write_text("keep me")
+    r = run("cache", "prune", tmp_path, "--max-size", os.path.getsize(new) / (1 << 20))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [f"removed {old}", "1 file(s) removed"]
+    assert new.exists() and not old.exists() and (tmp_path / "notes.txt").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["cache"], ["cache", "bogus"], ["cache", "info"], ["cache", "prune", "."],
+    ["cache", "prune", ".", "--max-size", "lots"],
+])
+def test_usage_errors(args):
+    r = run(*args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "usage:" in r.stderr
+
+
+def test_prune_errors(tmp_path):
+    assert_one_line_error(run("cache", "prune", tmp_path / "nope", "--max-size", 1), 2)
+    assert_one_line_error(run("cache", "prune", tmp_path, "--max-size", -1), 2)

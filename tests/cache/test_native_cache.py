@@ -1,0 +1,283 @@
+"""The delegate's packed-weight cache file: warm loads map it, changes invalidate it, dedup
+shrinks it, and no fault (race, crash, truncation, corruption, bad path, full disk) ever
+crashes a process or yields a wrong answer."""
+import multiprocessing as mp
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from flexdelegate.cache.format import CacheError, read_cache
+from cachecheck import assert_correct, run_flex, two_conv_model
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def blob_out_of_bounds(data: bytearray, info) -> bytearray:
+    """The file with entry 0 pointing past the end, every checksum recomputed."""
+    import struct
+    from flexdelegate._native import hash64
+    at = info.index_offset + 24
+    struct.pack_into("<Q", data, at, info.file_size * 4 // 4096 * 4096)
+    index = bytes(data[info.index_offset: info.index_offset + 64 * info.index_count])
+    struct.pack_into("<Q", data, 40, hash64(index))
+    struct.pack_into("<Q", data, 248, hash64(bytes(data[:248])))
+    return data
+
+
+def test_cold_load_writes_and_warm_load_maps_every_blob(tmp_path):
+    model, path = two_conv_model(), tmp_path / "m.fxc"
+    cold = assert_correct(model, path)
+    assert cold["cache"]["blobs_packed"] == 3 and cold["cache"]["blobs_mapped"] == 0
+    info = read_cache(path)
+    assert len(info.entries) == 3 and len(info.models) == 1
+    warm = assert_correct(model, path)
+    assert warm["cache"]["blobs_mapped"] == 3 and warm["cache"]["blobs_packed"] == 0
+    assert read_cache(path).entries == info.entries  # a warm load writes nothing
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o644
+
+
+def test_one_changed_float_same_size_same_mtime_is_never_stale(tmp_path):
+    path, f = tmp_path / "m.fxc", tmp_path / "m.tflite"
+    a = two_conv_model(seed=0)
+    f.write_bytes(a)
+    assert_correct(str(f), path)
+    # Flip one weight in place: same size; restore the mtime too.
+    w1 = (np.random.default_rng(0).standard_normal((16, 3, 3, 8)) * 0.2).astype(np.float32)
+    at = a.find(w1.tobytes())  # the first conv's weights, exactly
+    assert at > 0
+    arr = np.frombuffer(a, np.uint8).copy()
+    arr[at: at + 4] = np.frombuffer(np.float32(w1.flat[0] + 1.0).tobytes(), np.uint8)
+    st_before = os.stat(f)
+    f.write_bytes(arr.tobytes())
+    os.utime(f, ns=(st_before.st_atime_ns, st_before.st_mtime_ns))
+    stats = assert_correct(str(f), path)
+    assert stats["cache"]["blobs_packed"] == 1 and stats["cache"]["blobs_mapped"] == 2
+
+
+def test_equal_weights_in_two_layers_are_stored_once(tmp_path):
+    path = tmp_path / "m.fxc"
+    stats = assert_correct(two_conv_model(cin=16, cout=16, same_weights=True), path)
+    assert stats["cache"]["blobs_deduped"] == 1
+    assert len(read_cache(path).entries) == 2
+
+
+def test_two_models_share_a_file_that_grows_only_by_what_is_new(tmp_path):
+    path = tmp_path / "shared.fxc"
+    a = two_conv_model(seed=0, head_seed=1)
+    b = two_conv_model(seed=0, head_seed=2)  # same backbone, another head
+    assert_correct(a, path)
+    size_a, blobs_a = read_cache(path).blob_bytes, len(read_cache(path).entries)
+    stats = assert_correct(b, path)
+    info = read_cache(path)
+    assert stats["cache"]["blobs_mapped"] == 2 and stats["cache"]["blobs_packed"] == 1
+    assert len(info.entries) == blobs_a + 1 and len(info.models) == 2
+    head_bytes = info.blob_bytes - size_a
+    assert 0 < head_bytes < size_a
+    assert info.dedup_saved_bytes == stats["cache"]["bytes_mapped"] > 0  # b found the backbone stored
+    # both models still load warm from the one file
+    assert assert_correct(a, path)["cache"]["blobs_packed"] == 0
+    assert assert_correct(b, path)["cache"]["blobs_packed"] == 0
+
+
+def _creator(args):
+    path, seed = args
+    sys.path.insert(0, HERE)
+    from cachecheck import assert_correct as check, two_conv_model as mk
+    check(mk(seed=seed, cin=16, cout=32, size=24), path)
+    return True
+
+
+@pytest.mark.parametrize("procs", [2, 8])
+def test_racing_creators_all_correct_one_valid_file(tmp_path, procs):
+    path = str(tmp_path / "race.fxc")
+    with mp.get_context("spawn").Pool(procs) as pool:
+        assert all(pool.map(_creator, [(path, i % 2) for i in range(procs)]))
+    info = read_cache(path)
+    assert len(info.entries) == 6 and len(info.models) == 2  # two distinct models, 3 blobs each
+    assert not [p for p in os.listdir(tmp_path) if ".tmp." in p]
+
+
+KILLABLE = textwrap.dedent("""
+    import sys; sys.path.insert(0, {here!r})
+    from cachecheck import run_flex, two_conv_model
+    run_flex(two_conv_model(seed=3, cin=64, cout=128, size=24), {path!r})
+""")
+
+
+def test_killed_writer_leaves_nothing_a_later_load_trusts(tmp_path):
+    path = str(tmp_path / "k.fxc")
+    code = KILLABLE.format(here=HERE, path=path)
+    for delay in np.linspace(0.05, 1.2, 8):
+        p = subprocess.Popen([sys.executable, "-c", code])
+        time.sleep(delay)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+        if os.path.exists(path):
+            read_cache(path)  # whatever is at the path is complete and valid
+    model = two_conv_model(seed=3, cin=64, cout=128, size=24)
+    assert_correct(model, path)
+    assert_correct(model, path)
+    assert not [p for p in os.listdir(tmp_path) if ".tmp." in p]  # dead temps cleaned up
+
+
+TRUNCATE = textwrap.dedent("""
+    import os, sys; sys.path.insert(0, {here!r})
+    from cachecheck import two_conv_model
+    from flexdelegate import load_flex
+    from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
+    model = two_conv_model(seed=5, cin=64, cout=64, size=16)
+    make_interpreter(model, delegate=load_flex(cache_path={path!r}))   # cold: write the file
+    it = make_interpreter(model, delegate=load_flex(cache_path={path!r}))  # warm: mapped
+    x = random_inputs(it)
+    ref = invoke(make_interpreter(model), x)
+    if {after_first_invoke}:
+        assert max_error(ref, invoke(it, x)) <= 1e-4
+    os.truncate({path!r}, 4096)  # someone else truncates it in place
+    print("err", max_error(ref, invoke(it, x)), max_error(ref, invoke(it, x)))
+""")
+
+
+@pytest.mark.parametrize("after_first_invoke", [False, True])
+def test_truncated_under_a_live_mapping_never_crashes_or_misleads(tmp_path, after_first_invoke):
+    path = str(tmp_path / "t.fxc")
+    code = TRUNCATE.format(here=HERE, path=path, after_first_invoke=after_first_invoke)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    errs = [float(v) for v in r.stdout.split()[1:]]
+    assert len(errs) == 2 and max(errs) <= 1e-4
+    assert "warning" in r.stderr
+
+
+def test_replaced_while_mapped_keeps_the_old_inode(tmp_path):
+    from flexdelegate import load_flex
+    from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
+    path = tmp_path / "r.fxc"
+    model = two_conv_model(seed=6)
+    assert_correct(model, path)
+    it = make_interpreter(model, delegate=load_flex(cache_path=str(path)))
+    x = random_inputs(it, seed=1)
+    before = invoke(it, x)
+    assert_correct(two_conv_model(seed=7), path)  # another model extends: a new file replaces it
+    assert max_error(before, invoke(it, x)) == 0.0
+
+
+@pytest.mark.parametrize("damage", ["garbage", "empty", "truncated", "header_flip", "index_flip", "blob_oob"])
+def test_damaged_file_is_rebuilt(tmp_path, capfd, damage):
+    path = tmp_path / "d.fxc"
+    model = two_conv_model(seed=8)
+    assert_correct(model, path)
+    data = bytearray(path.read_bytes())
+    info = read_cache(path)
+    if damage == "garbage":
+        data = bytearray(os.urandom(len(data)))
+    elif damage == "empty":
+        data = bytearray()
+    elif damage == "truncated":
+        data = data[: len(data) - 100]
+    elif damage == "header_flip":
+        data[20] ^= 0x40
+    elif damage == "index_flip":
+        data[info.index_offset + 9] ^= 1
+    elif damage == "blob_oob":  # checksums fixed up, so only the bounds check can catch it
+        data = blob_out_of_bounds(data, info)
+    path.write_bytes(bytes(data))
+    capfd.readouterr()
+    stats = assert_correct(model, path)
+    err = capfd.readouterr().err
+    assert "warning" in err and str(path) in err
+    assert stats["cache"]["blobs_packed"] == 3
+    read_cache(path)  # rebuilt and valid
+    assert assert_correct(model, path)["cache"]["blobs_mapped"] == 3
+
+
+def test_directory_path_falls_back_to_memory(tmp_path, capfd):
+    stats = assert_correct(two_conv_model(), tmp_path)
+    assert "warning" in capfd.readouterr().err
+    assert stats["cache"]["file_ok"] is False and stats["cache"]["blobs_packed"] == 3
+
+
+def test_unwritable_location_falls_back_to_memory(tmp_path, capfd):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    stats = assert_correct(two_conv_model(), blocker / "m.fxc")  # parent is not a directory
+    assert "warning" in capfd.readouterr().err and stats["cache"]["file_ok"] is False
+
+
+FULL_DISK = textwrap.dedent("""
+    import resource, signal, sys; sys.path.insert(0, {here!r})
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (64 * 1024, 64 * 1024))  # writes past 64 KiB fail
+    from cachecheck import assert_correct, two_conv_model
+    s = assert_correct(two_conv_model(seed=9, cin=32, cout=64), {path!r})
+    print("file_ok", s["cache"]["file_ok"])
+""")
+
+
+def test_full_disk_falls_back_to_memory(tmp_path):
+    path = str(tmp_path / "f.fxc")
+    r = subprocess.run([sys.executable, "-c", FULL_DISK.format(here=HERE, path=path)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "file_ok False" in r.stdout and "warning" in r.stderr
+    assert not os.path.exists(path) and not [p for p in os.listdir(tmp_path) if ".tmp." in p]
+
+
+def test_symlink_is_not_followed(tmp_path, capfd):
+    target = tmp_path / "real.fxc"
+    assert_correct(two_conv_model(), target)
+    link = tmp_path / "link.fxc"
+    link.symlink_to(target)
+    before = target.read_bytes()
+    stats = assert_correct(two_conv_model(seed=11), link)
+    assert stats["cache"]["blobs_mapped"] == 0
+    assert target.read_bytes() == before
+    assert "warning" in capfd.readouterr().err
+
+
+def test_default_location_and_in_memory(tmp_path, monkeypatch):
+    from flexdelegate import load_flex
+    from flexdelegate.run import make_interpreter
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    d = load_flex()
+    make_interpreter(two_conv_model(), delegate=d)
+    files = os.listdir(tmp_path / "xdg" / "flexdelegate")
+    assert len([f for f in files if f.endswith(".fxc")]) == 1
+    assert d.stats()["cache"]["path"].startswith(str(tmp_path / "xdg" / "flexdelegate"))
+    d2 = load_flex(cache_path="")
+    make_interpreter(two_conv_model(seed=12), delegate=d2)
+    assert d2.stats()["cache"]["path"] is None
+    assert len([f for f in os.listdir(tmp_path / "xdg" / "flexdelegate") if f.endswith(".fxc")]) == 1
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(0, 10**9), st.integers(0, 255)), min_size=1, max_size=8),
+       st.sampled_from(["flip", "cut"]))
+def test_fuzzed_file_never_crashes_or_misleads(tmp_path_factory, edits, mode):
+    d = tmp_path_factory.mktemp("fuzz")
+    path = d / "z.fxc"
+    model = two_conv_model(seed=13, size=6)
+    assert_correct(model, path)
+    data = bytearray(path.read_bytes())
+    for pos, val in edits:
+        if mode == "flip":
+            data[pos % len(data)] ^= val or 1
+        else:
+            data = data[: pos % max(len(data), 1)]
+    path.write_bytes(bytes(data))
+    try:
+        read_cache(path)
+        valid = True
+    except CacheError:
+        valid = False
+    stats = run_flex(model, path)[1]
+    if not valid:
+        assert stats["cache"]["blobs_mapped"] == 0  # never trusts what the loader rejects
+    assert_correct(model, path)

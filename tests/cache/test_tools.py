@@ -1,0 +1,176 @@
+"""flexdelegate.cache.tools: info, verify, prune."""
+import fcntl
+import os
+import subprocess
+import sys
+
+import pytest
+
+from flexdelegate.cache import CacheError, CacheOpenError, info, prune, read_cache, verify, write_cache
+
+MiB = 1 << 20
+BLOBS = [(1, 1, 0x10004, 2, b"a" * 1000), (1, 1, 0x20008, 2, b"b" * 5000), (3, 0, 0x10004, 2, b"c" * 7)]
+
+
+@pytest.fixture
+def cache(tmp_path):
+    path = tmp_path / "c.fxc"
+    write_cache(path, BLOBS, [11, 12, 13], producer="flexdelegate test", dedup_saved_bytes=6007)
+    return path
+
+
+def test_info_figures(cache):
+    assert info(cache) == {
+        "format_version": 1,
+        "producer": "flexdelegate test",
+        "blob_count": 3,
+        "blob_bytes": 6007,
+        "file_size": os.path.getsize(cache),
+        "models_served": 3,
+        "dedup_saved_bytes": 6007,
+        "algos": {0x10004: 2, 0x20008: 1},
+    }
+
+
+def test_info_rejects_damage(cache):
+    cache.write_bytes(cache.read_bytes()[:-1])
+    with pytest.raises(CacheError, match="file_size"):
+        info(cache)
+
+
+def test_verify(cache):
+    assert verify(cache) == (True, [])
+    blob = read_cache(cache).entries[2]
+    raw = bytearray(cache.read_bytes())
+    raw[blob.offset + 3] ^= 0x40
+    cache.write_bytes(bytes(raw))
+    ok, problems = verify(cache)
+    assert not ok and len(problems) == 1 and "blob 2 " in problems[0] and "checksum mismatch" in problems[0]
+    cache.write_bytes(b"garbage" * 100)
+    ok, problems = verify(cache)
+    assert not ok and "bad magic" in problems[0]
+
+
+def test_verify_unopenable(tmp_path):
+    with pytest.raises(CacheOpenError):
+        verify(tmp_path / "missing.fxc")
+    with pytest.raises(CacheOpenError):
+        verify(tmp_path)
+
+
+# -------------------------------------------------------------------------------------- prune
+
+def make(directory, name, size, used):
+    """A file of `size` bytes last used at time `used` (atime = mtime)."""
+    path = directory / name
+    path.write_bytes(b"x" * size)
+    os.utime(path, (used, used))
+    return path
+
+
+def dead_pid():
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def names(directory):
+    return sorted(os.listdir(directory))
+
+
+def test_prune_lru_order(tmp_path):
+    for i, name in enumerate(["old.fxc", "mid.fxc", "new.fxc", "newest.fxc"]):
+        make(tmp_path, name, MiB, 1_000_000 + i * 1000)
+    # Read recently but written long ago: max(atime, mtime) makes it recent.
+    os.utime(tmp_path / "old.fxc", (2_000_000, 1_000_000))
+    removed = prune(tmp_path, 2.5)
+    assert removed == [str(tmp_path / "mid.fxc"), str(tmp_path / "new.fxc")]
+    assert {"old.fxc", "newest.fxc"} <= set(names(tmp_path))
+
+
+def test_prune_within_limit_removes_nothing(tmp_path):
+    make(tmp_path, "a.fxc", MiB, 1_000_000)
+    assert prune(tmp_path, 1) == [] and prune(tmp_path, float("inf")) == []
+    assert prune(tmp_path, 0) == [str(tmp_path / "a.fxc")]
+    with pytest.raises(ValueError):
+        prune(tmp_path, -1)
+
+
+def test_prune_skips_locked_file(tmp_path):
+    make(tmp_path, "a.fxc", MiB, 1_000_000)
+    make(tmp_path, "b.fxc", MiB, 1_001_000)
+    make(tmp_path, "c.fxc", MiB, 1_002_000)
+    fd = os.open(tmp_path / "a.fxc.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a writer extending a.fxc
+        assert prune(tmp_path, 2) == [str(tmp_path / "b.fxc")]
+        assert (tmp_path / "a.fxc").exists()
+    finally:
+        os.close(fd)
+    assert prune(tmp_path, 1) == [str(tmp_path / "a.fxc")]  # lock released
+    assert (tmp_path / "a.fxc.lock").exists()  # lock files are never removed
+
+
+def test_prune_temp_files(tmp_path):
+    pid = dead_pid()
+    make(tmp_path, "a.fxc", 10, 1_000_000)
+    dead = make(tmp_path, f"a.fxc.tmp.{pid}.0", 10, 1_000_000)
+    dead_other = make(tmp_path, f"b.fxc.tmp.{pid}.3", 10, 1_000_000)
+    live = make(tmp_path, f"a.fxc.tmp.{os.getpid()}.0", 10, 1_000_000)
+    not_ours = make(tmp_path, f"a.bin.tmp.{pid}.0", 10, 1_000_000)      # not a cache temp
+    pid0 = make(tmp_path, "a.fxc.tmp.0.0", 10, 1_000_000)               # kill(0) would hit our group
+    huge = make(tmp_path, f"a.fxc.tmp.{1 << 80}.0", 10, 1_000_000)      # cannot be a pid
+    removed = prune(tmp_path, 1)
+    assert sorted(removed) == sorted([str(dead), str(dead_other)])
+    for p in (live, not_ours, pid0, huge, tmp_path / "a.fxc"):
+        assert p.exists()
+
+
+def test_prune_dead_temp_waits_for_lock(tmp_path):
+    dead = make(tmp_path, f"a.fxc.tmp.{dead_pid()}.0", 10, 1_000_000)
+    fd = os.open(tmp_path / "a.fxc.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        assert prune(tmp_path, 1) == [] and dead.exists()
+    finally:
+        os.close(fd)
+    assert prune(tmp_path, 1) == [str(dead)]
+
+
+def test_prune_touches_only_fxc_files(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    target = make(outside, "target.fxc", MiB, 1_000_000)
+    d = tmp_path / "cache"
+    d.mkdir()
+    make(d, "model.tflite", 3 * MiB, 1_000_000)
+    make(d, "x.fxc.bak", 3 * MiB, 1_000_000)
+    make(d, "x.fxcx", 3 * MiB, 1_000_000)
+    (d / "link.fxc").symlink_to(target)
+    (d / "dir.fxc").mkdir()
+    (d / "sub").mkdir()
+    make(d / "sub", "deep.fxc", 3 * MiB, 1_000_000)
+    (d / "lnk.fxc.tmp.999999999.0").symlink_to(target)
+    keep = make(d, "keep.fxc", MiB, 2_000_000)
+    before = names(d)
+    assert prune(d, 0) == [str(keep)]
+    assert names(d) == sorted([n for n in before if n != "keep.fxc"] + ["keep.fxc.lock"])
+    assert target.exists() and (d / "sub" / "deep.fxc").exists()
+
+
+def test_prune_symlinked_lock_is_not_followed(tmp_path):
+    victim = make(tmp_path, "victim", 5, 1_000_000)
+    d = tmp_path / "cache"
+    d.mkdir()
+    make(d, "a.fxc", MiB, 1_000_000)
+    (d / "a.fxc.lock").symlink_to(victim)
+    assert prune(d, 0) == []  # cannot lock safely: leave it
+    assert (d / "a.fxc").exists() and victim.read_bytes() == b"xxxxx"
+
+
+def test_prune_missing_directory(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        prune(tmp_path / "nope", 1)
+    make(tmp_path, "f", 1, 1)
+    with pytest.raises(NotADirectoryError):
+        prune(tmp_path / "f", 1)
