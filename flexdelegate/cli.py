@@ -1,4 +1,4 @@
-"""The `flexdelegate` command: demo (and later profile, plan, cache, bench)."""
+"""The `flexdelegate` command: demo, cache, profile, bench (and later plan)."""
 from __future__ import annotations
 
 import sys
@@ -6,6 +6,8 @@ import sys
 COMMANDS = {
     "demo": "run a model on stock TFLite and on flexdelegate; print agreement, latency, memory",
     "cache": "inspect, verify or prune packed-weight cache files (.fxc)",
+    "profile": "load cost, memory ranges and latency per stage, and the slowest ops",
+    "bench": "latency of flexdelegate against stock TFLite with XNNPack, alternating",
 }
 
 
@@ -21,6 +23,12 @@ def main(argv=None) -> int:
         return demo(argv[1:])
     if argv[0] == "cache":
         return cache_main(argv[1:])
+    if argv[0] == "profile":
+        from .profile import main as profile
+        return profile(argv[1:])
+    if argv[0] == "bench":
+        from .bench_cmd import main as bench
+        return bench(argv[1:])
     return 2
 
 

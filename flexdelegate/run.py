@@ -83,6 +83,10 @@ def max_error(ref: list[np.ndarray], got: list[np.ndarray]) -> float:
         if r.shape != g.shape:
             return float("inf")
         r64, g64 = r.astype(np.float64), g.astype(np.float64)
+        nan_r, nan_g = np.isnan(r64), np.isnan(g64)
+        if (nan_r != nan_g).any():
+            return float("inf")  # NaN where the reference has a number (or the reverse)
+        r64, g64 = r64[~nan_r], g64[~nan_r]
         scale = max(1.0, float(np.max(np.abs(r64))) if r64.size else 1.0)
         err = float(np.max(np.abs(r64 - g64))) if r64.size else 0.0
         worst = max(worst, err / scale)

@@ -78,7 +78,8 @@ def check(model, *, inputs=None, seed=0, scale=1.0, positive=False, tol=TOL,
     delegation. inputs: list of arrays, or a callable(interpreter, seed) -> list; by
     default random_inputs scaled by `scale` (positive=True: |x| + 0.5). Each of `invokes`
     rounds uses fresh inputs (seed + round) on the same two interpreters, so state kept
-    between invocations is exercised too. Returns the delegate's stats()."""
+    between invocations is exercised too. num_threads: the interpreters' thread count;
+    flex: options for load_flex. Returns the delegate's stats()."""
     ref = make_interpreter(model)
     delegate = load_flex(**(flex or {}))
     got_it = make_interpreter(model, delegate=delegate, num_threads=num_threads)
@@ -189,7 +190,8 @@ def transpose_conv_model(x_shape, cout, kh, kw, *, stride=(1, 1), padding="SAME"
     """TRANSPOSE_CONV inputs: output_shape, weights (O, H, W, I), input[, bias]."""
     n, h, w, cin = x_shape
     sh, sw = stride
-    oh, ow = out_hw or (transpose_conv_out(h, kh, sh, padding), transpose_conv_out(w, kw, sw, padding))
+    oh, ow = out_hw or (transpose_conv_out(h, kh, sh, padding),
+                        transpose_conv_out(w, kw, sw, padding))
     out = (n, oh, ow, cout)
     wts = rand((cout, kh, kw, cin), seed + 1, 1 / np.sqrt(kh * kw * cin))
     ins = [np.array(out, np.int32), wts, x_shape]

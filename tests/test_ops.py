@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from opcheck import (ACTS, F32, Input, broadcast_shape, check, check_against, conv_model, depthwise_model,
-                     fc_model, pool_model, rand, single_op, transpose_conv_model, window_out)
+from opcheck import (ACTS, F32, Input, broadcast_shape, check, check_against, conv_model,
+                     depthwise_model, fc_model, pool_model, rand, single_op,
+                     transpose_conv_model)
 from flexdelegate.runtime import detect
 from flexdelegate.tflite.demo_model import build_demo_model
 from flexdelegate.tflite.writer import ModelBuilder
@@ -21,14 +22,8 @@ HYP = settings(max_examples=int(os.environ.get("OPCHECK_EXAMPLES", 25)), deadlin
 I32, I64 = np.int32, np.int64
 
 # Fused activations: stock TFLite applies only the RELU family and treats a fused TANH as
-# NONE; the delegate must match that, so TANH stays in every grid.
-
-
-def expect_bug(request, condition, reason):
-    """Temporary marker for a known delegate bug: strict, so a fix shows up as XPASS."""
-    if condition:
-        request.node.add_marker(pytest.mark.xfail(strict=True, reason=reason))
-
+# NONE; the delegate must match that, so TANH stays in every grid. (FULLY_CONNECTED and
+# CONCATENATION are the exceptions: stock rejects those, see their tests.)
 
 # ======================================================================================
 # CONV_2D

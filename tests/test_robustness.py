@@ -73,3 +73,9 @@ def test_create_invoke_destroy_cycles_leave_rss_flat():
     growth = rss_bytes() - before
     # A leak of even one partition (arena + packed weights + a thread) per cycle would be > 20 MB.
     assert growth < 4 * 2**20, f"RSS grew by {growth / 2**20:.1f} MB over 1000 cycles"
+
+
+def test_max_error_never_hides_nan():
+    assert max_error([np.ones(3, np.float32)], [np.full(3, np.nan, np.float32)]) == float("inf")
+    assert max_error([np.array([np.nan, 1.0])], [np.array([np.nan, 1.0])]) == 0.0
+    assert max_error([np.ones(2)], [np.ones(3)]) == float("inf")

@@ -49,11 +49,11 @@ fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, const float *w, co
   fx_hasher_final(&h, key);
   pack_args a = {n, k, p->uk->nr, w, bias};
   p->ref = fx_store_get(store, key, FX_ALGO_GEMM_PANEL(p->uk->nr), FX_GEMM_PACK_VERSION,
-                        fx_gemm_packed_floats(n, k, p->uk->nr) * sizeof(float), pack_gemm, &a);
+                        fx_gemm_packed_floats(n, k, p->uk->nr) * sizeof(float), pack_gemm, &a, sizeof a,
+                        w, wbytes);
   if (!p->ref) { free(p); return NULL; }
   p->src_w = w;
   p->src_bias = bias;
-  fx_store_release_source(store, w, wbytes);
   return p;
 }
 
@@ -67,6 +67,7 @@ static int repack_in_memory(fx_conv_pack *p) {
 }
 
 int fx_conv_pack_check(fx_conv_pack *p) {
+  if (!p->ref->data) return -1; /* packing ran out of memory at commit */
   if (!fx_wref_verify(p->ref)) return 0;
   fprintf(stderr, "flexdelegate: warning: a cached weight blob failed its checksum; packing it in memory "
                   "(run 'flexdelegate cache verify' on the cache file)\n");

@@ -14,6 +14,7 @@ typedef struct {
   double budget_mb;  /* 0: unlimited */
   char *cache_path;  /* NULL: default location; "": in memory */
   unsigned log;
+  int profile;       /* time every delegated node (off the hot path otherwise) */
 } fx_options;
 /* Parses one key/value into opts; NULL or a message naming the accepted values. */
 const char *fx_parse_option(fx_options *opts, const char *key, const char *value);
@@ -28,6 +29,8 @@ typedef struct {
   fx_fallback *fallback;
   int n_tensors;
   fx_blob **statics; /* by tensor index: values known at load (folded), or NULL */
+  int n_parts;       /* live partition kernels (for per-op reports); not reset by Prepare */
+  struct fx_partition **parts;
 } fx_subgraph;
 
 typedef struct fx_delegate {
@@ -45,6 +48,17 @@ void fx_subgraph_clear(fx_subgraph *sg);
 /* The pool for `threads` workers, rebuilt when the count changes. */
 fx_pool *fx_delegate_pool(fx_delegate *d, int threads);
 TfLiteRegistration fx_partition_registration(void);
+
+/* One delegated node's report (for stats()["ops"] and the profiler). */
+typedef struct {
+  int node, builtin;
+  char kernel[96];
+  double flops;        /* per run */
+  uint64_t runs;       /* runs timed (0 unless profiling) */
+  double time_us;      /* mean per run */
+} fx_op_report;
+int fx_partition_n_ops(const struct fx_partition *p);
+void fx_partition_op(const struct fx_partition *p, int i, fx_op_report *out);
 
 /* --- translation of TFLite nodes into the IR (tfl_ops.c) --- */
 typedef struct {

@@ -1,6 +1,7 @@
 /* Execution of IR nodes: translates each node into its kernel call. The same function runs
  * nodes at invoke and at load-time folding. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 #include "conv.h"
 #include "graph.h"
@@ -65,6 +66,36 @@ size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads) {
   fx_conv_geom geo;
   conv_geom((fx_graph *)g, n, &geo);
   return fx_conv_scratch_bytes(n->pack, &geo, threads);
+}
+
+double fx_node_flops(const fx_graph *g, const fx_node *n) {
+  const fx_shape *ys = &g->tensors[n->out[0]].shape;
+  double out = (double)fx_shape_numel(ys);
+  switch (n->kind) {
+    case FX_OP_CONV: case FX_OP_FC: {
+      const fx_shape *w = &g->tensors[n->in[1]].shape;
+      return 2.0 * out * (double)(fx_shape_numel(w) / (size_t)(w->d[0] ? w->d[0] : 1));
+    }
+    case FX_OP_DEPTHWISE: case FX_OP_POOL:
+      return 2.0 * out * n->p.conv.kh * n->p.conv.kw;
+    case FX_OP_TRANSPOSE_CONV: {
+      const fx_shape *f = &g->tensors[n->in[1]].shape, *x = &g->tensors[n->in[2]].shape;
+      return 2.0 * (double)fx_shape_numel(x) * f->d[0] * f->d[1] * f->d[2];
+    }
+    default:
+      return out;
+  }
+}
+
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, char *buf, size_t len) {
+  if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && n->pack) {
+    fx_conv_geom geo;
+    conv_geom((fx_graph *)g, n, &geo);
+    snprintf(buf, len, "gemm-%s %s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(n->pack));
+  } else {
+    snprintf(buf, len, "%s", fx_op_name(n->kind));
+  }
+  return buf;
 }
 
 int fx_node_repair(fx_node *n) { return n->pack ? fx_conv_pack_repair(n->pack) : 0; }

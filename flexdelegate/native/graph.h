@@ -56,10 +56,13 @@ struct fx_conv_pack;    /* conv.c */
 typedef struct {
   int kind;
   int tfl_node;       /* node index in the TFLite graph (for logs and stats) */
+  int tfl_builtin;    /* its TFLite builtin code */
   int n_in, n_out;
   int *in, *out;      /* local tensor ids; -1 = optional input absent */
   int act;            /* fused activation (enum fx_act) */
   int at_prepare;     /* computes a shape-derived value: runs at prepare, not at invoke */
+  double flops;       /* per run, for the current shapes (set at prepare) */
+  uint64_t prof_ns, prof_runs; /* accumulated when profiling */
   union {
     /* conv, depthwise, pool (is_max), transpose conv */
     struct { int same, stride_h, stride_w, dil_h, dil_w, mult, kh, kw, is_max; } conv;
@@ -112,5 +115,9 @@ size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads);
  * (e.g. a GATHER index out of range). */
 int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool);
 void fx_node_release(fx_node *n);
+/* Floating-point operations of one run (multiply-add = 2) for the current shapes. */
+double fx_node_flops(const fx_graph *g, const fx_node *n);
+/* What runs the node, e.g. "gemm-im2col f32-gemm-8x32-avx512f", "depthwise". */
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, char *buf, size_t len);
 
 #endif

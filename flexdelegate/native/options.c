@@ -46,8 +46,11 @@ const char *fx_parse_option(fx_options *o, const char *key, const char *value) {
     if (parse_log(value, &m))
       return "invalid log: expected a comma list of partition, plan, cache, exec, all, none";
     o->log = m;
+  } else if (!strcmp(key, "profile")) {
+    if (strcmp(value, "0") && strcmp(value, "1")) return "invalid profile: expected 0 or 1";
+    o->profile = value[0] == '1';
   } else {
-    return "unknown option: accepted options are budget, cache_path, num_threads, log";
+    return "unknown option: accepted options are budget, cache_path, num_threads, log, profile";
   }
   return NULL;
 }

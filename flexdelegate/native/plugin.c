@@ -52,7 +52,10 @@ void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
 void tflite_plugin_destroy_delegate(void *delegate) {
   fx_delegate *d = delegate;
   if (!d) return;
-  for (int i = 0; i < d->n_subgraphs; i++) fx_subgraph_clear(&d->subgraphs[i]);
+  for (int i = 0; i < d->n_subgraphs; i++) {
+    fx_subgraph_clear(&d->subgraphs[i]);
+    free(d->subgraphs[i].parts);
+  }
   free(d->subgraphs);
   fx_pool_free(d->pool);
   fx_store_free(d->store);
@@ -106,6 +109,22 @@ size_t flex_stats_json(void *delegate, char *buf, size_t cap) {
       put_json_string(&s, f->reason);
       put(&s, "}");
       first = 0;
+    }
+  put(&s, "], \"ops\": [");
+  first = 1;
+  for (int i = 0; d && i < d->n_subgraphs; i++)
+    for (int j = 0; j < d->subgraphs[i].n_parts; j++) {
+      const struct fx_partition *part = d->subgraphs[i].parts[j];
+      for (int k = 0; k < fx_partition_n_ops(part); k++) {
+        fx_op_report r;
+        fx_partition_op(part, k, &r);
+        put(&s, "%s{\"subgraph\": %d, \"partition\": %d, \"node\": %d, \"op\": \"%s\", \"kernel\": ",
+            first ? "" : ", ", i, j, r.node, fx_builtin_name(r.builtin));
+        put_json_string(&s, r.kernel);
+        put(&s, ", \"flops\": %.0f, \"runs\": %llu, \"time_us\": %.3f}", r.flops,
+            (unsigned long long)r.runs, r.time_us);
+        first = 0;
+      }
     }
   put(&s, "]");
   if (d) {

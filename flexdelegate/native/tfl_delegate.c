@@ -32,8 +32,12 @@ void fx_subgraph_clear(fx_subgraph *sg) {
   free(sg->statics);
   free(sg->fallback);
   const void *ctx = sg->ctx;
+  int n_parts = sg->n_parts;
+  struct fx_partition **parts = sg->parts;
   memset(sg, 0, sizeof *sg);
   sg->ctx = ctx;
+  sg->n_parts = n_parts;
+  sg->parts = parts;
 }
 
 fx_pool *fx_delegate_pool(fx_delegate *d, int threads) {

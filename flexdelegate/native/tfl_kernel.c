@@ -3,12 +3,14 @@
  * arena; invoke only resolves pointers and runs kernels (no allocation). */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "arena.h"
 #include "cache/sigbus.h"
 #include "delegate.h"
 
-typedef struct {
+typedef struct fx_partition {
   fx_delegate *d;
+  fx_subgraph *sg;  /* where it is registered */
   fx_graph g;
   /* Partition outputs whose value is known before invoke (folded): TFLite index, local id
    * (-1 if no node here reads it) and the load-time blob, copied out at every invoke. */
@@ -21,10 +23,17 @@ typedef struct {
   fx_pool *pool;
 } fx_partition;
 
+static void unregister(fx_partition *p) {
+  fx_subgraph *sg = p->sg ? fx_find_subgraph(p->d, p->sg->ctx) : NULL;
+  for (int i = 0; sg && i < sg->n_parts; i++)
+    if (sg->parts[i] == p) sg->parts[i] = sg->parts[--sg->n_parts];
+}
+
 static void partition_free(TfLiteContext *ctx, void *buffer) {
   (void)ctx;
   fx_partition *p = buffer;
   if (!p) return;
+  unregister(p);
   fx_graph_free(&p->g);
   for (int i = 0; i < p->n_static; i++) fx_blob_unref(p->static_blobs[i]);
   free(p->static_blobs);
@@ -102,6 +111,11 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
       goto fail;
     }
   }
+  fx_partition **parts = realloc(sg->parts, sizeof *parts * (size_t)(sg->n_parts + 1));
+  if (!parts) goto fail;
+  sg->parts = parts;
+  sg->parts[sg->n_parts++] = p;
+  p->sg = sg;
   sg->partitions++;
   fx_log(FX_LOG_PARTITION, "partition %d: %d nodes (%d folded at load), %d inputs, %d outputs",
          sg->partitions - 1, params->nodes_to_replace->size, folded, params->input_tensors->size, n_out);
@@ -156,6 +170,7 @@ static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
   for (int i = 0; i < g->n_nodes; i++) {
     const char *why = fx_infer_node(g, &g->nodes[i]);
     if (!why && g->nodes[i].at_prepare) why = eval_at_prepare(g, &g->nodes[i]);
+    g->nodes[i].flops = why ? 0 : fx_node_flops(g, &g->nodes[i]);
     if (why) {
       ctx->ReportError(ctx, "flexdelegate: node %d: %s", g->nodes[i].tfl_node, why);
       return kTfLiteError;
@@ -215,15 +230,42 @@ static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
   return kTfLiteOk;
 }
 
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 static TfLiteStatus run_nodes(TfLiteContext *ctx, fx_partition *p) {
   fx_graph *g = &p->g;
-  for (int i = 0; i < g->n_nodes; i++)
-    if (!g->nodes[i].at_prepare && fx_run_node(g, &g->nodes[i], p->pool)) {
-      ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data", g->nodes[i].tfl_node,
-                       fx_op_name(g->nodes[i].kind));
+  const int profile = p->d->opts.profile;
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    if (n->at_prepare) continue;
+    uint64_t t0 = profile ? now_ns() : 0;
+    if (fx_run_node(g, n, p->pool)) {
+      ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data", n->tfl_node,
+                       fx_op_name(n->kind));
       return kTfLiteError;
     }
+    if (profile) {
+      n->prof_ns += now_ns() - t0;
+      n->prof_runs++;
+    }
+  }
   return kTfLiteOk;
+}
+
+int fx_partition_n_ops(const fx_partition *p) { return p->g.n_nodes; }
+
+void fx_partition_op(const fx_partition *p, int i, fx_op_report *out) {
+  const fx_node *n = &p->g.nodes[i];
+  out->node = n->tfl_node;
+  out->builtin = n->tfl_builtin;
+  fx_node_kernel(&p->g, n, out->kernel, sizeof out->kernel);
+  out->flops = n->flops;
+  out->runs = n->prof_runs;
+  out->time_us = n->prof_runs ? (double)n->prof_ns / 1e3 / (double)n->prof_runs : 0.0;
 }
 
 static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {

@@ -327,6 +327,7 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
   fx_node *n = fx_graph_add_node(g, kind, node->inputs->size, 1);
   if (!n) return "out of memory";
   n->tfl_node = index;
+  n->tfl_builtin = reg->builtin_code;
   const char *why = NULL;
   for (int i = 0; i < node->inputs->size; i++)
     if ((n->in[i] = add_tensor(tr, g, node->inputs->data[i], &why)) == -2) return why;

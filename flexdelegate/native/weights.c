@@ -85,6 +85,20 @@ void fx_store_open(fx_store *s, const char *path) {
   else fx_log(FX_LOG_CACHE, "%s: not there yet (cold load)", s->path);
 }
 
+/* Drops the pages of a model weight we no longer need from our RSS, when they belong to a
+ * read-only file mapping (validation should not leave the model resident). */
+static void release_source(fx_store *s, const void *p, size_t len) {
+  uintptr_t lo = (uintptr_t)p, hi = lo + len;
+  for (size_t i = 0; p && i < s->n_ro; i++) {
+    if (lo < s->ro[i].lo || hi > s->ro[i].hi) continue;
+    /* Only whole pages inside the weight, so neighbours that are still needed stay. */
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (lo + page - 1) & ~(page - 1), b = hi & ~(page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+    return;
+  }
+}
+
 static fx_wref *from_map(fx_cache_map *m, const fx_cache_entry *e, size_t size) {
   if (e->size != size) return NULL; /* same key, other size: never trust it */
   fx_wref *w = calloc(1, sizeof *w);
@@ -118,7 +132,7 @@ fx_wref *fx_wref_packed(size_t size, fx_pack_fn pack, void *ctx) {
 }
 
 fx_wref *fx_store_get(fx_store *s, const uint64_t key[2], uint32_t algo, uint32_t version, size_t size,
-                      fx_pack_fn pack, void *ctx) {
+                      fx_pack_fn pack, const void *ctx, size_t ctx_size, const void *src, size_t src_len) {
   uint64_t fp[3] = {key[0], key[1], ((uint64_t)algo << 32) | version};
   fx_hasher_update(&s->model, fp, sizeof fp);
   const fx_cache_entry *e = fx_cache_find(s->map, key[0], key[1], algo, version);
@@ -126,6 +140,7 @@ fx_wref *fx_store_get(fx_store *s, const uint64_t key[2], uint32_t algo, uint32_
   if (w) {
     s->stats.blobs_mapped++;
     s->stats.bytes_mapped += size;
+    release_source(s, src, src_len);
     return w;
   }
   for (size_t i = 0; i < s->n_pending; i++) {
@@ -134,22 +149,24 @@ fx_wref *fx_store_get(fx_store *s, const uint64_t key[2], uint32_t algo, uint32_
       s->stats.blobs_deduped++;
       s->stats.bytes_deduped += size;
       p->refs++;
+      release_source(s, src, src_len);
       return p;
     }
   }
-  w = calloc(1, sizeof *w);
-  void *dst = aligned_alloc(64, (size + 63) / 64 * 64);
-  if (!w || !dst) { free(w); free(dst); return NULL; }
   if (s->n_pending == s->cap_pending) {
     size_t cap = s->cap_pending ? s->cap_pending * 2 : 64;
     fx_wref **grown = realloc(s->pending, cap * sizeof *grown);
-    if (!grown) { free(w); free(dst); return NULL; }
+    if (!grown) return NULL;
     s->pending = grown;
     s->cap_pending = cap;
   }
-  pack(ctx, dst);
-  *w = (fx_wref){.refs = 2, .data = dst, .owned = dst, .size = size, .key_hi = key[0], .key_lo = key[1],
-                 .algo = algo, .version = version, .verified = 1}; /* refs: the caller's, pending's */
+  w = calloc(1, sizeof *w);
+  void *c = malloc(ctx_size ? ctx_size : 1);
+  if (!w || !c) { free(w); free(c); return NULL; }
+  memcpy(c, ctx, ctx_size);
+  *w = (fx_wref){.refs = 2, .size = size, .key_hi = key[0], .key_lo = key[1], .algo = algo,
+                 .version = version, .verified = 1, .pack = pack, .pack_ctx = c, .src = src,
+                 .src_len = src_len}; /* refs: the caller's and pending's */
   s->pending[s->n_pending++] = w;
   s->stats.blobs_packed++;
   s->stats.bytes_packed += size;
@@ -158,6 +175,7 @@ fx_wref *fx_store_get(fx_store *s, const uint64_t key[2], uint32_t algo, uint32_
 
 void fx_wref_unref(fx_wref *w) {
   if (!w || --w->refs) return;
+  free(w->pack_ctx);
   free(w->owned);
   fx_cache_map_unref(w->map);
   free(w);
@@ -165,29 +183,63 @@ void fx_wref_unref(fx_wref *w) {
 
 int fx_wref_damaged(const fx_wref *w) { return w->map && fx_sigbus_damaged(w->map->base); }
 
+/* Called by the cache writer as it packs each blob into the file. */
+typedef struct { fx_store *s; fx_wref *w; } pack_job;
+
+static void pack_pending(void *ctx, void *dst) {
+  pack_job *j = ctx;
+  j->w->pack(j->w->pack_ctx, dst);
+  j->w->verified = 1;
+  release_source(j->s, j->w->src, j->w->src_len);
+}
+
+static void pack_into_memory(fx_store *s, fx_wref *w) {
+  if (w->data) return;
+  w->owned = aligned_alloc(64, (w->size + 63) / 64 * 64);
+  if (!w->owned) return; /* data stays NULL: the kernel reports out of memory */
+  w->pack(w->pack_ctx, w->owned);
+  release_source(s, w->src, w->src_len);
+  w->data = w->owned;
+  w->verified = 1;
+}
+
+static void finish_pending(fx_store *s) {
+  for (size_t i = 0; i < s->n_pending; i++) {
+    fx_wref *w = s->pending[i];
+    pack_into_memory(s, w); /* whatever the file did not take */
+    free(w->pack_ctx);
+    w->pack_ctx = NULL;
+    w->pack = NULL;
+  }
+  drop_pending(s);
+}
+
 void fx_store_commit(fx_store *s) {
   uint64_t fp[2];
   fx_hasher_final(&s->model, fp);
-  uint64_t model_fp = fp[0];
-  if (!s->path) { drop_pending(s); return; }
-  if (!s->n_pending && fx_cache_has_model(s->map, model_fp)) return;
+  if (!s->path || (!s->n_pending && fx_cache_has_model(s->map, fp[0]))) { finish_pending(s); return; }
   fx_cache_blob *blobs = calloc(s->n_pending + 1, sizeof *blobs);
-  if (!blobs) { drop_pending(s); return; }
+  pack_job *jobs = calloc(s->n_pending + 1, sizeof *jobs);
+  if (!blobs || !jobs) { free(blobs); free(jobs); finish_pending(s); return; }
   for (size_t i = 0; i < s->n_pending; i++) {
     fx_wref *w = s->pending[i];
-    blobs[i] = (fx_cache_blob){w->key_hi, w->key_lo, w->algo, w->version, w->data, w->size};
+    jobs[i] = (pack_job){s, w};
+    w->verified = 0; /* stays 0 if another process stored it first: checked at first use */
+    blobs[i] = (fx_cache_blob){w->key_hi, w->key_lo, w->algo, w->version, NULL, w->size, pack_pending, &jobs[i]};
   }
   char why[200];
-  fx_cache_map *m = fx_cache_commit(s->path, blobs, s->n_pending, model_fp,
+  fx_cache_map *m = fx_cache_commit(s->path, blobs, s->n_pending, fp[0],
                                     s->stats.bytes_mapped + s->stats.bytes_deduped, why, sizeof why);
   free(blobs);
+  free(jobs);
   if (!m) {
     fprintf(stderr, "flexdelegate: warning: cannot write cache %s (%s); weights stay in memory\n", s->path, why);
     s->stats.file_ok = 0;
-    drop_pending(s);
+    finish_pending(s);
     return;
   }
-  /* Re-point what we packed into the file: the pages become shared and file-backed. */
+  /* Point what this load asked for into the file (another process may have written some of it
+   * first: those were never packed here). */
   for (size_t i = 0; i < s->n_pending; i++) {
     fx_wref *w = s->pending[i];
     const fx_cache_entry *e = fx_cache_find(m, w->key_hi, w->key_lo, w->algo, w->version);
@@ -195,26 +247,12 @@ void fx_store_commit(fx_store *s) {
     w->data = m->base + e->offset;
     w->map = fx_cache_map_ref(m);
     w->checksum = e->checksum;
-    free(w->owned);
-    w->owned = NULL;
   }
-  fx_log(FX_LOG_CACHE, "%s: wrote %zu new blobs (%zu bytes)", s->path, s->n_pending, s->stats.bytes_packed);
-  drop_pending(s);
+  fx_log(FX_LOG_CACHE, "%s: committed %zu blobs (%zu bytes)", s->path, s->n_pending, s->stats.bytes_packed);
+  finish_pending(s);
   fx_cache_map_unref(s->map);
   s->map = m;
   s->stats.file_ok = 1;
-}
-
-void fx_store_release_source(fx_store *s, const void *p, size_t len) {
-  uintptr_t lo = (uintptr_t)p, hi = lo + len;
-  for (size_t i = 0; i < s->n_ro; i++) {
-    if (lo < s->ro[i].lo || hi > s->ro[i].hi) continue;
-    /* Only whole pages inside the weight, so neighbours that are still needed stay. */
-    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t a = (lo + page - 1) & ~(page - 1), b = hi & ~(page - 1);
-    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
-    return;
-  }
 }
 
 void fx_store_get_stats(const fx_store *s, fx_store_stats *out) { *out = s->stats; }

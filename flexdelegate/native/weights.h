@@ -1,6 +1,7 @@
 /* The weight store: every packed weight a kernel needs comes from here. A blob already in
- * the cache file is used in place from its read-only mapping (no packing, no copy); a new
- * one is packed into memory and, at commit, written to the file and re-pointed into it. */
+ * the cache file is used in place from its read-only mapping (no packing, no copy). A new one
+ * stays pending until commit, which packs it straight into the cache file's pages (or into
+ * memory when there is no usable file) and points it there. */
 #ifndef FLEX_WEIGHTS_H
 #define FLEX_WEIGHTS_H
 #include <stddef.h>
@@ -8,47 +9,52 @@
 #include "cache/cache_file.h"
 #include "cache/hash.h"
 
+typedef void (*fx_pack_fn)(void *ctx, void *dst);
+
 /* One packed weight, shared by every node that packs the same source the same way. */
 typedef struct fx_wref {
   int refs;
-  const void *data;  /* in the mapping, or `owned` */
-  void *owned;       /* packed in memory (cold, or no cache file) */
+  const void *data;  /* in a mapping, or `owned`; NULL while pending */
+  void *owned;       /* packed in memory (no cache file, or a damaged blob replaced) */
   size_t size;
   fx_cache_map *map; /* the mapping `data` points into (one reference) */
   uint64_t key_hi, key_lo;
   uint32_t algo, version;
   uint64_t checksum; /* of the blob in the file */
   int verified;      /* packed here, or its checksum checked at first use */
+  /* While pending: how to pack it, and the model bytes to release from RSS afterwards. */
+  fx_pack_fn pack;
+  void *pack_ctx;
+  const void *src;
+  size_t src_len;
 } fx_wref;
 
 /* Packing algorithms (part of the cache key): family in the high byte, its parameter below. */
 #define FX_ALGO_GEMM_PANEL(nr) (0x01000000u | (uint32_t)(nr))
 
 typedef struct fx_store fx_store;
-typedef void (*fx_pack_fn)(void *ctx, void *dst);
 
 fx_store *fx_store_new(void);
 void fx_store_free(fx_store *s);
 /* Uses the cache file at `path` (NULL or "" = memory only) for what follows. */
 void fx_store_open(fx_store *s, const char *path);
-/* The packed weight with this key: from the file, from this load's pending blobs, or packed
- * now by pack(ctx, dst) into `size` bytes. NULL only when out of memory. */
+/* The packed weight with this key: from the file, from this load's pending blobs, or a new
+ * pending one that commit packs with pack(ctx, dst). ctx (ctx_size bytes) is copied; what it
+ * points to must live until commit. src/src_len: the model bytes it reads, dropped from RSS
+ * once packed (or at once, for a blob found in the file). NULL on OOM. */
 fx_wref *fx_store_get(fx_store *s, const uint64_t key[2], uint32_t algo, uint32_t version, size_t size,
-                      fx_pack_fn pack, void *ctx);
+                      fx_pack_fn pack, const void *ctx, size_t ctx_size, const void *src, size_t src_len);
 void fx_wref_unref(fx_wref *w);
-/* Checks a mapped blob against its checksum (once: the load only validates the index, this
+/* Checks a mapped blob against its checksum (once: the load validates only the index; this
  * catches damage inside blobs before any result depends on them). Nonzero if damaged. */
 int fx_wref_verify(fx_wref *w);
-/* A private in-memory packing, outside any store (replacing a damaged blob). */
-fx_wref *fx_wref_packed(size_t size, fx_pack_fn pack, void *ctx);
 /* Nonzero if the mapping behind w was damaged under us (file truncated while mapped). */
 int fx_wref_damaged(const fx_wref *w);
-/* Adds what this load packed (and its fingerprint: the keys it asked for) to the file; re-points the
- * pending weights into the new mapping. Failures warn and leave them in memory. */
+/* A private in-memory packing, outside any store (replacing a damaged blob). */
+fx_wref *fx_wref_packed(size_t size, fx_pack_fn pack, void *ctx);
+/* Packs everything pending: into the cache file (adding the load's fingerprint: the keys it
+ * asked for), else into memory with a warning. After it, every wref has data. */
 void fx_store_commit(fx_store *s);
-/* Lets the kernel drop pages of a source weight it has hashed/packed, when they belong to a
- * read-only file mapping (the model), so validation does not leave the model resident. */
-void fx_store_release_source(fx_store *s, const void *p, size_t len);
 
 typedef struct {
   size_t blobs_mapped, bytes_mapped, blobs_packed, bytes_packed, blobs_deduped, bytes_deduped;

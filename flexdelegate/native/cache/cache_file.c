@@ -310,7 +310,7 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
   }
   snprintf(tmp_path, sizeof tmp_path, "%s.tmp.%ld.%u", path, (long)getpid(),
            atomic_fetch_add(&g_temp_counter, 1));
-  fd = open(tmp_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  fd = open(tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     say(msg, msg_len, "cannot create a temp file: %s", strerror(errno));
     tmp_path[0] = 0;
@@ -330,20 +330,40 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
       goto out;
     }
   }
-  uint64_t blob_bytes = cur ? cur->blob_bytes : 0;
+  uint64_t blob_bytes = cur ? cur->blob_bytes : 0, new_start = round_up(end, FX_CACHE_PAGE);
+  uint64_t *offsets = calloc(n_new + 1, sizeof *offsets);
+  if (!offsets) { say(msg, msg_len, "%s", "out of memory"); free(add); goto out; }
   for (size_t i = 0; i < n_new; i++) {
-    uint64_t off = round_up(end, FX_CACHE_PAGE);
-    if (pwrite_all(fd, add[i]->data, add[i]->size, off)) {
-      say(msg, msg_len, "writing a blob failed: %s", strerror(errno));
+    offsets[i] = round_up(end, FX_CACHE_PAGE);
+    end = offsets[i] + add[i]->size;
+  }
+  /* New blobs are produced straight into the file's pages through a shared mapping; write-back
+   * of each starts as soon as it is done, so the final fsync mostly waits for nothing. */
+  uint8_t *rw = MAP_FAILED;
+  if (end > new_start) {
+    /* Reserve the blocks first: a full disk must fail here, not as a SIGBUS on a store. */
+    int fe = posix_fallocate(fd, (off_t)new_start, (off_t)(end - new_start));
+    if (!fe) rw = mmap(NULL, (size_t)(end - new_start), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                       fd, (off_t)new_start);
+    if (fe || rw == MAP_FAILED) {
+      say(msg, msg_len, "cannot grow the cache file: %s", strerror(fe ? fe : errno));
       free(add);
+      free(offsets);
       goto out;
     }
+  }
+  for (size_t i = 0; i < n_new; i++) {
+    uint8_t *dst = rw + (offsets[i] - new_start);
+    if (add[i]->pack) add[i]->pack(add[i]->ctx, dst);
+    else memcpy(dst, add[i]->data, add[i]->size);
     entries[n_old + i] = (fx_cache_entry){add[i]->key_hi, add[i]->key_lo, add[i]->algo,
-                                          add[i]->layout_version, off, add[i]->size,
-                                          fx_hash64(add[i]->data, add[i]->size, 0), {0, 0}};
-    end = off + add[i]->size;
+                                          add[i]->layout_version, offsets[i], add[i]->size,
+                                          fx_hash64(dst, add[i]->size, 0), {0, 0}};
+    sync_file_range(fd, (off64_t)offsets[i], (off64_t)add[i]->size, SYNC_FILE_RANGE_WRITE);
     blob_bytes += add[i]->size;
   }
+  if (rw != MAP_FAILED) munmap(rw, (size_t)(end - new_start));
+  free(offsets);
   free(add);
   size_t n_entries = n_old + n_new, n_models = cur ? (size_t)cur->n_models : 0;
   qsort(entries, n_entries, sizeof *entries, qsort_key_cmp);

@@ -36,12 +36,15 @@ const fx_cache_entry *fx_cache_find(const fx_cache_map *m, uint64_t hi, uint64_t
                                     uint32_t version);
 int fx_cache_has_model(const fx_cache_map *m, uint64_t fingerprint);
 
-/* A blob a writer adds. */
+/* A blob a writer adds: its bytes, or a function that packs them straight into the new
+ * file's pages (no intermediate copy). `done` is called once the bytes are in place. */
 typedef struct {
   uint64_t key_hi, key_lo;
   uint32_t algo, layout_version;
   const void *data;
   size_t size;
+  void (*pack)(void *ctx, void *dst);
+  void *ctx;
 } fx_cache_blob;
 
 /* Under an exclusive lock on <path>.lock: re-reads the current file, and if it lacks any of
