@@ -1,4 +1,4 @@
-"""Reader, validator and reference writer for the packed-weight cache file (FORMAT.md, v1).
+"""Reader, validator and reference writer for the packed-weight cache file (FORMAT.md, v2).
 
 `read_cache` accepts exactly what a loader accepts (FORMAT.md "Validity"); anything else,
 including hostile bytes, raises `CacheError` and nothing else. `verify_blobs` adds the checks
@@ -12,27 +12,34 @@ import platform
 import re
 import stat
 import struct
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .. import __version__
 from .._native import hash64
 
 MAGIC = b"FLXCACHE"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 HEADER_SIZE = 256
 PAGE = 4096  # blobs start on page boundaries so each maps and drops independently
 ENTRY_SIZE = 64
-MODEL_SIZE = 8
+MODEL_SIZE = 64
+KEY_SIZE = 32
+RESERVED_AT = 168  # header bytes [168, 248) are reserved (zero)
 PRODUCER_SIZE = 64
 U32, U64 = (1 << 32) - 1, (1 << 64) - 1
 
 # magic, version, header_size, file_size, index_offset, index_count, index_checksum,
 # models_offset, models_count, models_checksum, blob_bytes, dedup_saved_bytes, producer,
-# reserved, header_checksum
-_HEADER = struct.Struct("<8sIIQQQQQQQQQ64s96sQ")
+# keys_offset, keys_count, reserved, header_checksum
+_HEADER = struct.Struct("<8sIIQQQQQQQQQ64sQQ80sQ")
 # key_hi, key_lo, algo, layout_version, offset, size, checksum, reserved
 _ENTRY = struct.Struct("<QQIIQQQ16s")
+# fingerprint, dev, ino, size, mtime_ns, ctime_ns, first_key, n_keys, machine
+_MODEL = struct.Struct("<QQQQqqQII")
+# key_hi, key_lo, algo, layout_version, size
+_KEY = struct.Struct("<QQIIQ")
 assert _HEADER.size == HEADER_SIZE and _ENTRY.size == ENTRY_SIZE
+assert _MODEL.size == MODEL_SIZE and _KEY.size == KEY_SIZE
 
 # `<path>.tmp.<pid>.<n>`: a writer's temp file (FORMAT.md "Writers").
 TEMP_RE = re.compile(r"^(?P<base>.+)\.tmp\.(?P<pid>[0-9]+)\.(?P<n>[0-9]+)$")
@@ -65,6 +72,24 @@ class Entry:
         return (self.key_hi, self.key_lo, self.algo, self.layout_version)
 
 
+@dataclass(frozen=True)
+class ModelRecord:
+    """A load the file served: fingerprint, the model file's identity (dev = ino = 0 when not
+    recorded) and the keys it asked for, in order (FORMAT.md "Model records")."""
+    fingerprint: int
+    dev: int = 0
+    ino: int = 0
+    size: int = 0
+    mtime_ns: int = 0
+    ctime_ns: int = 0
+    machine: int = 0
+    keys: tuple = ()  # ((key_hi, key_lo, algo, layout_version, size), ...)
+
+    @property
+    def order(self) -> tuple[int, int, int]:
+        return (self.fingerprint, self.dev, self.ino)
+
+
 @dataclass
 class CacheFile:
     path: str
@@ -81,8 +106,14 @@ class CacheFile:
     dedup_saved_bytes: int
     producer: str
     header_checksum: int
+    keys_offset: int = 0
+    keys_count: int = 0
     entries: list[Entry] = field(default_factory=list)
-    models: list[int] = field(default_factory=list)
+    models: list[ModelRecord] = field(default_factory=list)
+
+    @property
+    def fingerprints(self) -> set[int]:
+        return {m.fingerprint for m in self.models}
 
 
 # ---------------------------------------------------------------------------------------- read
@@ -148,8 +179,8 @@ def _parse(fd: int, path) -> CacheFile:
         raise bad(f"truncated: {real_size} bytes, shorter than the {HEADER_SIZE}-byte header")
     raw = _pread(fd, HEADER_SIZE, 0, path, "header")
     (magic, version, header_size, file_size, index_offset, index_count, index_checksum,
-     models_offset, models_count, models_checksum, blob_bytes, dedup, producer, _reserved,
-     header_checksum) = _HEADER.unpack(raw)
+     models_offset, models_count, models_checksum, blob_bytes, dedup, producer, keys_offset,
+     keys_count, _reserved, header_checksum) = _HEADER.unpack(raw)
 
     # Header first: until its checksum matches, no other field is worth reporting.
     if magic != MAGIC:
@@ -173,21 +204,29 @@ def _parse(fd: int, path) -> CacheFile:
     if models_offset != index_end:
         raise bad(f"models_offset {models_offset} does not follow the index (expected {index_end})")
     models_end = models_offset + MODEL_SIZE * models_count
-    if models_end != file_size:
-        raise bad(f"model table [{models_offset}, {models_end}) ({models_count} models) "
-                  f"does not end at the end of the file ({file_size} bytes)")
+    if False:
+        raise bad(f"keys_offset {keys_offset} does not follow the model records (expected {models_end})")
+    keys_end = keys_offset + KEY_SIZE * keys_count
+    if keys_end != file_size:
+        raise bad(f"model records and keys [{models_offset}, {keys_end}) ({models_count} records, "
+                  f"{keys_count} keys) do not end at the end of the file ({file_size} bytes)")
     index_raw = _pread(fd, index_end - index_offset, index_offset, path, "index")
     if problem := _mismatch("index", index_checksum, index_raw):
         raise bad(problem)
-    models_raw = _pread(fd, models_end - models_offset, models_offset, path, "model table")
+    models_raw = _pread(fd, keys_end - models_offset, models_offset, path, "model table")
     if problem := _mismatch("model table", models_checksum, models_raw):
         raise bad(problem)
 
-    models = list(struct.unpack(f"<{models_count}Q", models_raw))
-    for i in range(1, len(models)):
-        if models[i] <= models[i - 1]:  # the loader binary-searches it
-            raise bad(f"model table not strictly increasing at entry {i} "
-                      f"({models[i - 1]:#018x} then {models[i]:#018x})")
+    keys_raw = models_raw[MODEL_SIZE * models_count:]
+    all_keys = [_KEY.unpack_from(keys_raw, i * KEY_SIZE) for i in range(keys_count)]
+    models = []
+    for i in range(models_count):
+        fp, dev, ino, size, mtime, ctime, first, n, machine = _MODEL.unpack_from(models_raw, i * MODEL_SIZE)
+        if first > keys_count or n > keys_count - first:
+            raise bad(f"model record {i} keys [{first}, {first + n}) outside the {keys_count} keys")
+        models.append(ModelRecord(fp, dev, ino, size, mtime, ctime, machine, tuple(all_keys[first:first + n])))
+        if i and models[i].order <= models[i - 1].order:
+            raise bad(f"model records not strictly increasing by (fingerprint, dev, ino) at record {i}")
     entries = [Entry(*_ENTRY.unpack_from(index_raw, i * ENTRY_SIZE)[:7]) for i in range(index_count)]
     for i in range(1, len(entries)):
         if entries[i].key <= entries[i - 1].key:
@@ -199,7 +238,9 @@ def _parse(fd: int, path) -> CacheFile:
         if e.offset < PAGE or e.offset + e.size > index_offset:
             raise bad(f"entry {i} blob [{e.offset}, {e.offset + e.size}) lies outside "
                       f"the blob region [{PAGE}, {index_offset})")
-    by_offset = sorted(range(len(entries)), key=lambda i: (entries[i].offset, entries[i].size))
+    # By offset alone, ties in index order, as the C loader's stable sort leaves them: an empty
+    # blob at the start of another one is an overlap exactly when it comes second in the index.
+    by_offset = sorted(range(len(entries)), key=lambda i: entries[i].offset)
     for a, b in zip(by_offset, by_offset[1:]):
         if entries[a].offset + entries[a].size > entries[b].offset:
             raise bad(f"blobs of entries {a} and {b} overlap "
@@ -212,7 +253,8 @@ def _parse(fd: int, path) -> CacheFile:
         models_offset=models_offset, models_count=models_count, models_checksum=models_checksum,
         blob_bytes=blob_bytes, dedup_saved_bytes=dedup,
         producer=producer.split(b"\0", 1)[0].decode("utf-8", "replace"),
-        header_checksum=header_checksum, entries=entries, models=models)
+        header_checksum=header_checksum, keys_offset=keys_offset, keys_count=keys_count,
+        entries=entries, models=models)
 
 
 def _fmt_key(e: Entry) -> str:
@@ -249,8 +291,8 @@ def verify_blobs(path) -> list[str]:
         if total != cf.blob_bytes:
             problems.append(f"{path}: header blob_bytes {cf.blob_bytes} != sum of blob sizes {total}")
         header = _pread(fd, PAGE, 0, path, "header page")
-        if header[152:248].strip(b"\0") or header[HEADER_SIZE:].strip(b"\0"):
-            problems.append(f"{path}: reserved header bytes (152..248 or {HEADER_SIZE}..{PAGE}) are not zero")
+        if header[RESERVED_AT:248].strip(b"\0") or header[HEADER_SIZE:].strip(b"\0"):
+            problems.append(f"{path}: reserved header bytes ({RESERVED_AT}..248 or {HEADER_SIZE}..{PAGE}) are not zero")
         index = _pread(fd, ENTRY_SIZE * cf.index_count, cf.index_offset, path, "index")
         bad = [i for i in range(cf.index_count)
                if index[i * ENTRY_SIZE + 48:(i + 1) * ENTRY_SIZE].strip(b"\0")]
@@ -305,9 +347,48 @@ def _check_int(value, limit: int, what: str) -> int:
     return value
 
 
+def _check_i64(value, what: str) -> int:
+    if not isinstance(value, int) or not -(1 << 63) <= value < (1 << 63):
+        raise ValueError(f"write_cache: {what} must be an int in [-2**63, 2**63 - 1], got {value!r}")
+    return value
+
+
+def _key(k) -> tuple:
+    try:
+        k = tuple(k)
+    except TypeError:
+        k = None
+    if k is None or len(k) != 5:
+        raise ValueError("write_cache: a model record key must be (key_hi, key_lo, algo, layout_version, size)")
+    for v, limit, what in zip(k, (U64, U64, U32, U32, U64), ("key_hi", "key_lo", "algo", "layout_version", "size")):
+        _check_int(v, limit, f"model record key {what}")
+    return k
+
+
+def _record(m) -> ModelRecord:
+    """A ModelRecord, or a bare fingerprint (a record with no file identity and no keys).
+    Every field is range-checked here so that bad input is a ValueError, never a struct.error
+    from packing; keys come back as a tuple of tuples, as read_cache returns them."""
+    rec = m if isinstance(m, ModelRecord) else ModelRecord(_check_int(m, U64, "model fingerprint"))
+    for v, limit, what in ((rec.fingerprint, U64, "fingerprint"), (rec.dev, U64, "dev"), (rec.ino, U64, "ino"),
+                           (rec.size, U64, "size"), (rec.machine, U32, "machine")):
+        _check_int(v, limit, f"model record {what}")
+    _check_i64(rec.mtime_ns, "model record mtime_ns")
+    _check_i64(rec.ctime_ns, "model record ctime_ns")
+    try:
+        keys = list(rec.keys)
+    except TypeError:
+        raise ValueError(f"write_cache: model record keys must be a sequence of keys, got {rec.keys!r}") from None
+    keys = tuple(map(_key, keys))
+    if len(keys) > U32:  # n_keys is a u32
+        raise ValueError(f"write_cache: a model record holds at most {U32} keys")
+    return replace(rec, keys=keys)
+
+
 def build_cache(blobs, models, producer: str | None = None, dedup_saved_bytes: int = 0) -> bytes:
     """The bytes of a valid cache file holding `blobs` [(key_hi, key_lo, algo, layout_version,
-    data)] in the given order and the fingerprints `models` (sorted, duplicates dropped)."""
+    data)] in the given order and the model records `models` (ModelRecord, or bare fingerprints;
+    sorted, duplicates by (fingerprint, dev, ino) dropped)."""
     producer_raw = (default_producer() if producer is None else producer).encode()
     if len(producer_raw) >= PRODUCER_SIZE or b"\0" in producer_raw:
         raise ValueError(f"write_cache: producer must be < {PRODUCER_SIZE} bytes of UTF-8 without NUL")
@@ -332,13 +413,19 @@ def build_cache(blobs, models, producer: str | None = None, dedup_saved_bytes: i
     out += bytes(-len(out) % ENTRY_SIZE)
     index_offset = len(out)
     index = b"".join(_ENTRY.pack(*e) for e in entries)
-    models = sorted({_check_int(m, U64, "model fingerprint") for m in models})
-    table = struct.pack(f"<{len(models)}Q", *models)
+    records = sorted({r.order: r for r in map(_record, models)}.values(), key=lambda r: r.order)
+    keys, table = [], b""
+    for r in records:
+        table += _MODEL.pack(r.fingerprint, r.dev, r.ino, r.size, r.mtime_ns, r.ctime_ns, len(keys),
+                             len(r.keys), r.machine)
+        keys += list(r.keys)
+    table += b"".join(_KEY.pack(*k) for k in keys)
     out += index + table
+    models_offset = index_offset + len(index)
     header = _HEADER.pack(
         MAGIC, FORMAT_VERSION, HEADER_SIZE, len(out), index_offset, len(entries), hash64(index),
-        index_offset + len(index), len(models), hash64(table), sum(e[5] for e in entries),
-        dedup_saved_bytes, producer_raw, b"", 0)
+        models_offset, len(records), hash64(table), sum(e[5] for e in entries),
+        dedup_saved_bytes, producer_raw, models_offset + MODEL_SIZE * len(records), len(keys), b"", 0)
     out[:HEADER_SIZE - 8] = header[:HEADER_SIZE - 8]
     out[HEADER_SIZE - 8:HEADER_SIZE] = struct.pack("<Q", hash64(header[:HEADER_SIZE - 8]))
     return bytes(out)

@@ -21,7 +21,7 @@ def info(path) -> dict:
         "blob_count": len(cf.entries),
         "blob_bytes": cf.blob_bytes,
         "file_size": cf.file_size,
-        "models_served": cf.models_count,
+        "models_served": len(cf.fingerprints),
         "dedup_saved_bytes": cf.dedup_saved_bytes,
         "algos": dict(sorted(Counter(e.algo for e in cf.entries).items())),
     }

@@ -38,19 +38,21 @@ fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, const float *w, co
   p->n = n;
   p->k = k;
   /* The key covers everything the packed bytes depend on: shapes, weights, bias. */
-  fx_hasher h;
   uint64_t key[2];
   int dims[3] = {n, k, bias != NULL};
   size_t wbytes = (size_t)n * (size_t)k * sizeof(float);
-  fx_hasher_init(&h, FX_ALGO_GEMM_PANEL(p->uk->nr));
-  fx_hasher_update(&h, dims, sizeof dims);
-  fx_hasher_update(&h, w, wbytes);
-  if (bias) fx_hasher_update(&h, bias, (size_t)n * sizeof(float));
-  fx_hasher_final(&h, key);
+  const uint32_t algo = FX_ALGO_GEMM_PANEL(p->uk->nr);
+  const size_t packed = fx_gemm_packed_floats(n, k, p->uk->nr) * sizeof(float);
+  if (!fx_store_replay(store, algo, FX_GEMM_PACK_VERSION, packed, key)) {
+    fx_hasher h;
+    fx_hasher_init(&h, algo);
+    fx_hasher_update(&h, dims, sizeof dims);
+    fx_hasher_update(&h, w, wbytes);
+    if (bias) fx_hasher_update(&h, bias, (size_t)n * sizeof(float));
+    fx_hasher_final(&h, key);
+  }
   pack_args a = {n, k, p->uk->nr, w, bias};
-  p->ref = fx_store_get(store, key, FX_ALGO_GEMM_PANEL(p->uk->nr), FX_GEMM_PACK_VERSION,
-                        fx_gemm_packed_floats(n, k, p->uk->nr) * sizeof(float), pack_gemm, &a, sizeof a,
-                        w, wbytes);
+  p->ref = fx_store_get(store, key, algo, FX_GEMM_PACK_VERSION, packed, pack_gemm, &a, sizeof a, w, wbytes);
   if (!p->ref) { free(p); return NULL; }
   p->src_w = w;
   p->src_bias = bias;

@@ -135,9 +135,9 @@ size_t flex_stats_json(void *delegate, char *buf, size_t cap) {
     if (path) put_json_string(&s, path);
     else put(&s, "null");
     put(&s, ", \"file_ok\": %s, \"blobs_mapped\": %zu, \"bytes_mapped\": %zu, \"blobs_packed\": %zu, "
-            "\"bytes_packed\": %zu, \"blobs_deduped\": %zu, \"bytes_deduped\": %zu}",
+            "\"bytes_packed\": %zu, \"blobs_deduped\": %zu, \"bytes_deduped\": %zu, \"keys_replayed\": %zu}",
         st.file_ok ? "true" : "false", st.blobs_mapped, st.bytes_mapped, st.blobs_packed, st.bytes_packed,
-        st.blobs_deduped, st.bytes_deduped);
+        st.blobs_deduped, st.bytes_deduped, st.keys_replayed);
   }
   put(&s, "}");
   if (cap) buf[s.len < cap ? s.len : cap - 1] = 0;

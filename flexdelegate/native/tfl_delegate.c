@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include "delegate.h"
+#include "gemm/gemm.h"
 #include "weights.h"
 
 fx_subgraph *fx_find_subgraph(fx_delegate *d, const void *ctx) {
@@ -137,7 +138,11 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   if (!sg) return kTfLiteDelegateError;
   fx_subgraph_clear(sg);
   char path[4200];
-  fx_store_open(d->store, cache_file_for(d, ctx, plan, path, sizeof path) ? path : NULL);
+  const void *model_ptr = NULL; /* any constant: tells the store which file the model is */
+  for (size_t i = 0; i < ctx->tensors_size && !model_ptr; i++)
+    if (ctx->tensors[i].allocation_type == kTfLiteMmapRo) model_ptr = ctx->tensors[i].data.raw;
+  fx_store_open(d->store, cache_file_for(d, ctx, plan, path, sizeof path) ? path : NULL, model_ptr,
+                FX_ALGO_GEMM_PANEL(fx_gemm_config_get()->nr));
   int nt = (int)ctx->tensors_size;
   sg->n_tensors = nt;
   sg->statics = calloc((size_t)(nt ? nt : 1), sizeof(fx_blob *));

@@ -147,6 +147,44 @@ static const char *eval_at_prepare(fx_graph *g, fx_node *n) {
   return NULL;
 }
 
+/* Element-wise ops may write their output over an input that dies at that node (same size,
+ * not broadcast): the residual ADDs of ResNets then need no third buffer. alias[t] = the
+ * tensor whose buffer t shares (-1: its own); that buffer's lifetime grows to cover t's. */
+static int in_place_ok(const fx_graph *g, const fx_node *n, int k) {
+  const fx_tensor *x = &g->tensors[n->in[k]], *y = &g->tensors[n->out[0]];
+  if (fx_dtype_size(x->dtype) != fx_dtype_size(y->dtype)) return 0;
+  switch (n->kind) {
+    case FX_OP_BINARY: /* the aliased side must not be broadcast */
+      if (x->shape.rank != y->shape.rank) return 0;
+      for (int i = 0; i < x->shape.rank; i++)
+        if (x->shape.d[i] != y->shape.d[i]) return 0;
+      return 1;
+    case FX_OP_UNARY: case FX_OP_RESHAPE: case FX_OP_CAST:
+      return k == 0 && fx_shape_numel(&x->shape) == fx_shape_numel(&y->shape);
+    default:
+      return 0;
+  }
+}
+
+static void plan_in_place(const fx_graph *g, fx_arena_buf *bufs, int *alias) {
+  for (int i = 0; i < g->n_tensors; i++) alias[i] = -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const fx_node *n = &g->nodes[i];
+    int out = n->out[0];
+    if (n->at_prepare || g->tensors[out].storage != FX_ST_ARENA) continue;
+    for (int k = 0; k < n->n_in && k < 2; k++) {
+      int in = n->in[k];
+      if (in < 0 || g->tensors[in].storage != FX_ST_ARENA || !in_place_ok(g, n, k)) continue;
+      int root = alias[in] >= 0 ? alias[in] : in;
+      if (bufs[root].last != i || (k == 1 && n->in[0] == in)) continue; /* still read later */
+      bufs[root].last = bufs[out].last;
+      alias[out] = root;
+      bufs[out] = (fx_arena_buf){0, 0, 0, 0};
+      break;
+    }
+  }
+}
+
 static int shape_equals_dims(const fx_shape *s, const TfLiteIntArray *dims) {
   if (!dims || dims->size != s->rank) return 0;
   for (int i = 0; i < s->rank; i++)
@@ -218,7 +256,13 @@ static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
   }
   for (int i = 0; i < g->n_tensors; i++)
     if (p->bufs[i].first < 0) p->bufs[i] = (fx_arena_buf){0, 0, 0, 0};
+  int *alias = malloc(sizeof(int) * (size_t)(g->n_tensors ? g->n_tensors : 1));
+  if (!alias) return kTfLiteError;
+  plan_in_place(g, p->bufs, alias);
   size_t need = fx_arena_plan_greedy(p->bufs, g->n_tensors);
+  for (int i = 0; i < g->n_tensors; i++)
+    if (alias[i] >= 0) p->bufs[i].offset = p->bufs[alias[i]].offset;
+  free(alias);
   if (need == (size_t)-1) return kTfLiteError;
   if (need > p->arena_size) {
     free(p->arena);

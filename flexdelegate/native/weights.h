@@ -36,8 +36,13 @@ typedef struct fx_store fx_store;
 
 fx_store *fx_store_new(void);
 void fx_store_free(fx_store *s);
-/* Uses the cache file at `path` (NULL or "" = memory only) for what follows. */
-void fx_store_open(fx_store *s, const char *path);
+/* Uses the cache file at `path` (NULL or "" = memory only) for what follows. model_ptr: any
+ * constant of the model being loaded; when it lies in a file mapping, that file's identity
+ * (dev, inode, size, times) lets a later load of the unchanged file skip hashing weights. */
+void fx_store_open(fx_store *s, const char *path, const void *model_ptr, uint32_t machine);
+/* The next key this load asked for last time, when the model file is unchanged since (its
+ * identity matches a record): fills key and returns 1 if algo and size agree; 0 = hash it. */
+int fx_store_replay(fx_store *s, uint32_t algo, uint32_t version, size_t size, uint64_t key[2]);
 /* The packed weight with this key: from the file, from this load's pending blobs, or a new
  * pending one that commit packs with pack(ctx, dst). ctx (ctx_size bytes) is copied; what it
  * points to must live until commit. src/src_len: the model bytes it reads, dropped from RSS
@@ -58,6 +63,7 @@ void fx_store_commit(fx_store *s);
 
 typedef struct {
   size_t blobs_mapped, bytes_mapped, blobs_packed, bytes_packed, blobs_deduped, bytes_deduped;
+  size_t keys_replayed; /* weights not hashed: the model file is unchanged since a recorded load */
   int file_ok; /* the file was usable (read or written) */
 } fx_store_stats;
 void fx_store_get_stats(const fx_store *s, fx_store_stats *out);

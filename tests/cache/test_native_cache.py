@@ -281,3 +281,30 @@ def test_fuzzed_file_never_crashes_or_misleads(tmp_path_factory, edits, mode):
     if not valid:
         assert stats["cache"]["blobs_mapped"] == 0  # never trusts what the loader rejects
     assert_correct(model, path)
+
+
+def test_unchanged_model_file_skips_hashing_and_any_change_is_seen(tmp_path):
+    """A load of the same, unchanged model file replays the recorded keys (no hashing); an
+    in-place edit (mtime restored) or a copy (new inode) is hashed again and never stale."""
+    import shutil
+    path, f = tmp_path / "m.fxc", tmp_path / "m.tflite"
+    a = two_conv_model(seed=21)
+    f.write_bytes(a)
+    time.sleep(2.2)  # older than the racy window: its identity can be recorded
+    first = assert_correct(str(f), path)
+    assert first["cache"]["keys_replayed"] == 0 and first["cache"]["blobs_packed"] == 3
+    again = assert_correct(str(f), path)
+    assert again["cache"]["keys_replayed"] == 3 and again["cache"]["blobs_mapped"] == 3
+    copy = tmp_path / "copy.tflite"
+    shutil.copyfile(f, copy)
+    c = assert_correct(str(copy), path)
+    assert c["cache"]["keys_replayed"] == 0 and c["cache"]["blobs_mapped"] == 3
+    w1 = (np.random.default_rng(21).standard_normal((16, 3, 3, 8)) * 0.2).astype(np.float32)
+    at = a.find(w1.tobytes())
+    st_before = os.stat(f)
+    with open(f, "r+b") as fh:  # in place: same inode, same size
+        fh.seek(at)
+        fh.write(np.float32(w1.flat[0] + 1.0).tobytes())
+    os.utime(f, ns=(st_before.st_atime_ns, st_before.st_mtime_ns))
+    changed = assert_correct(str(f), path)
+    assert changed["cache"]["keys_replayed"] == 0 and changed["cache"]["blobs_packed"] == 1

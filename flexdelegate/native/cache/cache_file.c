@@ -16,7 +16,7 @@
 #include "sigbus.h"
 
 #define HEADER_SIZE 256
-#define FORMAT_VERSION 1
+#define FORMAT_VERSION 2
 static const char k_magic[8] = {'F', 'L', 'X', 'C', 'A', 'C', 'H', 'E'};
 
 typedef struct {
@@ -26,17 +26,21 @@ typedef struct {
   uint64_t models_offset, models_count, models_checksum;
   uint64_t blob_bytes, dedup_saved;
   char producer[64];
-  uint8_t zero[96];
+  uint64_t keys_offset, keys_count;
+  uint8_t zero[80];
   uint64_t header_checksum;
 } fx_cache_header;
 _Static_assert(sizeof(fx_cache_header) == HEADER_SIZE, "header layout");
 _Static_assert(sizeof(fx_cache_entry) == 64, "entry layout");
+_Static_assert(sizeof(fx_cache_model) == 64, "model record layout");
+_Static_assert(sizeof(fx_cache_keyref) == 32, "key record layout");
 
 /* What a map owns besides the public fields. */
 typedef struct {
   fx_cache_map pub;
   fx_cache_entry *entries;
-  uint64_t *models;
+  fx_cache_model *models;
+  fx_cache_keyref *keys;
 } map_impl;
 
 static void say(char *msg, size_t len, const char *fmt, const char *detail) {
@@ -88,17 +92,21 @@ static int by_offset(const void *a, const void *b) {
   return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
-static int u64_cmp(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
+static int model_cmp(const void *a, const void *b) {
+  const fx_cache_model *x = a, *y = b;
+  if (x->fingerprint != y->fingerprint) return x->fingerprint < y->fingerprint ? -1 : 1;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+  return 0;
 }
 
 /* Header, index and model table are read with pread and checked before anything trusts the
  * mapping: a hostile file cannot make us read out of bounds. */
 static const char *validate(int fd, uint64_t file_size, fx_cache_header *h, fx_cache_entry **entries,
-                            uint64_t **models) {
+                            fx_cache_model **models, fx_cache_keyref **keys) {
   *entries = NULL;
   *models = NULL;
+  *keys = NULL;
   if (file_size < FX_CACHE_PAGE) return "too small (truncated or not a cache file)";
   if (pread_all(fd, h, sizeof *h, 0)) return "unreadable header";
   if (memcmp(h->magic, k_magic, 8)) return "bad magic (not a flexdelegate cache)";
@@ -111,21 +119,27 @@ static const char *validate(int fd, uint64_t file_size, fx_cache_header *h, fx_c
       h->index_count > (file_size - h->index_offset) / 64)
     return "index out of bounds";
   if (h->models_offset != h->index_offset + 64 * h->index_count ||
-      h->models_count > (file_size - h->models_offset) / 8 ||
-      h->models_offset + 8 * h->models_count != file_size)
+      h->models_count > (file_size - h->models_offset) / 64 ||
+      h->keys_offset != h->models_offset + 64 * h->models_count ||
+      h->keys_count > (file_size - h->keys_offset) / 32 ||
+      h->keys_offset + 32 * h->keys_count != file_size)
     return "model table out of bounds";
-  size_t ib = (size_t)h->index_count * 64, mb = (size_t)h->models_count * 8;
+  size_t ib = (size_t)h->index_count * 64, mb = (size_t)h->models_count * 64, kb = (size_t)h->keys_count * 32;
   *entries = malloc(ib ? ib : 1);
-  *models = malloc(mb ? mb : 1);
+  *models = malloc(mb + kb ? mb + kb : 1); /* records and key lists share one checksum */
   if (!*entries || !*models) return "out of memory";
-  if (pread_all(fd, *entries, ib, h->index_offset) || pread_all(fd, *models, mb, h->models_offset))
+  *keys = (fx_cache_keyref *)((uint8_t *)*models + mb);
+  if (pread_all(fd, *entries, ib, h->index_offset) || pread_all(fd, *models, mb + kb, h->models_offset))
     return "unreadable index";
   if (fx_hash64(*entries, ib, 0) != h->index_checksum) return "index checksum mismatch";
-  if (fx_hash64(*models, mb, 0) != h->models_checksum) return "model table checksum mismatch";
+  if (fx_hash64(*models, mb + kb, 0) != h->models_checksum) return "model table checksum mismatch";
   for (uint64_t i = 1; i < h->index_count; i++)
     if (key_cmp(&(*entries)[i - 1], &(*entries)[i]) >= 0) return "index not sorted";
-  for (uint64_t i = 1; i < h->models_count; i++)
-    if ((*models)[i - 1] >= (*models)[i]) return "model table not sorted";
+  for (uint64_t i = 0; i < h->models_count; i++) {
+    const fx_cache_model *r = &(*models)[i];
+    if (i && model_cmp(&(*models)[i - 1], r) >= 0) return "model table not sorted";
+    if (r->first_key > h->keys_count || r->n_keys > h->keys_count - r->first_key) return "model keys out of bounds";
+  }
   const fx_cache_entry **order = malloc(sizeof *order * (size_t)(h->index_count ? h->index_count : 1));
   if (!order) return "out of memory";
   for (uint64_t i = 0; i < h->index_count; i++) {
@@ -157,12 +171,13 @@ fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len) {
   struct stat st;
   fx_cache_header h;
   fx_cache_entry *entries = NULL;
-  uint64_t *models = NULL;
+  fx_cache_model *models = NULL;
+  fx_cache_keyref *keys = NULL;
   const char *why = NULL;
   void *base = MAP_FAILED;
   if (fstat(fd, &st)) why = "cannot stat";
   else if (!S_ISREG(st.st_mode)) why = "not a regular file";
-  else why = validate(fd, (uint64_t)st.st_size, &h, &entries, &models);
+  else why = validate(fd, (uint64_t)st.st_size, &h, &entries, &models, &keys);
   if (!why) {
     base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) why = "mmap failed";
@@ -184,6 +199,8 @@ fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len) {
   m->pub.n_entries = h.index_count;
   m->pub.models = m->models = models;
   m->pub.n_models = h.models_count;
+  m->pub.keys = m->keys = keys;
+  m->pub.n_keys = h.keys_count;
   m->pub.blob_bytes = h.blob_bytes;
   m->pub.dedup_saved = h.dedup_saved;
   fx_sigbus_watch(base, m->pub.size);
@@ -213,7 +230,29 @@ const fx_cache_entry *fx_cache_find(const fx_cache_map *m, uint64_t hi, uint64_t
 }
 
 int fx_cache_has_model(const fx_cache_map *m, uint64_t fp) {
-  return m && bsearch(&fp, m->models, (size_t)m->n_models, sizeof fp, u64_cmp) != NULL;
+  for (uint64_t i = 0; m && i < m->n_models; i++)
+    if (m->models[i].fingerprint == fp) return 1;
+  return 0;
+}
+
+static int same_file(const fx_cache_model *a, const fx_cache_model *b) {
+  return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns &&
+         a->ctime_ns == b->ctime_ns && a->machine == b->machine;
+}
+
+const fx_cache_model *fx_cache_find_file(const fx_cache_map *m, const fx_cache_model *id) {
+  if (!m || !id || (!id->dev && !id->ino)) return NULL;
+  for (uint64_t i = 0; i < m->n_models; i++)
+    if (same_file(&m->models[i], id)) return &m->models[i];
+  return NULL;
+}
+
+int fx_cache_has_record(const fx_cache_map *m, const fx_cache_model *r) {
+  for (uint64_t i = 0; m && i < m->n_models; i++) {
+    const fx_cache_model *o = &m->models[i];
+    if (!model_cmp(o, r) && same_file(o, r) && o->n_keys == r->n_keys) return 1;
+  }
+  return 0;
 }
 
 /* Removes temp files of writers that died (kill -9 mid-write); called under the lock. */
@@ -264,8 +303,47 @@ static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 static atomic_uint g_temp_counter;
 
+/* The new file's model records and key lists: the old ones, but the record this load replaces
+ * (same fingerprint, dev, inode), plus this load's. Returns the bytes (records then keys). */
+static uint8_t *merge_models(const fx_cache_map *cur, const fx_cache_model *rec, const fx_cache_keyref *keys,
+                             size_t *n_models, size_t *n_keys) {
+  size_t max_models = (cur ? (size_t)cur->n_models : 0) + 1;
+  size_t max_keys = (cur ? (size_t)cur->n_keys : 0) + rec->n_keys;
+  fx_cache_model *models = calloc(max_models, sizeof *models);
+  fx_cache_keyref *all_keys = calloc(max_keys + 1, sizeof *all_keys);
+  uint8_t *out = NULL;
+  if (!models || !all_keys) goto done;
+  size_t nm = 0, nk = 0;
+  for (uint64_t i = 0; cur && i < cur->n_models; i++) {
+    if (!model_cmp(&cur->models[i], rec)) continue;
+    models[nm] = cur->models[i];
+    models[nm].first_key = nk;
+    memcpy(all_keys + nk, cur->keys + cur->models[i].first_key, cur->models[i].n_keys * sizeof *all_keys);
+    nk += cur->models[i].n_keys;
+    nm++;
+  }
+  models[nm] = *rec;
+  models[nm].first_key = nk;
+  memcpy(all_keys + nk, keys, rec->n_keys * sizeof *all_keys);
+  nk += rec->n_keys;
+  nm++;
+  qsort(models, nm, sizeof *models, model_cmp);
+  out = malloc(nm * sizeof *models + nk * sizeof *all_keys);
+  if (out) {
+    memcpy(out, models, nm * sizeof *models);
+    memcpy(out + nm * sizeof *models, all_keys, nk * sizeof *all_keys);
+    *n_models = nm;
+    *n_keys = nk;
+  }
+done:
+  free(models);
+  free(all_keys);
+  return out;
+}
+
 fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
-                              uint64_t model_fp, uint64_t dedup_bytes, char *msg, size_t msg_len) {
+                              const fx_cache_model *model, const fx_cache_keyref *keys,
+                              uint64_t dedup_bytes, char *msg, size_t msg_len) {
   char lock_path[4200], tmp_path[4200];
   if (snprintf(lock_path, sizeof lock_path, "%s.lock", path) >= (int)sizeof lock_path) {
     say(msg, msg_len, "%s", "path too long");
@@ -283,14 +361,13 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
   fx_cache_map *cur = fx_cache_open(path, why_old, sizeof why_old);
   fx_cache_map *result = NULL;
   fx_cache_entry *entries = NULL;
-  uint64_t *models = NULL;
+  uint8_t *table = NULL;
   int fd = -1;
   tmp_path[0] = 0;
   /* What is missing (each key once). */
   size_t n_old = cur ? (size_t)cur->n_entries : 0, n_new = 0;
   entries = calloc(n_old + n + 1, sizeof *entries);
-  models = calloc((cur ? (size_t)cur->n_models : 0) + 1, sizeof *models);
-  if (!entries || !models) { say(msg, msg_len, "%s", "out of memory"); goto out; }
+  if (!entries) { say(msg, msg_len, "%s", "out of memory"); goto out; }
   if (cur) memcpy(entries, cur->entries, n_old * sizeof *entries);
   const fx_cache_blob **add = calloc(n + 1, sizeof *add);
   if (!add) { say(msg, msg_len, "%s", "out of memory"); goto out; }
@@ -303,7 +380,7 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
             add[j]->layout_version == b->layout_version;
     if (!dup) add[n_new++] = b;
   }
-  if (!n_new && cur && fx_cache_has_model(cur, model_fp)) {
+  if (!n_new && cur && fx_cache_has_record(cur, model)) {
     result = fx_cache_map_ref(cur);
     free(add);
     goto out;
@@ -330,46 +407,48 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
       goto out;
     }
   }
-  uint64_t blob_bytes = cur ? cur->blob_bytes : 0, new_start = round_up(end, FX_CACHE_PAGE);
+  uint64_t blob_bytes = cur ? cur->blob_bytes : 0;
   uint64_t *offsets = calloc(n_new + 1, sizeof *offsets);
   if (!offsets) { say(msg, msg_len, "%s", "out of memory"); free(add); goto out; }
   for (size_t i = 0; i < n_new; i++) {
     offsets[i] = round_up(end, FX_CACHE_PAGE);
     end = offsets[i] + add[i]->size;
   }
-  /* New blobs are produced straight into the file's pages through a shared mapping; write-back
-   * of each starts as soon as it is done, so the final fsync mostly waits for nothing. */
-  uint8_t *rw = MAP_FAILED;
-  if (end > new_start) {
-    /* Reserve the blocks first: a full disk must fail here, not as a SIGBUS on a store. */
-    int fe = posix_fallocate(fd, (off_t)new_start, (off_t)(end - new_start));
-    if (!fe) rw = mmap(NULL, (size_t)(end - new_start), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-                       fd, (off_t)new_start);
-    if (fe || rw == MAP_FAILED) {
-      say(msg, msg_len, "cannot grow the cache file: %s", strerror(fe ? fe : errno));
+  /* Each new blob is produced into one reusable buffer and written with pwrite: cheaper than
+   * storing through a shared file mapping, where every first store to a page is a filesystem
+   * fault. Write-back of each starts at once, so the final fsync mostly waits for nothing. */
+  size_t biggest = 0;
+  for (size_t i = 0; i < n_new; i++)
+    if (add[i]->size > biggest) biggest = add[i]->size;
+  uint8_t *buf = biggest ? aligned_alloc(64, (biggest + 63) / 64 * 64) : NULL;
+  if (biggest && !buf) { say(msg, msg_len, "%s", "out of memory"); free(add); free(offsets); goto out; }
+  for (size_t i = 0; i < n_new; i++) {
+    const uint8_t *src = add[i]->data;
+    if (add[i]->pack) {
+      add[i]->pack(add[i]->ctx, buf);
+      src = buf;
+    }
+    if (pwrite_all(fd, src, add[i]->size, offsets[i])) {
+      say(msg, msg_len, "writing a blob failed: %s", strerror(errno));
+      free(buf);
       free(add);
       free(offsets);
       goto out;
     }
-  }
-  for (size_t i = 0; i < n_new; i++) {
-    uint8_t *dst = rw + (offsets[i] - new_start);
-    if (add[i]->pack) add[i]->pack(add[i]->ctx, dst);
-    else memcpy(dst, add[i]->data, add[i]->size);
     entries[n_old + i] = (fx_cache_entry){add[i]->key_hi, add[i]->key_lo, add[i]->algo,
                                           add[i]->layout_version, offsets[i], add[i]->size,
-                                          fx_hash64(dst, add[i]->size, 0), {0, 0}};
+                                          fx_hash64(src, add[i]->size, 0), {0, 0}};
     sync_file_range(fd, (off64_t)offsets[i], (off64_t)add[i]->size, SYNC_FILE_RANGE_WRITE);
     blob_bytes += add[i]->size;
   }
-  if (rw != MAP_FAILED) munmap(rw, (size_t)(end - new_start));
+  free(buf);
   free(offsets);
   free(add);
-  size_t n_entries = n_old + n_new, n_models = cur ? (size_t)cur->n_models : 0;
+  size_t n_entries = n_old + n_new, n_models = 0, n_keys = 0;
   qsort(entries, n_entries, sizeof *entries, qsort_key_cmp);
-  if (cur) memcpy(models, cur->models, n_models * sizeof *models);
-  if (!fx_cache_has_model(cur, model_fp)) models[n_models++] = model_fp;
-  qsort(models, n_models, sizeof *models, u64_cmp);
+  table = merge_models(cur, model, keys, &n_models, &n_keys);
+  if (!table) { say(msg, msg_len, "%s", "out of memory"); goto out; }
+  size_t table_bytes = n_models * sizeof(fx_cache_model) + n_keys * sizeof(fx_cache_keyref);
   h.format_version = FORMAT_VERSION;
   h.header_size = HEADER_SIZE;
   h.index_offset = round_up(end, 64);
@@ -377,8 +456,10 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
   h.index_checksum = fx_hash64(entries, n_entries * sizeof *entries, 0);
   h.models_offset = h.index_offset + 64 * n_entries;
   h.models_count = n_models;
-  h.models_checksum = fx_hash64(models, n_models * sizeof *models, 0);
-  h.file_size = h.models_offset + 8 * n_models;
+  h.keys_offset = h.models_offset + 64 * n_models;
+  h.keys_count = n_keys;
+  h.models_checksum = fx_hash64(table, table_bytes, 0);
+  h.file_size = h.models_offset + table_bytes;
   h.blob_bytes = blob_bytes;
   h.dedup_saved = (cur ? cur->dedup_saved : 0) + dedup_bytes;
 #if defined(__x86_64__)
@@ -391,7 +472,7 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
   h.header_checksum = fx_hash64(&h, offsetof(fx_cache_header, header_checksum), 0);
   /* The header goes last: a file cut short anywhere fails validation. */
   if (pwrite_all(fd, entries, n_entries * sizeof *entries, h.index_offset) ||
-      pwrite_all(fd, models, n_models * sizeof *models, h.models_offset) ||
+      pwrite_all(fd, table, table_bytes, h.models_offset) ||
       ftruncate(fd, (off_t)h.file_size) || pwrite_all(fd, &h, sizeof h, 0) || fsync(fd)) {
     say(msg, msg_len, "writing the cache failed: %s", strerror(errno));
     goto out;
@@ -417,7 +498,7 @@ out:
   if (tmp_path[0]) unlink(tmp_path);
   fx_cache_map_unref(cur);
   free(entries);
-  free(models);
+  free(table);
   flock(lock, LOCK_UN);
   close(lock);
   return result;

@@ -14,6 +14,22 @@ typedef struct {
   uint64_t zero[2];
 } fx_cache_entry;
 
+/* One load a file served: its fingerprint (hash of the keys it asked for), the identity of the
+ * model file it read (dev = ino = 0 when unknown or too recent to trust), and the keys it asked
+ * for in order, so a later load of the same unchanged file can skip hashing the weights. */
+typedef struct {
+  uint64_t fingerprint, dev, ino, size;
+  int64_t mtime_ns, ctime_ns;
+  uint64_t first_key;
+  uint32_t n_keys, machine; /* machine: packing family of the loader (keys differ per ISA) */
+} fx_cache_model;
+
+typedef struct {
+  uint64_t key_hi, key_lo;
+  uint32_t algo, layout_version;
+  uint64_t size;
+} fx_cache_keyref;
+
 /* A validated, read-only, shared mapping of one cache file version (refcounted: packed
  * weights in use keep it alive after a newer file replaces it). */
 typedef struct fx_cache_map {
@@ -22,8 +38,10 @@ typedef struct fx_cache_map {
   size_t size;
   const fx_cache_entry *entries; /* sorted */
   uint64_t n_entries;
-  const uint64_t *models;        /* sorted fingerprints */
+  const fx_cache_model *models;  /* sorted by (fingerprint, dev, ino) */
   uint64_t n_models;
+  const fx_cache_keyref *keys;   /* the models' key lists */
+  uint64_t n_keys;
   uint64_t blob_bytes, dedup_saved;
 } fx_cache_map;
 
@@ -35,6 +53,11 @@ void fx_cache_map_unref(fx_cache_map *m);
 const fx_cache_entry *fx_cache_find(const fx_cache_map *m, uint64_t hi, uint64_t lo, uint32_t algo,
                                     uint32_t version);
 int fx_cache_has_model(const fx_cache_map *m, uint64_t fingerprint);
+/* The record of a load of exactly this model file (same dev, inode, size, times) made on a
+ * machine packing the same way, or NULL. */
+const fx_cache_model *fx_cache_find_file(const fx_cache_map *m, const fx_cache_model *id);
+/* The file already holds exactly this record (so a load adding nothing need not write). */
+int fx_cache_has_record(const fx_cache_map *m, const fx_cache_model *r);
 
 /* A blob a writer adds: its bytes, or a function that packs them straight into the new
  * file's pages (no intermediate copy). `done` is called once the bytes are in place. */
@@ -48,11 +71,12 @@ typedef struct {
 } fx_cache_blob;
 
 /* Under an exclusive lock on <path>.lock: re-reads the current file, and if it lacks any of
- * `blobs` or the model, writes a new version (temp + fsync + rename) holding the old blobs,
- * the missing ones and the model. Returns the mapping of the file now at `path` (which holds
+ * `blobs` or the model record (model->n_keys keys), writes a new version (temp + fsync +
+ * rename) holding the old blobs and records, the missing blobs and this record (replacing
+ * one with the same fingerprint, dev and inode). Returns the mapping of the file now at `path` (which holds
  * every blob), or NULL with msg set (disk full, unwritable directory, ...). dedup_bytes: what
  * this model asked for that was already stored. */
 fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
-                              uint64_t model_fingerprint, uint64_t dedup_bytes,
-                              char *msg, size_t msg_len);
+                              const fx_cache_model *model, const fx_cache_keyref *keys,
+                              uint64_t dedup_bytes, char *msg, size_t msg_len);
 #endif

@@ -49,11 +49,26 @@ size_t fx_gemm_packed_floats(int n, int k, int nr) {
   return panels * (size_t)nr * (size_t)(k + 1);
 }
 
+/* Panel p holds columns [p*nr, p*nr+nr): its bias, then for each kk the nr weights
+ * w[n0+j][kk]. A transposition: done 16 kk at a time so each source row is read one cache
+ * line at a time and the 16 x nr destination tile stays in L1. */
+#define FX_PACK_BLOCK 16
+
 void fx_gemm_pack(int n, int k, int nr, const float *w, const float *bias, float *dst) {
   for (int n0 = 0; n0 < n; n0 += nr) {
-    for (int j = 0; j < nr; j++) *dst++ = (bias && n0 + j < n) ? bias[n0 + j] : 0.0f;
-    for (int kk = 0; kk < k; kk++)
-      for (int j = 0; j < nr; j++)
-        *dst++ = n0 + j < n ? w[(size_t)(n0 + j) * (size_t)k + (size_t)kk] : 0.0f;
+    const int cols = n - n0 < nr ? n - n0 : nr;
+    for (int j = 0; j < nr; j++) dst[j] = (bias && j < cols) ? bias[n0 + j] : 0.0f;
+    float *panel = dst + nr;
+    for (int k0 = 0; k0 < k; k0 += FX_PACK_BLOCK) {
+      const int kb = k - k0 < FX_PACK_BLOCK ? k - k0 : FX_PACK_BLOCK;
+      float *tile = panel + (size_t)k0 * (size_t)nr;
+      for (int j = 0; j < cols; j++) {
+        const float *src = w + (size_t)(n0 + j) * (size_t)k + (size_t)k0;
+        for (int t = 0; t < kb; t++) tile[(size_t)t * (size_t)nr + (size_t)j] = src[t];
+      }
+      for (int j = cols; j < nr; j++) /* zero columns past n */
+        for (int t = 0; t < kb; t++) tile[(size_t)t * (size_t)nr + (size_t)j] = 0.0f;
+    }
+    dst += (size_t)nr * (size_t)(k + 1);
   }
 }
