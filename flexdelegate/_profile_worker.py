@@ -19,6 +19,9 @@ import time
 STAGES = ("compile", "first_load", "subsequent_load", "inference")
 # Profiled invokes for the per-op table: per-op times are averages, so a few suffice.
 PROFILE_INVOKES = 10
+# The parts of delegate.stats() the parent reports.
+STATS_KEYS = ("nodes_total", "nodes_delegated", "partitions", "fallback", "cache", "gemm_kernel",
+              "threads")
 
 
 def _delegate(args, profile: bool = False):
@@ -46,8 +49,8 @@ def _measured(fn):
 
 
 def _load_stage(args) -> dict:
-    from .run import make_interpreter
     from . import memstat
+    from .run import make_interpreter
     dropped = None
     if args.stage == "first_load":
         dropped = memstat.drop_page_cache(args.model) & memstat.drop_page_cache(args.cache)
@@ -59,8 +62,7 @@ def _load_stage(args) -> dict:
     if dropped is not None:
         figures["page_cache_dropped"] = bool(dropped)
     stats = delegate.stats()
-    figures["stats"] = {k: stats.get(k) for k in ("nodes_total", "nodes_delegated", "partitions",
-                                                  "fallback", "cache", "gemm_kernel", "threads")}
+    figures["stats"] = {k: stats.get(k) for k in STATS_KEYS}
     del it
     return figures
 
@@ -106,8 +108,7 @@ def _inference_stage(args) -> dict:
         pit.invoke()
     stats = pdelegate.stats()
     figures["ops"] = stats.get("ops", [])
-    figures["stats"] = {k: stats.get(k) for k in ("nodes_total", "nodes_delegated", "partitions",
-                                                  "fallback", "cache", "gemm_kernel", "threads")}
+    figures["stats"] = {k: stats.get(k) for k in STATS_KEYS}
     return figures
 
 
@@ -133,6 +134,8 @@ def main(argv=None) -> int:
     except Exception as e:  # reported by the parent as one line
         print(json.dumps({"error": str(e) or type(e).__name__, "pid": os.getpid()}))
         return 1
+    except KeyboardInterrupt:  # Ctrl-C reaches the whole process group; the parent reports it
+        return 130
     result["pid"] = os.getpid()
     result["stage"] = args.stage
     print(json.dumps(result))

@@ -10,7 +10,7 @@ import argparse
 import sys
 import time
 
-from .profile import Bar, ProfileError, check_model, check_options
+from .profile import Bar, ProfileError, check_model, check_options, stdout_closed
 
 
 def _timed_round(it, iterations: int, samples: list, bar: Bar, done: int) -> int:
@@ -82,6 +82,14 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("flexdelegate bench: interrupted", file=sys.stderr)
         return 130
+    try:
+        _print(args, stats)
+    except BrokenPipeError:
+        return stdout_closed()
+    return 0
+
+
+def _print(args, stats: dict) -> None:
     print(f"model:   {args.model}")
     print(f"runs:    {args.rounds} rounds x {args.iterations} invokes per engine, alternating, "
           f"{args.threads} thread(s)")
@@ -92,4 +100,3 @@ def main(argv=None) -> int:
     ratio = stats["ratio"]
     verdict = "faster" if ratio < 1 else "slower" if ratio > 1 else "even"
     print(f"ratio flex/{args.vs} (medians): {ratio:.3f} (flexdelegate {verdict})")
-    return 0

@@ -276,13 +276,20 @@ def plot(report: dict, samples_us: list, out: str) -> None:
     plt.close(fig)
 
 
+def stdout_closed() -> int:
+    """For `... | head`: the reader left; silence the interpreter's final flush, exit 1."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="flexdelegate profile", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("model", help=".tflite file")
     ap.add_argument("--budget", type=float, default=None, metavar="MB",
                     help="memory budget passed to the delegate (0 or absent = unlimited)")
-    ap.add_argument("--threads", type=int, default=None, metavar="N")
+    ap.add_argument("--threads", type=int, default=1, metavar="N")
     ap.add_argument("--iterations", type=int, default=50, metavar="K", help="timed invokes")
     ap.add_argument("--json", metavar="OUT", help="write the report as JSON")
     ap.add_argument("--plot", metavar="PNG", help="memory and latency chart (needs matplotlib)")
@@ -318,4 +325,6 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("flexdelegate profile: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return stdout_closed()
     return 0
