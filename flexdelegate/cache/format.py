@@ -204,7 +204,7 @@ def _parse(fd: int, path) -> CacheFile:
     if models_offset != index_end:
         raise bad(f"models_offset {models_offset} does not follow the index (expected {index_end})")
     models_end = models_offset + MODEL_SIZE * models_count
-    if False:
+    if keys_offset != models_end:
         raise bad(f"keys_offset {keys_offset} does not follow the model records (expected {models_end})")
     keys_end = keys_offset + KEY_SIZE * keys_count
     if keys_end != file_size:
@@ -240,7 +240,7 @@ def _parse(fd: int, path) -> CacheFile:
                       f"the blob region [{PAGE}, {index_offset})")
     # By offset alone, ties in index order, as the C loader's stable sort leaves them: an empty
     # blob at the start of another one is an overlap exactly when it comes second in the index.
-    by_offset = sorted(range(len(entries)), key=lambda i: entries[i].offset)
+    by_offset = sorted(range(len(entries)), key=lambda i: (entries[i].offset, entries[i].size))
     for a, b in zip(by_offset, by_offset[1:]):
         if entries[a].offset + entries[a].size > entries[b].offset:
             raise bad(f"blobs of entries {a} and {b} overlap "

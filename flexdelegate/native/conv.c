@@ -47,7 +47,7 @@ fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, const float *w, co
     fx_hasher h;
     fx_hasher_init(&h, algo);
     fx_hasher_update(&h, dims, sizeof dims);
-    fx_hasher_update(&h, w, wbytes);
+    fx_store_hash(store, &h, w, wbytes);
     if (bias) fx_hasher_update(&h, bias, (size_t)n * sizeof(float));
     fx_hasher_final(&h, key);
   }

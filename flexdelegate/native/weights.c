@@ -160,6 +160,18 @@ static void release_source(fx_store *s, const void *p, size_t len) {
   }
 }
 
+/* Big enough to amortise the madvise, small against any budget. */
+#define FX_HASH_CHUNK (4u << 20)
+
+void fx_store_hash(fx_store *s, fx_hasher *h, const void *p, size_t len) {
+  const uint8_t *b = p;
+  for (size_t off = 0; off < len; off += FX_HASH_CHUNK) {
+    size_t n = len - off < FX_HASH_CHUNK ? len - off : FX_HASH_CHUNK;
+    fx_hasher_update(h, b + off, n);
+    release_source(s, b + off, n);
+  }
+}
+
 static fx_wref *from_map(fx_cache_map *m, const fx_cache_entry *e, size_t size) {
   if (e->size != size) return NULL; /* same key, other size: never trust it */
   fx_wref *w = calloc(1, sizeof *w);

@@ -57,6 +57,10 @@ int fx_wref_verify(fx_wref *w);
 int fx_wref_damaged(const fx_wref *w);
 /* A private in-memory packing, outside any store (replacing a damaged blob). */
 fx_wref *fx_wref_packed(size_t size, fx_pack_fn pack, void *ctx);
+/* Hashes model bytes into h a few MB at a time, dropping each chunk's pages from RSS once
+ * hashed (when they are a read-only file mapping), so validating a 400 MB weight does not
+ * make it resident. */
+void fx_store_hash(fx_store *s, fx_hasher *h, const void *p, size_t len);
 /* Packs everything pending: into the cache file (adding the load's fingerprint: the keys it
  * asked for), else into memory with a warning. After it, every wref has data. */
 void fx_store_commit(fx_store *s);

@@ -1,16 +1,22 @@
 """`python -m flexdelegate cache ...`: output, exit codes, one-line errors."""
 import json
 import os
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from flexdelegate._native import hash64
 from flexdelegate.cache import info, read_cache, write_cache
+from flexdelegate.cache.format import ModelRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOBS = [(1, 2, 0x10004, 1, b"p" * 3000), (5, 6, 0x20008, 1, b"q" * 9000)]
+# Two records of one model: without a file identity, and from a recorded model file.
+MODELS = [42, ModelRecord(42, dev=2049, ino=1234, size=777, mtime_ns=10**18, ctime_ns=10**18, machine=0x10004,
+                          keys=tuple((*b[:4], len(b[4])) for b in BLOBS))]
 
 
 def run(*args):
@@ -28,7 +34,7 @@ def assert_one_line_error(r, code):
 @pytest.fixture
 def cache(tmp_path):
     path = tmp_path / "c.fxc"
-    write_cache(path, BLOBS, [42], producer="cli test", dedup_saved_bytes=123)
+    write_cache(path, BLOBS, MODELS, producer="cli test", dedup_saved_bytes=123)
     return path
 
 
@@ -40,7 +46,9 @@ def test_top_level_help_lists_both_commands():
 def test_info(cache):
     r = run("cache", "info", cache)
     assert r.returncode == 0, r.stderr
-    for text in ("cli test", "blobs:             2", "models served:     1", "0x10004 x1", "0x20008 x1"):
+    assert read_cache(cache).models_count == 2
+    for text in ("cli test", "format version:    2", "blobs:             2", "models served:     1",
+                 "0x10004 x1", "0x20008 x1"):
         assert text in r.stdout
     r = run("cache", "info", "--json", cache)
     assert r.returncode == 0, r.stderr
@@ -67,9 +75,13 @@ def test_bad_paths(tmp_path, cache, action):
     (tmp_path / "empty.fxc").write_bytes(b"")
     (tmp_path / "garbage.fxc").write_bytes(os.urandom(5000))
     (tmp_path / "link.fxc").symlink_to(cache)
+    old = bytearray(cache.read_bytes())  # the same file, labelled format version 1
+    struct.pack_into("<I", old, 8, 1)
+    struct.pack_into("<Q", old, 248, hash64(bytes(old[:248])))
+    (tmp_path / "v1.fxc").write_bytes(bytes(old))
     for name, code, text in [("missing.fxc", 2, "no such file"), (".", 2, "is a directory"),
                              ("link.fxc", 2, "symlink"), ("empty.fxc", 1, "empty file"),
-                             ("garbage.fxc", 1, "bad magic")]:
+                             ("garbage.fxc", 1, "bad magic"), ("v1.fxc", 1, "unsupported format_version 1")]:
         r = run("cache", action, tmp_path / name)
         if action == "verify" and code == 1:  # a damaged file: verify's report, on stdout
             lines = r.stdout.splitlines()

@@ -1,4 +1,4 @@
-"""Cache file reader, validator and reference writer (flexdelegate/cache/FORMAT.md)."""
+"""Cache file reader, validator and reference writer (flexdelegate/cache/FORMAT.md, version 2)."""
 import os
 import stat
 import struct
@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from flexdelegate._native import hash64
 from flexdelegate.cache import (CacheError, CacheOpenError, build_cache, read_cache,
                                 verify_blobs, write_cache)
-from flexdelegate.cache.format import ENTRY_SIZE, HEADER_SIZE, PAGE, _ENTRY, _HEADER
+from flexdelegate.cache.format import (ENTRY_SIZE, FORMAT_VERSION, HEADER_SIZE, KEY_SIZE, MODEL_SIZE,
+                                       PAGE, RESERVED_AT, ModelRecord)
 
 # Three blobs, deliberately given out of key order and with sizes that leave gaps.
 BLOBS = [
@@ -19,7 +20,11 @@ BLOBS = [
     (2, 9, 0x10004, 3, b"\x01\x02\x03"),
     (7, 1, 0x10004, 3, b"w" * 100),               # same weights, other algo
 ]
-MODELS = [0xDEADBEEF, 5, 0xDEADBEEF]
+KEYS = tuple((*b[:4], len(b[4])) for b in BLOBS)  # what one load asked for, in its order
+# A load of a model file with a recorded identity (negative mtime: the field is signed).
+REC = ModelRecord(0xDEADBEEF, dev=0x803, ino=123456, size=98765, mtime_ns=-5,
+                  ctime_ns=1_700_000_000_123_456_789, machine=0x20008, keys=KEYS)
+MODELS = [0xDEADBEEF, 5, 0xDEADBEEF, REC]  # bare fingerprints: records without identity or keys
 
 
 @pytest.fixture
@@ -29,23 +34,65 @@ def valid(tmp_path):
     return path
 
 
-def forge(path, entries=(), models=(), blob_region=b"", *, index_pad=0, fix=True, **fields):
+# The layout, spelled out from FORMAT.md rather than taken from format.py, so that the tests check
+# the reader against the spec (and the C loader, see test_c_written_file_is_accepted).
+HEADER_FIELDS = {  # name: (offset, struct format)
+    "magic": (0, "8s"), "version": (8, "I"), "header_size": (12, "I"), "file_size": (16, "Q"),
+    "index_offset": (24, "Q"), "index_count": (32, "Q"), "index_checksum": (40, "Q"),
+    "models_offset": (48, "Q"), "models_count": (56, "Q"), "models_checksum": (64, "Q"),
+    "blob_bytes": (72, "Q"), "dedup": (80, "Q"), "producer": (88, "64s"),
+    "keys_offset": (152, "Q"), "keys_count": (160, "Q"), "reserved": (168, "80s"),
+}
+ENTRY = struct.Struct("<QQIIQQQ16s")   # key_hi key_lo algo layout offset size checksum zero
+RECORD = struct.Struct("<QQQQqqQII")   # fingerprint dev ino size mtime ctime first_key n_keys machine
+KEY = struct.Struct("<QQIIQ")          # key_hi key_lo algo layout size
+
+
+def test_layout_matches_format_md():
+    assert (HEADER_SIZE, ENTRY_SIZE, MODEL_SIZE, KEY_SIZE, PAGE) == (256, 64, 64, 32, 4096)
+    assert (FORMAT_VERSION, RESERVED_AT) == (2, 168)
+    assert (ENTRY.size, RECORD.size, KEY.size) == (64, 64, 32)
+    ends = sorted((o, o + struct.calcsize("<" + f)) for o, f in HEADER_FIELDS.values())
+    assert all(a[1] == b[0] for a, b in zip(ends, ends[1:])) and ends[-1][1] == 248  # then the checksum
+
+
+def pack_header(fix=True, **fields) -> bytes:
+    h = bytearray(HEADER_SIZE)
+    for name, value in fields.items():
+        offset, fmt = HEADER_FIELDS[name]
+        struct.pack_into("<" + fmt, h, offset, value)
+    struct.pack_into("<Q", h, 248, hash64(bytes(h[:248])) if fix else 0)
+    return bytes(h)
+
+
+def record(m):
+    """A raw record tuple: m itself, or a bare fingerprint (no identity, no keys)."""
+    return (m, 0, 0, 0, 0, 0, 0, 0, 0) if isinstance(m, int) else m
+
+
+def forge(path, entries=(), models=(), blob_region=b"", keys=(), *, index_pad=0, tail=b"", fix=True,
+          **fields):
     """Writes a file with arbitrary content but consistent checksums (unless a checksum field
-    is overridden), to reach the checks behind them. entries: (hi, lo, algo, layout, off, size, sum)."""
+    is overridden), to reach the checks behind them. entries: (hi, lo, algo, layout, off, size,
+    sum); models: fingerprints or raw records (fp, dev, ino, size, mtime, ctime, first_key,
+    n_keys, machine); keys: (hi, lo, algo, layout, size); tail: bytes after the key list."""
     blob_region += bytes(-len(blob_region) % ENTRY_SIZE)  # index_offset is 64-aligned
-    index = b"".join(_ENTRY.pack(*e, b"") for e in entries)
-    table = struct.pack(f"<{len(models)}Q", *models)
+    index = b"".join(ENTRY.pack(*e, b"") for e in entries)
+    records = b"".join(RECORD.pack(*record(m)) for m in models)
+    key_list = b"".join(KEY.pack(*k) for k in keys)
     index_offset = PAGE + len(blob_region) + index_pad
-    h = dict(magic=b"FLXCACHE", version=1, header_size=HEADER_SIZE,
-             file_size=index_offset + len(index) + len(table), index_offset=index_offset,
+    models_offset = index_offset + len(index)
+    keys_offset = models_offset + len(records)
+    h = dict(magic=b"FLXCACHE", version=2, header_size=HEADER_SIZE,
+             file_size=keys_offset + len(key_list) + len(tail), index_offset=index_offset,
              index_count=len(entries), index_checksum=hash64(index),
-             models_offset=index_offset + len(index), models_count=len(models),
-             models_checksum=hash64(table), blob_bytes=sum(e[5] for e in entries) % (1 << 64), dedup=0,
-             producer=b"forged", reserved=b"")
+             models_offset=models_offset, models_count=len(models),
+             models_checksum=hash64(records + key_list + tail),
+             blob_bytes=sum(e[5] for e in entries) % (1 << 64), dedup=0, producer=b"forged",
+             keys_offset=keys_offset, keys_count=len(keys), reserved=b"")
     h.update(fields)
-    header = _HEADER.pack(*h.values(), 0)[:HEADER_SIZE - 8]
-    header += struct.pack("<Q", hash64(header) if fix else 0)
-    data = header + bytes(PAGE - HEADER_SIZE) + blob_region + bytes(index_pad) + index + table
+    data = (pack_header(fix, **h) + bytes(PAGE - HEADER_SIZE) + blob_region + bytes(index_pad) + index
+            + records + key_list + tail)
     path.write_bytes(data)
     return path
 
@@ -58,11 +105,13 @@ def blob_entry(key, offset, data, algo=1, layout=1):
 
 def test_round_trip(valid):
     cf = read_cache(valid)
-    assert cf.format_version == 1 and cf.header_size == 256
+    assert cf.format_version == 2 and cf.header_size == 256
     assert cf.file_size == os.path.getsize(valid)
     assert cf.producer == "test producer"
     assert cf.dedup_saved_bytes == 4096
-    assert cf.models == [5, 0xDEADBEEF] and cf.models_count == 2  # sorted, deduplicated
+    # Sorted by (fingerprint, dev, ino); the duplicate bare fingerprint is dropped.
+    assert cf.models == [ModelRecord(5), ModelRecord(0xDEADBEEF), REC] and cf.models_count == 3
+    assert cf.fingerprints == {5, 0xDEADBEEF}
     assert [e.key for e in cf.entries] == sorted(b[:4] for b in BLOBS)
     assert cf.blob_bytes == sum(len(b[4]) for b in BLOBS)
     raw = valid.read_bytes()
@@ -72,7 +121,53 @@ def test_round_trip(valid):
         assert e.layout_version == 3 and e.offset % PAGE == 0 and e.offset >= PAGE
         assert raw[e.offset:e.offset + e.size] == data and e.checksum == hash64(data)
     assert cf.index_offset % 64 == 0 and cf.models_offset == cf.index_offset + 64 * len(BLOBS)
+    assert cf.keys_offset == cf.models_offset + 64 * 3 and cf.keys_count == len(KEYS)
+    assert cf.file_size == cf.keys_offset + 32 * len(KEYS)
     assert verify_blobs(valid) == []
+
+
+def test_records_round_trip_byte_exact(valid):
+    """The records and keys are where FORMAT.md puts them, field by field."""
+    cf, raw = read_cache(valid), valid.read_bytes()
+    assert raw[152:168] == struct.pack("<QQ", cf.keys_offset, cf.keys_count)
+    assert raw[48:64] == struct.pack("<QQ", cf.models_offset, cf.models_count)
+    recs = [RECORD.unpack_from(raw, cf.models_offset + 64 * i) for i in range(cf.models_count)]
+    assert recs == [(5, 0, 0, 0, 0, 0, 0, 0, 0), (0xDEADBEEF, 0, 0, 0, 0, 0, 0, 0, 0),
+                    (0xDEADBEEF, 0x803, 123456, 98765, -5, 1_700_000_000_123_456_789, 0, 3, 0x20008)]
+    assert [KEY.unpack_from(raw, cf.keys_offset + 32 * i) for i in range(3)] == list(KEYS)
+    assert struct.unpack_from("<Q", raw, 64)[0] == hash64(raw[cf.models_offset:])  # records and keys
+
+
+def test_model_records_round_trip_with_keys(tmp_path):
+    """Several records, one fingerprint with several file identities, keys in load order
+    (repeats allowed: a load asks for shared weights twice), given out of order."""
+    k = [(i, i * 7, 0x10004 + i, 1, 100 * i + 1) for i in range(5)]
+    recs = [
+        ModelRecord(9, dev=1, ino=7, size=10, mtime_ns=1, ctime_ns=2, machine=1, keys=(k[4], k[0], k[4])),
+        ModelRecord(9, dev=1, ino=3, size=11, mtime_ns=3, ctime_ns=4, machine=1, keys=(k[1],)),
+        ModelRecord(2, keys=(k[2], k[3])),                     # no identity: racy or not a file
+        ModelRecord(9, dev=0, ino=(1 << 64) - 1, machine=(1 << 32) - 1),  # no keys at all
+        ModelRecord((1 << 64) - 1, dev=(1 << 64) - 1, ino=(1 << 64) - 1, size=(1 << 64) - 1,
+                    mtime_ns=-(1 << 63), ctime_ns=(1 << 63) - 1, keys=tuple(k)),
+    ]
+    path = tmp_path / "r.fxc"
+    write_cache(path, [(1, 2, 3, 4, b"x")], recs)
+    cf = read_cache(path)
+    assert cf.models == sorted(recs, key=lambda r: r.order) == [recs[2], recs[3], recs[1], recs[0], recs[4]]
+    # Keys given as lists are written the same (and come back as tuples).
+    as_lists = [ModelRecord(2, keys=[list(k[2]), list(k[3])]), *recs[3:], *recs[:2]]
+    assert build_cache([(1, 2, 3, 4, b"x")], as_lists) == path.read_bytes()
+    assert cf.keys_count == 3 + 1 + 2 + 5 and cf.fingerprints == {2, 9, (1 << 64) - 1}
+    assert path.read_bytes() == build_cache([(1, 2, 3, 4, b"x")], cf.models)  # read, rewrite: same bytes
+    assert verify_blobs(path) == []
+
+
+def test_duplicate_record_identity_is_kept_once(tmp_path):
+    """(fingerprint, dev, ino) is a record's identity: two of them cannot be in one file."""
+    path = tmp_path / "d.fxc"
+    write_cache(path, [], [ModelRecord(4, dev=1, ino=2, size=5), ModelRecord(4, dev=1, ino=2, size=6), 4, 4])
+    cf = read_cache(path)
+    assert [m.order for m in cf.models] == [(4, 0, 0), (4, 1, 2)]
 
 
 def test_writer_file_hygiene(tmp_path):
@@ -98,12 +193,13 @@ def test_writer_replaces_and_cleans_dead_temps(tmp_path, valid):
     assert not stale.exists() and live.exists() and other.exists()
     assert live.read_bytes() == b"partial"
     cf = read_cache(valid)
-    assert len(cf.entries) == 1 and cf.models == [1]
+    assert len(cf.entries) == 1 and cf.models == [ModelRecord(1)] and cf.keys_count == 0
 
 
 def test_empty_cache(tmp_path):
     cf = read_cache(forge(tmp_path / "e.fxc"))
     assert cf.entries == [] and cf.models == [] and cf.file_size == PAGE
+    assert cf.keys_offset == cf.models_offset == cf.index_offset == PAGE and cf.keys_count == 0
     write_cache(tmp_path / "w.fxc", [], [])
     assert read_cache(tmp_path / "w.fxc").file_size == PAGE
 
@@ -115,6 +211,20 @@ def test_empty_cache(tmp_path):
     ([(0, 0, 1 << 32, 0, b"a")], [], {}, "algo"),
     ([(0, 0, 0, 0, b"")], [], {}, "empty blob"),
     ([], [1 << 64], {}, "model fingerprint"),
+    ([], [-1], {}, "model fingerprint"),
+    ([], [ModelRecord(1 << 64)], {}, "fingerprint"),
+    ([], [ModelRecord(1, dev=-1)], {}, "dev"),
+    ([], [ModelRecord(1, ino=1 << 64)], {}, "ino"),
+    ([], [ModelRecord(1, size=-1)], {}, "size"),
+    ([], [ModelRecord(1, machine=1 << 32)], {}, "machine"),
+    ([], [ModelRecord(1, mtime_ns=1 << 63)], {}, "mtime_ns"),
+    ([], [ModelRecord(1, ctime_ns=-(1 << 63) - 1)], {}, "ctime_ns"),
+    ([], [ModelRecord(1, mtime_ns=1.5)], {}, "mtime_ns"),
+    ([], [ModelRecord(1, keys=((1, 2, 3, 4),))], {}, "key must be"),
+    ([], [ModelRecord(1, keys=(7,))], {}, "key must be"),
+    ([], [ModelRecord(1, keys=7)], {}, "keys must be a sequence"),
+    ([], [ModelRecord(1, keys=((1, 2, 1 << 32, 4, 5),))], {}, "key algo"),
+    ([], [ModelRecord(1, keys=((1, 2, 3, 4, -5),))], {}, "key size"),
     ([], [], {"producer": "x" * 64}, "producer"),
     ([], [], {"dedup_saved_bytes": -1}, "dedup_saved_bytes"),
 ])
@@ -169,6 +279,13 @@ def patch(path, offset, data):
     path.write_bytes(bytes(raw))
 
 
+def patch_header(path, offset, data):
+    """Patches header bytes and recomputes the header checksum (only the field changes)."""
+    patch(path, offset, data)
+    raw = path.read_bytes()
+    patch(path, 248, struct.pack("<Q", hash64(raw[:248])))
+
+
 def test_bad_magic(valid):
     patch(valid, 0, b"FLXCACHF")
     with pytest.raises(CacheError, match="bad magic"):
@@ -176,7 +293,8 @@ def test_bad_magic(valid):
 
 
 @pytest.mark.parametrize("fields, match", [
-    ({"version": 2}, "unsupported format_version 2"),
+    ({"version": 1}, "unsupported format_version 1"),  # a version 1 file is rebuilt, not misread
+    ({"version": 3}, "unsupported format_version 3"),
     ({"header_size": 512}, "header_size 512"),
     ({"file_size": PAGE + 1}, "file_size 4097 in header but the file has 4096 bytes"),
     ({"index_offset": PAGE + 8}, "index_offset 4104 must be a multiple of 64"),
@@ -184,7 +302,15 @@ def test_bad_magic(valid):
     ({"index_count": 1 << 63}, "runs past the end of the file"),
     ({"index_count": (1 << 64) - 1, "models_count": (1 << 64) - 1}, "runs past the end"),
     ({"models_offset": PAGE + 64}, "models_offset 4160 does not follow the index"),
-    ({"models_count": 1}, "does not end at the end of the file"),
+    ({"models_count": 1}, r"keys_offset 4096 does not follow the model records \(expected 4160\)"),
+    ({"models_count": 1, "keys_offset": PAGE + 64}, "do not end at the end of the file"),
+    # 64 × 2**58 wraps to 0 in u64 arithmetic: the chain must not look consistent.
+    ({"models_count": 1 << 58}, "keys_offset 4096 does not follow the model records"),
+    ({"keys_offset": PAGE + 32}, r"keys_offset 4128 does not follow the model records \(expected 4096\)"),
+    ({"keys_offset": PAGE - 64}, "keys_offset 4032 does not follow"),
+    ({"keys_count": 1}, r"\[4096, 4128\) \(0 records, 1 keys\) do not end at the end of the file \(4096"),
+    ({"keys_count": (1 << 64) - 1}, "do not end at the end of the file"),
+    ({"keys_count": 1 << 59}, "do not end at the end of the file"),  # 32 × 2**59 wraps to 0
     ({"index_checksum": 1}, "index checksum mismatch"),
     ({"models_checksum": 1}, "model table checksum mismatch"),
 ])
@@ -192,6 +318,32 @@ def test_bad_header_fields(tmp_path, fields, match):
     path = forge(tmp_path / "f.fxc", **fields)
     with pytest.raises(CacheError, match=match):
         read_cache(path)
+
+
+def test_file_size_must_end_at_the_keys(tmp_path):
+    """file_size = keys_offset + 32 × keys_count: nothing may follow the key list, even bytes
+    the header's size and the model checksum account for."""
+    for tail in (b"k" * 32, b"\0" * 64, b"r" * 64 + b"k" * 32):
+        with pytest.raises(CacheError, match=r"\(1 records, 1 keys\) do not end at the end of the file"):
+            read_cache(forge(tmp_path / "f.fxc", models=[(1, 0, 0, 0, 0, 0, 0, 1, 0)],
+                             keys=[(1, 2, 3, 4, 5)], tail=tail))
+    read_cache(forge(tmp_path / "f.fxc", models=[(1, 0, 0, 0, 0, 0, 0, 1, 0)], keys=[(1, 2, 3, 4, 5)]))
+
+
+def test_header_fields_are_where_format_md_says(valid):
+    """keys_offset@152 and keys_count@160 are read from there (not from the reserved area)."""
+    cf = read_cache(valid)
+    raw = valid.read_bytes()
+    for offset, value in ((152, cf.keys_offset + 32), (160, cf.keys_count + 1), (160, cf.keys_count - 1),
+                          (56, cf.models_count + 1)):
+        valid.write_bytes(raw)
+        patch_header(valid, offset, struct.pack("<Q", value))
+        with pytest.raises(CacheError, match="keys_offset|do not end at the end of the file"):
+            read_cache(valid)
+    valid.write_bytes(raw)
+    patch_header(valid, RESERVED_AT, b"\1")  # the first reserved byte: only verify notices
+    assert read_cache(valid).keys_count == cf.keys_count
+    assert "reserved header bytes (168..248" in verify_blobs(valid)[0]
 
 
 def test_header_checksum(tmp_path, valid):
@@ -212,10 +364,44 @@ def test_size_mismatch(valid):
         read_cache(valid)
 
 
-@pytest.mark.parametrize("models", [[2, 1], [2, 2]])
-def test_model_table_must_strictly_increase(tmp_path, models):
-    with pytest.raises(CacheError, match="model table not strictly increasing at entry 1"):
+def rec(fp, dev=0, ino=0, first=0, n=0, size=0):
+    return (fp, dev, ino, size, 0, 0, first, n, 0)
+
+
+@pytest.mark.parametrize("models", [
+    [2, 1],                                        # by fingerprint
+    [2, 2],                                        # duplicate
+    [rec(2, dev=5), rec(2, dev=4)],                # same fingerprint: by dev
+    [rec(2, dev=5, ino=9), rec(2, dev=5, ino=8)],  # same fingerprint and dev: by ino
+    [rec(2, 5, 9, size=1), rec(2, 5, 9, size=2)],  # same (fingerprint, dev, ino), another file state
+    [rec(1, dev=9), rec(2, dev=1), rec(2)],       # fingerprint first, then dev
+])
+def test_model_records_must_strictly_increase(tmp_path, models):
+    with pytest.raises(CacheError, match=r"model records not strictly increasing by \(fingerprint, dev, ino\) "
+                                         rf"at record {len(models) - 1}"):
         read_cache(forge(tmp_path / "f.fxc", models=models))
+
+
+def test_model_record_order_accepted(tmp_path):
+    models = [rec(1, 9, 9), rec(2, 0, 5), rec(2, 1, 0), rec(2, 1, 1), rec((1 << 64) - 1)]
+    cf = read_cache(forge(tmp_path / "f.fxc", models=models))
+    assert [m.order for m in cf.models] == [m[:3] for m in models] and cf.fingerprints == {1, 2, (1 << 64) - 1}
+
+
+K = [(i, i, 1, 1, 10) for i in range(3)]
+
+
+@pytest.mark.parametrize("first, n", [(0, 4), (1, 3), (3, 1), (4, 0), ((1 << 64) - 1, 2), (2, (1 << 32) - 1)])
+def test_record_keys_must_lie_within_the_key_list(tmp_path, first, n):
+    with pytest.raises(CacheError, match=rf"model record 1 keys \[{first}, {first + n}\) outside the 3 keys"):
+        read_cache(forge(tmp_path / "f.fxc", models=[rec(1, n=3), rec(2, first=first, n=n)], keys=K))
+
+
+def test_record_key_ranges_may_share_and_be_empty(tmp_path):
+    """Not stricter than FORMAT.md: ranges may overlap, be empty, end at the last key."""
+    models = [rec(1, n=2), rec(2, first=1, n=2), rec(3, first=3, n=0), rec(4, first=0, n=3), rec(5, first=2, n=1)]
+    cf = read_cache(forge(tmp_path / "f.fxc", models=models, keys=K))
+    assert [m.keys for m in cf.models] == [tuple(K[:2]), tuple(K[1:]), (), tuple(K), (K[2],)]
 
 
 def test_same_weights_two_layout_versions(tmp_path):
@@ -236,10 +422,12 @@ def test_index_and_model_checksums(valid):
     patch(valid, cf.index_offset + 50, b"\1")  # reserved bytes of an entry are covered too
     with pytest.raises(CacheError, match="index checksum mismatch"):
         read_cache(valid)
-    valid.write_bytes(raw)
-    patch(valid, cf.models_offset, b"\0")
-    with pytest.raises(CacheError, match="model table checksum mismatch"):
-        read_cache(valid)
+    # One checksum covers the records and the key lists after them.
+    for offset in (cf.models_offset, cf.models_offset + 64 * 2 + 60, cf.keys_offset, cf.file_size - 1):
+        valid.write_bytes(raw)
+        patch(valid, offset, bytes([raw[offset] ^ 1]))
+        with pytest.raises(CacheError, match="model table checksum mismatch"):
+            read_cache(valid)
 
 
 # ------------------------------------------------------------------------------- index entries
@@ -267,11 +455,15 @@ def test_bad_entries(tmp_path, pages, entries, match):
 
 
 def test_forged_valid_file_is_accepted(tmp_path):
-    """Adjacent blobs and a padded index are fine: the checks are not stricter than FORMAT.md."""
+    """Adjacent blobs, a padded index, an empty blob ahead of another at the same offset (as the
+    C loader accepts it), records with keys: the checks are not stricter than FORMAT.md."""
     region = b"a" * PAGE + b"b" * 10
-    path = forge(tmp_path / "f.fxc", [blob_entry(1, PAGE, b"a" * PAGE), blob_entry(2, 2 * PAGE, b"b" * 10)],
-                 [3, 4], region, index_pad=PAGE)
-    assert len(read_cache(path).entries) == 2 and verify_blobs(path) == []
+    path = forge(tmp_path / "f.fxc", [blob_entry(1, PAGE, b"a" * PAGE), blob_entry(2, 2 * PAGE, b""),
+                                      blob_entry(3, 2 * PAGE, b"b" * 10)],
+                 [3, rec(4, 1, 2, n=2), rec(4, 1, 3, first=1, n=1)], region, keys=K[:2], index_pad=PAGE)
+    cf = read_cache(path)
+    assert len(cf.entries) == 3 and verify_blobs(path) == []
+    assert [m.keys for m in cf.models] == [(), tuple(K[:2]), (K[1],)]
 
 
 # ---------------------------------------------------------------------------------- verify_blobs
@@ -289,7 +481,9 @@ def test_verify_blobs_soft_checks(tmp_path):
     e = [blob_entry(1, PAGE, D)]
     assert verify_blobs(forge(tmp_path / "a.fxc", e, [1, 2], D)) == []
     assert "blob_bytes 99" in verify_blobs(forge(tmp_path / "a.fxc", e, [1], D, blob_bytes=99))[0]
-    assert "reserved header" in verify_blobs(forge(tmp_path / "a.fxc", e, [1], D, reserved=b"x"))[0]
+    for reserved in (b"x", bytes(79) + b"x"):  # header bytes 168 and 247
+        problems = verify_blobs(forge(tmp_path / "a.fxc", e, [1], D, reserved=reserved))
+        assert len(problems) == 1 and "reserved header bytes (168..248 or 256..4096)" in problems[0]
     path = forge(tmp_path / "a.fxc", e, [1], D)
     patch(path, 1000, b"x")  # page-0 padding: not covered by a checksum
     read_cache(path)
@@ -300,6 +494,39 @@ def test_verify_blobs_raises_on_invalid(valid):
     patch(valid, 0, b"X")
     with pytest.raises(CacheError, match="bad magic"):
         verify_blobs(valid)
+
+
+# ------------------------------------------------------------------------------ C interop
+
+def test_c_written_file_is_accepted(tmp_path):
+    """A file the C delegate wrote passes read_cache and verify_blobs, and its one record lists
+    the keys the load asked for, which are the index's; a file the Python writer rebuilds from
+    what it read maps completely in the C loader (warm load), which does not rewrite it."""
+    from cachecheck import run_flex, two_conv_model
+    model, path = two_conv_model(), tmp_path / "c.fxc"
+    _, stats = run_flex(model, path)
+    assert stats["cache"]["blobs_packed"] == 3
+    cf = read_cache(path)
+    assert cf.format_version == 2 and cf.producer.startswith("flexdelegate ")
+    assert cf.file_size == os.path.getsize(path) == cf.keys_offset + 32 * cf.keys_count
+    assert verify_blobs(path) == []
+    assert len(cf.entries) == 3 and len(cf.models) == 1 and cf.fingerprints == {cf.models[0].fingerprint}
+    (r,) = cf.models
+    # Loaded from memory, not from a file: no identity recorded.
+    assert (r.dev, r.ino, r.size, r.mtime_ns, r.ctime_ns) == (0, 0, 0, 0, 0)
+    assert cf.keys_count == len(r.keys) == 3
+    assert sorted(k[:4] for k in r.keys) == [e.key for e in cf.entries]
+    by_key = {e.key: e for e in cf.entries}
+    assert all(k[4] == by_key[k[:4]].size for k in r.keys)
+    # Python rewrites the same content; the C loader accepts it and maps every blob from it.
+    raw = path.read_bytes()
+    blobs = [(*e.key, raw[e.offset:e.offset + e.size]) for e in cf.entries]
+    write_cache(path, blobs, cf.models, dedup_saved_bytes=cf.dedup_saved_bytes)
+    rewritten = path.read_bytes()
+    assert read_cache(path).models == cf.models
+    _, stats = run_flex(model, path)
+    assert stats["cache"]["blobs_mapped"] == 3 and stats["cache"]["blobs_packed"] == 0
+    assert path.read_bytes() == rewritten  # the record was found: nothing to add, no rewrite
 
 
 # -------------------------------------------------------------------------------------- fuzzing
@@ -317,7 +544,9 @@ def fuzz_path(tmp_path_factory):
 def layout(tmp_path_factory):
     path = tmp_path_factory.mktemp("layout") / "v.fxc"
     path.write_bytes(VALID)
-    return read_cache(path)
+    cf = read_cache(path)
+    assert cf.keys_count > 0 and cf.models_count > 1  # the flips reach records and keys too
+    return cf
 
 
 def outcome(path, data):
@@ -338,10 +567,10 @@ def test_fuzz_single_flip_is_classified(fuzz_path, layout, pos, xor):
     got = outcome(fuzz_path, bytes(data))
     blob = next((i for i, e in enumerate(layout.entries) if e.offset <= pos < e.offset + e.size), None)
     if pos < HEADER_SIZE or pos >= layout.index_offset:
-        assert isinstance(got, CacheError)  # header, index and model table are checksummed
+        assert isinstance(got, CacheError)  # header, index, model records and keys are checksummed
     else:
         assert not isinstance(got, CacheError), got  # padding or blob contents
-        assert got.entries == layout.entries
+        assert got.entries == layout.entries and got.models == layout.models
         problems = verify_blobs(fuzz_path)
         if blob is not None:
             assert problems and f": blob {blob} " in problems[0]
@@ -375,53 +604,73 @@ def test_fuzz_extension(fuzz_path, tail):
 
 
 @FUZZ
-@given(st.sampled_from([b"", b"FLXCACHE", b"FLXCACHE\1\0\0\0\0\1\0\0"]), st.binary(max_size=6000))
+@given(st.sampled_from([b"", b"FLXCACHE", b"FLXCACHE\1\0\0\0\0\1\0\0", b"FLXCACHE\2\0\0\0\0\1\0\0"]),
+       st.binary(max_size=6000))
 def test_fuzz_random_bytes(fuzz_path, prefix, body):
     assert isinstance(outcome(fuzz_path, prefix + body), CacheError)
 
 
 U64 = st.integers(0, (1 << 64) - 1)
-COUNT = st.one_of(st.integers(0, 70), U64)
+COUNT = st.one_of(st.integers(0, 70), U64, st.sampled_from([1 << 58, 1 << 59, 1 << 63]))
 
 
 @FUZZ
-@given(st.one_of(st.integers(0, 130).map(lambda k: PAGE + 64 * k), U64), COUNT, COUNT,
+@given(st.one_of(st.integers(0, 130).map(lambda k: PAGE + 64 * k), U64), COUNT, COUNT, COUNT,
        st.booleans(), st.lists(U64, min_size=3, max_size=3), st.binary(max_size=64),
        st.integers(0, 3 * PAGE), st.booleans())
-def test_fuzz_forged_header(fuzz_path, index_offset, index_count, models_count, chained, other,
-                            producer, body_size, honest_size):
+def test_fuzz_forged_header(fuzz_path, index_offset, index_count, models_count, keys_count, chained,
+                            other, producer, body_size, honest_size):
     """Random header fields behind a correct header checksum reach the table checks."""
-    models_offset = index_offset + 64 * index_count if chained else other[0]
-    fit = models_offset + 8 * models_count - PAGE
+    mask = (1 << 64) - 1  # the offsets are u64: a chain that wraps must still be rejected
+    models_offset = (index_offset + 64 * index_count) & mask if chained else other[0]
+    keys_offset = (models_offset + 64 * models_count) & mask if chained else other[1]
+    fit = keys_offset + 32 * keys_count - PAGE
     if chained and 0 <= fit <= 3 * PAGE and body_size % 2:
         body_size = fit  # a file exactly as long as the tables say: reaches the checksums
     file_size = PAGE + body_size if honest_size else other[1]
-    header = _HEADER.pack(b"FLXCACHE", 1, HEADER_SIZE, file_size, index_offset, index_count,
-                          other[2], models_offset % (1 << 64), models_count, other[2], other[0],
-                          other[1], producer, b"", 0)[:HEADER_SIZE - 8]
-    data = header + struct.pack("<Q", hash64(header)) + bytes(PAGE - HEADER_SIZE) + bytes(body_size)
-    outcome(fuzz_path, data)
+    header = pack_header(magic=b"FLXCACHE", version=2, header_size=HEADER_SIZE, file_size=file_size,
+                         index_offset=index_offset, index_count=index_count, index_checksum=other[2],
+                         models_offset=models_offset, models_count=models_count,
+                         models_checksum=other[2], blob_bytes=other[0], dedup=other[1],
+                         producer=producer, keys_offset=keys_offset, keys_count=keys_count)
+    got = outcome(fuzz_path, header + bytes(PAGE - HEADER_SIZE) + bytes(body_size))
+    if not isinstance(got, CacheError):  # only an honest chain of empty tables can pass here
+        assert got.index_count == got.models_count == got.keys_count == 0
 
 
-ENTRY = st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 3),
-                  st.one_of(st.sampled_from([0, PAGE, 2 * PAGE, 3 * PAGE, PAGE + 64]), U64),
-                  st.one_of(st.integers(0, 2 * PAGE + 1), U64), U64)
+ENTRY_T = st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.integers(0, 3),
+                    st.one_of(st.sampled_from([0, PAGE, 2 * PAGE, 3 * PAGE, PAGE + 64]), U64),
+                    st.one_of(st.integers(0, 2 * PAGE + 1), U64), U64)
+RECORD_T = st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 2), U64,
+                     st.integers(-(1 << 63), (1 << 63) - 1), st.integers(-(1 << 63), (1 << 63) - 1),
+                     st.one_of(st.integers(0, 5), U64), st.one_of(st.integers(0, 5), st.integers(0, (1 << 32) - 1)),
+                     st.integers(0, (1 << 32) - 1))
+KEY_T = st.tuples(U64, U64, st.integers(0, (1 << 32) - 1), st.integers(0, (1 << 32) - 1), U64)
 
 
 @FUZZ
-@given(st.lists(ENTRY, max_size=6), st.booleans(), st.lists(U64, max_size=4), st.integers(0, 3 * PAGE))
-def test_fuzz_forged_index(fuzz_path, entries, sort, models, region):
-    """Random entries behind correct checksums: whatever is accepted satisfies the invariants."""
+@given(st.lists(ENTRY_T, max_size=6), st.booleans(), st.lists(st.one_of(U64, RECORD_T), max_size=4),
+       st.booleans(), st.lists(KEY_T, max_size=5), st.integers(0, 3 * PAGE))
+def test_fuzz_forged_index(fuzz_path, entries, sort, models, sort_models, keys, region):
+    """Random entries and records behind correct checksums: whatever is accepted satisfies the
+    invariants."""
     if sort:  # get past the key-order check more often
         entries = sorted(entries)
-    forge(fuzz_path, entries, models, bytes(region))
+    if sort_models:
+        models = sorted(models, key=lambda m: record(m)[:3])
+    forge(fuzz_path, entries, models, bytes(region), keys)
     got = outcome(fuzz_path, fuzz_path.read_bytes())
     if isinstance(got, CacheError):
         return
-    keys = [e.key for e in got.entries]
-    assert keys == sorted(set(keys))
+    keys_ = [e.key for e in got.entries]
+    assert keys_ == sorted(set(keys_))
     spans = sorted((e.offset, e.offset + e.size) for e in got.entries)
     for start, end in spans:
         assert start % PAGE == 0 and PAGE <= start and end <= got.index_offset
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))
+    orders = [m.order for m in got.models]
+    assert orders == sorted(set(orders)) and len(got.models) == len(models)
+    for raw, m in zip(map(record, models), got.models):
+        first, n = raw[6], raw[7]
+        assert first + n <= len(keys) and m.keys == tuple(keys[first:first + n])
     verify_blobs(fuzz_path)  # blob checksums are random: problems expected, exceptions not

@@ -7,29 +7,51 @@ import sys
 import pytest
 
 from flexdelegate.cache import CacheError, CacheOpenError, info, prune, read_cache, verify, write_cache
+from flexdelegate.cache.format import ModelRecord
 
 MiB = 1 << 20
 BLOBS = [(1, 1, 0x10004, 2, b"a" * 1000), (1, 1, 0x20008, 2, b"b" * 5000), (3, 0, 0x10004, 2, b"c" * 7)]
+KEYS = tuple((*b[:4], len(b[4])) for b in BLOBS)
+# Fingerprint 12 was served twice: once without a file identity, once from a recorded file.
+MODELS = [11, 12, 13, ModelRecord(12, dev=2049, ino=77, size=4242, mtime_ns=10**18, ctime_ns=10**18,
+                                  machine=0x10004, keys=KEYS)]
 
 
 @pytest.fixture
 def cache(tmp_path):
     path = tmp_path / "c.fxc"
-    write_cache(path, BLOBS, [11, 12, 13], producer="flexdelegate test", dedup_saved_bytes=6007)
+    write_cache(path, BLOBS, MODELS, producer="flexdelegate test", dedup_saved_bytes=6007)
     return path
 
 
 def test_info_figures(cache):
+    assert read_cache(cache).models_count == 4
     assert info(cache) == {
-        "format_version": 1,
+        "format_version": 2,
         "producer": "flexdelegate test",
         "blob_count": 3,
         "blob_bytes": 6007,
         "file_size": os.path.getsize(cache),
-        "models_served": 3,
+        "models_served": 3,  # distinct fingerprints, not records
         "dedup_saved_bytes": 6007,
         "algos": {0x10004: 2, 0x20008: 1},
     }
+
+
+@pytest.mark.parametrize("models, served", [
+    ([], 0),
+    ([7], 1),
+    # One model, two file identities (say, two copies of it): one model served.
+    ([ModelRecord(7, dev=1, ino=2, keys=KEYS), ModelRecord(7, dev=1, ino=3, keys=KEYS)], 1),
+    ([ModelRecord(7, dev=1, ino=2), ModelRecord(7, dev=9, ino=2), 7], 1),
+    ([ModelRecord(7, dev=1, ino=2), ModelRecord(8, dev=1, ino=2), 9], 3),
+])
+def test_info_models_served_counts_distinct_fingerprints(tmp_path, models, served):
+    path = tmp_path / "s.fxc"
+    write_cache(path, BLOBS, models)
+    figures = info(path)
+    assert figures["models_served"] == served
+    assert read_cache(path).models_count == len({(m, 0, 0) if isinstance(m, int) else m.order for m in models})
 
 
 def test_info_rejects_damage(cache):

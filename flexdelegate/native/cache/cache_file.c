@@ -87,9 +87,11 @@ static int key_cmp(const fx_cache_entry *a, const fx_cache_entry *b) {
 
 static int qsort_key_cmp(const void *a, const void *b) { return key_cmp(a, b); }
 
+/* By offset, then size (qsort is not stable: ties must not depend on the C library). */
 static int by_offset(const void *a, const void *b) {
   const fx_cache_entry *x = *(fx_cache_entry *const *)a, *y = *(fx_cache_entry *const *)b;
-  return x->offset < y->offset ? -1 : x->offset > y->offset;
+  if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+  return x->size < y->size ? -1 : x->size > y->size;
 }
 
 static int model_cmp(const void *a, const void *b) {

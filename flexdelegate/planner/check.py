@@ -1,0 +1,120 @@
+"""Independent validation of a Plan against its Graph (tests; also a runtime-side sanity check
+before executing a plan loaded from disk). Raises PlanInvalid naming the first violation."""
+from __future__ import annotations
+
+import numpy as np
+
+from .graph import ALIGN, Graph, align
+from .result import Plan
+
+
+class PlanInvalid(AssertionError):
+    pass
+
+
+def _fail(msg):
+    raise PlanInvalid(msg)
+
+
+def verify(plan: Plan, graph: Graph) -> None:
+    L, nsteps = len(graph.layers), len(plan.steps)
+    if len(plan.layers) != L:
+        _fail("one LayerPlan per layer expected")
+    if plan.arena_bytes > plan.budget_bytes:
+        _fail(f"arena {plan.arena_bytes} exceeds budget {plan.budget_bytes}")
+    first = [lp.first_step for lp in plan.layers]
+    last = [lp.first_step + lp.slices - 1 for lp in plan.layers]
+    if plan.steps != [(j, s) for j in range(L) for s in range(plan.layers[j].slices)]:
+        _fail("steps must enumerate (layer, slice) in compute order")
+
+    # every block inside the arena, aligned, and no two overlapping in time x address
+    bl = plan.blocks
+    t0 = np.array([b.t0 for b in bl], np.int64)
+    t1 = np.array([b.t1 for b in bl], np.int64)
+    lo = np.array([b.offset for b in bl], np.int64)
+    hi = lo + np.array([b.nbytes for b in bl], np.int64)
+    for b in bl:
+        if b.offset < 0 or b.offset + b.nbytes > plan.arena_bytes or b.nbytes <= 0:
+            _fail(f"block outside the arena: {b}")
+        if b.offset % ALIGN or b.nbytes % ALIGN:
+            _fail(f"unaligned block: {b}")
+        if not 0 <= b.t0 <= b.t1 < nsteps:
+            _fail(f"block time out of range: {b}")
+    if bl:
+        clash = ((t0[:, None] <= t1[None, :]) & (t0[None, :] <= t1[:, None]) &
+                 (lo[:, None] < hi[None, :]) & (lo[None, :] < hi[:, None]))
+        np.fill_diagonal(clash, False)
+        if clash.any():
+            i, k = np.argwhere(clash)[0]
+            _fail(f"blocks overlap: {bl[i]} and {bl[k]}")
+
+    # activations resident over their lifetimes
+    acts = {b.owner: b for b in bl if b.kind == "activation"}
+    for tid, (a, b) in graph.lifetimes().items():
+        n = align(graph.tensors[tid].nbytes)
+        if n == 0:
+            continue
+        blk = acts.get(tid)
+        if blk is None or blk.nbytes < n or blk.t0 > first[a] or blk.t1 < last[b]:
+            _fail(f"tensor {tid} not resident over steps {first[a]}..{last[b]}: {blk}")
+        if plan.tensor_offsets.get(tid) != blk.offset:
+            _fail(f"tensor {tid}: tensor_offsets disagrees with its block")
+
+    # weights present at every step of their layer, scratch at its step
+    wblocks = {}
+    for k, b in enumerate(bl):
+        if b.kind in ("weight", "scratch"):
+            wblocks.setdefault((b.kind, b.owner, b.slice), []).append(b)
+    for lp, layer in zip(plan.layers, graph.layers):
+        opt = next((o for o in layer.options if o.name == lp.kernel), None)
+        if opt is None:
+            _fail(f"layer {lp.index}: unknown kernel {lp.kernel}")
+        total = opt.out_channels if opt.slicing == "weights" else opt.out_rows
+        if lp.slices > 1 and sum(c for _, c in lp.slice_ranges) != total:
+            _fail(f"layer {lp.index}: slices do not cover {total}")
+        if opt.weight_bytes:
+            units = lp.slices if opt.slicing == "weights" else 1
+            if len(lp.weight_slots) != units:
+                _fail(f"layer {lp.index}: {len(lp.weight_slots)} weight slots, {units} expected")
+            if sum(s.nbytes for s in lp.weight_slots) < opt.weight_bytes:
+                _fail(f"layer {lp.index}: weight slots smaller than the weights")
+            for s, slot in enumerate(lp.weight_slots):
+                if slot.nbytes == 0:
+                    continue
+                need = ((first[lp.index] + s, first[lp.index] + s) if opt.slicing == "weights"
+                        else (first[lp.index], last[lp.index]))
+                if lp.pinned:
+                    need = (0, nsteps - 1)
+                ok = [b for b in wblocks.get(("weight", lp.index, s), [])
+                      if b.offset == slot.offset and b.t0 <= need[0] and b.t1 >= need[1]
+                      and b.nbytes >= slot.nbytes]
+                if not ok:
+                    _fail(f"layer {lp.index} slice {s}: weights not resident at {need}")
+        for s in range(lp.slices):
+            want = [sl for sl in lp.scratch if sl.step == first[lp.index] + s]
+            blocks = [b for b in wblocks.get(("scratch", lp.index, s), [])
+                      if b.t0 <= first[lp.index] + s <= b.t1]
+            if want and not blocks:
+                _fail(f"layer {lp.index} slice {s}: scratch not placed")
+        if sum(sl.nbytes for sl in lp.scratch) < opt.scratch_bytes:
+            _fail(f"layer {lp.index}: scratch smaller than the kernel needs")
+
+    # deps: monotone, never waiting on the future, and safe for every streamed load
+    deps = [plan.deps_start] + list(plan.deps)
+    if len(plan.deps) != nsteps or any(x > y for x, y in zip(deps, deps[1:])):
+        _fail("deps must have one entry per step and be non-decreasing")
+    for i, d in enumerate(plan.deps[:-1]):
+        if d < i + 1:
+            _fail(f"deps[{i}] = {d}: the next step's weights could never load")
+    for k, b in enumerate(bl):
+        if b.kind != "weight" or b.t1 - b.t0 == nsteps - 1 and plan.layers[b.owner].pinned:
+            continue
+        step = first[b.owner] + (b.slice if plan.layers[b.owner].slicing == "weights" else 0)
+        gate = next(i - 1 for i, d in enumerate(deps) if d >= step)
+        if gate >= step:
+            _fail(f"load of layer {b.owner} slice {b.slice} gated after its own step")
+        if b.t0 > gate + 1:
+            _fail(f"block {b} starts after the loader may write it (gate {gate})")
+        m = (lo < hi[k]) & (hi > lo[k]) & (t0 < b.t0)
+        if m.any() and t1[m].max() > gate:
+            _fail(f"load of {b} may start before step {int(t1[m].max())} frees its memory")
