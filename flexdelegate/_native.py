@@ -83,3 +83,106 @@ def hash64(data, seed: int = 0) -> int:
     """The cache's content hash of a bytes-like object (see flexdelegate/cache/FORMAT.md)."""
     buf = ffi.from_buffer(data)
     return int(lib.flex_hash64(buf, len(buf), seed))
+
+
+_ACTS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4}
+
+
+def _act_code(act) -> int:
+    return _ACTS[act.upper()] if isinstance(act, str) else int(act)
+
+
+def _fptr(x):
+    return ffi.NULL if x is None else ffi.cast("float *", ffi.from_buffer(x))
+
+
+def aligned_empty(shape, align: int = 64) -> np.ndarray:
+    """An uninitialised float32 array whose data starts on an `align`-byte boundary, as tensors
+    in the TFLite and delegate arenas do (SIMD kernels run measurably slower on split lines)."""
+    n = int(np.prod(shape))
+    raw = np.empty(n * 4 + align, np.uint8)
+    off = (-raw.ctypes.data) % align
+    return raw[off:off + n * 4].view(np.float32).reshape(shape)
+
+
+def aligned(x) -> np.ndarray:
+    """A 64-byte-aligned float32 copy of x."""
+    out = aligned_empty(np.shape(x))
+    out[...] = x
+    return out
+
+
+def conv_out_size(same: bool, size: int, k: int, stride: int = 1, dilation: int = 1) -> int:
+    """TFLite's SAME/VALID output size for one spatial dim."""
+    eff = (k - 1) * dilation + 1
+    return max(0, (size + stride - 1) // stride if same else (size + stride - eff) // stride)
+
+
+def dwconv_variants() -> list[str]:
+    """Depthwise-conv variants this CPU can run; index 0 is the scalar reference."""
+    names, i = [], 0
+    while (p := lib.flex_dwconv_variant_at(i)) != ffi.NULL:
+        names.append(ffi.string(p).decode())
+        i += 1
+    return names
+
+
+def dwconv(variant: int, x: np.ndarray, filter: np.ndarray, bias=None, *, mult: int = 1, stride=(1, 1),
+           dilation=(1, 1), padding: str = "SAME", act="NONE", iters: int = 1, timed: bool = False):
+    """DEPTHWISE_CONV_2D of x [n,h,w,c] with filter [1,kh,kw,c*mult] (or [kh,kw,c*mult]) by
+    variant number `variant`, one thread. Returns y, or (y, best seconds of `iters`) if timed."""
+    x = np.ascontiguousarray(x, np.float32)
+    f = np.ascontiguousarray(filter, np.float32)
+    if f.ndim == 4:
+        f = f.reshape(f.shape[1:])
+    n, h, w, c = x.shape
+    kh, kw, oc = f.shape
+    if oc != c * mult:
+        raise ValueError("filter depth must be cin * mult")
+    b = None if bias is None else np.ascontiguousarray(bias, np.float32)
+    if b is not None and b.shape != (oc,):
+        raise ValueError("bias must have cin * mult elements")
+    same = padding.upper() == "SAME"
+    oh = conv_out_size(same, h, kh, stride[0], dilation[0])
+    ow = conv_out_size(same, w, kw, stride[1], dilation[1])
+    y = aligned_empty((n, oh, ow, oc))
+    secs = ffi.new("double *")
+    if lib.flex_dwconv_run(variant, n, h, w, c, mult, kh, kw, stride[0], stride[1], dilation[0],
+                           dilation[1], int(same), _fptr(x), _fptr(f), _fptr(b), _act_code(act),
+                           _fptr(y), oh, ow, iters, secs):
+        raise ValueError(f"dwconv: variant {variant} unavailable or bad arguments")
+    return (y, float(secs[0])) if timed else y
+
+
+def winograd(variant: int, tile: int, x: np.ndarray, filter: np.ndarray, bias=None, *, padding="SAME",
+             pads=None, act="NONE", threads: int = 1, iters: int = 1, timed: bool = False):
+    """Stride-1 3x3 CONV_2D of x [n,h,w,cin] with filter [cout,3,3,cin] by Winograd F(tile,3)
+    (tile 4 or 6) on GEMM kernel number `variant` (see gemm_kernels()): packs, then runs.
+    padding SAME/VALID, or pads=(top, left, bottom, right). Returns y, or (y, best seconds)."""
+    x = np.ascontiguousarray(x, np.float32)
+    f = np.ascontiguousarray(filter, np.float32)
+    n, h, w, cin = x.shape
+    cout = f.shape[0]
+    if f.shape != (cout, 3, 3, cin):
+        raise ValueError("filter must be [cout, 3, 3, cin]")
+    b = None if bias is None else np.ascontiguousarray(bias, np.float32)
+    if b is not None and b.shape != (cout,):
+        raise ValueError("bias must have cout elements")
+    if pads is None:
+        same = padding.upper() == "SAME"
+        pads = (1, 1, 1, 1) if same else (0, 0, 0, 0)
+    top, left, bottom, right = pads
+    oh, ow = max(0, h + top + bottom - 2), max(0, w + left + right - 2)
+    y = aligned_empty((n, oh, ow, cout))
+    secs = ffi.new("double *")
+    if lib.flex_winograd_run(variant, tile, threads, n, h, w, cin, cout, top, left, oh, ow, _fptr(x),
+                             _fptr(f), _fptr(b), _act_code(act), _fptr(y), iters, secs):
+        raise ValueError(f"winograd: kernel {variant} unavailable or bad arguments")
+    return (y, float(secs[0])) if timed else y
+
+
+@ffi.def_extern(error=-2)
+def flex_plan_callback(desc, plan):
+    """The C runtime asks for a budget plan (see planner/bridge.py)."""
+    from .planner.bridge import fill_plan
+    return fill_plan(ffi, desc, plan)

@@ -12,8 +12,17 @@ API_HEADER = HERE / "include" / "flex_api.h"
 
 
 def _cdef_text(header: pathlib.Path) -> str:
-    # cdef cannot read preprocessor lines; the header keeps its guards for C users.
-    return "\n".join(l for l in header.read_text().splitlines() if not l.lstrip().startswith("#"))
+    # cdef cannot read preprocessor lines; the header keeps its guards for C users. Lines marked
+    # "c-only" are prototypes of functions Python implements: the cdef declares those as
+    # extern "Python+C" (same signature, callable from every C file) instead.
+    lines = []
+    for line in header.read_text().splitlines():
+        if line.lstrip().startswith("#"):
+            continue
+        if "/* c-only */" in line:
+            line = 'extern "Python+C" ' + line.replace("/* c-only */", "")
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _sources():

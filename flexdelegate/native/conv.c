@@ -104,12 +104,13 @@ size_t fx_conv_scratch_bytes(const fx_conv_pack *p, const fx_conv_geom *g, int t
   return (size_t)threads * (size_t)tile_rows(p->k, p->uk->mr) * (size_t)p->k * sizeof(float);
 }
 
+/* One run over rows [m0, m1) and panels [pan0, pan1); `panels` points at panel pan0. */
 typedef struct {
   const fx_conv_pack *p;
   const fx_conv_geom *g;
-  const float *x;
+  const float *x, *panels;
   float *y, *scratch;
-  size_t m, mt, row_groups, panel_groups, panels_per_group;
+  size_t m0, m1, mt, row_groups, panel_groups, panels_per_group, pan0, pan1;
   float lo, hi;
 } conv_job;
 
@@ -142,7 +143,7 @@ static void conv_task(void *arg, int tid, size_t task) {
   const fx_conv_pack *p = j->p;
   const int mr = p->uk->mr, nr = p->uk->nr, k = p->k;
   size_t rg = task % j->row_groups, pg = task / j->row_groups;
-  size_t m0 = rg * j->mt, rows = j->m - m0 < j->mt ? j->m - m0 : j->mt;
+  size_t m0 = j->m0 + rg * j->mt, rows = j->m1 - m0 < j->mt ? j->m1 - m0 : j->mt;
   const float *a;
   size_t lda;
   if (j->g->direct) {
@@ -154,13 +155,11 @@ static void conv_task(void *arg, int tid, size_t task) {
     a = buf;
     lda = (size_t)k;
   }
-  size_t panels = (size_t)(p->n + nr - 1) / (size_t)nr;
-  size_t pan0 = pg * j->panels_per_group, pan1 = pan0 + j->panels_per_group;
-  if (pan1 > panels) pan1 = panels;
+  size_t pan0 = j->pan0 + pg * j->panels_per_group, pan1 = pan0 + j->panels_per_group;
+  if (pan1 > j->pan1) pan1 = j->pan1;
   const size_t panel_floats = (size_t)nr * (size_t)(k + 1);
-  const float *packed = p->ref->data; /* read per run: commit may re-point it into the file */
   for (size_t pan = pan0; pan < pan1; pan++) {
-    const float *w = packed + pan * panel_floats;
+    const float *w = j->panels + (pan - j->pan0) * panel_floats;
     size_t n0 = pan * (size_t)nr, nc = (size_t)p->n - n0 < (size_t)nr ? (size_t)p->n - n0 : (size_t)nr;
     for (size_t r = 0; r < rows; r += (size_t)mr) {
       size_t mrr = rows - r < (size_t)mr ? rows - r : (size_t)mr;
@@ -170,22 +169,37 @@ static void conv_task(void *arg, int tid, size_t task) {
   }
 }
 
+int fx_conv_panels(const fx_conv_pack *p) { return (p->n + p->uk->nr - 1) / p->uk->nr; }
+int fx_conv_nr(const fx_conv_pack *p) { return p->uk->nr; }
+size_t fx_conv_panel_bytes(const fx_conv_pack *p) { return (size_t)p->uk->nr * (size_t)(p->k + 1) * sizeof(float); }
+size_t fx_conv_row_bytes(const fx_conv_pack *p) { return (size_t)p->k * sizeof(float); }
+const struct fx_wref *fx_conv_weights(const fx_conv_pack *p) { return p->ref; }
+
 void fx_conv_run(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                  float *y, float *scratch, int act) {
-  conv_job j = {.p = p, .g = g, .x = x, .y = y, .scratch = scratch};
-  const int mr = p->uk->mr, nr = p->uk->nr;
-  j.m = g->m;
+  fx_conv_run_part(pool, p, g, x, y, scratch, act, p->ref->data, 0, fx_conv_panels(p), 0, g->m, 0);
+}
+
+void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
+                      float *y, float *scratch, int act, const float *panels, int pan0, int pan1,
+                      size_t m0, size_t m1, size_t tile) {
+  conv_job j = {.p = p, .g = g, .x = x, .y = y, .scratch = scratch, .panels = panels};
+  const int mr = p->uk->mr;
+  j.m0 = m0;
+  j.m1 = m1;
+  j.pan0 = (size_t)pan0;
+  j.pan1 = (size_t)pan1;
   j.mt = g->direct ? (size_t)(mr * 8) : (size_t)tile_rows(p->k, mr);
-  j.row_groups = (j.m + j.mt - 1) / j.mt;
+  if (tile && tile < j.mt) j.mt = tile; /* a budget plan's smaller scratch */
+  j.row_groups = (m1 - m0 + j.mt - 1) / j.mt;
   /* Split the columns too when there are fewer row tiles than ~2 per thread (small spatial
    * maps, FC with one row), so every thread gets work. */
-  size_t panels = (size_t)(p->n + nr - 1) / (size_t)nr;
+  size_t panels_n = (size_t)(pan1 - pan0);
   size_t want = (size_t)fx_pool_threads(pool) * 2;
   j.panel_groups = j.row_groups >= want ? 1 : (want + j.row_groups - 1) / j.row_groups;
-  if (j.panel_groups > panels) j.panel_groups = panels;
-  j.panels_per_group = (panels + j.panel_groups - 1) / j.panel_groups;
-  j.panel_groups = (panels + j.panels_per_group - 1) / j.panels_per_group;
+  if (j.panel_groups > panels_n) j.panel_groups = panels_n;
+  j.panels_per_group = (panels_n + j.panel_groups - 1) / j.panel_groups;
+  j.panel_groups = (panels_n + j.panels_per_group - 1) / j.panels_per_group;
   fx_act_bounds(act, &j.lo, &j.hi);
-  fx_parallel_tasks(pool, j.row_groups * j.panel_groups, conv_task, &j);
-  if (act == FX_ACT_TANH) fx_apply_act(act, y, j.m * (size_t)p->n);
+  if (m1 > m0 && panels_n) fx_parallel_tasks(pool, j.row_groups * j.panel_groups, conv_task, &j);
 }

@@ -7,12 +7,16 @@
 #include "graph.h"
 #include "pool.h"
 
+static void conv_geom(fx_graph *g, const fx_node *n, fx_conv_geom *geo);
+
 static fx_tensor *T(fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
 static const float *F(fx_graph *g, int id) { return id >= 0 ? (const float *)g->tensors[id].ptr : NULL; }
 static const void *cdata_of(fx_graph *g, int id) {
   fx_tensor *t = T(g, id);
   return t && t->storage == FX_ST_CONST ? t->cdata : NULL;
 }
+
+void fx_node_conv_geom(const fx_graph *g, const fx_node *n, void *geo) { conv_geom((fx_graph *)g, n, geo); }
 
 static void conv_geom(fx_graph *g, const fx_node *n, fx_conv_geom *geo) {
   const fx_shape *x = &T(g, n->in[0])->shape, *y = &T(g, n->out[0])->shape;

@@ -115,6 +115,8 @@ size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads);
  * (e.g. a GATHER index out of range). */
 int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool);
 void fx_node_release(fx_node *n);
+/* The GEMM geometry of a conv/fc node for the current shapes (conv.h's fx_conv_geom). */
+void fx_node_conv_geom(const fx_graph *g, const fx_node *n, void *geo);
 /* Floating-point operations of one run (multiply-add = 2) for the current shapes. */
 double fx_node_flops(const fx_graph *g, const fx_node *n);
 /* What runs the node, e.g. "gemm-im2col f32-gemm-8x32-avx512f", "depthwise". */

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "arena.h"
+#include "budget_plan.h"
 #include "cache/sigbus.h"
 #include "delegate.h"
 
@@ -21,6 +22,7 @@ typedef struct fx_partition {
   void *arena;
   size_t arena_size;
   fx_pool *pool;
+  fx_budget_plan budget; /* when the delegate runs under a memory budget */
 } fx_partition;
 
 static void unregister(fx_partition *p) {
@@ -34,6 +36,7 @@ static void partition_free(TfLiteContext *ctx, void *buffer) {
   fx_partition *p = buffer;
   if (!p) return;
   unregister(p);
+  fx_budget_plan_free(&p->budget);
   fx_graph_free(&p->g);
   for (int i = 0; i < p->n_static; i++) fx_blob_unref(p->static_blobs[i]);
   free(p->static_blobs);
@@ -192,6 +195,29 @@ static int shape_equals_dims(const fx_shape *s, const TfLiteIntArray *dims) {
   return 1;
 }
 
+/* Under a budget the planner lays out the whole arena (activations, weight slots, scratch). */
+static TfLiteStatus prepare_budget(TfLiteContext *ctx, fx_partition *p, int threads) {
+  fx_budget_plan_free(&p->budget);
+  char msg[512];
+  size_t budget = (size_t)(p->d->opts.budget_mb * 1048576.0);
+  const char *why = fx_budget_plan_make(&p->g, threads, budget, p->d->store, &p->budget, msg, sizeof msg);
+  if (!why && p->budget.arena_bytes > p->arena_size) {
+    free(p->arena);
+    p->arena = aligned_alloc(FX_ARENA_ALIGN, (p->budget.arena_bytes + FX_ARENA_ALIGN - 1) / FX_ARENA_ALIGN * FX_ARENA_ALIGN);
+    p->arena_size = p->arena ? p->budget.arena_bytes : 0;
+    if (!p->arena) why = "out of memory for the arena";
+  }
+  if (!why) why = fx_budget_plan_start(&p->budget, p->arena);
+  if (why) {
+    ctx->ReportError(ctx, "flexdelegate: %s", why);
+    fx_budget_plan_free(&p->budget);
+    return kTfLiteError;
+  }
+  fx_log(FX_LOG_PLAN, "partition under budget %.1f MB: arena %zu bytes, %d steps (min budget %.1f MB)",
+         p->d->opts.budget_mb, p->budget.arena_bytes, p->budget.n_steps, p->budget.min_budget_bytes / 1048576.0);
+  return kTfLiteOk;
+}
+
 static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
   fx_partition *p = node->user_data;
   if (!p) return kTfLiteError;
@@ -239,6 +265,7 @@ static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
     }
     g->tensors[n->scratch].shape = (fx_shape){1, {(int)((bytes + 3) / 4)}};
   }
+  if (p->d->opts.budget_mb > 0) return prepare_budget(ctx, p, threads);
   free(p->bufs);
   p->bufs = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof(fx_arena_buf));
   if (!p->bufs) return kTfLiteError;
@@ -319,11 +346,21 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
     fx_tensor *t = &g->tensors[i];
     switch (t->storage) {
       case FX_ST_EXTERNAL: t->ptr = ctx->tensors[t->tfl].data.raw; break;
-      case FX_ST_ARENA: t->ptr = (char *)p->arena + p->bufs[i].offset; break;
+      case FX_ST_ARENA:
+        if (!p->budget.exec) t->ptr = (char *)p->arena + p->bufs[i].offset;
+        else t->ptr = p->budget.tensor_offset[i] == (size_t)-1 ? NULL : (char *)p->arena + p->budget.tensor_offset[i];
+        break;
       default: t->ptr = (void *)t->cdata;
     }
   }
-  if (run_nodes(ctx, p) != kTfLiteOk) return kTfLiteError;
+  if (p->budget.exec) {
+    if (fx_budget_plan_run(&p->budget, g, p->pool, p->arena)) {
+      ctx->ReportError(ctx, "flexdelegate: a budgeted run failed (weight streaming or kernel error)");
+      return kTfLiteError;
+    }
+  } else if (run_nodes(ctx, p) != kTfLiteOk) {
+    return kTfLiteError;
+  }
   /* A cache file truncated under our mapping reads as zeros (see cache/sigbus.h): never hand
    * out results computed from it. Repack what was hit and run again (inputs are untouched). */
   if (fx_sigbus_any()) {

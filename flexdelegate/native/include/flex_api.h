@@ -35,4 +35,78 @@ int flex_gemm_run(int i, int m, int n, int k, const float *a, const float *w, co
 
 /* The weight cache's 64-bit content hash (cache/FORMAT.md), for the Python cache tools. */
 uint64_t flex_hash64(const void *data, size_t len, uint64_t seed);
+
+/* Depthwise convolution variants (0 = the portable scalar reference): name of the i-th this CPU
+ * can run, NULL past the end. flex_dwconv_run runs variant `variant` on x [n,h,w,cin] with
+ * filter [kh,kw,cin*mult] and optional bias into y [n,oh,ow,cin*mult] (oh/ow must match TFLite's
+ * SAME/VALID sizes), single-threaded, `iters` times; *seconds (if not NULL) gets the fastest.
+ * 0 ok, -1 bad arguments or variant unavailable. */
+const char *flex_dwconv_variant_at(int i);
+int flex_dwconv_run(int variant, int n, int h, int w, int cin, int mult, int kh, int kw,
+                    int stride_h, int stride_w, int dil_h, int dil_w, int same, const float *x,
+                    const float *filter, const float *bias, int act, float *y, int oh, int ow,
+                    int iters, double *seconds);
+
+/* Winograd F(tile x tile, 3x3) stride-1 convolution (tile 4 or 6) with GEMM microkernel
+ * `variant` (as flex_gemm_kernel_at): packs filter [cout][3][3][cin], then runs x [n,h,w,cin]
+ * into y [n,oh,ow,cout] (pad_top/pad_left leading zeros; oh/ow as given) on `threads` threads,
+ * `iters` times; *seconds (if not NULL) gets the fastest run. 0 ok, -1 bad arguments/OOM. */
+int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, int cin, int cout,
+                      int pad_top, int pad_left, int oh, int ow, const float *x,
+                      const float *filter, const float *bias, int act, float *y, int iters,
+                      double *seconds);
+
+/* ---- budget planning: the runtime describes a partition, Python's planner answers ---- */
+typedef struct {
+  int index;            /* step order = layer order */
+  int node;             /* its TFLite node index (for messages) */
+  int builtin;          /* TFLite builtin code (for names) */
+  int n_inputs;
+  const int *inputs;    /* tensor ids (activations and partition inputs) */
+  int output;
+  int weighted;         /* 1: gemm (conv/fc: sliceable weights), 2: other constants in a slot */
+  uint64_t weight_bytes;  /* packed (gemm) or raw constant bytes */
+  uint64_t scratch_bytes; /* full im2col scratch (0 for direct GEMM) */
+  int out_channels, out_rows, channel_simd, row_simd;
+  double compute_us, load_us;
+} flex_layer_desc;
+
+typedef struct {
+  int id;
+  uint64_t nbytes;      /* 0 for tensors TFLite owns (partition inputs/outputs) */
+  int kind;             /* 0 activation, 1 input, 2 output */
+} flex_tensor_desc;
+
+typedef struct {
+  int n_layers, n_tensors, threads;
+  flex_layer_desc *layers;
+  flex_tensor_desc *tensors;
+  uint64_t budget_bytes;
+  const char *isa;
+} flex_graph_desc;
+
+typedef struct {
+  int layer, slice;
+  int slicing;          /* 0 none, 1 weights (channels), 2 input (rows) */
+  int64_t start, count; /* the slice's channels or rows */
+  uint64_t w_offset, w_bytes; /* its weight slot (w_bytes 0: none) */
+  int w_pinned;
+  int w_new;            /* 1: this step is the first to use that slot's contents (a load) */
+  uint64_t s_offset, s_bytes; /* its scratch slot */
+  int dep;              /* after this step, the loader may load slots of steps <= dep */
+} flex_step_plan;
+
+typedef struct {
+  int capacity;         /* steps the runtime allocated */
+  int n_steps;          /* set by the planner (> capacity: call again with more room) */
+  flex_step_plan *steps;
+  int deps_start;
+  uint64_t arena_bytes, min_budget_bytes;
+  uint64_t *tensor_offsets; /* by index into the description's tensors */
+  char error[512];
+} flex_plan;
+
+/* Implemented in Python (flexdelegate/_native.py): 0 ok, -1 infeasible budget, -2 other error.
+ * The cdef declares it extern "Python+C"; C sees this prototype of the function cffi generates. */
+int flex_plan_callback(flex_graph_desc *desc, flex_plan *plan); /* c-only */
 #endif

@@ -1,7 +1,10 @@
 /* DEPTHWISE_CONV_2D (NHWC), TFLite float semantics: output channel
  * oc = ic * mult + m, dilated taps, out-of-bounds taps skipped, bias added
- * after the tap sum, fused activation. */
-#include "ops.h"
+ * after the tap sum, fused activation.
+ *
+ * fx_depthwise_f32 runs the variant chosen once for this CPU (dwconv_config.c); the
+ * portable code below is the scalar reference every SIMD variant is tested against. */
+#include "depthwise.h"
 
 typedef struct {
   const float *x, *f, *bias;
@@ -70,9 +73,9 @@ static void dw_rows(void *vctx, size_t begin, size_t end) {
   }
 }
 
-void fx_depthwise_f32(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
-                      const float *bias, int mult, const fx_window *w,
-                      float *y, const fx_shape *ys, int act) {
+void fx_depthwise_f32_ref(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
+                          const float *bias, int mult, const fx_window *w,
+                          float *y, const fx_shape *ys, int act) {
   dw_ctx c;
   c.x = x; c.f = filter; c.bias = bias; c.y = y;
   c.H = xs->d[1]; c.W = xs->d[2]; c.CI = xs->d[3];
@@ -88,4 +91,10 @@ void fx_depthwise_f32(fx_pool *pool, const float *x, const fx_shape *xs, const f
   if (grain < 1) grain = 1;
   fx_parallel_for(pool, rows, grain, dw_rows, &c);
   if (act == FX_ACT_TANH) fx_apply_act(act, y, fx_shape_numel(ys));
+}
+
+void fx_depthwise_f32(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
+                      const float *bias, int mult, const fx_window *w,
+                      float *y, const fx_shape *ys, int act) {
+  fx_dwconv_config_get()->fn(pool, x, xs, filter, bias, mult, w, y, ys, act);
 }

@@ -1,0 +1,294 @@
+/* A partition under a budget: describe it to the planner (Python, through the flex_plan_callback
+ * extern), check the plan it returns against what the kernels need, turn it into steps and load
+ * units, and run those steps. Nothing here knows TFLite. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "budget.h"
+#include "budget_plan.h"
+#include "conv.h"
+#include "flex_api.h"
+#include "gemm/gemm.h"
+#include "weights.h"
+
+/* Cost model for the planner's estimates (per thread): good enough to rank kernels and to
+ * decide how early to preload; the planner only compares them. */
+#define GEMM_FLOPS_PER_US 40e3
+#define OTHER_FLOPS_PER_US 8e3
+#define LOAD_BYTES_PER_US 3e3
+
+static int weighted_kind(const fx_node *n) {
+  if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && n->pack) return 1;
+  if (n->kind == FX_OP_DEPTHWISE) return 2;
+  return 0;
+}
+
+void fx_budget_plan_free(fx_budget_plan *bp) {
+  fx_budget_free(bp->exec);
+  free(bp->tensor_offset);
+  memset(bp, 0, sizeof *bp);
+}
+
+/* What the planner needs to know about the partition. */
+static int describe(const fx_graph *g, int threads, const int *layers, int n_layers, flex_layer_desc *ld,
+                    int *ins, flex_tensor_desc *td, int *n_td) {
+  int nt = 0, used_ins = 0;
+  for (int l = 0; l < n_layers; l++) {
+    const fx_node *n = &g->nodes[layers[l]];
+    flex_layer_desc *d = &ld[l];
+    memset(d, 0, sizeof *d);
+    d->index = l;
+    d->node = n->tfl_node;
+    d->builtin = n->tfl_builtin;
+    d->inputs = ins + used_ins;
+    for (int k = 0; k < n->n_in; k++) {
+      int id = n->in[k];
+      if (id < 0 || g->tensors[id].storage == FX_ST_CONST) continue;
+      ins[used_ins++] = id;
+      d->n_inputs++;
+    }
+    d->output = n->out[0];
+    d->weighted = weighted_kind(n);
+    double flops = n->flops > 0 ? n->flops : 1;
+    d->compute_us = flops / ((d->weighted == 1 ? GEMM_FLOPS_PER_US : OTHER_FLOPS_PER_US) * threads);
+    if (d->weighted == 1) {
+      fx_conv_geom geo;
+      fx_node_conv_geom(g, n, &geo);
+      d->weight_bytes = (uint64_t)fx_conv_panels(n->pack) * fx_conv_panel_bytes(n->pack);
+      d->scratch_bytes = fx_conv_scratch_bytes(n->pack, &geo, threads);
+      d->out_channels = fx_conv_panels(n->pack) * fx_conv_nr(n->pack);
+      d->out_rows = (int)geo.m;
+      d->channel_simd = fx_conv_nr(n->pack);
+      d->row_simd = fx_gemm_config_get()->mr * threads;
+    } else if (d->weighted == 2) {
+      d->weight_bytes = fx_shape_numel(&g->tensors[n->in[1]].shape) * sizeof(float);
+    }
+    d->load_us = (double)d->weight_bytes / LOAD_BYTES_PER_US;
+    for (int k = -1; k < d->n_inputs; k++) { /* every tensor the layers touch, once */
+      int id = k < 0 ? d->output : d->inputs[k];
+      int seen = 0;
+      for (int t = 0; t < nt && !seen; t++) seen = td[t].id == id;
+      if (seen) continue;
+      const fx_tensor *t = &g->tensors[id];
+      td[nt].id = id;
+      td[nt].kind = t->storage == FX_ST_ARENA ? 0 : k < 0 ? 2 : 1;
+      td[nt].nbytes = t->storage == FX_ST_ARENA ? fx_shape_numel(&t->shape) * fx_dtype_size(t->dtype) : 0;
+      nt++;
+    }
+  }
+  *n_td = nt;
+  return 0;
+}
+
+static const char *check_step(const fx_graph *g, const flex_step_plan *s, int n_layers, const int *layers,
+                              uint64_t arena, int threads) {
+  if (s->layer < 0 || s->layer >= n_layers) return "plan names an unknown layer";
+  if (s->w_bytes && (s->w_offset > arena || s->w_bytes > arena - s->w_offset)) return "weight slot outside the arena";
+  if (s->s_bytes && (s->s_offset > arena || s->s_bytes > arena - s->s_offset)) return "scratch slot outside the arena";
+  const fx_node *n = &g->nodes[layers[s->layer]];
+  int wk = weighted_kind(n);
+  if (wk == 1) {
+    fx_conv_geom geo;
+    fx_node_conv_geom(g, n, &geo);
+    const int nr = fx_conv_nr(n->pack), panels = fx_conv_panels(n->pack);
+    if (s->slicing == FX_SLICE_WEIGHTS) {
+      if (s->start < 0 || s->count <= 0 || s->start % nr || s->start >= (int64_t)panels * nr) return "bad channel slice";
+    } else if (s->slicing == FX_SLICE_INPUT) {
+      if (s->start < 0 || s->count <= 0 || (uint64_t)(s->start + s->count) > geo.m) return "bad row slice";
+    }
+    if (!s->w_bytes) return "gemm layer without a weight slot";
+    size_t need_scratch = fx_conv_scratch_bytes(n->pack, &geo, threads);
+    if (need_scratch && s->s_bytes < (uint64_t)threads * fx_gemm_config_get()->mr * fx_conv_row_bytes(n->pack))
+      return "scratch slot below one tile";
+  } else if (wk == 2 && s->w_bytes < fx_shape_numel(&g->tensors[n->in[1]].shape) * sizeof(float)) {
+    return "weight slot too small";
+  }
+  return NULL;
+}
+
+const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct fx_store *store, fx_budget_plan *out,
+                                char *msg, size_t msg_len) {
+  memset(out, 0, sizeof *out);
+  int *layers = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
+  int n_layers = 0, total_in = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    total_in += g->nodes[i].n_in;
+    if (!g->nodes[i].at_prepare) layers[n_layers++] = i;
+  }
+  flex_layer_desc *ld = calloc((size_t)n_layers + 1, sizeof *ld);
+  int *ins = calloc((size_t)total_in + 1, sizeof *ins);
+  flex_tensor_desc *td = calloc((size_t)(total_in + n_layers) + 1, sizeof *td);
+  flex_step_plan *sp = NULL;
+  uint64_t *offs = NULL;
+  const char *why = NULL;
+  if (!layers || !ld || !ins || !td) { why = "out of memory"; goto done; }
+  int n_td = 0;
+  describe(g, threads, layers, n_layers, ld, ins, td, &n_td);
+  flex_graph_desc desc = {n_layers, n_td, threads, ld, td, budget, fx_gemm_config_get()->name};
+  flex_plan plan = {0};
+  offs = calloc((size_t)n_td + 1, sizeof *offs);
+  plan.tensor_offsets = offs;
+  for (int cap = n_layers * 4 + 16;;) { /* the planner says how many steps it needs */
+    free(sp);
+    sp = calloc((size_t)cap, sizeof *sp);
+    if (!sp || !offs) { why = "out of memory"; goto done; }
+    plan.capacity = cap;
+    plan.steps = sp;
+    int rc = flex_plan_callback(&desc, &plan);
+    if (rc) {
+      snprintf(msg, msg_len, "%s", plan.error[0] ? plan.error : "the budget planner failed");
+      why = msg;
+      goto done;
+    }
+    if (plan.n_steps <= cap) break;
+    cap = plan.n_steps;
+  }
+  if (plan.n_steps < n_layers) { why = "the planner returned fewer steps than layers"; goto done; }
+  /* Never trust a plan blindly: every slot inside the arena, every slice what the kernel can run. */
+  for (int i = 0; i < n_td; i++)
+    if (td[i].nbytes && (offs[i] > plan.arena_bytes || td[i].nbytes > plan.arena_bytes - offs[i])) {
+      why = "plan places a tensor outside the arena";
+      goto done;
+    }
+  for (int i = 0; i < plan.n_steps; i++)
+    if ((why = check_step(g, &sp[i], n_layers, layers, plan.arena_bytes, threads))) goto done;
+  fx_step *steps = calloc((size_t)plan.n_steps + 1, sizeof *steps);
+  fx_load_unit *units = calloc((size_t)plan.n_steps + 1, sizeof *units);
+  int *deps = calloc((size_t)plan.n_steps + 1, sizeof *deps);
+  out->tensor_offset = calloc((size_t)g->n_tensors + 1, sizeof *out->tensor_offset);
+  if (!steps || !units || !deps || !out->tensor_offset) {
+    free(steps); free(units); free(deps);
+    why = "out of memory";
+    goto done;
+  }
+  for (int t = 0; t < g->n_tensors; t++) out->tensor_offset[t] = (size_t)-1;
+  for (int i = 0; i < n_td; i++) out->tensor_offset[td[i].id] = offs[i];
+  int n_units = 0, last_unit_of_layer = -1, last_layer = -1;
+  const fx_cache_map *file = NULL;
+  for (int i = 0; i < plan.n_steps; i++) {
+    const flex_step_plan *s = &sp[i];
+    const fx_node *n = &g->nodes[layers[s->layer]];
+    fx_step *st = &steps[i];
+    *st = (fx_step){layers[s->layer], s->slicing, s->start, s->count, -1, s->w_offset, s->s_offset, s->s_bytes};
+    deps[i] = s->dep;
+    if (s->layer != last_layer) last_unit_of_layer = -1;
+    last_layer = s->layer;
+    int wk = weighted_kind(n);
+    if (!wk || !s->w_bytes) continue;
+    if (!s->w_new && last_unit_of_layer >= 0) { st->unit = last_unit_of_layer; continue; }
+    fx_load_unit *u = &units[n_units];
+    u->slot = s->w_offset;
+    u->step = i;
+    u->pinned = s->w_pinned;
+    if (wk == 1) {
+      const fx_wref *w = fx_conv_weights(n->pack);
+      int nr = fx_conv_nr(n->pack), panels = fx_conv_panels(n->pack);
+      int pan0 = 0, pan1 = panels;
+      if (s->slicing == FX_SLICE_WEIGHTS) {
+        pan0 = (int)(s->start / nr);
+        pan1 = (int)((s->start + s->count + nr - 1) / nr);
+        if (pan1 > panels) pan1 = panels;
+      }
+      size_t off = (size_t)pan0 * fx_conv_panel_bytes(n->pack);
+      u->bytes = (size_t)(pan1 - pan0) * fx_conv_panel_bytes(n->pack);
+      if (u->bytes > s->w_bytes) { why = "weight slot smaller than its slice"; free(steps); free(units); free(deps); goto done; }
+      if (w->map) { /* stream from the file: pread, so the pages never enter our mapping */
+        u->from_file = 1;
+        u->file_off = (off_t)((const uint8_t *)w->data - w->map->base + off);
+        file = w->map;
+      } else {
+        u->mem = (const uint8_t *)w->data + off;
+      }
+    } else {
+      u->mem = g->tensors[n->in[1]].cdata;
+      u->bytes = fx_shape_numel(&g->tensors[n->in[1]].shape) * sizeof(float);
+    }
+    st->unit = last_unit_of_layer = n_units++;
+  }
+  int fd = -1;
+  const char *path = fx_store_path(store);
+  if (file && path) fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (file && fd < 0) { why = "cannot open the cache file to stream weights"; free(steps); free(units); free(deps); goto done; }
+  out->arena_bytes = plan.arena_bytes;
+  out->min_budget_bytes = plan.min_budget_bytes;
+  out->n_steps = plan.n_steps;
+  out->pending_steps = steps;
+  out->pending_units = units;
+  out->pending_n_units = n_units;
+  out->pending_deps = deps;
+  out->deps_start = plan.deps_start;
+  out->fd = fd;
+done:
+  free(layers);
+  free(ld);
+  free(ins);
+  free(td);
+  free(sp);
+  free(offs);
+  if (why) {
+    free(out->tensor_offset);
+    out->tensor_offset = NULL;
+  }
+  return why;
+}
+
+const char *fx_budget_plan_start(fx_budget_plan *bp, char *arena) {
+  bp->exec = fx_budget_new(bp->pending_steps, bp->n_steps, bp->pending_units, bp->pending_n_units,
+                           bp->pending_deps, bp->deps_start, bp->fd, arena);
+  if (!bp->exec) {
+    free(bp->pending_steps); free(bp->pending_units); free(bp->pending_deps);
+    if (bp->fd >= 0) close(bp->fd);
+    return "cannot start the weight loader";
+  }
+  bp->pending_steps = NULL;
+  bp->pending_units = NULL;
+  bp->pending_deps = NULL;
+  return fx_budget_load_pinned(bp->exec) ? "reading pinned weights failed" : NULL;
+}
+
+int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *arena) {
+  int n_steps;
+  const fx_step *steps = fx_budget_steps(bp->exec, &n_steps);
+  fx_budget_start(bp->exec);
+  for (int i = 0; i < n_steps; i++) {
+    const fx_step *s = &steps[i];
+    fx_node *n = &g->nodes[s->node];
+    if (fx_budget_wait(bp->exec, i)) return -1;
+    int wk = weighted_kind(n);
+    if (wk == 1) {
+      fx_conv_geom geo;
+      fx_node_conv_geom(g, n, &geo);
+      const int nr = fx_conv_nr(n->pack), panels = fx_conv_panels(n->pack);
+      int pan0 = 0, pan1 = panels;
+      size_t m0 = 0, m1 = geo.m, tile = 0;
+      if (s->slicing == FX_SLICE_WEIGHTS) {
+        pan0 = (int)(s->start / nr);
+        pan1 = (int)((s->start + s->count + nr - 1) / nr);
+        if (pan1 > panels) pan1 = panels;
+      } else if (s->slicing == FX_SLICE_INPUT) {
+        m0 = (size_t)s->start;
+        m1 = (size_t)(s->start + s->count);
+      }
+      if (!geo.direct) {
+        int threads = fx_pool_threads(pool);
+        tile = s->s_bytes / ((size_t)threads * fx_conv_row_bytes(n->pack));
+        tile = tile / (size_t)fx_gemm_config_get()->mr * (size_t)fx_gemm_config_get()->mr;
+      }
+      fx_conv_run_part(pool, n->pack, &geo, g->tensors[n->in[0]].ptr, g->tensors[n->out[0]].ptr,
+                       (float *)(arena + s->s_off), n->act, (const float *)(arena + s->w_off), pan0, pan1, m0, m1, tile);
+    } else {
+      void *saved = NULL;
+      if (wk == 2) { /* the filter was copied into its slot */
+        saved = g->tensors[n->in[1]].ptr;
+        g->tensors[n->in[1]].ptr = arena + s->w_off;
+      }
+      int rc = fx_run_node(g, n, pool);
+      if (wk == 2) g->tensors[n->in[1]].ptr = saved;
+      if (rc) return -1;
+    }
+    fx_budget_done(bp->exec, i);
+  }
+  return 0;
+}

@@ -1,0 +1,31 @@
+#ifndef FLEX_BUDGET_PLAN_H
+#define FLEX_BUDGET_PLAN_H
+#include <stddef.h>
+#include "budget.h"
+#include "graph.h"
+#include "pool.h"
+
+struct fx_store;
+
+/* A partition's plan under a budget, ready to run. */
+typedef struct {
+  size_t arena_bytes, min_budget_bytes;
+  size_t *tensor_offset; /* by tensor id; (size_t)-1 when not in the arena */
+  int n_steps;
+  fx_budget *exec;
+  /* filled by _make, consumed by _start */
+  fx_step *pending_steps;
+  fx_load_unit *pending_units;
+  int pending_n_units, *pending_deps, deps_start, fd;
+} fx_budget_plan;
+
+/* Asks the planner for a plan of g (shapes inferred) under `budget` bytes and checks it.
+ * NULL on success, else why (msg holds the planner's message, e.g. the minimum budget). */
+const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct fx_store *store,
+                                fx_budget_plan *out, char *msg, size_t msg_len);
+/* With the arena allocated: starts the loader and loads pinned weights. */
+const char *fx_budget_plan_start(fx_budget_plan *bp, char *arena);
+/* One invoke: runs every step, streaming weights. 0 ok, -1 on a load or kernel error. */
+int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *arena);
+void fx_budget_plan_free(fx_budget_plan *bp);
+#endif

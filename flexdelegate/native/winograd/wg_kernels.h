@@ -1,0 +1,34 @@
+/* Winograd input/output transforms, one implementation per ISA (wg-avx512f.c, wg-avx2.c,
+ * wg-generic.c), all generated from wg_kernels.inc. Private to winograd/. */
+#ifndef FLEX_WG_KERNELS_H
+#define FLEX_WG_KERNELS_H
+#include <stddef.h>
+
+typedef struct {
+  int m, n;                 /* output tile m x m, input tile n x n, n = m + 2 */
+  int H, W, cin, OH, OW, cout;
+  int pad_top, pad_left;
+  int tiles_h, tiles_w;     /* tiles per image */
+  size_t cin_pad, cout_pad; /* row strides of V and M, multiples of 16 */
+} fx_wg_geom;
+
+/* Tiles [t0, t0 + tb) (tile t: image t / (tiles_h*tiles_w), then row-major) into
+ * V[xi * vs + i * cin_pad + c], xi = transform point (row-major over n x n), i = t - t0. */
+typedef void (*fx_wg_input_fn)(const fx_wg_geom *g, const float *x, size_t t0, int tb, float *V,
+                               size_t vs);
+/* From M[xi * ms + i * cout_pad + c] into y, adding bias (may be NULL), clamping to [lo, hi]. */
+typedef void (*fx_wg_output_fn)(const fx_wg_geom *g, const float *M, size_t ms, size_t t0, int tb,
+                                const float *bias, float lo, float hi, float *y);
+
+void fx_wg_input_generic(const fx_wg_geom *, const float *, size_t, int, float *, size_t);
+void fx_wg_output_generic(const fx_wg_geom *, const float *, size_t, size_t, int, const float *,
+                          float, float, float *);
+#if defined(__x86_64__)
+void fx_wg_input_avx2(const fx_wg_geom *, const float *, size_t, int, float *, size_t);
+void fx_wg_output_avx2(const fx_wg_geom *, const float *, size_t, size_t, int, const float *,
+                       float, float, float *);
+void fx_wg_input_avx512f(const fx_wg_geom *, const float *, size_t, int, float *, size_t);
+void fx_wg_output_avx512f(const fx_wg_geom *, const float *, size_t, size_t, int, const float *,
+                          float, float, float *);
+#endif
+#endif

@@ -1,0 +1,44 @@
+/* Test / benchmark entry point: pack and run one Winograd convolution with a chosen GEMM
+ * kernel (declared in include/flex_api.h). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <time.h>
+#include "flex_api.h"
+#include "pool.h"
+#include "winograd.h"
+
+int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, int cin, int cout,
+                      int pad_top, int pad_left, int oh, int ow, const float *x,
+                      const float *filter, const float *bias, int act, float *y, int iters,
+                      double *seconds) {
+  const fx_gemm_config *uk = fx_gemm_config_at(variant);
+  if (!uk || (tile != 4 && tile != 6) || threads < 1 || n < 0 || h < 1 || w < 1 || cin < 1 ||
+      cout < 1 || pad_top < 0 || pad_left < 0 || oh < 0 || ow < 0 || !x || !filter || !y ||
+      act < FX_ACT_NONE || act > FX_ACT_TANH)
+    return -1;
+  float *packed = malloc(fx_winograd_packed_floats(tile, cout, cin, uk->nr) * sizeof(float));
+  float *scratch = malloc(fx_winograd_scratch_bytes_with(uk, tile, cout, cin, threads));
+  fx_pool *pool = fx_pool_new(threads);
+  int rc = -1;
+  if (packed && scratch && pool) {
+    fx_winograd_pack(tile, cout, cin, uk->nr, filter, packed);
+    fx_shape xs = {4, {n, h, w, cin}}, ys = {4, {n, oh, ow, cout}};
+    double best = 0.0;
+    if (iters < 1) iters = 1;
+    for (int it = 0; it < iters; it++) {
+      struct timespec t0, t1;
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      fx_winograd_run_with(uk, pool, tile, packed, cout, cin, bias, x, &xs, pad_top, pad_left, y,
+                           &ys, scratch, act);
+      clock_gettime(CLOCK_MONOTONIC, &t1);
+      double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+      if (it == 0 || s < best) best = s;
+    }
+    if (seconds) *seconds = best;
+    rc = 0;
+  }
+  fx_pool_free(pool);
+  free(scratch);
+  free(packed);
+  return rc;
+}

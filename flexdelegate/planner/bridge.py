@@ -1,0 +1,93 @@
+"""Between the C runtime and the planner: the partition the runtime describes (cffi structs,
+see flexdelegate/native/include/flex_api.h) becomes a planner Graph, and the Plan goes back as
+the runtime's flat step list. Called from C through the flex_plan_callback extern."""
+from __future__ import annotations
+
+from ..tflite.schema import BUILTIN_OP_NAMES
+from .arena import plan as make_plan
+from .graph import Graph, KernelOption, Layer, Tensor
+from .result import BudgetError
+
+KINDS = ("activation", "input", "output")
+SLICING = {"none": 0, "weights": 1, "input": 2}
+
+# The last plans, so the runtime's second call (when it needed more room for the steps)
+# does not plan again.
+_memo: dict = {}
+
+
+def graph_from_desc(ffi, desc) -> Graph:
+    tensors = [Tensor(int(t.id), int(t.nbytes), KINDS[t.kind]) for t in (desc.tensors[i] for i in range(desc.n_tensors))]
+    layers = []
+    for i in range(desc.n_layers):
+        d = desc.layers[i]
+        op = BUILTIN_OP_NAMES.get(d.builtin, f"OP{d.builtin}")
+        wb, sb, cu, lu = int(d.weight_bytes), int(d.scratch_bytes), float(d.compute_us), float(d.load_us)
+        if d.weighted == 1:  # GEMM: weights sliced by output channels, or im2col rows
+            options = [KernelOption("gemm", wb, sb, cu, lu, "weights", out_channels=d.out_channels,
+                                    simd=d.channel_simd)]
+            if sb:
+                options.append(KernelOption("gemm-rows", wb, sb, cu, lu, "input", out_rows=d.out_rows,
+                                            simd=max(1, d.row_simd)))
+        else:
+            options = [KernelOption(op.lower(), wb, sb, cu, lu if wb else 0.0, "none")]
+        layers.append(Layer(i, op, [int(d.inputs[k]) for k in range(d.n_inputs)], int(d.output), options))
+    return Graph(tensors, layers)
+
+
+def _steps(p) -> list[tuple]:
+    """(layer, slice, slicing, start, count, w_off, w_bytes, pinned, new, s_off, s_bytes, dep)."""
+    out = []
+    for i, (li, si) in enumerate(p.steps):
+        lp = p.layers[li]
+        start, count = lp.slice_ranges[si] if lp.slice_ranges else (0, 0)
+        if lp.weight_slots:
+            w = lp.weight_slots[si if lp.slicing == "weights" else 0]
+            w_off, w_bytes, new = w.offset, w.nbytes, int(lp.slicing == "weights" or si == 0)
+        else:
+            w_off = w_bytes = new = 0
+        s = lp.scratch[si] if lp.scratch else None
+        out.append((li, si, SLICING[lp.slicing], start, count, w_off, w_bytes, int(lp.pinned), new,
+                    s.offset if s else 0, s.nbytes if s else 0, p.deps[i]))
+    return out
+
+
+def _write_error(ffi, out, text: str) -> None:
+    raw = text.encode()[: len(out.error) - 1]
+    ffi.memmove(out.error, raw + b"\0", len(raw) + 1)
+
+
+def fill_plan(ffi, desc, out) -> int:
+    """0 ok (or out.n_steps > out.capacity: call again), -1 infeasible budget, -2 other error."""
+    try:
+        graph = graph_from_desc(ffi, desc)
+        isa = ffi.string(desc.isa).decode() if desc.isa != ffi.NULL else ""
+        key = (graph.key(), int(desc.budget_bytes), int(desc.threads), isa)
+        if key not in _memo:
+            _memo.clear()
+            p = make_plan(graph, int(desc.budget_bytes), threads=int(desc.threads), isa=isa)
+            _memo[key] = (p, _steps(p), graph)
+        p, steps, graph = _memo[key]
+    except BudgetError as e:
+        node = desc.layers[e.layer].node if 0 <= e.layer < desc.n_layers else -1
+        _write_error(ffi, out, f"budget {desc.budget_bytes / 2**20:.2f} MB is infeasible: the minimum is "
+                               f"{e.min_budget_bytes / 2**20:.2f} MB ({e.min_budget_bytes} bytes); bottleneck: "
+                               f"node {node} ({e.op})")
+        out.min_budget_bytes = int(e.min_budget_bytes)
+        return -1
+    except Exception as e:  # never let an exception cross into C
+        _write_error(ffi, out, f"budget planner error: {type(e).__name__}: {e}")
+        return -2
+    out.n_steps = len(steps)
+    if len(steps) > out.capacity:
+        return 0
+    for i, s in enumerate(steps):
+        st = out.steps[i]
+        (st.layer, st.slice, st.slicing, st.start, st.count, st.w_offset, st.w_bytes, st.w_pinned, st.w_new,
+         st.s_offset, st.s_bytes, st.dep) = s
+    out.deps_start = p.deps_start
+    out.arena_bytes = p.arena_bytes
+    out.min_budget_bytes = p.min_budget_bytes
+    for i in range(desc.n_tensors):
+        out.tensor_offsets[i] = int(p.tensor_offsets.get(int(desc.tensors[i].id), 0))
+    return 0
