@@ -24,6 +24,14 @@ def _delegate_class(rt):
                 self.options = dict(options)
                 super().__init__(_native.library_path(), self.options)
 
+            def set_budget(self, mb: float) -> None:
+                """Re-plans for a new memory budget (MB, 0 = unlimited) between invokes. An
+                infeasible budget raises ValueError naming the minimum; the old one stays."""
+                from . import _native
+                if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not mb >= 0:
+                    raise ValueError(f"flexdelegate: budget must be a number of MB >= 0, got {mb!r}")
+                _native.set_budget(self._get_native_delegate_pointer(), mb)
+
             def stats(self) -> dict:
                 """Coverage of the last load: nodes_total, nodes_delegated, partitions,
                 fallback ([{node, op, reason}]), and the kernel/threads in use."""

@@ -33,6 +33,12 @@ def stats(delegate_ptr: int) -> dict:
     return json.loads(ffi.string(buf).decode())
 
 
+def set_budget(delegate_ptr: int, mb: float) -> None:
+    msg = ffi.new("char[]", 512)
+    if lib.flex_set_budget(ffi.cast("void *", delegate_ptr), float(mb), msg, 512):
+        raise ValueError(f"flexdelegate: {ffi.string(msg).decode()}")
+
+
 def plan_arena(sizes, first, last, greedy: bool = True) -> tuple[int, list[int]]:
     """Offsets for buffers with inclusive [first, last] lifetimes; returns (arena_size, offsets)."""
     n = len(sizes)

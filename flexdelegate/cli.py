@@ -1,4 +1,4 @@
-"""The `flexdelegate` command: demo, cache, profile, bench (and later plan)."""
+"""The `flexdelegate` command: demo, cache, profile, bench, plan."""
 from __future__ import annotations
 
 import sys
@@ -8,6 +8,7 @@ COMMANDS = {
     "cache": "inspect, verify or prune packed-weight cache files (.fxc)",
     "profile": "load cost, memory ranges and latency per stage, and the slowest ops",
     "bench": "latency of flexdelegate against stock TFLite with XNNPack, alternating",
+    "plan": "how a model runs under a memory budget: kernels, slices, preloads (and a picture)",
 }
 
 
@@ -29,6 +30,9 @@ def main(argv=None) -> int:
     if argv[0] == "bench":
         from .bench_cmd import main as bench
         return bench(argv[1:])
+    if argv[0] == "plan":
+        from .plan_cmd import main as plan
+        return plan(argv[1:])
     return 2
 
 

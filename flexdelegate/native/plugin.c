@@ -110,6 +110,17 @@ size_t flex_stats_json(void *delegate, char *buf, size_t cap) {
       put(&s, "}");
       first = 0;
     }
+  put(&s, "], \"budget_mb\": %.6g, \"partitions_memory\": [", d ? d->opts.budget_mb : 0.0);
+  first = 1;
+  for (int i = 0; d && i < d->n_subgraphs; i++)
+    for (int j = 0; j < d->subgraphs[i].n_parts; j++) {
+      size_t arena, min_budget;
+      int steps;
+      fx_partition_budget(d->subgraphs[i].parts[j], &arena, &min_budget, &steps);
+      put(&s, "%s{\"arena_bytes\": %zu, \"min_budget_bytes\": %zu, \"steps\": %d}", first ? "" : ", ", arena,
+          min_budget, steps);
+      first = 0;
+    }
   put(&s, "], \"ops\": [");
   first = 1;
   for (int i = 0; d && i < d->n_subgraphs; i++)
@@ -145,3 +156,26 @@ size_t flex_stats_json(void *delegate, char *buf, size_t cap) {
 }
 
 const char *flex_gemm_kernel_name(void) { return fx_gemm_config_get()->name; }
+
+int flex_set_budget(void *delegate, double mb, char *msg, size_t msg_len) {
+  fx_delegate *d = delegate;
+  if (!d || !(mb >= 0)) {
+    snprintf(msg, msg_len, "budget must be a number of megabytes >= 0");
+    return -1;
+  }
+  double old = d->opts.budget_mb;
+  d->opts.budget_mb = mb;
+  for (int i = 0; i < d->n_subgraphs; i++)
+    for (int j = 0; j < d->subgraphs[i].n_parts; j++) {
+      const char *why = fx_partition_replan(d->subgraphs[i].parts[j], msg, msg_len);
+      if (!why) continue;
+      if (why != msg) snprintf(msg, msg_len, "%s", why);
+      /* Keep the delegate runnable: back to the old budget (its plan is feasible). */
+      d->opts.budget_mb = old;
+      char ignored[512];
+      for (int a = 0; a < d->n_subgraphs; a++)
+        for (int b = 0; b < d->subgraphs[a].n_parts; b++) fx_partition_replan(d->subgraphs[a].parts[b], ignored, sizeof ignored);
+      return -1;
+    }
+  return 0;
+}

@@ -195,27 +195,88 @@ static int shape_equals_dims(const fx_shape *s, const TfLiteIntArray *dims) {
   return 1;
 }
 
+/* The arena is exactly the plan's size: a smaller budget must give memory back, not keep it. */
+static int resize_arena(fx_partition *p, size_t bytes) {
+  if (bytes == p->arena_size && p->arena) return 0;
+  free(p->arena);
+  p->arena = aligned_alloc(FX_ARENA_ALIGN, (bytes + FX_ARENA_ALIGN - 1) / FX_ARENA_ALIGN * FX_ARENA_ALIGN + FX_ARENA_ALIGN);
+  p->arena_size = p->arena ? bytes : 0;
+  return p->arena ? 0 : -1;
+}
+
 /* Under a budget the planner lays out the whole arena (activations, weight slots, scratch). */
-static TfLiteStatus prepare_budget(TfLiteContext *ctx, fx_partition *p, int threads) {
+static const char *plan_budget(fx_partition *p, int threads, char *msg, size_t msg_len) {
   fx_budget_plan_free(&p->budget);
-  char msg[512];
   size_t budget = (size_t)(p->d->opts.budget_mb * 1048576.0);
-  const char *why = fx_budget_plan_make(&p->g, threads, budget, p->d->store, &p->budget, msg, sizeof msg);
-  if (!why && p->budget.arena_bytes > p->arena_size) {
-    free(p->arena);
-    p->arena = aligned_alloc(FX_ARENA_ALIGN, (p->budget.arena_bytes + FX_ARENA_ALIGN - 1) / FX_ARENA_ALIGN * FX_ARENA_ALIGN);
-    p->arena_size = p->arena ? p->budget.arena_bytes : 0;
-    if (!p->arena) why = "out of memory for the arena";
-  }
+  const char *why = fx_budget_plan_make(&p->g, threads, budget, p->d->store, &p->budget, msg, msg_len);
+  if (!why && resize_arena(p, p->budget.arena_bytes)) why = "out of memory for the arena";
   if (!why) why = fx_budget_plan_start(&p->budget, p->arena);
   if (why) {
-    ctx->ReportError(ctx, "flexdelegate: %s", why);
     fx_budget_plan_free(&p->budget);
-    return kTfLiteError;
+    return why;
   }
-  fx_log(FX_LOG_PLAN, "partition under budget %.1f MB: arena %zu bytes, %d steps (min budget %.1f MB)",
+  fx_log(FX_LOG_PLAN, "partition under budget %.2f MB: arena %zu bytes, %d steps (min budget %.2f MB)",
          p->d->opts.budget_mb, p->budget.arena_bytes, p->budget.n_steps, p->budget.min_budget_bytes / 1048576.0);
-  return kTfLiteOk;
+  return NULL;
+}
+
+/* Without a budget: scratch joins the tensors, the greedy planner packs them by lifetime. */
+static const char *plan_unlimited(fx_partition *p, int threads) {
+  fx_budget_plan_free(&p->budget);
+  fx_graph *g = &p->g;
+  /* Scratch tensors (im2col tiles) join the arena with a one-node lifetime. */
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    size_t bytes = fx_node_scratch_bytes(g, n, threads);
+    if (!bytes) continue;
+    if (n->scratch < 0) {
+      fx_tensor sc = {.tfl = -1, .dtype = FX_F32, .storage = FX_ST_ARENA};
+      if ((n->scratch = fx_graph_add_tensor(g, &sc)) < 0) return "out of memory";
+    }
+    g->tensors[n->scratch].shape = (fx_shape){1, {(int)((bytes + 3) / 4)}};
+  }
+  free(p->bufs);
+  p->bufs = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof(fx_arena_buf));
+  if (!p->bufs) return "out of memory";
+  for (int i = 0; i < g->n_tensors; i++) p->bufs[i] = (fx_arena_buf){0, -1, -1, 0};
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    for (int k = -1; k < n->n_in + n->n_out; k++) {
+      int id = k < 0 ? n->scratch : k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+      if (id < 0 || g->tensors[id].storage != FX_ST_ARENA) continue;
+      fx_arena_buf *b = &p->bufs[id];
+      if (b->first < 0) b->first = i;
+      b->last = i;
+      b->size = fx_shape_numel(&g->tensors[id].shape) * fx_dtype_size(g->tensors[id].dtype);
+    }
+  }
+  for (int i = 0; i < g->n_tensors; i++)
+    if (p->bufs[i].first < 0) p->bufs[i] = (fx_arena_buf){0, 0, 0, 0};
+  int *alias = malloc(sizeof(int) * (size_t)(g->n_tensors ? g->n_tensors : 1));
+  if (!alias) return "out of memory";
+  plan_in_place(g, p->bufs, alias);
+  size_t need = fx_arena_plan_greedy(p->bufs, g->n_tensors);
+  for (int i = 0; i < g->n_tensors; i++)
+    if (alias[i] >= 0) p->bufs[i].offset = p->bufs[alias[i]].offset;
+  free(alias);
+  if (need == (size_t)-1) return "arena planning failed";
+  if (resize_arena(p, need)) return "out of memory for the arena";
+  fx_log(FX_LOG_PLAN, "partition arena: %zu bytes for %d tensors, %d threads", need, g->n_tensors, threads);
+  return NULL;
+}
+
+static const char *plan_memory(fx_partition *p, int threads, char *msg, size_t msg_len) {
+  return p->d->opts.budget_mb > 0 ? plan_budget(p, threads, msg, msg_len) : plan_unlimited(p, threads);
+}
+
+void fx_partition_budget(const fx_partition *p, size_t *arena, size_t *min_budget, int *steps) {
+  *arena = p->budget.exec ? p->budget.arena_bytes : p->arena_size;
+  *min_budget = p->budget.min_budget_bytes;
+  *steps = p->budget.exec ? p->budget.n_steps : p->g.n_nodes;
+}
+
+const char *fx_partition_replan(struct fx_partition *p, char *msg, size_t msg_len) {
+  return plan_memory(p, fx_pool_threads(p->pool), msg, msg_len);
 }
 
 static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
@@ -254,50 +315,12 @@ static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
                 : ctx->recommended_num_threads > 0 ? ctx->recommended_num_threads : 1;
   p->pool = fx_delegate_pool(p->d, threads);
   if (!p->pool) return kTfLiteError;
-  /* Scratch tensors (im2col tiles) join the arena with a one-node lifetime. */
-  for (int i = 0; i < g->n_nodes; i++) {
-    fx_node *n = &g->nodes[i];
-    size_t bytes = fx_node_scratch_bytes(g, n, threads);
-    if (!bytes) continue;
-    if (n->scratch < 0) {
-      fx_tensor s = {.tfl = -1, .dtype = FX_F32, .storage = FX_ST_ARENA};
-      if ((n->scratch = fx_graph_add_tensor(g, &s)) < 0) return kTfLiteError;
-    }
-    g->tensors[n->scratch].shape = (fx_shape){1, {(int)((bytes + 3) / 4)}};
+  char msg[512];
+  const char *why = plan_memory(p, threads, msg, sizeof msg);
+  if (why) {
+    ctx->ReportError(ctx, "flexdelegate: %s", why);
+    return kTfLiteError;
   }
-  if (p->d->opts.budget_mb > 0) return prepare_budget(ctx, p, threads);
-  free(p->bufs);
-  p->bufs = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof(fx_arena_buf));
-  if (!p->bufs) return kTfLiteError;
-  for (int i = 0; i < g->n_tensors; i++) p->bufs[i] = (fx_arena_buf){0, -1, -1, 0};
-  for (int i = 0; i < g->n_nodes; i++) {
-    fx_node *n = &g->nodes[i];
-    for (int k = -1; k < n->n_in + n->n_out; k++) {
-      int id = k < 0 ? n->scratch : k < n->n_in ? n->in[k] : n->out[k - n->n_in];
-      if (id < 0 || g->tensors[id].storage != FX_ST_ARENA) continue;
-      fx_arena_buf *b = &p->bufs[id];
-      if (b->first < 0) b->first = i;
-      b->last = i;
-      b->size = fx_shape_numel(&g->tensors[id].shape) * fx_dtype_size(g->tensors[id].dtype);
-    }
-  }
-  for (int i = 0; i < g->n_tensors; i++)
-    if (p->bufs[i].first < 0) p->bufs[i] = (fx_arena_buf){0, 0, 0, 0};
-  int *alias = malloc(sizeof(int) * (size_t)(g->n_tensors ? g->n_tensors : 1));
-  if (!alias) return kTfLiteError;
-  plan_in_place(g, p->bufs, alias);
-  size_t need = fx_arena_plan_greedy(p->bufs, g->n_tensors);
-  for (int i = 0; i < g->n_tensors; i++)
-    if (alias[i] >= 0) p->bufs[i].offset = p->bufs[alias[i]].offset;
-  free(alias);
-  if (need == (size_t)-1) return kTfLiteError;
-  if (need > p->arena_size) {
-    free(p->arena);
-    p->arena = aligned_alloc(FX_ARENA_ALIGN, need);
-    p->arena_size = p->arena ? need : 0;
-    if (!p->arena) return kTfLiteError;
-  }
-  fx_log(FX_LOG_PLAN, "partition arena: %zu bytes for %d tensors, %d threads", need, g->n_tensors, threads);
   return kTfLiteOk;
 }
 

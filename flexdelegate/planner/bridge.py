@@ -3,6 +3,8 @@ see flexdelegate/native/include/flex_api.h) becomes a planner Graph, and the Pla
 the runtime's flat step list. Called from C through the flex_plan_callback extern."""
 from __future__ import annotations
 
+import math
+
 from ..tflite.schema import BUILTIN_OP_NAMES
 from .arena import plan as make_plan
 from .graph import Graph, KernelOption, Layer, Tensor
@@ -52,6 +54,14 @@ def _steps(p) -> list[tuple]:
     return out
 
 
+def last_plan():
+    """(plan, graph, TFLite node of each layer) of the latest budget plan, or None."""
+    if not _memo:
+        return None
+    p, _, graph, nodes = next(iter(_memo.values()))
+    return p, graph, nodes
+
+
 def _write_error(ffi, out, text: str) -> None:
     raw = text.encode()[: len(out.error) - 1]
     ffi.memmove(out.error, raw + b"\0", len(raw) + 1)
@@ -66,13 +76,15 @@ def fill_plan(ffi, desc, out) -> int:
         if key not in _memo:
             _memo.clear()
             p = make_plan(graph, int(desc.budget_bytes), threads=int(desc.threads), isa=isa)
-            _memo[key] = (p, _steps(p), graph)
-        p, steps, graph = _memo[key]
+            nodes = [int(desc.layers[i].node) for i in range(desc.n_layers)]
+            _memo[key] = (p, _steps(p), graph, nodes)
+        p, steps, graph, _ = _memo[key]
     except BudgetError as e:
         node = desc.layers[e.layer].node if 0 <= e.layer < desc.n_layers else -1
+        # Rounded up, so the figure quoted back as a budget is feasible.
+        min_mb = math.ceil(e.min_budget_bytes / 2**20 * 100) / 100
         _write_error(ffi, out, f"budget {desc.budget_bytes / 2**20:.2f} MB is infeasible: the minimum is "
-                               f"{e.min_budget_bytes / 2**20:.2f} MB ({e.min_budget_bytes} bytes); bottleneck: "
-                               f"node {node} ({e.op})")
+                               f"{min_mb:.2f} MB ({e.min_budget_bytes} bytes); bottleneck: node {node} ({e.op})")
         out.min_budget_bytes = int(e.min_budget_bytes)
         return -1
     except Exception as e:  # never let an exception cross into C

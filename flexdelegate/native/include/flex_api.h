@@ -15,6 +15,10 @@ void tflite_plugin_destroy_delegate(void *delegate);
  * Returns the full length, so a caller can retry with a bigger buffer. */
 size_t flex_stats_json(void *delegate, char *buf, size_t cap);
 
+/* Re-plans every partition for a new budget (MB; 0 = unlimited) between invokes. 0 ok; -1 with
+ * msg set (e.g. an infeasible budget: the old one stays in force). */
+int flex_set_budget(void *delegate, double mb, char *msg, size_t msg_len);
+
 /* Validates one option as the plugin would; returns NULL if fine, else a message. */
 const char *flex_check_option(const char *key, const char *value);
 

@@ -42,12 +42,16 @@ static const wg_isa *isa_for(const fx_gemm_config *uk) {
 
 static size_t pad16(int c) { return ((size_t)c + 15u) / 16u * 16u; }
 
+static int tile_ok(int tile) { return tile == 4 || tile == 6; }
+
 size_t fx_winograd_packed_floats(int tile, int cout, int cin, int nr) {
+  if (!tile_ok(tile)) return 0;
   const size_t n = (size_t)tile + 2;
   return n * n * fx_gemm_packed_floats(cout, cin, nr);
 }
 
 void fx_winograd_pack(int tile, int cout, int cin, int nr, const float *w, float *dst) {
+  if (!tile_ok(tile)) return;
   const int n = tile + 2, nn = n * n;
   const double(*G)[3] = tile == 4 ? wg_g6 : wg_g8;
   const size_t per = fx_gemm_packed_floats(cout, cin, nr);
@@ -93,6 +97,7 @@ static size_t thread_floats(int tile, int cout, int cin, int tb) {
 
 size_t fx_winograd_scratch_bytes_with(const fx_gemm_config *uk, int tile, int cout, int cin,
                                       int threads) {
+  if (!tile_ok(tile)) return 0;
   const int tb = block_tiles(tile, cout, cin, uk->mr);
   return (size_t)(threads > 0 ? threads : 1) * thread_floats(tile, cout, cin, tb) * sizeof(float);
 }
@@ -144,6 +149,7 @@ void fx_winograd_run_with(const fx_gemm_config *uk, fx_pool *pool, int tile, con
                           int cout, int cin, const float *bias, const float *x, const fx_shape *xs,
                           int pad_top, int pad_left, float *y, const fx_shape *ys, float *scratch,
                           int act) {
+  if (!tile_ok(tile)) return;
   wg_job j;
   memset(&j, 0, sizeof j);
   fx_wg_geom *g = &j.g;

@@ -11,7 +11,10 @@
  * with the GEMM microkernel of fx_gemm_config_get() (weights in its packed panel layout), then
  * the output transform A^T M A + bias + clamp into y (partial tiles at the right/bottom edges
  * are clipped). Padding: any pad_top/pad_left >= 0 (SAME, VALID or explicit); the output
- * size is taken from ys, positions outside the input read as zeros. */
+ * size is taken from ys, positions outside the input read as zeros. Other tile sizes: packed
+ * size and scratch 0, pack and run do nothing.
+ *
+ * Packed weights are (m+2)^2 / 9 times the 3x3 weights: 4x for F(4,3), 7.1x for F(6,3). */
 #ifndef FLEX_WINOGRAD_H
 #define FLEX_WINOGRAD_H
 #include <stddef.h>

@@ -1,0 +1,65 @@
+"""`flexdelegate plan MODEL --budget MB [--out plan.png]`: how the model runs under a budget,
+per layer: kernel, slices, preload distance, pinned or streamed; optionally a picture of the
+plan as time x address blocks by kind."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="flexdelegate plan", description=__doc__)
+    ap.add_argument("model")
+    ap.add_argument("--budget", type=float, required=True, help="memory budget in MB")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--cache", default=None, help="packed-weight cache file (default: per model)")
+    ap.add_argument("--out", help="write the plan picture here (.png; needs matplotlib)")
+    args = ap.parse_args(argv)
+    if not os.path.isfile(args.model):
+        print(f"flexdelegate plan: {args.model}: no such file", file=sys.stderr)
+        return 2
+    if not args.budget > 0:
+        print("flexdelegate plan: --budget must be > 0 MB", file=sys.stderr)
+        return 2
+    from . import load_flex
+    from .planner.bridge import last_plan
+    from .run import make_interpreter
+    from .tflite.reader import read_model
+    try:
+        read_model(open(args.model, "rb").read())
+        opts = {"budget": args.budget, "num_threads": args.threads}
+        if args.cache is not None:
+            opts["cache_path"] = args.cache
+        make_interpreter(args.model, delegate=load_flex(**opts), num_threads=args.threads)
+    except (ValueError, RuntimeError) as e:
+        print(f"flexdelegate plan: {str(e).splitlines()[0]}", file=sys.stderr)
+        return 2
+    found = last_plan()
+    if found is None:
+        print("flexdelegate plan: nothing was delegated, so there is no plan", file=sys.stderr)
+        return 2
+    plan, graph, nodes = found
+    print(f"budget {args.budget:.2f} MB: arena {plan.arena_bytes / 2**20:.2f} MB, minimum "
+          f"{plan.min_budget_bytes / 2**20:.2f} MB, {len(plan.steps)} steps, pinned "
+          f"{plan.pinned_bytes / 2**20:.2f} MB, simulated {plan.latency_us / 1e3:.1f} ms")
+    print(f"{'node':>5s} {'op':22s} {'kernel':18s} {'slices':>6s} {'weights MB':>10s} {'preload':>7s}  where")
+    for lp, node in zip(plan.layers, nodes):
+        wbytes = sum(s.nbytes for s in lp.weight_slots)
+        if not lp.weight_slots:
+            where, preload = "-", "-"
+        elif lp.pinned:
+            where, preload = "pinned", "-"
+        else:
+            where = "streamed"
+            preload = str(lp.first_step - lp.load_after - 1 if lp.load_after >= 0 else lp.first_step)
+        print(f"{node:5d} {lp.op:22s} {lp.kernel:18s} {lp.slices:6d} {wbytes / 2**20:10.2f} {preload:>7s}  {where}")
+    if args.out:
+        try:
+            from .planner.draw import draw
+            draw(plan, args.out, title=f"{os.path.basename(args.model)} @ {args.budget:g} MB")
+        except ImportError as e:
+            print(f"flexdelegate plan: {e}", file=sys.stderr)
+            return 2
+        print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,30 @@
+"""A model whose weights dwarf its activations, so budgets force slicing and streaming."""
+import numpy as np
+
+from flexdelegate.tflite.writer import ModelBuilder
+
+
+def heavy_model(seed=0, fc=1536, size=16, c=32) -> bytes:
+    """CONV 3x3 -> CONV 3x3 -> RESHAPE -> FC(fc) (RELU) -> FC(fc) -> FC(10): ~2 x fc^2 x 4 bytes."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    x = b.input((1, size, size, 3), name="x")
+    h1 = b.tensor((1, size, size, c))
+    b.op("CONV_2D", [x, b.const((rng.standard_normal((c, 3, 3, 3)) * 0.3).astype(np.float32)),
+                     b.const(np.zeros(c, np.float32))], [h1], padding="SAME", stride_w=1, stride_h=1,
+         fused_activation_function="RELU")
+    h2 = b.tensor((1, size // 2, size // 2, c))
+    b.op("CONV_2D", [h1, b.const((rng.standard_normal((c, 3, 3, c)) * 0.1).astype(np.float32)),
+                     b.const(np.zeros(c, np.float32))], [h2], padding="SAME", stride_w=2, stride_h=2)
+    flat_n = (size // 2) ** 2 * c
+    flat = b.tensor((1, flat_n))
+    b.op("RESHAPE", [h2, b.const(np.array([1, flat_n], np.int32))], [flat])
+    prev, prev_n = flat, flat_n
+    for i, n in enumerate((fc, fc, 10)):
+        y = b.tensor((1, n))
+        w = (rng.standard_normal((n, prev_n)) / np.sqrt(prev_n)).astype(np.float32)
+        b.op("FULLY_CONNECTED", [prev, b.const(w), b.const(np.zeros(n, np.float32))], [y],
+             fused_activation_function="RELU" if i < 2 else "NONE")
+        prev, prev_n = y, n
+    b.output(prev)
+    return b.build()

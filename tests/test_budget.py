@@ -1,0 +1,112 @@
+"""Running under a memory budget: same answers at every feasible budget, a clear error below
+the minimum, re-planning between invokes, and a measured peak within the budget."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from budgetcheck import heavy_model
+from flexdelegate import load_flex
+from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
+
+MB = 2**20
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def model():
+    return heavy_model()
+
+
+@pytest.fixture(scope="module")
+def reference(model):
+    it = make_interpreter(model)
+    x = random_inputs(it, seed=4)
+    return x, invoke(it, x)
+
+
+def min_budget(model, cache):
+    with pytest.raises(RuntimeError) as e:
+        make_interpreter(model, delegate=load_flex(budget=0.01, cache_path=str(cache)))
+    text = str(e.value)
+    assert "infeasible" in text and "minimum is" in text and "node" in text
+    return float(text.split("minimum is ")[1].split(" MB")[0])
+
+
+def test_every_feasible_budget_gives_the_same_answer(model, reference, tmp_path):
+    cache = tmp_path / "m.fxc"
+    x, ref = reference
+    lo = min_budget(model, cache)
+    for budget in (lo, lo * 1.5, 4.0, 8.0, 64.0):
+        d = load_flex(budget=budget, cache_path=str(cache))
+        it = make_interpreter(model, delegate=d)
+        assert max_error(ref, invoke(it, x)) <= 1e-4, budget
+        assert max_error(ref, invoke(it, x)) <= 1e-4, budget  # the loader reruns cleanly
+        mem = d.stats()["partitions_memory"][0]
+        assert mem["arena_bytes"] <= budget * MB
+        if budget < 4.0:  # ~18 MB of FC weights cannot sit in the arena: sliced and streamed
+            assert mem["steps"] > len(d.stats()["ops"])
+
+
+def test_infeasible_budget_names_the_minimum_and_the_bottleneck(model, tmp_path):
+    lo = min_budget(model, tmp_path / "m.fxc")
+    assert 0 < lo < 4
+
+
+def test_set_budget_replans_between_invokes(model, reference, tmp_path):
+    x, ref = reference
+    d = load_flex(budget=64, cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)
+    invoke(it, x)
+    for budget in (2.0, 0, 3.0, 64):
+        d.set_budget(budget)
+        assert max_error(ref, invoke(it, x)) <= 1e-4
+        if budget:
+            assert d.stats()["partitions_memory"][0]["arena_bytes"] <= budget * MB
+    with pytest.raises(ValueError, match="minimum is"):
+        d.set_budget(0.05)
+    assert max_error(ref, invoke(it, x)) <= 1e-4  # the old budget stays in force
+    with pytest.raises(ValueError):
+        d.set_budget(-1)
+
+
+PEAK = textwrap.dedent("""
+    import json, sys; sys.path.insert(0, {here!r})
+    from budgetcheck import heavy_model
+    from flexdelegate import load_flex
+    from flexdelegate.memory import rss_bytes, peak_rss_bytes
+    from flexdelegate.run import make_interpreter, random_inputs, invoke
+    import flexdelegate.planner.bridge, flexdelegate.planner.arena  # imported before measuring
+    model = heavy_model(fc={fc})
+    budget = {budget}
+    if budget:  # build the cache first (the compile stage is not what the budget bounds)
+        make_interpreter(model, delegate=load_flex(cache_path={cache!r}))
+    open("/proc/self/clear_refs", "w").write("5")
+    r0 = rss_bytes()
+    d = load_flex(budget=budget, cache_path={cache!r}) if budget else None
+    it = make_interpreter(model, delegate=d)
+    x = random_inputs(it)
+    for _ in range(3):
+        invoke(it, x)
+    print(json.dumps({{"peak": peak_rss_bytes() - r0}}))
+""")
+
+
+def peak(budget, cache, fc):
+    code = PEAK.format(here=HERE, budget=budget, cache=str(cache), fc=fc)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])["peak"]
+
+
+def test_measured_peak_stays_within_budget_plus_fixed_cost(tmp_path):
+    """Peak RSS increase over the process before the Interpreter, less the stock interpreter's
+    fixed cost (measured here on a tiny model), stays within the budget while the model's
+    weights (~36 MB) are far larger."""
+    fixed = peak(0, tmp_path / "none.fxc", fc=16)  # stock interpreter, tiny model
+    budget = 6.0
+    got = peak(budget, tmp_path / "m.fxc", fc=2048)
+    assert got - fixed <= budget * MB, f"peak {got / MB:.1f} MB, fixed cost {fixed / MB:.1f} MB"

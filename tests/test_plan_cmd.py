@@ -1,0 +1,50 @@
+"""`flexdelegate plan`: the per-layer report, the picture, and clear failures."""
+import subprocess
+import sys
+
+import pytest
+
+from budgetcheck import heavy_model
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "flexdelegate", "plan", *map(str, args)],
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    path = tmp_path_factory.mktemp("plan") / "heavy.tflite"
+    path.write_bytes(heavy_model())
+    return path
+
+
+def test_reports_each_layer_and_streams_sliced_fc(model, tmp_path):
+    r = run(model, "--budget", 2, "--cache", tmp_path / "m.fxc")
+    assert r.returncode == 0, r.stderr
+    rows = [l.split() for l in r.stdout.splitlines()[2:]]
+    assert [row[1] for row in rows] == ["CONV_2D", "CONV_2D", "RESHAPE", "FULLY_CONNECTED",
+                                         "FULLY_CONNECTED", "FULLY_CONNECTED"]
+    fc = rows[3]
+    assert int(fc[3]) > 1 and fc[-1] == "streamed"  # 9 MB of weights through a 2 MB budget
+    assert "arena" in r.stdout.splitlines()[0]
+
+
+def test_draws_the_plan(model, tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "plan.png"
+    r = run(model, "--budget", 4, "--cache", tmp_path / "m.fxc", "--out", out)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("args,message", [(("--budget", "0.01"), "infeasible"),
+                                          (("--budget", "0"), "must be > 0")])
+def test_clear_errors(model, tmp_path, args, message):
+    r = run(model, *args, "--cache", tmp_path / "m.fxc")
+    assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
+
+
+def test_missing_model(tmp_path):
+    r = run(tmp_path / "nope.tflite", "--budget", 5)
+    assert r.returncode == 2 and "no such file" in r.stderr
