@@ -23,7 +23,9 @@ def main(argv=None) -> int:
         print("flexdelegate plan: --budget must be > 0 MB", file=sys.stderr)
         return 2
     from . import load_flex
+    from .planner import bridge
     from .planner.bridge import last_plan
+    bridge.keep_plans = True
     from .run import make_interpreter
     from .tflite.reader import read_model
     try:

@@ -19,8 +19,10 @@
 #define OTHER_FLOPS_PER_US 8e3
 #define LOAD_BYTES_PER_US 3e3
 
+/* 1: GEMM weights (sliceable by panels); 2: a raw constant (depthwise filter); 3: a whole
+ * packed blob (Winograd: its points interleave every output channel, so it is not sliced). */
 static int weighted_kind(const fx_node *n) {
-  if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && n->pack) return 1;
+  if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && n->pack) return fx_conv_pack_tile(n->pack) ? 3 : 1;
   if (n->kind == FX_OP_DEPTHWISE) return 2;
   return 0;
 }
@@ -64,6 +66,12 @@ static int describe(const fx_graph *g, int threads, const int *layers, int n_lay
       d->row_simd = fx_gemm_config_get()->mr * threads;
     } else if (d->weighted == 2) {
       d->weight_bytes = fx_shape_numel(&g->tensors[n->in[1]].shape) * sizeof(float);
+    } else if (d->weighted == 3) {
+      fx_conv_geom geo;
+      fx_node_conv_geom(g, n, &geo);
+      d->weight_bytes = fx_conv_weights(n->pack)->size;
+      d->scratch_bytes = fx_conv_scratch_bytes(n->pack, &geo, threads);
+      d->compute_us /= 2.5; /* Winograd's measured speed-up over im2col on its layers */
     }
     d->load_us = (double)d->weight_bytes / LOAD_BYTES_PER_US;
     for (int k = -1; k < d->n_inputs; k++) { /* every tensor the layers touch, once */
@@ -104,6 +112,11 @@ static const char *check_step(const fx_graph *g, const flex_step_plan *s, int n_
       return "scratch slot below one tile";
   } else if (wk == 2 && s->w_bytes < fx_shape_numel(&g->tensors[n->in[1]].shape) * sizeof(float)) {
     return "weight slot too small";
+  } else if (wk == 3) {
+    fx_conv_geom geo;
+    fx_node_conv_geom(g, n, &geo);
+    if (s->w_bytes < fx_conv_weights(n->pack)->size) return "weight slot too small";
+    if (s->s_bytes < fx_conv_scratch_bytes(n->pack, &geo, threads)) return "scratch slot too small";
   }
   return NULL;
 }
@@ -182,17 +195,17 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
     u->slot = s->w_offset;
     u->step = i;
     u->pinned = s->w_pinned;
-    if (wk == 1) {
+    if (wk == 1 || wk == 3) {
       const fx_wref *w = fx_conv_weights(n->pack);
       int nr = fx_conv_nr(n->pack), panels = fx_conv_panels(n->pack);
       int pan0 = 0, pan1 = panels;
-      if (s->slicing == FX_SLICE_WEIGHTS) {
+      if (wk == 1 && s->slicing == FX_SLICE_WEIGHTS) {
         pan0 = (int)(s->start / nr);
         pan1 = (int)((s->start + s->count + nr - 1) / nr);
         if (pan1 > panels) pan1 = panels;
       }
-      size_t off = (size_t)pan0 * fx_conv_panel_bytes(n->pack);
-      u->bytes = (size_t)(pan1 - pan0) * fx_conv_panel_bytes(n->pack);
+      size_t off = wk == 3 ? 0 : (size_t)pan0 * fx_conv_panel_bytes(n->pack);
+      u->bytes = wk == 3 ? w->size : (size_t)(pan1 - pan0) * fx_conv_panel_bytes(n->pack);
       if (u->bytes > s->w_bytes) { why = "weight slot smaller than its slice"; free(steps); free(units); free(deps); goto done; }
       if (w->map) { /* stream from the file: pread, so the pages never enter our mapping */
         u->from_file = 1;
@@ -257,7 +270,12 @@ int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *are
     fx_node *n = &g->nodes[s->node];
     if (fx_budget_wait(bp->exec, i)) return -1;
     int wk = weighted_kind(n);
-    if (wk == 1) {
+    if (wk == 3) {
+      fx_conv_geom geo;
+      fx_node_conv_geom(g, n, &geo);
+      fx_conv_run_with(pool, n->pack, &geo, g->tensors[n->in[0]].ptr, g->tensors[n->out[0]].ptr,
+                       (float *)(arena + s->s_off), n->act, (const float *)(arena + s->w_off));
+    } else if (wk == 1) {
       fx_conv_geom geo;
       fx_node_conv_geom(g, n, &geo);
       const int nr = fx_conv_nr(n->pack), panels = fx_conv_panels(n->pack);

@@ -9,12 +9,17 @@
 #include "gemm/gemm.h"
 #include "pool.h"
 #include "weights.h"
+#include "winograd/winograd.h"
+
+/* How the weights were packed: GEMM panels (tile 0) or Winograd F(tile x tile, 3x3). */
+typedef struct { int n, k, nr, tile, cin; const float *w, *bias; } pack_args;
 
 struct fx_conv_pack {
   const fx_gemm_config *uk;
   int n, k;
-  fx_wref *ref; /* fx_gemm_packed_floats(n, k, nr) floats, in the cache or in memory */
-  const float *src_w, *src_bias; /* the model's weights (live as long as the interpreter) */
+  int tile;        /* 0: GEMM panels; 4 or 6: Winograd-transformed (stride-1 3x3 conv) */
+  pack_args args;  /* to pack again in memory if a cached blob turns out damaged */
+  fx_wref *ref;    /* the packed weights, in the cache or in memory */
 };
 
 /* Bumped whenever fx_gemm_pack's output changes, so old cache blobs are never misread. */
@@ -24,44 +29,62 @@ struct fx_conv_pack {
 #define FX_IM2COL_TILE_BYTES (512 * 1024)
 #define FX_MAX_TILE_ROWS 256
 
-typedef struct { int n, k, nr; const float *w, *bias; } pack_args;
-
-static void pack_gemm(void *ctx, void *dst) {
+static void pack_weights(void *ctx, void *dst) {
   const pack_args *a = ctx;
-  fx_gemm_pack(a->n, a->k, a->nr, a->w, a->bias, dst);
+  if (a->tile) fx_winograd_pack(a->tile, a->n, a->cin, a->nr, a->w, dst);
+  else fx_gemm_pack(a->n, a->k, a->nr, a->w, a->bias, dst);
 }
 
-fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, const float *w, const float *bias) {
+/* Stride-1 3x3 kernel choice, from bench/winograd.py on this project's CPUs (GFLOP/s per
+ * shape): with AVX-512 GEMM, im2col wins when an image has under ~8 4x4 tiles (7x7 maps),
+ * F(6,3) on big maps of up to 128x128 channels, F(4,3) elsewhere; with slower GEMMs (AVX2,
+ * scalar, NEON) Winograd wins everywhere. */
+#define WINO_MIN_TILES4 8
+#define WINO6_MIN_TILES 36
+#define WINO6_MAX_CHANNELS2 (128 * 128)
+
+int fx_conv_choose_tile(int oh, int ow, int cin, int cout) {
+  const int fast_gemm = fx_gemm_config_get()->nr >= 32;
+  long tiles4 = (long)((oh + 3) / 4) * ((ow + 3) / 4), tiles6 = (long)((oh + 5) / 6) * ((ow + 5) / 6);
+  if (fast_gemm && tiles4 < WINO_MIN_TILES4) return 0;
+  if (tiles6 >= WINO6_MIN_TILES && (long)cin * cout <= WINO6_MAX_CHANNELS2) return 6;
+  return 4;
+}
+
+fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, int tile, const float *w, const float *bias) {
   fx_conv_pack *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->uk = fx_gemm_config_get();
   p->n = n;
   p->k = k;
+  p->tile = tile;
   /* The key covers everything the packed bytes depend on: shapes, weights, bias. */
   uint64_t key[2];
   int dims[3] = {n, k, bias != NULL};
   size_t wbytes = (size_t)n * (size_t)k * sizeof(float);
-  const uint32_t algo = FX_ALGO_GEMM_PANEL(p->uk->nr);
-  const size_t packed = fx_gemm_packed_floats(n, k, p->uk->nr) * sizeof(float);
+  const uint32_t algo = tile ? FX_ALGO_WINOGRAD(tile, p->uk->nr) : FX_ALGO_GEMM_PANEL(p->uk->nr);
+  const size_t packed = (tile ? fx_winograd_packed_floats(tile, n, k / 9, p->uk->nr)
+                              : fx_gemm_packed_floats(n, k, p->uk->nr)) * sizeof(float);
   if (!fx_store_replay(store, algo, FX_GEMM_PACK_VERSION, packed, key)) {
     fx_hasher h;
     fx_hasher_init(&h, algo);
     fx_hasher_update(&h, dims, sizeof dims);
     fx_store_hash(store, &h, w, wbytes);
-    if (bias) fx_hasher_update(&h, bias, (size_t)n * sizeof(float));
+    if (bias && !tile) fx_hasher_update(&h, bias, (size_t)n * sizeof(float)); /* Winograd adds it at run */
     fx_hasher_final(&h, key);
   }
-  pack_args a = {n, k, p->uk->nr, w, bias};
-  p->ref = fx_store_get(store, key, algo, FX_GEMM_PACK_VERSION, packed, pack_gemm, &a, sizeof a, w, wbytes);
+  p->args = (pack_args){n, k, p->uk->nr, tile, k / 9, w, bias};
+  p->ref = fx_store_get(store, key, algo, FX_GEMM_PACK_VERSION, packed, pack_weights, &p->args, sizeof p->args,
+                        w, wbytes);
   if (!p->ref) { free(p); return NULL; }
-  p->src_w = w;
-  p->src_bias = bias;
   return p;
 }
 
+int fx_conv_pack_tile(const fx_conv_pack *p) { return p->tile; }
+const float *fx_conv_pack_bias(const fx_conv_pack *p) { return p->args.bias; }
+
 static int repack_in_memory(fx_conv_pack *p) {
-  pack_args a = {p->n, p->k, p->uk->nr, p->src_w, p->src_bias};
-  fx_wref *fresh = fx_wref_packed(p->ref->size, pack_gemm, &a);
+  fx_wref *fresh = fx_wref_packed(p->ref->size, pack_weights, &p->args);
   if (!fresh) return -1;
   fx_wref_unref(p->ref);
   p->ref = fresh;
@@ -100,6 +123,7 @@ static int tile_rows(int k, int mr) {
 }
 
 size_t fx_conv_scratch_bytes(const fx_conv_pack *p, const fx_conv_geom *g, int threads) {
+  if (p->tile) return fx_winograd_scratch_bytes(p->tile, p->n, p->k / 9, threads);
   if (g->direct) return 0;
   return (size_t)threads * (size_t)tile_rows(p->k, p->uk->mr) * (size_t)p->k * sizeof(float);
 }
@@ -177,7 +201,19 @@ const struct fx_wref *fx_conv_weights(const fx_conv_pack *p) { return p->ref; }
 
 void fx_conv_run(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                  float *y, float *scratch, int act) {
-  fx_conv_run_part(pool, p, g, x, y, scratch, act, p->ref->data, 0, fx_conv_panels(p), 0, g->m, 0);
+  fx_conv_run_with(pool, p, g, x, y, scratch, act, p->ref->data);
+}
+
+void fx_conv_run_with(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x, float *y,
+                      float *scratch, int act, const float *packed) {
+  if (p->tile) {
+    fx_shape xs = {4, {(int)(g->m / ((size_t)g->oh * g->ow)), g->ih, g->iw, g->cin}};
+    fx_shape ys = {4, {xs.d[0], g->oh, g->ow, p->n}};
+    fx_winograd_run(pool, p->tile, packed, p->n, g->cin, p->args.bias, x, &xs, g->pad_top, g->pad_left, y, &ys,
+                    scratch, act);
+    return;
+  }
+  fx_conv_run_part(pool, p, g, x, y, scratch, act, packed, 0, fx_conv_panels(p), 0, g->m, 0);
 }
 
 void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,

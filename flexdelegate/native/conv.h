@@ -16,7 +16,15 @@ typedef struct {
 struct fx_store;
 /* w is [n][k] row-major (TFLite conv [cout][kh][kw][cin] and FC [out][in]); bias may be NULL.
  * The packed form comes from the store (cache file or memory). */
-fx_conv_pack *fx_conv_pack_new(struct fx_store *store, int n, int k, const float *w, const float *bias);
+fx_conv_pack *fx_conv_pack_new(struct fx_store *store, int n, int k, int tile, const float *w, const float *bias);
+/* Winograd tile (4 or 6) for a stride-1 3x3 conv of this output size and channels, or 0 for
+ * im2col GEMM: the per-ISA choice measured by bench/winograd.py. */
+int fx_conv_choose_tile(int oh, int ow, int cin, int cout);
+int fx_conv_pack_tile(const fx_conv_pack *p);
+const float *fx_conv_pack_bias(const fx_conv_pack *p);
+/* The whole conv with the packed weights at `packed` (e.g. streamed into a budget arena). */
+void fx_conv_run_with(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x, float *y,
+                      float *scratch, int act, const float *packed);
 void fx_conv_pack_free(fx_conv_pack *p);
 /* Verifies cached packed weights once (repacking from the model if damaged); -1 on OOM. */
 int fx_conv_pack_check(fx_conv_pack *p);

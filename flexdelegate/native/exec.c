@@ -61,7 +61,12 @@ const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *st
   int cout = w->shape.d[0];
   int k = (int)(fx_shape_numel(&w->shape) / (size_t)(cout ? cout : 1));
   if (bd && (int)fx_shape_numel(&T(g, n->in[2])->shape) != cout) return "bias size != output channels";
-  n->pack = fx_conv_pack_new(store, cout, k, wd, bd);
+  int tile = 0;
+  const fx_shape *ys = &T(g, n->out[0])->shape;
+  if (n->kind == FX_OP_CONV && n->p.conv.kh == 3 && n->p.conv.kw == 3 && n->p.conv.stride_h == 1 &&
+      n->p.conv.stride_w == 1 && n->p.conv.dil_h == 1 && n->p.conv.dil_w == 1 && !n->no_winograd)
+    tile = fx_conv_choose_tile(ys->d[1], ys->d[2], w->shape.d[3], cout);
+  n->pack = fx_conv_pack_new(store, cout, k, tile, wd, bd);
   return n->pack ? NULL : "out of memory packing weights";
 }
 
@@ -95,7 +100,10 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, char *buf, size_
   if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && n->pack) {
     fx_conv_geom geo;
     conv_geom((fx_graph *)g, n, &geo);
-    snprintf(buf, len, "gemm-%s %s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(n->pack));
+    if (fx_conv_pack_tile(n->pack))
+      snprintf(buf, len, "winograd-f%d %s", fx_conv_pack_tile(n->pack), fx_conv_pack_kernel(n->pack));
+    else
+      snprintf(buf, len, "gemm-%s %s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(n->pack));
   } else {
     snprintf(buf, len, "%s", fx_op_name(n->kind));
   }

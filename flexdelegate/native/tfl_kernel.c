@@ -108,6 +108,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     }
   }
   for (int i = 0; i < p->g.n_nodes; i++) {
+    p->g.nodes[i].no_winograd = d->opts.budget_mb > 0; /* budgets slice GEMM weights */
     const char *why = fx_prepare_node_weights(&p->g, &p->g.nodes[i], d->store);
     if (why) {
       ctx->ReportError(ctx, "flexdelegate: node %d: %s", p->g.nodes[i].tfl_node, why);
@@ -362,6 +363,8 @@ void fx_partition_op(const fx_partition *p, int i, fx_op_report *out) {
   out->time_us = n->prof_runs ? (double)n->prof_ns / 1e3 / (double)n->prof_runs : 0.0;
 }
 
+static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p);
+
 static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
   fx_partition *p = node->user_data;
   fx_graph *g = &p->g;
@@ -376,6 +379,14 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
       default: t->ptr = (void *)t->cdata;
     }
   }
+  fx_pool_set_active(p->pool, 1);
+  TfLiteStatus status = run_partition(ctx, p);
+  fx_pool_set_active(p->pool, 0);
+  return status;
+}
+
+static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p) {
+  fx_graph *g = &p->g;
   if (p->budget.exec) {
     if (fx_budget_plan_run(&p->budget, g, p->pool, p->arena)) {
       ctx->ReportError(ctx, "flexdelegate: a budgeted run failed (weight streaming or kernel error)");

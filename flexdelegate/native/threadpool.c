@@ -3,14 +3,28 @@
 #include <stdlib.h>
 #include "pool.h"
 
+/* While an invoke runs, idle workers spin this many polls before sleeping: a MobileNet has
+ * ~60 small ops, and waking a sleeping thread per op costs more than the op. Between
+ * invokes (pool inactive) they sleep at once. */
+#define FX_SPIN_POLLS 20000
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 struct fx_pool {
   int threads;
   pthread_t *workers;
   pthread_mutex_t mu;
   pthread_cond_t wake, done;
-  unsigned long generation; /* bumped per job; workers wait for a new one */
-  int busy;                 /* workers still in the current job */
-  int stop;
+  atomic_ulong generation; /* bumped per job; workers wait for a new one */
+  atomic_int busy;         /* workers still in the current job */
+  atomic_int active;       /* inside an invoke: spin before sleeping */
+  atomic_int stop;
   /* the current job */
   size_t n;
   atomic_size_t next;
@@ -33,17 +47,23 @@ static void *worker_main(void *arg) {
   free(arg);
   fx_pool *p = wa.pool;
   unsigned long seen = 0;
-  pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->stop && p->generation == seen) pthread_cond_wait(&p->wake, &p->mu);
-    if (p->stop) break;
-    seen = p->generation;
-    pthread_mutex_unlock(&p->mu);
-    run_tasks(p, wa.tid);
+    for (int spins = 0; atomic_load(&p->generation) == seen && !atomic_load(&p->stop) &&
+                        atomic_load_explicit(&p->active, memory_order_relaxed) && spins < FX_SPIN_POLLS;
+         spins++)
+      cpu_relax();
     pthread_mutex_lock(&p->mu);
-    if (--p->busy == 0) pthread_cond_signal(&p->done);
+    while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen) pthread_cond_wait(&p->wake, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+    if (atomic_load(&p->stop)) break;
+    seen = atomic_load(&p->generation);
+    run_tasks(p, wa.tid);
+    if (atomic_fetch_sub(&p->busy, 1) == 1) {
+      pthread_mutex_lock(&p->mu);
+      pthread_cond_signal(&p->done);
+      pthread_mutex_unlock(&p->mu);
+    }
   }
-  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
@@ -75,7 +95,7 @@ fx_pool *fx_pool_new(int threads) {
 void fx_pool_free(fx_pool *p) {
   if (!p) return;
   pthread_mutex_lock(&p->mu);
-  p->stop = 1;
+  atomic_store(&p->stop, 1);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   for (int i = 1; i < p->threads; i++) pthread_join(p->workers[i - 1], NULL);
@@ -88,24 +108,33 @@ void fx_pool_free(fx_pool *p) {
 
 int fx_pool_threads(const fx_pool *p) { return p ? p->threads : 1; }
 
+void fx_pool_set_active(fx_pool *p, int active) {
+  if (p) atomic_store(&p->active, active);
+}
+
 void fx_parallel_tasks(fx_pool *p, size_t n, fx_tid_task_fn fn, void *ctx) {
   if (!p || p->threads == 1 || n <= 1) {
     for (size_t t = 0; t < n; t++) fn(ctx, 0, t);
     return;
   }
-  pthread_mutex_lock(&p->mu);
   p->n = n;
   p->fn = fn;
   p->ctx = ctx;
   atomic_store(&p->next, 0);
-  p->busy = p->threads - 1;
-  p->generation++;
+  atomic_store(&p->busy, p->threads - 1);
+  /* Publish, then wake sleepers under the lock (a worker checks the generation under it
+   * before sleeping, so no wake-up is lost); spinning workers see the store directly. */
+  atomic_fetch_add(&p->generation, 1);
+  pthread_mutex_lock(&p->mu);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   run_tasks(p, 0);
-  pthread_mutex_lock(&p->mu);
-  while (p->busy) pthread_cond_wait(&p->done, &p->mu);
-  pthread_mutex_unlock(&p->mu);
+  for (int spins = 0; atomic_load(&p->busy) && spins < FX_SPIN_POLLS; spins++) cpu_relax();
+  if (atomic_load(&p->busy)) {
+    pthread_mutex_lock(&p->mu);
+    while (atomic_load(&p->busy)) pthread_cond_wait(&p->done, &p->mu);
+    pthread_mutex_unlock(&p->mu);
+  }
 }
 
 /* ops.h's range form, on top of the task form. */

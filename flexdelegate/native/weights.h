@@ -31,6 +31,7 @@ typedef struct fx_wref {
 
 /* Packing algorithms (part of the cache key): family in the high byte, its parameter below. */
 #define FX_ALGO_GEMM_PANEL(nr) (0x01000000u | (uint32_t)(nr))
+#define FX_ALGO_WINOGRAD(tile, nr) (0x02000000u | ((uint32_t)(tile) << 8) | (uint32_t)(nr))
 
 typedef struct fx_store fx_store;
 

@@ -3,6 +3,8 @@ see flexdelegate/native/include/flex_api.h) becomes a planner Graph, and the Pla
 the runtime's flat step list. Called from C through the flex_plan_callback extern."""
 from __future__ import annotations
 
+import ctypes
+import gc
 import math
 
 from ..tflite.schema import BUILTIN_OP_NAMES
@@ -16,6 +18,15 @@ SLICING = {"none": 0, "weights": 1, "input": 2}
 # The last plans, so the runtime's second call (when it needed more room for the steps)
 # does not plan again.
 _memo: dict = {}
+keep_plans = False  # `flexdelegate plan` sets it to read the whole plan back
+
+
+def _release_heap() -> None:
+    gc.collect()
+    try:
+        ctypes.CDLL(None).malloc_trim(0)  # glibc: hand freed arenas back (no-op elsewhere)
+    except (OSError, AttributeError):
+        pass
 
 
 def graph_from_desc(ffi, desc) -> Graph:
@@ -31,6 +42,8 @@ def graph_from_desc(ffi, desc) -> Graph:
             if sb:
                 options.append(KernelOption("gemm-rows", wb, sb, cu, lu, "input", out_rows=d.out_rows,
                                             simd=max(1, d.row_simd)))
+        elif d.weighted == 3:  # Winograd-packed: a whole blob
+            options = [KernelOption("winograd", wb, sb, cu, lu, "none")]
         else:
             options = [KernelOption(op.lower(), wb, sb, cu, lu if wb else 0.0, "none")]
         layers.append(Layer(i, op, [int(d.inputs[k]) for k in range(d.n_inputs)], int(d.output), options))
@@ -55,11 +68,11 @@ def _steps(p) -> list[tuple]:
 
 
 def last_plan():
-    """(plan, graph, TFLite node of each layer) of the latest budget plan, or None."""
+    """(plan, graph, TFLite node of each layer) of the latest plan made with keep_plans set."""
     if not _memo:
         return None
-    p, _, graph, nodes = next(iter(_memo.values()))
-    return p, graph, nodes
+    p, _, graph, nodes, _ = next(iter(_memo.values()))
+    return (p, graph, nodes) if p is not None else None
 
 
 def _write_error(ffi, out, text: str) -> None:
@@ -77,8 +90,25 @@ def fill_plan(ffi, desc, out) -> int:
             _memo.clear()
             p = make_plan(graph, int(desc.budget_bytes), threads=int(desc.threads), isa=isa)
             nodes = [int(desc.layers[i].node) for i in range(desc.n_layers)]
-            _memo[key] = (p, _steps(p), graph, nodes)
-        p, steps, graph, _ = _memo[key]
+            offsets = [int(p.tensor_offsets.get(int(desc.tensors[i].id), 0)) for i in range(desc.n_tensors)]
+            summary = (p.deps_start, p.arena_bytes, p.min_budget_bytes, offsets)
+            # Planning is the budget's Python-side cost: keep only the flat steps (the whole
+            # plan only for `flexdelegate plan`), and give the freed heap back to the OS.
+            _memo[key] = (p if keep_plans else None, _steps(p), graph if keep_plans else None, nodes, summary)
+            del p
+            _release_heap()
+        _, steps, _, _, (deps_start, arena_bytes, min_budget_bytes, offsets) = _memo[key]
+        out.n_steps = len(steps)
+        if len(steps) > out.capacity:
+            return 0
+        for i, s in enumerate(steps):
+            st = out.steps[i]
+            (st.layer, st.slice, st.slicing, st.start, st.count, st.w_offset, st.w_bytes, st.w_pinned, st.w_new,
+             st.s_offset, st.s_bytes, st.dep) = s
+        out.deps_start, out.arena_bytes, out.min_budget_bytes = deps_start, arena_bytes, min_budget_bytes
+        for i, off in enumerate(offsets):
+            out.tensor_offsets[i] = off
+        return 0
     except BudgetError as e:
         node = desc.layers[e.layer].node if 0 <= e.layer < desc.n_layers else -1
         # Rounded up, so the figure quoted back as a budget is feasible.
@@ -90,16 +120,3 @@ def fill_plan(ffi, desc, out) -> int:
     except Exception as e:  # never let an exception cross into C
         _write_error(ffi, out, f"budget planner error: {type(e).__name__}: {e}")
         return -2
-    out.n_steps = len(steps)
-    if len(steps) > out.capacity:
-        return 0
-    for i, s in enumerate(steps):
-        st = out.steps[i]
-        (st.layer, st.slice, st.slicing, st.start, st.count, st.w_offset, st.w_bytes, st.w_pinned, st.w_new,
-         st.s_offset, st.s_bytes, st.dep) = s
-    out.deps_start = p.deps_start
-    out.arena_bytes = p.arena_bytes
-    out.min_budget_bytes = p.min_budget_bytes
-    for i in range(desc.n_tensors):
-        out.tensor_offsets[i] = int(p.tensor_offsets.get(int(desc.tensors[i].id), 0))
-    return 0

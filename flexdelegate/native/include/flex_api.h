@@ -68,7 +68,7 @@ typedef struct {
   int n_inputs;
   const int *inputs;    /* tensor ids (activations and partition inputs) */
   int output;
-  int weighted;         /* 1: gemm (conv/fc: sliceable weights), 2: other constants in a slot */
+  int weighted;         /* 1: gemm (sliceable weights), 2: raw constants in a slot, 3: whole Winograd blob */
   uint64_t weight_bytes;  /* packed (gemm) or raw constant bytes */
   uint64_t scratch_bytes; /* full im2col scratch (0 for direct GEMM) */
   int out_channels, out_rows, channel_simd, row_simd;
