@@ -26,6 +26,8 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
 /* With the arena allocated: starts the loader and loads pinned weights. */
 const char *fx_budget_plan_start(fx_budget_plan *bp, char *arena);
 /* One invoke: runs every step, streaming weights. 0 ok, -1 on a load or kernel error. */
-int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *arena);
+int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *arena, int profile);
+/* Steps (slices) the plan runs node `node` in (1 when unsliced or unplanned). */
+int fx_budget_plan_slices(const fx_budget_plan *bp, int node);
 void fx_budget_plan_free(fx_budget_plan *bp);
 #endif

@@ -56,6 +56,7 @@ typedef struct {
   double flops;        /* per run */
   uint64_t runs;       /* runs timed (0 unless profiling) */
   double time_us;      /* mean per run */
+  int slices;          /* steps it runs in under a budget (1 otherwise) */
 } fx_op_report;
 int fx_partition_n_ops(const struct fx_partition *p);
 /* Lays out the partition's memory again for the delegate's current budget (set_budget between

@@ -132,8 +132,8 @@ size_t flex_stats_json(void *delegate, char *buf, size_t cap) {
         put(&s, "%s{\"subgraph\": %d, \"partition\": %d, \"node\": %d, \"op\": \"%s\", \"kernel\": ",
             first ? "" : ", ", i, j, r.node, fx_builtin_name(r.builtin));
         put_json_string(&s, r.kernel);
-        put(&s, ", \"flops\": %.0f, \"runs\": %llu, \"time_us\": %.3f}", r.flops,
-            (unsigned long long)r.runs, r.time_us);
+        put(&s, ", \"flops\": %.0f, \"runs\": %llu, \"time_us\": %.3f, \"slices\": %d}", r.flops,
+            (unsigned long long)r.runs, r.time_us, r.slices);
         first = 0;
       }
     }

@@ -361,6 +361,7 @@ void fx_partition_op(const fx_partition *p, int i, fx_op_report *out) {
   out->flops = n->flops;
   out->runs = n->prof_runs;
   out->time_us = n->prof_runs ? (double)n->prof_ns / 1e3 / (double)n->prof_runs : 0.0;
+  out->slices = fx_budget_plan_slices(&p->budget, i);
 }
 
 static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p);
@@ -388,7 +389,7 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
 static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p) {
   fx_graph *g = &p->g;
   if (p->budget.exec) {
-    if (fx_budget_plan_run(&p->budget, g, p->pool, p->arena)) {
+    if (fx_budget_plan_run(&p->budget, g, p->pool, p->arena, p->d->opts.profile)) {
       ctx->ReportError(ctx, "flexdelegate: a budgeted run failed (weight streaming or kernel error)");
       return kTfLiteError;
     }

@@ -8,6 +8,10 @@ static const fx_gemm_config k_scalar = {"f32-gemm-4x8-scalar", 4, 8, fx_f32_gemm
 static const fx_gemm_config k_avx2 = {"f32-gemm-6x16-avx2", 6, 16, fx_f32_gemm_6x16_avx2};
 static const fx_gemm_config k_avx512 = {"f32-gemm-8x32-avx512f", 8, 32, fx_f32_gemm_8x32_avx512f};
 #endif
+#if defined(__aarch64__)
+/* Advanced SIMD is mandatory on AArch64: no probe needed. */
+static const fx_gemm_config k_neon = {"f32-gemm-8x8-neon", 8, 8, fx_f32_gemm_8x8_neon};
+#endif
 
 /* Kernels this CPU supports, slowest first. */
 static const fx_gemm_config *g_available[4];
@@ -20,6 +24,9 @@ static void probe(void) {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) g_available[g_count++] = &k_avx2;
   if (__builtin_cpu_supports("avx512f")) g_available[g_count++] = &k_avx512;
+#endif
+#if defined(__aarch64__)
+  g_available[g_count++] = &k_neon;
 #endif
   g_chosen = g_available[g_count - 1];
   const char *isa = getenv("FLEXDELEGATE_ISA");

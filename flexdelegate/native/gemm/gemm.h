@@ -15,7 +15,7 @@ typedef struct {
   fx_gemm_ukernel_fn fn;
 } fx_gemm_config;
 
-/* The kernel for this CPU, probed once (FLEXDELEGATE_ISA=scalar|avx2|avx512 narrows it). */
+/* The kernel for this CPU, probed once (FLEXDELEGATE_ISA=scalar|avx2|avx512|neon narrows it). */
 const fx_gemm_config *fx_gemm_config_get(void);
 /* Every kernel this CPU can run (index 0 = scalar reference); NULL past the end. */
 const fx_gemm_config *fx_gemm_config_at(int i);
@@ -27,6 +27,10 @@ void fx_f32_gemm_6x16_avx2(size_t, size_t, size_t, const float *, size_t, const 
                            size_t, float, float);
 void fx_f32_gemm_8x32_avx512f(size_t, size_t, size_t, const float *, size_t, const float *,
                               float *, size_t, float, float);
+#endif
+#if defined(__aarch64__)
+void fx_f32_gemm_8x8_neon(size_t, size_t, size_t, const float *, size_t, const float *, float *,
+                          size_t, float, float);
 #endif
 
 /* Packs W ([n][k] row-major, TFLite's conv/FC layout) and bias (NULL = 0) for a kernel with
