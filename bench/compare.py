@@ -1,21 +1,132 @@
-"""flexdelegate vs stock XNNPack, side by side in one run (alternating rounds, so machine noise
-hits both alike). Prints min/median latency and the flex/XNNPack ratio of medians.
+"""flexdelegate vs stock XNNPack (tflite-runtime's Interpreter) and, optionally, LiteRT's
+CompiledModel (ai-edge-litert, XNNPack inside), side by side in one run: rounds alternate
+between the engines, so machine noise hits all alike. Prints min/median latency per engine and
+the flex/XNNPack and flex/LiteRT ratios of medians.
 
     python bench/compare.py [--models resnet50 ...] [--threads 1 2] [--rounds 5] [--iters 5]
+                            [--litert PYTHON] [--layers [--top 15]]
+
+LiteRT runs in its own venv: --litert (default: $LITERT_PYTHON) names a python with
+ai-edge-litert installed. That python runs this same file as a worker (--litert-worker), which
+loads the model with CompiledModel.from_file(options=Options(cpu_options=CpuOptions(
+num_threads=T))) and times run_by_index when told to, one JSON line per request/answer over
+stdin/stdout. Without it the LiteRT columns show "-".
+
+--layers: afterwards, a profile=1 pass of flexdelegate per model and thread count, printing the
+top layers by time with GFLOP/s and % of this machine's FMA peak. The peak is the chosen GEMM
+microkernel's rate through flexdelegate._native.gemm (see measure_peak: L1-resident weights,
+packing and call overhead differenced out), taken before and after the latency runs (the
+higher wins), times the thread count. Flops are those of the direct formulation (2*M*N*K for
+conv/FC), so a Winograd layer's "GFLOP/s" is an effective rate and may exceed the peak.
+
 Models come from bench/build_models.py (run it first in a venv with tensorflow-cpu)."""
 import argparse
+import json
+import os
 import pathlib
+import subprocess
 import sys
+import tempfile
+import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from build_models import model_dir  # noqa: E402
+HERE = pathlib.Path(__file__).resolve()
 
-from flexdelegate import load_flex  # noqa: E402
-from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs  # noqa: E402
-import time  # noqa: E402
 
+# ------------------------------------------------------------------------- LiteRT worker side
+# Runs under the LiteRT python: imports only numpy and ai_edge_litert (no flexdelegate needed).
+
+def litert_worker():
+    """Serves {"cmd": ...} lines from stdin, answers one JSON line each on the real stdout."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)  # anything the runtime prints goes to stderr, never into the protocol
+    from ai_edge_litert.compiled_model import CompiledModel
+    from ai_edge_litert.options import CpuOptions, Options
+
+    model = ins = outs = None
+    for line in sys.stdin:
+        req = json.loads(line)
+        try:
+            cmd = req["cmd"]
+            if cmd == "load":
+                t0 = time.perf_counter()
+                model = CompiledModel.from_file(
+                    req["model"], options=Options(cpu_options=CpuOptions(num_threads=req["threads"])))
+                load_ms = (time.perf_counter() - t0) * 1e3
+                sig = model.get_signature_by_index(0)["key"]
+                in_det, out_det = model.get_input_tensor_details(sig), model.get_output_tensor_details(sig)
+                ins, outs = model.create_input_buffers(0), model.create_output_buffers(0)
+                feed = np.load(req["inputs"])
+                for buf, name in zip(ins, model.get_signature_list()[sig]["inputs"]):
+                    buf.write(np.ascontiguousarray(feed[in_det[name]["name"]]))
+                model.run_by_index(0, ins, outs)
+                got = {}
+                for buf, name in zip(outs, model.get_signature_list()[sig]["outputs"]):
+                    d = out_det[name]
+                    got[d["name"]] = buf.read(int(np.prod(d["shape"])), np.dtype(d["dtype"])).reshape(d["shape"])
+                np.savez(req["outputs"], **got)
+                answer = {"ok": True, "load_ms": load_ms, "accelerated": bool(model.is_fully_accelerated())}
+            elif cmd == "round":
+                model.run_by_index(0, ins, outs)  # warm after the other engines ran
+                ms = []
+                for _ in range(req["iters"]):
+                    t0 = time.perf_counter()
+                    model.run_by_index(0, ins, outs)
+                    ms.append((time.perf_counter() - t0) * 1e3)
+                answer = {"ok": True, "ms": ms}
+            elif cmd == "close":
+                ins = outs = None
+                if model is not None:
+                    model.close()
+                model = None
+                answer = {"ok": True}
+            elif cmd == "quit":
+                proto.write(json.dumps({"ok": True}) + "\n")
+                return
+            else:
+                answer = {"ok": False, "error": f"unknown command {cmd!r}"}
+        except Exception as e:  # report, keep serving: the main process decides
+            answer = {"ok": False, "error": f"{type(e).__name__}: {e}"}
+        proto.write(json.dumps(answer) + "\n")
+
+
+class LiteRT:
+    """The main process's handle on a worker running under another python."""
+
+    def __init__(self, python: str):
+        self.log = tempfile.TemporaryFile(mode="w+")
+        self.proc = subprocess.Popen([python, str(HERE), "--litert-worker"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1,
+                                     cwd=tempfile.gettempdir())
+
+    def ask(self, **req) -> dict:
+        try:
+            self.proc.stdin.write(json.dumps(req) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if not line:
+            self.log.seek(0)
+            tail = self.log.read()[-2000:]
+            raise RuntimeError(f"LiteRT worker exited (rc {self.proc.poll()}):\n{tail}")
+        answer = json.loads(line)
+        if not answer.get("ok"):
+            raise RuntimeError(f"LiteRT worker: {answer.get('error')}")
+        return answer
+
+    def close(self):
+        try:
+            self.ask(cmd="quit")
+        except RuntimeError:
+            pass
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+        self.log.close()
+
+
+# --------------------------------------------------------------------------- main side
 
 def sample(it, n):
     out = []
@@ -26,19 +137,136 @@ def sample(it, n):
     return out
 
 
-def compare(path, threads, rounds, iters):
+def compare(path, threads, rounds, iters, litert=None):
+    """Latency samples (ms) per engine, alternating rounds; errors are against XNNPack."""
+    from flexdelegate import load_flex
+    from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
+
     xnn = make_interpreter(path, stock="xnnpack", num_threads=threads)
     d = load_flex(num_threads=threads)
     flex = make_interpreter(path, delegate=d, num_threads=threads)
     x = random_inputs(xnn)
-    err = max_error(invoke(xnn, x), invoke(flex, x))
+    ref = invoke(xnn, x)
+    errs = {"flex": max_error(ref, invoke(flex, x))}
     samples = {"xnnpack": [], "flex": []}
+    if litert is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            feed, got = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
+            np.savez(feed, **{det["name"]: v for det, v in zip(xnn.get_input_details(), x)})
+            litert.ask(cmd="load", model=str(path), threads=threads, inputs=feed, outputs=got)
+            with np.load(got) as out:
+                errs["litert"] = max_error(ref, [out[det["name"]] for det in xnn.get_output_details()])
+        samples["litert"] = []
     for _ in range(rounds):
         for name, it in (("xnnpack", xnn), ("flex", flex)):
             it.invoke()  # warm after the other engine ran
             samples[name] += sample(it, iters)
+        if litert is not None:
+            samples["litert"] += litert.ask(cmd="round", iters=iters)["ms"]
+    if litert is not None:
+        litert.ask(cmd="close")
     s = d.stats()
-    return samples, err, f"{s['nodes_delegated']}/{s['nodes_total']}"
+    return samples, errs, f"{s['nodes_delegated']}/{s['nodes_total']}"
+
+
+def measure_peak(repeats: int = 15) -> tuple[str, float]:
+    """(kernel name, GFLOP/s) of the chosen GEMM microkernel on one thread. Each
+    flexdelegate._native.gemm call also packs W and crosses Python, so two problems that share
+    W (n=32, k=256: one weight panel, L1-resident) but differ in m (64 and 960 rows of A, the
+    larger L2-resident) are timed, and the peak is the extra flops over the extra time. Each
+    time is the best of `repeats` timings of >= 20 ms: the one least disturbed by other load."""
+    from flexdelegate import _native
+
+    name = _native.gemm_kernel_name()
+    kernel = _native.gemm_kernels().index(name)
+    n, k = 32, 256
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((n, k)).astype(np.float32)
+
+    def best_time(m):
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        _native.gemm(kernel, a, w)
+        calls = 1
+        while True:  # calls per timing so one timing lasts >= 20 ms
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                _native.gemm(kernel, a, w)
+            if time.perf_counter() - t0 >= 0.02:
+                break
+            calls *= 2
+        best = float("inf")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                _native.gemm(kernel, a, w)
+            best = min(best, (time.perf_counter() - t0) / calls)
+        return best
+
+    small, large = 64, 960
+    t_small, t_large = best_time(small), best_time(large)
+    if t_large <= t_small:  # disturbed beyond repair: fall back to the plain rate
+        return name, 2.0 * large * n * k / t_large / 1e9
+    return name, 2.0 * (large - small) * n * k / (t_large - t_small) / 1e9
+
+
+def layer_profile(path, threads, rounds=3, iters=5):
+    """flexdelegate's per-op times in the steady state. profile=1 keeps a per-op mean over all
+    runs, so each round's mean comes from the difference of two snapshots (which also drops the
+    warm-up's page faults); each op keeps its best round, the least disturbed by other load."""
+    from flexdelegate import load_flex
+    from flexdelegate.run import invoke, make_interpreter, random_inputs
+
+    d = load_flex(num_threads=threads, profile=1)
+    it = make_interpreter(path, delegate=d, num_threads=threads)
+    invoke(it, random_inputs(it))
+    it.invoke()
+    snap = lambda: {(o["subgraph"], o["node"]): o for o in d.stats()["ops"]}  # noqa: E731
+    before, best, wall_ms = snap(), {}, float("inf")
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            it.invoke()
+        wall_ms = min(wall_ms, (time.perf_counter() - t0) * 1e3 / iters)
+        after = snap()
+        for key, o in after.items():
+            b = before.get(key, {"runs": 0, "time_us": 0.0})
+            runs = o["runs"] - b["runs"]
+            if runs > 0:
+                t = (o["time_us"] * o["runs"] - b["time_us"] * b["runs"]) / runs
+                if key not in best or t < best[key]["time_us"]:
+                    best[key] = {**o, "time_us": t}
+        before = after
+    return sorted(best.values(), key=lambda o: (o["subgraph"], o["node"])), wall_ms
+
+
+def print_layers(name, threads, ops, wall_ms, peak, top, medians):
+    peak_t = peak * threads
+    total_us = sum(o["time_us"] for o in ops) or 1.0
+    total_flops = sum(o["flops"] for o in ops)
+    print(f"\n{name}, {threads} thread(s): {len(ops)} delegated ops, {total_us / 1e3:.2f} ms in ops "
+          f"(sum of per-op best rounds; best round {wall_ms:.2f} ms per invoke with profiling), {total_flops / 1e9:.2f} GFLOP per invoke; "
+          f"peak {peak_t:.0f} GFLOP/s ({threads} x {peak:.0f})")
+    rates = "  ".join(f"{eng} {total_flops / (ms * 1e6):.1f}" for eng, ms in medians.items() if ms)
+    print(f"  whole-model GFLOP/s at the median latencies above: {rates}")
+    print(f"  {'node':>4s}  {'op':16s} {'kernel':34s} {'MFLOP':>8s} {'ms':>7s} {'share':>6s} "
+          f"{'GFLOP/s':>8s} {'%peak':>6s}")
+    for o in sorted(ops, key=lambda o: -o["time_us"])[:top]:
+        g = o["flops"] / (o["time_us"] * 1e3) if o["time_us"] > 0 else 0.0
+        print(f"  {o['node']:4d}  {o['op'][:16]:16s} {o['kernel'][:34]:34s} {o['flops'] / 1e6:8.1f} "
+              f"{o['time_us'] / 1e3:7.3f} {100 * o['time_us'] / total_us:5.1f}% {g:8.1f} "
+              f"{100 * g / peak_t:5.0f}%")
+    by_kind = {}
+    for o in ops:  # by algorithm: "gemm-im2col", "winograd-f4", "depthwise", ...
+        kind = o["kernel"].split(" ")[0]
+        t, f = by_kind.get(kind, (0.0, 0.0))
+        by_kind[kind] = (t + o["time_us"], f + o["flops"])
+    print("  by kernel: " + "; ".join(
+        f"{kind} {100 * t / total_us:.0f}% of time, {f / (t * 1e3) if t else 0:.1f} GFLOP/s"
+        for kind, (t, f) in sorted(by_kind.items(), key=lambda kv: -kv[1][0])[:6]))
+
+
+def _f(v, width, spec):
+    return f"{'-':>{width}s}" if v is None else f"{v:{width}{spec}}"
 
 
 def main():
@@ -47,19 +275,69 @@ def main():
     ap.add_argument("--threads", nargs="*", type=int, default=[1, 2])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--litert", default=os.environ.get("LITERT_PYTHON"),
+                    help="python with ai-edge-litert for the CompiledModel columns (default $LITERT_PYTHON)")
+    ap.add_argument("--layers", action="store_true", help="per-layer GFLOP/s of flexdelegate vs the FMA peak")
+    ap.add_argument("--top", type=int, default=15, help="layers to list with --layers")
+    ap.add_argument("--litert-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    print(f"{'model':18s} {'thr':>3s} {'xnn min':>9s} {'xnn med':>9s} {'flex min':>9s} {'flex med':>9s} "
-          f"{'ratio':>6s} {'nodes':>8s} {'err':>8s}")
-    for name in args.models:
-        path = model_dir() / f"{name}.tflite"
-        if not path.exists():
-            print(f"{name}: missing {path}; run bench/build_models.py {name}")
-            continue
-        for t in args.threads:
-            s, err, nodes = compare(path, t, args.rounds, args.iters)
-            xm, fm = np.median(s["xnnpack"]), np.median(s["flex"])
-            print(f"{name:18s} {t:3d} {min(s['xnnpack']):9.2f} {xm:9.2f} {min(s['flex']):9.2f} {fm:9.2f} "
-                  f"{fm / xm:6.2f} {nodes:>8s} {err:8.1e}", flush=True)
+    if args.litert_worker:
+        return litert_worker()
+
+    sys.path.insert(0, str(HERE.parent))
+    from build_models import model_dir
+
+    litert = None
+    if args.litert:
+        try:
+            litert = LiteRT(args.litert)
+        except OSError as e:
+            print(f"LiteRT disabled: cannot run {args.litert}: {e}")
+    peak = None
+    if args.layers:
+        kernel, peak = measure_peak()
+        print(f"FMA peak (measured): {peak:.1f} GFLOP/s per thread, {kernel} on m x 32 x 256 "
+              f"(for reference, XNNPack achieved ~92 GFLOP/s/core on ResNet-50)\n")
+
+    print(f"{'model':16s} {'thr':>3s} {'xnn min':>8s} {'xnn med':>8s} {'lrt min':>8s} {'lrt med':>8s} "
+          f"{'flex min':>8s} {'flex med':>8s} {'f/xnn':>6s} {'f/lrt':>6s} {'nodes':>7s} "
+          f"{'flex err':>8s} {'lrt err':>8s}")
+    medians, layers = {}, []
+    try:
+        for name in args.models:
+            path = model_dir() / f"{name}.tflite"
+            if not path.exists():
+                print(f"{name}: missing {path}; run bench/build_models.py {name}")
+                continue
+            for t in args.threads:
+                try:
+                    s, errs, nodes = compare(path, t, args.rounds, args.iters, litert)
+                except RuntimeError as e:  # the LiteRT worker failed: go on without it
+                    print(f"{name} t={t}: LiteRT dropped: {e}", flush=True)
+                    litert.proc.kill()
+                    litert = None
+                    s, errs, nodes = compare(path, t, args.rounds, args.iters, None)
+                xm, fm = np.median(s["xnnpack"]), np.median(s["flex"])
+                lm = np.median(s["litert"]) if "litert" in s else None
+                lmin = min(s["litert"]) if lm else None
+                print(f"{name:16s} {t:3d} {min(s['xnnpack']):8.2f} {xm:8.2f} {_f(lmin, 8, '.2f')} "
+                      f"{_f(lm, 8, '.2f')} {min(s['flex']):8.2f} {fm:8.2f} {fm / xm:6.2f} "
+                      f"{_f(fm / lm if lm else None, 6, '.2f')} {nodes:>7s} {errs['flex']:8.1e} "
+                      f"{_f(errs.get('litert'), 8, '.1e')}", flush=True)
+                medians[(name, t)] = {"flex": fm, "xnnpack": xm, "litert": lm}
+                if args.layers:
+                    layers.append((name, t, path))
+    finally:
+        if litert is not None:
+            litert.close()
+    if layers:  # measured again: on a shared machine the first figure may be a disturbed one
+        kernel, again = measure_peak()
+        print(f"\nFMA peak measured again: {again:.1f} GFLOP/s per thread; using the higher, "
+              f"{max(peak, again):.1f}")
+        peak = max(peak, again)
+    for name, t, path in layers:
+        ops, wall_ms = layer_profile(path, t)
+        print_layers(name, t, ops, wall_ms, peak, args.top, medians[(name, t)])
 
 
 if __name__ == "__main__":

@@ -14,6 +14,12 @@
 #include "gemm/gemm.h"
 #include "weights.h"
 
+/* The budget bounds the delegate's whole footprint, so the arena gets it less what lives
+ * outside: the partition inputs/outputs TFLite holds, plus this for the runtime itself (IR,
+ * loader and pool threads, what planning leaves in the Python heap): measured 1-2.5 MB above
+ * the arena on MobileNetV2, ResNet-152 and VGG-19 (bench/budget_sweep.py). */
+#define FX_BUDGET_RUNTIME_RESERVE (5u << 19) /* 2.5 MiB */
+
 /* Cost model for the planner's estimates (per thread): good enough to rank kernels and to
  * decide how early to preload; the planner only compares them. */
 #define GEMM_FLOPS_PER_US 40e3
@@ -140,7 +146,12 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
   if (!layers || !ld || !ins || !td) { why = "out of memory"; goto done; }
   int n_td = 0;
   describe(g, threads, layers, n_layers, ld, ins, td, &n_td);
-  flex_graph_desc desc = {n_layers, n_td, threads, ld, td, budget, fx_gemm_config_get()->name};
+  size_t reserve = FX_BUDGET_RUNTIME_RESERVE;
+  for (int t = 0; t < g->n_tensors; t++)
+    if (g->tensors[t].storage == FX_ST_EXTERNAL)
+      reserve += fx_shape_numel(&g->tensors[t].shape) * fx_dtype_size(g->tensors[t].dtype);
+  flex_graph_desc desc = {n_layers, n_td, threads, ld, td, budget > reserve ? budget - reserve : 0, reserve,
+                          fx_gemm_config_get()->name};
   flex_plan plan = {0};
   offs = calloc((size_t)n_td + 1, sizeof *offs);
   plan.tensor_offsets = offs;

@@ -91,7 +91,7 @@ def fill_plan(ffi, desc, out) -> int:
             p = make_plan(graph, int(desc.budget_bytes), threads=int(desc.threads), isa=isa)
             nodes = [int(desc.layers[i].node) for i in range(desc.n_layers)]
             offsets = [int(p.tensor_offsets.get(int(desc.tensors[i].id), 0)) for i in range(desc.n_tensors)]
-            summary = (p.deps_start, p.arena_bytes, p.min_budget_bytes, offsets)
+            summary = (p.deps_start, p.arena_bytes, p.min_budget_bytes + int(desc.reserve_bytes), offsets)
             # Planning is the budget's Python-side cost: keep only the flat steps (the whole
             # plan only for `flexdelegate plan`), and give the freed heap back to the OS.
             _memo[key] = (p if keep_plans else None, _steps(p), graph if keep_plans else None, nodes, summary)
@@ -111,11 +111,14 @@ def fill_plan(ffi, desc, out) -> int:
         return 0
     except BudgetError as e:
         node = desc.layers[e.layer].node if 0 <= e.layer < desc.n_layers else -1
-        # Rounded up, so the figure quoted back as a budget is feasible.
-        min_mb = math.ceil(e.min_budget_bytes / 2**20 * 100) / 100
-        _write_error(ffi, out, f"budget {desc.budget_bytes / 2**20:.2f} MB is infeasible: the minimum is "
-                               f"{min_mb:.2f} MB ({e.min_budget_bytes} bytes); bottleneck: node {node} ({e.op})")
-        out.min_budget_bytes = int(e.min_budget_bytes)
+        # In the user's terms (arena + what the budget also holds), rounded up so the figure
+        # quoted back as a budget is feasible.
+        user_min = int(e.min_budget_bytes) + int(desc.reserve_bytes)
+        user_budget = int(desc.budget_bytes) + int(desc.reserve_bytes)
+        min_mb = math.ceil(user_min / 2**20 * 100) / 100
+        _write_error(ffi, out, f"budget {user_budget / 2**20:.2f} MB is infeasible: the minimum is "
+                               f"{min_mb:.2f} MB ({user_min} bytes); bottleneck: node {node} ({e.op})")
+        out.min_budget_bytes = user_min
         return -1
     except Exception as e:  # never let an exception cross into C
         _write_error(ffi, out, f"budget planner error: {type(e).__name__}: {e}")

@@ -85,7 +85,8 @@ typedef struct {
   int n_layers, n_tensors, threads;
   flex_layer_desc *layers;
   flex_tensor_desc *tensors;
-  uint64_t budget_bytes;
+  uint64_t budget_bytes;  /* for the arena: the user's budget less reserve_bytes */
+  uint64_t reserve_bytes; /* what the budget must also hold outside the arena */
   const char *isa;
 } flex_graph_desc;
 
