@@ -177,7 +177,7 @@ int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
       return 0;
     }
     case FX_OP_UNARY:
-      fx_unary_f32(n->p.un.kind, n->p.un.alpha, xt->ptr, y, fx_shape_numel(xs));
+      fx_unary_f32_pool(pool, n->p.un.kind, n->p.un.alpha, xt->ptr, y, fx_shape_numel(xs));
       return 0;
     case FX_OP_MEAN:
       fx_mean_f32(xt->ptr, xs, (unsigned)n->pads[0], y);

@@ -76,7 +76,16 @@ static inline float fx_tanhf(float x) {
   return fx_sel(ax < 0.3f, small, large);
 }
 
-void fx_unary_f32(int kind, float alpha, const float *x, float *y, size_t n) {
+/* One build for every x86-64: gcc compiles these loops for AVX-512, AVX2 and the baseline and
+ * picks one at load time from the CPU (an ifunc), like the GEMM and depthwise tables. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define FX_MULTIVERSION __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#else
+#define FX_MULTIVERSION
+#endif
+
+FX_MULTIVERSION
+static void unary_range(int kind, float alpha, const float *x, float *y, size_t n) {
   size_t i;
   switch (kind) {
     case FX_U_RELU:
@@ -118,6 +127,26 @@ void fx_unary_f32(int kind, float alpha, const float *x, float *y, size_t n) {
       if (x != y) memmove(y, x, n * sizeof(float));
       break;
   }
+}
+
+typedef struct { int kind; float alpha; const float *x; float *y; } unary_job;
+
+static void unary_task(void *ctx, size_t b, size_t e) {
+  const unary_job *j = ctx;
+  unary_range(j->kind, j->alpha, j->x + b, j->y + b, e - b);
+}
+
+/* Below this many elements a thread hand-off costs more than it saves. */
+#define FX_UNARY_PARALLEL_MIN 16384
+
+void fx_unary_f32_pool(fx_pool *pool, int kind, float alpha, const float *x, float *y, size_t n) {
+  unary_job j = {kind, alpha, x, y};
+  if (n < FX_UNARY_PARALLEL_MIN) unary_task(&j, 0, n);
+  else fx_parallel_for(pool, n, FX_UNARY_PARALLEL_MIN / 4, unary_task, &j);
+}
+
+void fx_unary_f32(int kind, float alpha, const float *x, float *y, size_t n) {
+  unary_range(kind, alpha, x, y, n);
 }
 
 /* ---------------------------------------------------------------------------

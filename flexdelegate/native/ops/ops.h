@@ -29,6 +29,8 @@ void fx_parallel_for(fx_pool *pool, size_t n, size_t grain, fx_task_fn fn, void 
 enum fx_unary { FX_U_RELU, FX_U_RELU6, FX_U_RELU_N1_TO_1, FX_U_LOGISTIC, FX_U_TANH,
                 FX_U_HARD_SWISH, FX_U_LEAKY_RELU };
 void fx_unary_f32(int kind, float alpha, const float *x, float *y, size_t n);
+/* The same, split across the pool's threads for big tensors. */
+void fx_unary_f32_pool(fx_pool *pool, int kind, float alpha, const float *x, float *y, size_t n);
 
 /* y = act(a OP b) with numpy-style broadcasting; shapes right-aligned, ranks may differ.
  * PRELU is y = a >= 0 ? a : a * b (b = alpha, broadcast). */
