@@ -65,6 +65,7 @@ def main():
     ap.add_argument("--iters", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--out", default="bench/results")
+    ap.add_argument("--budgets", nargs="*", type=float, help="override the budgets (MB; 0 = unlimited)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     fixed = point("", -1, "", 2, 1)["peak"]
@@ -82,7 +83,8 @@ def main():
             fixed_used = max(fixed, model_fixed)
             print(f"{name}: stock fixed cost of this model {model_fixed / 2**20:.1f} MB")
             unlimited = None
-            for budget in sorted(BUDGETS[name], key=lambda b: b or 1e9, reverse=True):
+            budgets = args.budgets if args.budgets else BUDGETS[name]
+            for budget in sorted(budgets, key=lambda b: b or 1e9, reverse=True):
                 r = point(model, budget, cache, args.iters, args.threads)
                 if budget == 0:
                     unlimited = r

@@ -111,3 +111,30 @@ def test_measured_peak_stays_within_budget_plus_fixed_cost(tmp_path):
     budget = 6.0
     got = peak(budget, tmp_path / "m.fxc", fc=2048)
     assert got - fixed <= budget * MB, f"peak {got / MB:.1f} MB, fixed cost {fixed / MB:.1f} MB"
+
+
+def test_plans_are_cached_on_disk_and_checked(model, reference, tmp_path, monkeypatch):
+    """A warm load reuses the plan saved by the first (no planning); a damaged plan file is
+    replanned, never run."""
+    from flexdelegate.planner import bridge
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    x, ref = reference
+    lo = min_budget(model, tmp_path / "m.fxc")
+    make_interpreter(model, delegate=load_flex(budget=lo + 1, cache_path=str(tmp_path / "m.fxc")))
+    plans = list((tmp_path / "xdg" / "flexdelegate" / "plans").iterdir())
+    assert len(plans) == 1
+    bridge._memo.clear()
+
+    def no_planning(*a, **k):
+        raise AssertionError("planned again")
+    monkeypatch.setattr(bridge, "make_plan", no_planning)
+    it = make_interpreter(model, delegate=load_flex(budget=lo + 1, cache_path=str(tmp_path / "m.fxc")))
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    doc = json.loads(plans[0].read_text())
+    doc["plan"]["arena_bytes"] = doc["plan"]["budget_bytes"] * 10  # inconsistent: must not run
+    plans[0].write_text(json.dumps(doc))
+    bridge._memo.clear()
+    it = make_interpreter(model, delegate=load_flex(budget=lo + 1, cache_path=str(tmp_path / "m.fxc")))
+    assert max_error(ref, invoke(it, x)) <= 1e-4

@@ -84,3 +84,15 @@ def test_partition_log_lists_partitions_and_fallbacks():
     assert sum("stays with TFLite" in l and "EXP" in l for l in lines) == 1
     quiet = _run_with_log("", code)
     assert "flexdelegate[" not in quiet.stderr
+
+
+def test_exec_log_reports_each_invoke():
+    code = ("from flexdelegate import load_flex\nfrom flexdelegate.run import make_interpreter, invoke, random_inputs\n"
+            "import sys; sys.path.insert(0, %r)\nfrom models import conv_net\n"
+            "it = make_interpreter(conv_net(), delegate=load_flex())\nx = random_inputs(it)\n"
+            "invoke(it, x); invoke(it, x)\n") % os.path.dirname(__file__)
+    r = _run_with_log("exec", code)
+    assert r.returncode == 0, r.stderr
+    lines = [l for l in r.stderr.splitlines() if l.startswith("flexdelegate[exec]")]
+    assert len(lines) == 2 and all("5 nodes" in l and " us" in l for l in lines)
+    assert "flexdelegate[partition]" not in r.stderr  # only the asked-for category

@@ -64,7 +64,7 @@ const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *st
   int tile = 0;
   const fx_shape *ys = &T(g, n->out[0])->shape;
   if (n->kind == FX_OP_CONV && n->p.conv.kh == 3 && n->p.conv.kw == 3 && n->p.conv.stride_h == 1 &&
-      n->p.conv.stride_w == 1 && n->p.conv.dil_h == 1 && n->p.conv.dil_w == 1 && !n->no_winograd)
+      n->p.conv.stride_w == 1 && n->p.conv.dil_h == 1 && n->p.conv.dil_w == 1)
     tile = fx_conv_choose_tile(ys->d[1], ys->d[2], w->shape.d[3], cout);
   n->pack = fx_conv_pack_new(store, cout, k, tile, wd, bd);
   return n->pack ? NULL : "out of memory packing weights";

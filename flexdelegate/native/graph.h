@@ -61,7 +61,6 @@ typedef struct {
   int *in, *out;      /* local tensor ids; -1 = optional input absent */
   int act;            /* fused activation (enum fx_act) */
   int at_prepare;     /* computes a shape-derived value: runs at prepare, not at invoke */
-  int no_winograd;    /* pack for GEMM even where Winograd is faster (budgets slice GEMM weights) */
   double flops;       /* per run, for the current shapes (set at prepare) */
   uint64_t prof_ns, prof_runs; /* accumulated when profiling */
   union {

@@ -108,7 +108,6 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     }
   }
   for (int i = 0; i < p->g.n_nodes; i++) {
-    p->g.nodes[i].no_winograd = d->opts.budget_mb > 0; /* budgets slice GEMM weights */
     const char *why = fx_prepare_node_weights(&p->g, &p->g.nodes[i], d->store);
     if (why) {
       ctx->ReportError(ctx, "flexdelegate: node %d: %s", p->g.nodes[i].tfl_node, why);
@@ -380,9 +379,15 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
       default: t->ptr = (void *)t->cdata;
     }
   }
+  const int log_exec = fx_log_mask & FX_LOG_EXEC;
+  uint64_t t0 = log_exec ? now_ns() : 0;
   fx_pool_set_active(p->pool, 1);
   TfLiteStatus status = run_partition(ctx, p);
   fx_pool_set_active(p->pool, 0);
+  if (log_exec)
+    fx_log(FX_LOG_EXEC, "partition %p: %d nodes, %d threads%s, %.1f us%s", (void *)p, g->n_nodes,
+           fx_pool_threads(p->pool), p->budget.exec ? ", budgeted" : "", (now_ns() - t0) / 1e3,
+           status == kTfLiteOk ? "" : " (failed)");
   return status;
 }
 

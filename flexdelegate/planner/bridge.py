@@ -9,6 +9,8 @@ import math
 
 from ..tflite.schema import BUILTIN_OP_NAMES
 from .arena import plan as make_plan
+from .cache import PlanCache
+from .check import verify
 from .graph import Graph, KernelOption, Layer, Tensor
 from .result import BudgetError
 
@@ -67,6 +69,25 @@ def _steps(p) -> list[tuple]:
     return out
 
 
+def _cached_or_new(graph, budget: int, threads: int, isa: str):
+    """Plans are cached on disk by graph, budget, ISA and threads, so warm loads skip planning;
+    one read back is verified before it runs (a damaged or foreign file is just replanned)."""
+    cache = PlanCache()
+    try:
+        p = cache.get(graph, budget, isa, threads)
+        if p is not None:
+            verify(p, graph)
+            return p
+    except Exception:  # unreadable or inconsistent: plan afresh
+        pass
+    p = make_plan(graph, budget, threads=threads, isa=isa)
+    try:
+        cache.put(graph, p)
+    except OSError:  # a read-only cache directory only costs the next load a replan
+        pass
+    return p
+
+
 def last_plan():
     """(plan, graph, TFLite node of each layer) of the latest plan made with keep_plans set."""
     if not _memo:
@@ -88,7 +109,7 @@ def fill_plan(ffi, desc, out) -> int:
         key = (graph.key(), int(desc.budget_bytes), int(desc.threads), isa)
         if key not in _memo:
             _memo.clear()
-            p = make_plan(graph, int(desc.budget_bytes), threads=int(desc.threads), isa=isa)
+            p = _cached_or_new(graph, int(desc.budget_bytes), int(desc.threads), isa)
             nodes = [int(desc.layers[i].node) for i in range(desc.n_layers)]
             offsets = [int(p.tensor_offsets.get(int(desc.tensors[i].id), 0)) for i in range(desc.n_tensors)]
             summary = (p.deps_start, p.arena_bytes, p.min_budget_bytes + int(desc.reserve_bytes), offsets)
