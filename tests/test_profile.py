@@ -175,3 +175,16 @@ def test_progress_only_when_enabled(monkeypatch):
     bar.update(10)
     bar.close()
     assert "10/10" in err.getvalue() and err.getvalue().endswith("\r\x1b[K")
+
+
+def test_infeasible_budget_is_a_clear_error(tmp_path):
+    """A positive budget below the model's minimum: one line naming the minimum, exit 2."""
+    import subprocess
+    import sys
+    from flexdelegate.tflite.demo_model import build_demo_model
+    model = tmp_path / "demo.tflite"
+    model.write_bytes(build_demo_model())
+    r = subprocess.run([sys.executable, "-m", "flexdelegate", "profile", str(model), "--budget", "0.01",
+                        "--iterations", "2"], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "budget 0.01 MB is infeasible" in r.stderr and "minimum is" in r.stderr

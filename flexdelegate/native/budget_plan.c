@@ -150,8 +150,7 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
   for (int t = 0; t < g->n_tensors; t++)
     if (g->tensors[t].storage == FX_ST_EXTERNAL)
       reserve += fx_shape_numel(&g->tensors[t].shape) * fx_dtype_size(g->tensors[t].dtype);
-  flex_graph_desc desc = {n_layers, n_td, threads, ld, td, budget > reserve ? budget - reserve : 0, reserve,
-                          fx_gemm_config_get()->name};
+  flex_graph_desc desc = {n_layers, n_td, threads, ld, td, budget, reserve, fx_gemm_config_get()->name};
   flex_plan plan = {0};
   offs = calloc((size_t)n_td + 1, sizeof *offs);
   plan.tensor_offsets = offs;

@@ -106,10 +106,11 @@ def fill_plan(ffi, desc, out) -> int:
     try:
         graph = graph_from_desc(ffi, desc)
         isa = ffi.string(desc.isa).decode() if desc.isa != ffi.NULL else ""
-        key = (graph.key(), int(desc.budget_bytes), int(desc.threads), isa)
+        arena_budget = max(0, int(desc.budget_bytes) - int(desc.reserve_bytes))
+        key = (graph.key(), arena_budget, int(desc.threads), isa)
         if key not in _memo:
             _memo.clear()
-            p = _cached_or_new(graph, int(desc.budget_bytes), int(desc.threads), isa)
+            p = _cached_or_new(graph, arena_budget, int(desc.threads), isa)
             nodes = [int(desc.layers[i].node) for i in range(desc.n_layers)]
             offsets = [int(p.tensor_offsets.get(int(desc.tensors[i].id), 0)) for i in range(desc.n_tensors)]
             summary = (p.deps_start, p.arena_bytes, p.min_budget_bytes + int(desc.reserve_bytes), offsets)
@@ -135,7 +136,7 @@ def fill_plan(ffi, desc, out) -> int:
         # In the user's terms (arena + what the budget also holds), rounded up so the figure
         # quoted back as a budget is feasible.
         user_min = int(e.min_budget_bytes) + int(desc.reserve_bytes)
-        user_budget = int(desc.budget_bytes) + int(desc.reserve_bytes)
+        user_budget = int(desc.budget_bytes)
         min_mb = math.ceil(user_min / 2**20 * 100) / 100
         _write_error(ffi, out, f"budget {user_budget / 2**20:.2f} MB is infeasible: the minimum is "
                                f"{min_mb:.2f} MB ({user_min} bytes); bottleneck: node {node} ({e.op})")

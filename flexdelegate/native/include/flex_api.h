@@ -85,8 +85,8 @@ typedef struct {
   int n_layers, n_tensors, threads;
   flex_layer_desc *layers;
   flex_tensor_desc *tensors;
-  uint64_t budget_bytes;  /* for the arena: the user's budget less reserve_bytes */
-  uint64_t reserve_bytes; /* what the budget must also hold outside the arena */
+  uint64_t budget_bytes;  /* the user's budget */
+  uint64_t reserve_bytes; /* what it must also hold outside the arena (the arena gets the rest) */
   const char *isa;
 } flex_graph_desc;
 
