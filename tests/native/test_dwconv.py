@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from convref import finish, rel_err
 from flexdelegate import _native
 
 VARIANTS = _native.dwconv_variants()
 SIMD = list(range(1, len(VARIANTS)))
-BOUNDS = {"NONE": (-np.inf, np.inf), "RELU": (0, np.inf), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}
 
 
 def numpy_dwconv(x, f, bias, mult, stride, dilation, padding, act):
@@ -33,16 +33,9 @@ def numpy_dwconv(x, f, bias, mult, stride, dilation, padding, act):
         patch = xe[:, np.clip(iy, 0, h - 1)][:, :, np.clip(ix, 0, w - 1)]
         patch = patch * (vy[:, None] & vx[None, :])[None, :, :, None]
         y += patch * f[fy, fx]
-    if bias is not None:
-        y += bias
-    lo, hi = BOUNDS.get(act, (-np.inf, np.inf))
-    y = np.clip(y, lo, hi)
-    return np.tanh(y) if act == "TANH" else y
+    return finish(y, bias, act)
 
 
-def rel_err(got, ref):
-    scale = max(float(np.abs(ref).max()), 1e-30)
-    return float(np.abs(got.astype(np.float64) - ref).max()) / scale if ref.size else 0.0
 
 
 def run_case(variant, n, h, w, c, mult, k, stride, dilation, padding, act="NONE", bias=True, seed=0):

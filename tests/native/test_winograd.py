@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from convref import finish, rel_err
 from flexdelegate import _native
 
 KERNELS = _native.gemm_kernels()
 TILES = [4, 6]
-BOUNDS = {"NONE": (-np.inf, np.inf), "RELU": (0, np.inf), "RELU6": (0, 6), "RELU_N1_TO_1": (-1, 1)}
 
 
 def direct_conv(x, f, bias, pads, act="NONE"):
@@ -23,15 +23,9 @@ def direct_conv(x, f, bias, pads, act="NONE"):
     for ky in range(3):
         for kx in range(3):
             y += np.einsum("nhwc,oc->nhwo", xp[:, ky:ky + oh, kx:kx + ow], f[:, ky, kx].astype(np.float64))
-    if bias is not None:
-        y += bias
-    lo, hi = BOUNDS.get(act, (-np.inf, np.inf))
-    y = np.clip(y, lo, hi)
-    return np.tanh(y) if act == "TANH" else y
+    return finish(y, bias, act)
 
 
-def rel_err(got, ref):
-    return float(np.abs(got - ref).max() / max(np.abs(ref).max(), 1e-30)) if ref.size else 0.0
 
 
 def data(n, h, w, cin, cout, seed=0, bias=True):
