@@ -97,6 +97,17 @@ static int describe(const fx_graph *g, int threads, const int *layers, int n_lay
   return 0;
 }
 
+/* The GEMM panels [pan0, pan1) a step computes: its channel slice, or all of them. */
+static void step_panels(const fx_node *n, int slicing, int64_t start, int64_t count, int *pan0, int *pan1) {
+  const int nr = fx_conv_nr(n->pack), panels = fx_conv_panels(n->pack);
+  *pan0 = 0;
+  *pan1 = panels;
+  if (slicing != FX_SLICE_WEIGHTS) return;
+  *pan0 = (int)(start / nr);
+  *pan1 = (int)((start + count + nr - 1) / nr);
+  if (*pan1 > panels) *pan1 = panels;
+}
+
 static const char *check_step(const fx_graph *g, const flex_step_plan *s, int n_layers, const int *layers,
                               uint64_t arena, int threads) {
   if (s->layer < 0 || s->layer >= n_layers) return "plan names an unknown layer";
@@ -208,13 +219,8 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
     u->pinned = s->w_pinned;
     if (wk == 1 || wk == 3) {
       const fx_wref *w = fx_conv_weights(n->pack);
-      int nr = fx_conv_nr(n->pack), panels = fx_conv_panels(n->pack);
-      int pan0 = 0, pan1 = panels;
-      if (wk == 1 && s->slicing == FX_SLICE_WEIGHTS) {
-        pan0 = (int)(s->start / nr);
-        pan1 = (int)((s->start + s->count + nr - 1) / nr);
-        if (pan1 > panels) pan1 = panels;
-      }
+      int pan0, pan1;
+      step_panels(n, wk == 1 ? s->slicing : FX_SLICE_NONE, s->start, s->count, &pan0, &pan1);
       size_t off = wk == 3 ? 0 : (size_t)pan0 * fx_conv_panel_bytes(n->pack);
       u->bytes = wk == 3 ? w->size : (size_t)(pan1 - pan0) * fx_conv_panel_bytes(n->pack);
       if (u->bytes > s->w_bytes) { why = "weight slot smaller than its slice"; free(steps); free(units); free(deps); goto done; }
@@ -304,14 +310,10 @@ int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *are
     } else if (wk == 1) {
       fx_conv_geom geo;
       fx_node_conv_geom(g, n, &geo);
-      const int nr = fx_conv_nr(n->pack), panels = fx_conv_panels(n->pack);
-      int pan0 = 0, pan1 = panels;
+      int pan0, pan1;
+      step_panels(n, s->slicing, s->start, s->count, &pan0, &pan1);
       size_t m0 = 0, m1 = geo.m, tile = 0;
-      if (s->slicing == FX_SLICE_WEIGHTS) {
-        pan0 = (int)(s->start / nr);
-        pan1 = (int)((s->start + s->count + nr - 1) / nr);
-        if (pan1 > panels) pan1 = panels;
-      } else if (s->slicing == FX_SLICE_INPUT) {
+      if (s->slicing == FX_SLICE_INPUT) {
         m0 = (size_t)s->start;
         m1 = (size_t)(s->start + s->count);
       }

@@ -157,6 +157,19 @@ size_t flex_stats_json(void *delegate, char *buf, size_t cap) {
 
 const char *flex_gemm_kernel_name(void) { return fx_gemm_config_get()->name; }
 
+/* Lays out every partition again for d's current budget; the first failure, or NULL. With
+ * keep_going the others are still re-planned (restoring the old budget must reach them all). */
+static const char *replan_all(fx_delegate *d, int keep_going, char *msg, size_t msg_len) {
+  const char *first = NULL;
+  for (int i = 0; i < d->n_subgraphs; i++)
+    for (int j = 0; j < d->subgraphs[i].n_parts; j++) {
+      const char *why = fx_partition_replan(d->subgraphs[i].parts[j], msg, msg_len);
+      if (why && !first) first = why;
+      if (why && !keep_going) return first;
+    }
+  return first;
+}
+
 int flex_set_budget(void *delegate, double mb, char *msg, size_t msg_len) {
   fx_delegate *d = delegate;
   if (!d || !(mb >= 0)) {
@@ -165,17 +178,12 @@ int flex_set_budget(void *delegate, double mb, char *msg, size_t msg_len) {
   }
   double old = d->opts.budget_mb;
   d->opts.budget_mb = mb;
-  for (int i = 0; i < d->n_subgraphs; i++)
-    for (int j = 0; j < d->subgraphs[i].n_parts; j++) {
-      const char *why = fx_partition_replan(d->subgraphs[i].parts[j], msg, msg_len);
-      if (!why) continue;
-      if (why != msg) snprintf(msg, msg_len, "%s", why);
-      /* Keep the delegate runnable: back to the old budget (its plan is feasible). */
-      d->opts.budget_mb = old;
-      char ignored[512];
-      for (int a = 0; a < d->n_subgraphs; a++)
-        for (int b = 0; b < d->subgraphs[a].n_parts; b++) fx_partition_replan(d->subgraphs[a].parts[b], ignored, sizeof ignored);
-      return -1;
-    }
-  return 0;
+  const char *why = replan_all(d, 0, msg, msg_len);
+  if (!why) return 0;
+  if (why != msg) snprintf(msg, msg_len, "%s", why);
+  /* Keep the delegate runnable: back to the old budget (its plan is feasible). */
+  d->opts.budget_mb = old;
+  char ignored[512];
+  replan_all(d, 1, ignored, sizeof ignored);
+  return -1;
 }
