@@ -51,6 +51,25 @@ def test_every_feasible_budget_gives_the_same_answer(model, reference, tmp_path)
             assert mem["steps"] > len(d.stats()["ops"])
 
 
+def test_a_budget_that_holds_everything_runs_the_unlimited_plan(model, reference, tmp_path):
+    """No slicing, no streaming, the unlimited arena: the same run as without a budget. Just
+    below that footprint the planner takes over again."""
+    x, ref = reference
+    cache = str(tmp_path / "m.fxc")
+    free = load_flex(cache_path=cache)
+    it_free = make_interpreter(model, delegate=free)  # partitions live as long as their interpreter
+    unlimited = free.stats()["partitions_memory"][0]
+    d = load_flex(budget=64, cache_path=cache)
+    it = make_interpreter(model, delegate=d)
+    assert max_error(invoke(it_free, x), invoke(it, x)) == 0
+    assert d.stats()["partitions_memory"][0] == unlimited
+    # ~20 MB of weights plus the arena and reserve do not fit in 20 MB: planned and streamed.
+    d = load_flex(budget=20, cache_path=cache)
+    it = make_interpreter(model, delegate=d)
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    assert d.stats()["partitions_memory"][0]["steps"] != unlimited["steps"]
+
+
 def test_infeasible_budget_names_the_minimum_and_the_bottleneck(model, tmp_path):
     lo = min_budget(model, tmp_path / "m.fxc")
     assert 2.5 < lo < 6  # the runtime's reserve plus a small arena, far below the ~20 MB of weights
@@ -108,9 +127,9 @@ def test_measured_peak_stays_within_budget_plus_fixed_cost(tmp_path):
     fixed cost (measured here on a tiny model), stays within the budget while the model's
     weights (~36 MB) are far larger."""
     fixed = peak(0, tmp_path / "none.fxc", fc=16)  # stock interpreter, tiny model
-    budget = 6.0
-    got = peak(budget, tmp_path / "m.fxc", fc=2048)
-    assert got - fixed <= budget * MB, f"peak {got / MB:.1f} MB, fixed cost {fixed / MB:.1f} MB"
+    for budget in (6.0, 48.0):  # streamed; and all weights resident (the unlimited plan)
+        got = peak(budget, tmp_path / "m.fxc", fc=2048)
+        assert got - fixed <= budget * MB, f"budget {budget}: peak {got / MB:.1f} MB, fixed {fixed / MB:.1f} MB"
 
 
 def test_plans_are_cached_on_disk_and_checked(model, reference, tmp_path, monkeypatch):

@@ -40,6 +40,30 @@ void fx_budget_plan_free(fx_budget_plan *bp) {
   memset(bp, 0, sizeof *bp);
 }
 
+static size_t external_bytes(const fx_graph *g) {
+  size_t bytes = 0;
+  for (int t = 0; t < g->n_tensors; t++)
+    if (g->tensors[t].storage == FX_ST_EXTERNAL)
+      bytes += fx_shape_numel(&g->tensors[t].shape) * fx_dtype_size(g->tensors[t].dtype);
+  return bytes;
+}
+
+size_t fx_budget_unlimited_extra(const fx_graph *g) {
+  size_t bytes = FX_BUDGET_RUNTIME_RESERVE + external_bytes(g);
+  for (int i = 0; i < g->n_nodes; i++) {
+    const fx_node *n = &g->nodes[i];
+    if (n->at_prepare) continue;
+    int packed = (n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && n->pack;
+    if (packed) bytes += fx_conv_weights(n->pack)->size;
+    for (int k = 0; k < n->n_in; k++) {
+      int id = n->in[k];
+      if (id < 0 || g->tensors[id].storage != FX_ST_CONST || (packed && k == 1)) continue;
+      bytes += fx_shape_numel(&g->tensors[id].shape) * fx_dtype_size(g->tensors[id].dtype);
+    }
+  }
+  return bytes;
+}
+
 /* What the planner needs to know about the partition. */
 static int describe(const fx_graph *g, int threads, const int *layers, int n_layers, flex_layer_desc *ld,
                     int *ins, flex_tensor_desc *td, int *n_td) {
@@ -157,10 +181,7 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
   if (!layers || !ld || !ins || !td) { why = "out of memory"; goto done; }
   int n_td = 0;
   describe(g, threads, layers, n_layers, ld, ins, td, &n_td);
-  size_t reserve = FX_BUDGET_RUNTIME_RESERVE;
-  for (int t = 0; t < g->n_tensors; t++)
-    if (g->tensors[t].storage == FX_ST_EXTERNAL)
-      reserve += fx_shape_numel(&g->tensors[t].shape) * fx_dtype_size(g->tensors[t].dtype);
+  size_t reserve = FX_BUDGET_RUNTIME_RESERVE + external_bytes(g);
   flex_graph_desc desc = {n_layers, n_td, threads, ld, td, budget, reserve, fx_gemm_config_get()->name};
   flex_plan plan = {0};
   offs = calloc((size_t)n_td + 1, sizeof *offs);

@@ -30,4 +30,8 @@ int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *are
 /* Steps (slices) the plan runs node `node` in (1 when unsliced or unplanned). */
 int fx_budget_plan_slices(const fx_budget_plan *bp, int node);
 void fx_budget_plan_free(fx_budget_plan *bp);
+/* What the unlimited plan holds outside its arena: every packed blob and constant its kernels
+ * read, the partition inputs/outputs, and the runtime's reserve (shared constants counted
+ * once per reader: an upper bound). */
+size_t fx_budget_unlimited_extra(const fx_graph *g);
 #endif

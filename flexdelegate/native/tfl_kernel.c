@@ -220,9 +220,9 @@ static const char *plan_budget(fx_partition *p, int threads, char *msg, size_t m
   return NULL;
 }
 
-/* Without a budget: scratch joins the tensors, the greedy planner packs them by lifetime. */
-static const char *plan_unlimited(fx_partition *p, int threads) {
-  fx_budget_plan_free(&p->budget);
+/* Without a budget: scratch joins the tensors, the greedy planner packs them by lifetime.
+ * Sets p->bufs; *need is the arena it takes. */
+static const char *layout_unlimited(fx_partition *p, int threads, size_t *need) {
   fx_graph *g = &p->g;
   /* Scratch tensors (im2col tiles) join the arena with a one-node lifetime. */
   for (int i = 0; i < g->n_nodes; i++) {
@@ -255,18 +255,32 @@ static const char *plan_unlimited(fx_partition *p, int threads) {
   int *alias = malloc(sizeof(int) * (size_t)(g->n_tensors ? g->n_tensors : 1));
   if (!alias) return "out of memory";
   plan_in_place(g, p->bufs, alias);
-  size_t need = fx_arena_plan_greedy(p->bufs, g->n_tensors);
+  *need = fx_arena_plan_greedy(p->bufs, g->n_tensors);
   for (int i = 0; i < g->n_tensors; i++)
     if (alias[i] >= 0) p->bufs[i].offset = p->bufs[alias[i]].offset;
   free(alias);
-  if (need == (size_t)-1) return "arena planning failed";
+  return *need == (size_t)-1 ? "arena planning failed" : NULL;
+}
+
+static const char *start_unlimited(fx_partition *p, int threads, size_t need) {
+  fx_budget_plan_free(&p->budget);
   if (resize_arena(p, need)) return "out of memory for the arena";
-  fx_log(FX_LOG_PLAN, "partition arena: %zu bytes for %d tensors, %d threads", need, g->n_tensors, threads);
+  fx_log(FX_LOG_PLAN, "partition arena: %zu bytes for %d tensors, %d threads", need, p->g.n_tensors, threads);
   return NULL;
 }
 
+/* A budget that holds the unlimited plan (arena, every weight resident) runs it unchanged:
+ * nothing to stream, and the same speed as no budget at all. */
 static const char *plan_memory(fx_partition *p, int threads, char *msg, size_t msg_len) {
-  return p->d->opts.budget_mb > 0 ? plan_budget(p, threads, msg, msg_len) : plan_unlimited(p, threads);
+  size_t need;
+  const char *why = layout_unlimited(p, threads, &need);
+  if (why) return why;
+  if (p->d->opts.budget_mb <= 0) return start_unlimited(p, threads, need);
+  size_t budget = (size_t)(p->d->opts.budget_mb * 1048576.0), extra = fx_budget_unlimited_extra(&p->g);
+  if (need + extra > budget) return plan_budget(p, threads, msg, msg_len);
+  fx_log(FX_LOG_PLAN, "budget %.2f MB holds the unlimited plan (arena %zu + weights and reserve %zu bytes)",
+         p->d->opts.budget_mb, need, extra);
+  return start_unlimited(p, threads, need);
 }
 
 void fx_partition_budget(const fx_partition *p, size_t *arena, size_t *min_budget, int *steps) {
