@@ -1,7 +1,8 @@
 """Latency and measured peak memory across budgets, as FlexNN's curves. Each point runs in a
 fresh process: the cache is built first (unlimited run), then for each budget the peak RSS
 increase over the process before the Interpreter (VmHWM) and the min/median latency of K
-invokes. The budget bounds peak - fixed, with `fixed` the stock interpreter's fixed cost: both
+invokes; then the latency ratio to the unlimited run, measured side by side in one process
+(medians of K alternating invokes). The budget bounds peak - fixed, with `fixed` the stock interpreter's fixed cost: both
 the tiny-model figure and this model's own (building its Interpreter: no arena, no weights)
 are reported; `within` uses the larger.
 
@@ -51,6 +52,33 @@ print(json.dumps({"peak": peak_rss_bytes() - r0, "min_ms": min(ts), "median_ms":
 '''
 
 
+# Latency against the unlimited run, side by side: both interpreters in one process, rounds
+# alternating, so the shared machine's noise hits both alike (separate processes at separate
+# times differ by more than the effect measured).
+PAIR = r'''
+import json, statistics, sys, time
+from flexdelegate import load_flex
+from flexdelegate.run import make_interpreter, random_inputs, invoke
+model, budget, cache, iters, threads = sys.argv[1], float(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+its = [make_interpreter(model, delegate=load_flex(cache_path=cache, num_threads=threads, **({"budget": b} if b else {})),
+                        num_threads=threads) for b in (0, budget)]
+x = random_inputs(its[0])
+for it in its:
+    invoke(it, x)
+times = [[], []]
+for _ in range(iters):
+    for k, it in enumerate(its):
+        t0 = time.perf_counter(); it.invoke(); times[k].append((time.perf_counter() - t0) * 1e3)
+print(json.dumps({"ratio": statistics.median(times[1]) / statistics.median(times[0])}))
+'''
+
+
+def pair_ratio(model, budget, cache, iters, threads):
+    r = subprocess.run([sys.executable, "-c", PAIR, str(model), str(budget), cache, str(iters), str(threads)],
+                       capture_output=True, text=True, timeout=3600)
+    return None if r.returncode else json.loads(r.stdout.strip().splitlines()[-1])["ratio"]
+
+
 def point(model, budget, cache, iters, threads):
     r = subprocess.run([sys.executable, "-c", WORKER, str(model), str(budget), cache, str(iters), str(threads)],
                        capture_output=True, text=True, timeout=3600)
@@ -82,19 +110,16 @@ def main():
             model_fixed = point(model, -2, "", 1, 1)["peak"]
             fixed_used = max(fixed, model_fixed)
             print(f"{name}: stock fixed cost of this model {model_fixed / 2**20:.1f} MB")
-            unlimited = None
             budgets = args.budgets if args.budgets else BUDGETS[name]
             for budget in sorted(budgets, key=lambda b: b or 1e9, reverse=True):
                 r = point(model, budget, cache, args.iters, args.threads)
-                if budget == 0:
-                    unlimited = r
                 row = {"model": name, "budget_mb": budget, **r}
                 if "peak" in r:
                     row["peak_minus_tiny_fixed_mb"] = (r["peak"] - fixed) / 2**20
                     row["peak_minus_fixed_mb"] = (r["peak"] - fixed_used) / 2**20
                     row["within_budget"] = budget == 0 or row["peak_minus_fixed_mb"] <= budget
-                    if unlimited and "min_ms" in unlimited:
-                        row["latency_vs_unlimited"] = r["min_ms"] / unlimited["min_ms"]
+                    if budget:
+                        row["latency_vs_unlimited"] = pair_ratio(model, budget, cache, args.iters, args.threads)
                 rows.append(row)
                 b = "unlimited" if budget == 0 else f"{budget} MB"
                 if "error" in r:
@@ -103,7 +128,7 @@ def main():
                     print(f"{name:14s} {b:>10s}  peak-fixed {row['peak_minus_fixed_mb']:7.1f} MB "
                           f"(-tiny {row['peak_minus_tiny_fixed_mb']:7.1f})  "
                           f"min {r['min_ms']:8.1f} ms  median {r['median_ms']:8.1f} ms  "
-                          f"x{row.get('latency_vs_unlimited', 1):.3f}  {'ok' if row['within_budget'] else 'OVER'}",
+                          f"x{row.get('latency_vs_unlimited') or 1:.3f}  {'ok' if row['within_budget'] else 'OVER'}",
                           flush=True)
     with open(os.path.join(args.out, "budget_sweep.json"), "w") as f:
         json.dump({"fixed_bytes": fixed, "rows": rows}, f, indent=1)
