@@ -1,6 +1,7 @@
 /* Delegate-wide state shared by the plugin entry, Prepare and the partition kernels. */
 #ifndef FLEX_DELEGATE_H
 #define FLEX_DELEGATE_H
+#include <pthread.h>
 #include "graph.h"
 #include "pool.h"
 #include "tfl_abi.h"
@@ -40,7 +41,13 @@ typedef struct fx_delegate {
   fx_subgraph *subgraphs;
   fx_pool *pool;
   struct fx_store *store; /* packed weights: cache file or memory */
+  /* Invokes hold it shared; moving weights into the cache file once a background write is
+   * done (fx_store_settle) holds it exclusive, so no kernel reads a copy being freed. */
+  pthread_rwlock_t weights_lock;
 } fx_delegate;
+
+/* Settles the store's background commit: waiting for it (wait) or only if it is done. */
+void fx_delegate_settle(fx_delegate *d, int wait);
 
 TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *d);
 fx_subgraph *fx_find_subgraph(fx_delegate *d, const void *ctx);

@@ -39,6 +39,7 @@ void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
     free(d);
     return NULL;
   }
+  pthread_rwlock_init(&d->weights_lock, NULL);
   fx_gemm_config_get(); /* probe the CPU once, here, under the runtime's lock */
   d->base.data_ = d;
   d->base.Prepare = fx_delegate_prepare;
@@ -58,9 +59,18 @@ void tflite_plugin_destroy_delegate(void *delegate) {
   }
   free(d->subgraphs);
   fx_pool_free(d->pool);
-  fx_store_free(d->store);
+  fx_store_free(d->store); /* waits for a background write */
+  pthread_rwlock_destroy(&d->weights_lock);
   free(d->opts.cache_path);
   free(d);
+}
+
+void fx_delegate_settle(fx_delegate *d, int wait) {
+  if (!wait && !fx_store_settling(d->store)) return;
+  if (wait) pthread_rwlock_wrlock(&d->weights_lock);
+  else if (pthread_rwlock_trywrlock(&d->weights_lock)) return; /* an invoke is running: later */
+  fx_store_settle(d->store, wait);
+  pthread_rwlock_unlock(&d->weights_lock);
 }
 
 /* Appends to a bounded buffer, tracking the length the full text would need. */
@@ -139,6 +149,7 @@ size_t flex_stats_json(void *delegate, char *buf, size_t cap) {
     }
   put(&s, "]");
   if (d) {
+    fx_delegate_settle(d, 1); /* report the cache as it ends up, not mid-write */
     fx_store_stats st;
     fx_store_get_stats(d->store, &st);
     const char *path = fx_store_path(d->store);
@@ -176,6 +187,7 @@ int flex_set_budget(void *delegate, double mb, char *msg, size_t msg_len) {
     snprintf(msg, msg_len, "budget must be a number of megabytes >= 0");
     return -1;
   }
+  fx_delegate_settle(d, 1); /* a budget plan streams weights from the file */
   double old = d->opts.budget_mb;
   d->opts.budget_mb = mb;
   const char *why = replan_all(d, 0, msg, msg_len);

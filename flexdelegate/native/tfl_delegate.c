@@ -199,8 +199,9 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   status = kTfLiteOk;
   if (claimed->size)
     status = ctx->ReplaceNodeSubsetsWithDelegateKernels(ctx, fx_partition_registration(), claimed, base);
-  /* Every partition has packed (or found) its weights by now: one write for the model. */
-  fx_store_commit(d->store);
+  /* Every partition has packed (or found) its weights by now: one write for the model, in the
+   * background unless a budget plan will stream weights from the file. */
+  fx_store_commit(d->store, d->opts.budget_mb <= 0);
 done:
   free(shapes);
   free(local);

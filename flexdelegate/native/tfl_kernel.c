@@ -395,9 +395,12 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
   }
   const int log_exec = fx_log_mask & FX_LOG_EXEC;
   uint64_t t0 = log_exec ? now_ns() : 0;
+  fx_delegate_settle(p->d, 0);
+  pthread_rwlock_rdlock(&p->d->weights_lock);
   fx_pool_set_active(p->pool, 1);
   TfLiteStatus status = run_partition(ctx, p);
   fx_pool_set_active(p->pool, 0);
+  pthread_rwlock_unlock(&p->d->weights_lock);
   if (log_exec)
     fx_log(FX_LOG_EXEC, "partition %p: %d nodes, %d threads%s, %.1f us%s", (void *)p, g->n_nodes,
            fx_pool_threads(p->pool), p->budget.exec ? ", budgeted" : "", (now_ns() - t0) / 1e3,

@@ -1,4 +1,6 @@
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,7 @@ struct fx_store {
   fx_cache_model id;     /* the model file's identity (dev = ino = 0: unknown) */
   const fx_cache_keyref *replay; /* a recorded load of the same unchanged file */
   size_t n_replay, replay_pos;
+  struct commit_job *job; /* a commit still writing in the background */
 };
 
 fx_store *fx_store_new(void) { return calloc(1, sizeof(fx_store)); }
@@ -45,6 +48,7 @@ static void free_ro(fx_store *s) {
 
 void fx_store_free(fx_store *s) {
   if (!s) return;
+  fx_store_settle(s, 1);
   drop_pending(s);
   free(s->pending);
   fx_cache_map_unref(s->map);
@@ -107,6 +111,7 @@ static void find_replay(fx_store *s) {
 }
 
 void fx_store_open(fx_store *s, const char *path, const void *model_ptr, uint32_t machine) {
+  fx_store_settle(s, 1);
   scan_ro_mappings(s);
   fx_hasher_init(&s->model, 0);
   s->n_keys = 0;
@@ -306,7 +311,124 @@ static int racy(const fx_cache_model *id) {
   return t - id->mtime_ns < FX_RACY_NS || t - id->ctime_ns < FX_RACY_NS;
 }
 
-void fx_store_commit(fx_store *s) {
+/* A commit writing in the background. The load computes from the weights it packed in
+ * memory meanwhile (the cold load costs what stock packing costs); fx_store_settle then points
+ * them into the file and frees the copies. The thread touches nothing but the job. */
+typedef struct commit_job {
+  pthread_t thread;
+  atomic_int done;
+  int threaded;
+  pid_t pid; /* a forked child inherits the job, not the thread: it never waits for it */
+  char *path;
+  fx_cache_blob *blobs;
+  fx_wref **refs; /* one reference each: the memory the thread reads stays alive */
+  size_t n;
+  fx_cache_model rec;
+  fx_cache_keyref *keys;
+  uint64_t dedup_bytes;
+  fx_cache_map *result;
+  char why[200];
+  double ms;
+} commit_job;
+
+/* Writers still running, so a process that exits right after loading still leaves its cache
+ * file behind (atexit waits for them; a kill leaves a temp file the next writer removes). */
+static pthread_mutex_t g_jobs_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_jobs_cv = PTHREAD_COND_INITIALIZER;
+static int g_jobs_running, g_hooks_set;
+
+static void forked_child(void) {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_jobs_mu = fresh;
+  g_jobs_running = 0;
+}
+
+static void wait_for_writers(void) {
+  pthread_mutex_lock(&g_jobs_mu);
+  while (g_jobs_running) pthread_cond_wait(&g_jobs_cv, &g_jobs_mu);
+  pthread_mutex_unlock(&g_jobs_mu);
+}
+
+static double ms_since(const struct timespec *t0) {
+  struct timespec t1;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
+static void run_job(commit_job *j) {
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  j->result = fx_cache_commit(j->path, j->blobs, j->n, &j->rec, j->keys, j->dedup_bytes, j->why, sizeof j->why);
+  j->ms = ms_since(&t0);
+}
+
+static void *job_main(void *arg) {
+  commit_job *j = arg;
+  run_job(j);
+  pthread_mutex_lock(&g_jobs_mu);
+  atomic_store(&j->done, 1);
+  g_jobs_running--;
+  pthread_cond_broadcast(&g_jobs_cv);
+  pthread_mutex_unlock(&g_jobs_mu);
+  return NULL;
+}
+
+static void free_job(commit_job *j) {
+  for (size_t i = 0; i < j->n; i++) fx_wref_unref(j->refs[i]);
+  free(j->refs);
+  free(j->blobs);
+  free(j->keys);
+  free(j->path);
+  fx_cache_map_unref(j->result);
+  free(j);
+}
+
+/* Points what the job wrote into the file. from_memory: the weights were packed in memory
+ * first; those copies are freed, and as another process may have stored some blobs first
+ * (bytes not ours), each is checked at first use, as on a warm load. */
+static void install(fx_store *s, commit_job *j, int from_memory) {
+  fx_cache_map *m = j->result;
+  if (!m) {
+    fprintf(stderr, "flexdelegate: warning: cannot write cache %s (%s); weights stay in memory\n", j->path, j->why);
+    s->stats.file_ok = 0;
+    return;
+  }
+  for (size_t i = 0; i < j->n; i++) {
+    fx_wref *w = j->refs[i];
+    const fx_cache_entry *e = fx_cache_find(m, w->key_hi, w->key_lo, w->algo, w->version);
+    if (!e || e->size != w->size || w->map || (w->data && !from_memory)) continue;
+    w->data = m->base + e->offset;
+    w->map = fx_cache_map_ref(m);
+    w->checksum = e->checksum;
+    if (from_memory) {
+      w->verified = 0;
+      free(w->owned);
+      w->owned = NULL;
+    }
+  }
+  fx_log(FX_LOG_CACHE, "%s: committed %zu blobs (%zu bytes) in %.1f ms", j->path, j->n, s->stats.bytes_packed, j->ms);
+  fx_cache_map_unref(s->map);
+  s->map = fx_cache_map_ref(m);
+  s->stats.file_ok = 1;
+}
+
+int fx_store_settling(const fx_store *s) {
+  return s->job && (atomic_load(&s->job->done) || s->job->pid != getpid());
+}
+
+void fx_store_settle(fx_store *s, int wait) {
+  commit_job *j = s->job;
+  if (!j || (!wait && !atomic_load(&j->done) && j->pid == getpid())) return;
+  s->job = NULL;
+  if (j->pid == getpid()) { /* else: the parent's writer; this process keeps its copies */
+    pthread_join(j->thread, NULL);
+    install(s, j, 1);
+  }
+  free_job(j);
+}
+
+void fx_store_commit(fx_store *s, int background) {
+  fx_store_settle(s, 1);
   uint64_t fp[2];
   fx_hasher_final(&s->model, fp);
   fx_cache_model rec = s->id;
@@ -320,41 +442,52 @@ void fx_store_commit(fx_store *s) {
     finish_pending(s);
     return;
   }
+  commit_job *j = calloc(1, sizeof *j);
   fx_cache_blob *blobs = calloc(s->n_pending + 1, sizeof *blobs);
-  pack_job *jobs = calloc(s->n_pending + 1, sizeof *jobs);
-  if (!blobs || !jobs) { free(blobs); free(jobs); finish_pending(s); return; }
-  for (size_t i = 0; i < s->n_pending; i++) {
-    fx_wref *w = s->pending[i];
-    jobs[i] = (pack_job){s, w};
-    w->verified = 0; /* stays 0 if another process stored it first: checked at first use */
-    blobs[i] = (fx_cache_blob){w->key_hi, w->key_lo, w->algo, w->version, NULL, w->size, pack_pending, &jobs[i]};
-  }
-  char why[200];
-  fx_cache_map *m = fx_cache_commit(s->path, blobs, s->n_pending, &rec, s->keys,
-                                    s->stats.bytes_mapped + s->stats.bytes_deduped, why, sizeof why);
-  free(blobs);
-  free(jobs);
-  if (!m) {
-    fprintf(stderr, "flexdelegate: warning: cannot write cache %s (%s); weights stay in memory\n", s->path, why);
-    s->stats.file_ok = 0;
+  pack_job *packs = calloc(s->n_pending + 1, sizeof *packs);
+  fx_wref **refs = calloc(s->n_pending + 1, sizeof *refs);
+  fx_cache_keyref *keys = malloc((s->n_keys + 1) * sizeof *keys);
+  char *path = strdup(s->path);
+  if (!j || !blobs || !packs || !refs || !keys || !path) {
+    free(j); free(blobs); free(packs); free(refs); free(keys); free(path);
     finish_pending(s);
     return;
   }
-  /* Point what this load asked for into the file (another process may have written some of it
-   * first: those were never packed here). */
+  memcpy(keys, s->keys, s->n_keys * sizeof *keys);
   for (size_t i = 0; i < s->n_pending; i++) {
     fx_wref *w = s->pending[i];
-    const fx_cache_entry *e = fx_cache_find(m, w->key_hi, w->key_lo, w->algo, w->version);
-    if (!e || e->size != w->size) continue;
-    w->data = m->base + e->offset;
-    w->map = fx_cache_map_ref(m);
-    w->checksum = e->checksum;
+    if (background) pack_into_memory(s, w); /* the thread writes these bytes */
+    packs[i] = (pack_job){s, w};
+    blobs[i] = (fx_cache_blob){w->key_hi, w->key_lo, w->algo, w->version, w->data, w->size,
+                               background ? NULL : pack_pending, &packs[i]};
+    if (!background) w->verified = 0; /* stays 0 if another process stored it first */
+    refs[i] = w;
+    w->refs++;
   }
-  fx_log(FX_LOG_CACHE, "%s: committed %zu blobs (%zu bytes)", s->path, s->n_pending, s->stats.bytes_packed);
+  *j = (commit_job){.path = path, .blobs = blobs, .refs = refs, .n = s->n_pending, .rec = rec, .keys = keys,
+                    .dedup_bytes = s->stats.bytes_mapped + s->stats.bytes_deduped};
+  int missing = 0; /* a copy packing ran out of memory for: not written, packed again below */
+  for (size_t i = 0; background && i < j->n; i++) missing |= !refs[i]->data;
+  if (background && !missing) {
+    pthread_mutex_lock(&g_jobs_mu);
+    if (!g_hooks_set) g_hooks_set = !atexit(wait_for_writers) && !pthread_atfork(NULL, NULL, forked_child);
+    j->pid = getpid();
+    j->threaded = g_hooks_set && !pthread_create(&j->thread, NULL, job_main, j);
+    if (j->threaded) g_jobs_running++;
+    pthread_mutex_unlock(&g_jobs_mu);
+  }
+  if (j->threaded) {
+    s->job = j;
+    fx_log(FX_LOG_CACHE, "%s: writing %zu blobs in the background", s->path, j->n);
+  } else {
+    for (size_t i = 0; i < j->n; i++)
+      if (!blobs[i].data) blobs[i].pack = pack_pending; /* not packed in memory (OOM): pack here */
+    run_job(j);
+    install(s, j, background);
+    free_job(j);
+  }
+  free(packs); /* the packing callbacks ran (or will not) by now */
   finish_pending(s);
-  fx_cache_map_unref(s->map);
-  s->map = m;
-  s->stats.file_ok = 1;
 }
 
 void fx_store_get_stats(const fx_store *s, fx_store_stats *out) { *out = s->stats; }

@@ -63,8 +63,16 @@ fx_wref *fx_wref_packed(size_t size, fx_pack_fn pack, void *ctx);
  * make it resident. */
 void fx_store_hash(fx_store *s, fx_hasher *h, const void *p, size_t len);
 /* Packs everything pending: into the cache file (adding the load's fingerprint: the keys it
- * asked for), else into memory with a warning. After it, every wref has data. */
-void fx_store_commit(fx_store *s);
+ * asked for), else into memory with a warning. After it, every wref has data. background:
+ * pack into memory now and write the file on a thread (the load does not wait for the disk);
+ * fx_store_settle then moves the weights into the file. */
+void fx_store_commit(fx_store *s, int background);
+/* Nonzero when a background commit has finished and waits to be settled. */
+int fx_store_settling(const fx_store *s);
+/* Finishes a background commit: the weights it wrote point into the file and their memory
+ * copies are freed. Without `wait`, only if the writer is done. Callers make sure no kernel is
+ * reading weights meanwhile. */
+void fx_store_settle(fx_store *s, int wait);
 
 typedef struct {
   size_t blobs_mapped, bytes_mapped, blobs_packed, bytes_packed, blobs_deduped, bytes_deduped;

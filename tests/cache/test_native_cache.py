@@ -248,9 +248,9 @@ def test_default_location_and_in_memory(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     d = load_flex()
     make_interpreter(two_conv_model(), delegate=d)
+    assert d.stats()["cache"]["path"].startswith(str(tmp_path / "xdg" / "flexdelegate"))  # waits for the write
     files = os.listdir(tmp_path / "xdg" / "flexdelegate")
     assert len([f for f in files if f.endswith(".fxc")]) == 1
-    assert d.stats()["cache"]["path"].startswith(str(tmp_path / "xdg" / "flexdelegate"))
     d2 = load_flex(cache_path="")
     make_interpreter(two_conv_model(seed=12), delegate=d2)
     assert d2.stats()["cache"]["path"] is None
@@ -308,3 +308,83 @@ def test_unchanged_model_file_skips_hashing_and_any_change_is_seen(tmp_path):
     os.utime(f, ns=(st_before.st_atime_ns, st_before.st_mtime_ns))
     changed = assert_correct(str(f), path)
     assert changed["cache"]["keys_replayed"] == 0 and changed["cache"]["blobs_packed"] == 1
+
+
+def mapped_rss(path) -> int:
+    """Resident bytes of this process's mappings of `path`."""
+    rss, inside = 0, False
+    for line in open("/proc/self/smaps"):
+        if line[0] in "0123456789abcdef" and "-" in line.split()[0]:
+            inside = line.rstrip().endswith(str(path))
+        elif inside and line.startswith("Rss:"):
+            rss += int(line.split()[1]) * 1024
+    return rss
+
+
+def test_cold_load_writes_in_the_background_then_computes_from_the_file(tmp_path):
+    """The cold load packs in memory and returns; the file is written meanwhile, and once it is
+    done the weights are read from its mapping (the memory copies freed), still correct."""
+    from flexdelegate import load_flex
+    from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
+    model, path = two_conv_model(cin=32, cout=64, size=16), tmp_path / "m.fxc"
+    ref = make_interpreter(model)
+    x = random_inputs(ref)
+    want = invoke(ref, x)
+    d = load_flex(cache_path=str(path))
+    it = make_interpreter(model, delegate=d)
+    assert max_error(want, invoke(it, x)) <= 1e-4  # from the memory copies or the file
+    stats = d.stats()  # waits for the writer and moves the weights into the file
+    assert stats["cache"]["file_ok"] and stats["cache"]["blobs_packed"] == 3
+    assert max_error(want, invoke(it, x)) <= 1e-4
+    assert mapped_rss(path) >= stats["cache"]["bytes_packed"] // 2  # the kernels read the file
+    read_cache(path)  # valid
+
+
+EXIT_AFTER_LOAD = textwrap.dedent("""
+    import sys; sys.path.insert(0, {here!r})
+    from cachecheck import two_conv_model
+    from flexdelegate import load_flex
+    from flexdelegate.run import make_interpreter
+    it = make_interpreter(two_conv_model(cin=32, cout=64), delegate=load_flex(cache_path={path!r}))
+    sys.exit(0)  # no invoke, no stats: the write may still be running
+""")
+
+
+def test_a_process_exiting_right_after_the_cold_load_leaves_its_cache(tmp_path):
+    path = tmp_path / "m.fxc"
+    code = EXIT_AFTER_LOAD.format(here=HERE, path=str(path))
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert len(read_cache(path).entries) == 3
+    warm = run_flex(two_conv_model(cin=32, cout=64), path)[1]
+    assert warm["cache"]["blobs_mapped"] == 3 and warm["cache"]["blobs_packed"] == 0
+
+
+def test_a_child_forked_mid_write_neither_hangs_nor_writes(tmp_path):
+    """fork() copies the pending write but not its thread: the child keeps computing from its
+    memory copies, and settling (stats, exit) must not wait for a thread it does not have."""
+    from flexdelegate import load_flex
+    from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
+    model, path = two_conv_model(cin=32, cout=64, size=16), tmp_path / "m.fxc"
+    ref = make_interpreter(model)
+    x = random_inputs(ref)
+    want = invoke(ref, x)
+    d = load_flex(cache_path=str(path))
+    it = make_interpreter(model, delegate=d)
+    pid = os.fork()
+    if pid == 0:  # the child: no pytest machinery, just a verdict in the exit code
+        ok = max_error(want, invoke(it, x)) <= 1e-4
+        d.stats()
+        os._exit(0 if ok and max_error(want, invoke(it, x)) <= 1e-4 else 1)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("the forked child hung")
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert d.stats()["cache"]["file_ok"] and max_error(want, invoke(it, x)) <= 1e-4
+    assert len(read_cache(path).entries) == 3
