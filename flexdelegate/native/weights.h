@@ -1,7 +1,8 @@
 /* The weight store: every packed weight a kernel needs comes from here. A blob already in
  * the cache file is used in place from its read-only mapping (no packing, no copy). A new one
- * stays pending until commit, which packs it straight into the cache file's pages (or into
- * memory when there is no usable file) and points it there. */
+ * stays pending until commit, which packs it into memory and writes the file on a thread
+ * (settle then points it into the file), or, for budget plans, packs it into the file before
+ * returning. */
 #ifndef FLEX_WEIGHTS_H
 #define FLEX_WEIGHTS_H
 #include <stddef.h>
