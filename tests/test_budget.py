@@ -93,6 +93,18 @@ def test_set_budget_replans_between_invokes(model, reference, tmp_path):
         d.set_budget(-1)
 
 
+def test_set_budget_right_after_a_cold_unlimited_load(model, reference, tmp_path):
+    """The cold load's cache write may still be running: the new plan streams from the file
+    only once it is there (set_budget waits for it)."""
+    x, ref = reference
+    lo = min_budget(model, tmp_path / "other.fxc")
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)
+    d.set_budget(lo)
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    assert d.stats()["partitions_memory"][0]["steps"] > len(d.stats()["ops"])
+
+
 PEAK = textwrap.dedent("""
     import json, sys; sys.path.insert(0, {here!r})
     from budgetcheck import heavy_model
