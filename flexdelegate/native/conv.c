@@ -7,12 +7,13 @@
 #include <string.h>
 #include "conv.h"
 #include "gemm/gemm.h"
+#include "graph.h"
 #include "pool.h"
 #include "weights.h"
 #include "winograd/winograd.h"
 
 /* How the weights were packed: GEMM panels (tile 0) or Winograd F(tile x tile, 3x3). */
-typedef struct { int n, k, nr, tile, cin; const float *w, *bias; } pack_args;
+typedef struct { int n, k, nr, tile, cin; const float *w, *bias; fx_blob *wsrc; } pack_args;
 
 struct fx_conv_pack {
   const fx_gemm_config *uk;
@@ -29,10 +30,19 @@ struct fx_conv_pack {
 #define FX_IM2COL_TILE_BYTES (512 * 1024)
 #define FX_MAX_TILE_ROWS 256
 
-static void pack_weights(void *ctx, void *dst) {
-  const pack_args *a = ctx;
-  if (a->tile) fx_winograd_pack(a->tile, a->n, a->cin, a->nr, a->w, dst);
-  else fx_gemm_pack(a->n, a->k, a->nr, a->w, a->bias, dst);
+static int pack_weights(void *ctx, void *dst) {
+  pack_args a = *(const pack_args *)ctx;
+  float *tmp = NULL;
+  if (!a.w && a.wsrc && !(a.w = a.wsrc->data)) { /* a deferred fold: computed for packing only */
+    const fx_fold_recipe *r = a.wsrc->deferred;
+    if (!(tmp = malloc(a.wsrc->bytes ? a.wsrc->bytes : 1))) return -1;
+    r->make(r->params, r->src, tmp);
+    a.w = tmp;
+  }
+  if (a.tile) fx_winograd_pack(a.tile, a.n, a.cin, a.nr, a.w, dst);
+  else fx_gemm_pack(a.n, a.k, a.nr, a.w, a.bias, dst);
+  free(tmp);
+  return 0;
 }
 
 /* Stride-1 3x3 kernel choice, from bench/winograd.py on this project's CPUs (GFLOP/s per
@@ -63,7 +73,8 @@ int fx_conv_choose_tile(int oh, int ow, int cin, int cout) {
   return wino_extra_bytes(tile, cin, cout) > WINO_MAX_EXTRA_BYTES ? 0 : tile;
 }
 
-fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, int tile, const float *w, const float *bias) {
+fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, int tile, const float *w, fx_blob *wsrc,
+                               const float *bias) {
   fx_conv_pack *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->uk = fx_gemm_config_get();
@@ -81,14 +92,19 @@ fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, int tile, const fl
     fx_hasher h;
     fx_hasher_init(&h, algo);
     fx_hasher_update(&h, dims, sizeof dims);
-    fx_store_hash(store, &h, w, wbytes);
+    if (w) {
+      fx_store_hash(store, &h, w, wbytes);
+    } else { /* a deferred fold: its recipe stands for its value */
+      fx_hasher_update(&h, wsrc->deferred->params, wsrc->deferred->params_len);
+      fx_store_hash(store, &h, wsrc->deferred->src, wsrc->deferred->src_len);
+    }
     if (bias && !tile) fx_hasher_update(&h, bias, (size_t)n * sizeof(float)); /* Winograd adds it at run */
     fx_hasher_final(&h, key);
   }
-  p->args = (pack_args){n, k, p->uk->nr, tile, k / 9, w, bias};
+  p->args = (pack_args){n, k, p->uk->nr, tile, k / 9, w, bias, w ? NULL : fx_blob_ref(wsrc)};
   p->ref = fx_store_get(store, key, algo, FX_GEMM_PACK_VERSION, packed, pack_weights, &p->args, sizeof p->args,
-                        w, wbytes);
-  if (!p->ref) { free(p); return NULL; }
+                        w ? (const void *)w : wsrc->deferred->src, w ? wbytes : wsrc->deferred->src_len);
+  if (!p->ref) { fx_blob_unref(p->args.wsrc); free(p); return NULL; }
   return p;
 }
 
@@ -121,6 +137,7 @@ int fx_conv_pack_repair(fx_conv_pack *p) {
 void fx_conv_pack_free(fx_conv_pack *p) {
   if (!p) return;
   fx_wref_unref(p->ref);
+  fx_blob_unref(p->args.wsrc);
   free(p);
 }
 

@@ -15,8 +15,11 @@ typedef struct {
 
 struct fx_store;
 /* w is [n][k] row-major (TFLite conv [cout][kh][kw][cin] and FC [out][in]); bias may be NULL.
- * The packed form comes from the store (cache file or memory). */
-fx_conv_pack *fx_conv_pack_new(struct fx_store *store, int n, int k, int tile, const float *w, const float *bias);
+ * The packed form comes from the store (cache file or memory). With w NULL, the weights are
+ * the deferred fold `wsrc` (a reference is kept): keyed by its recipe, computed only to pack. */
+struct fx_blob;
+fx_conv_pack *fx_conv_pack_new(struct fx_store *store, int n, int k, int tile, const float *w,
+                               struct fx_blob *wsrc, const float *bias);
 /* Winograd tile (4 or 6) for a stride-1 3x3 conv of this output size and channels, or 0 for
  * im2col GEMM: the per-ISA choice measured by bench/winograd.py. */
 int fx_conv_choose_tile(int oh, int ow, int cin, int cout);

@@ -56,7 +56,8 @@ const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *st
   const fx_tensor *w = T(g, n->in[1]);
   const float *wd = cdata_of(g, n->in[1]);
   const float *bd = n->n_in > 2 ? cdata_of(g, n->in[2]) : NULL;
-  if (!wd) return "weights are not constant";
+  fx_blob *deferred = !wd && w->storage == FX_ST_CONST && w->blob && w->blob->deferred ? w->blob : NULL;
+  if (!wd && !deferred) return "weights are not constant";
   if (n->n_in > 2 && n->in[2] >= 0 && !bd) return "bias is not constant";
   int cout = w->shape.d[0];
   int k = (int)(fx_shape_numel(&w->shape) / (size_t)(cout ? cout : 1));
@@ -66,7 +67,7 @@ const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *st
   if (n->kind == FX_OP_CONV && n->p.conv.kh == 3 && n->p.conv.kw == 3 && n->p.conv.stride_h == 1 &&
       n->p.conv.stride_w == 1 && n->p.conv.dil_h == 1 && n->p.conv.dil_w == 1)
     tile = fx_conv_choose_tile(ys->d[1], ys->d[2], w->shape.d[3], cout);
-  n->pack = fx_conv_pack_new(store, cout, k, tile, wd, bd);
+  n->pack = fx_conv_pack_new(store, cout, k, tile, wd, deferred, bd);
   return n->pack ? NULL : "out of memory packing weights";
 }
 

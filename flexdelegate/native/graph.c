@@ -30,6 +30,33 @@ fx_blob *fx_blob_new(int dtype, const fx_shape *shape) {
   return b;
 }
 
+static void free_recipe(fx_fold_recipe *r) {
+  if (!r) return;
+  free(r->params);
+  free(r);
+}
+
+fx_blob *fx_blob_new_deferred(int dtype, const fx_shape *shape, fx_fold_recipe *recipe) {
+  fx_blob *b = calloc(1, sizeof *b);
+  if (!b) { free_recipe(recipe); return NULL; }
+  b->refs = 1;
+  b->dtype = dtype;
+  b->shape = *shape;
+  b->bytes = fx_shape_numel(shape) * fx_dtype_size(dtype);
+  b->deferred = recipe;
+  return b;
+}
+
+void *fx_blob_data(fx_blob *b) {
+  if (b->data || !b->deferred) return b->data;
+  size_t alloc = (b->bytes + FX_BLOB_ALIGN - 1) / FX_BLOB_ALIGN * FX_BLOB_ALIGN;
+  void *d = aligned_alloc(FX_BLOB_ALIGN, alloc ? alloc : FX_BLOB_ALIGN);
+  if (!d) return NULL;
+  b->deferred->make(b->deferred->params, b->deferred->src, d);
+  b->data = d;
+  return d;
+}
+
 fx_blob *fx_blob_ref(fx_blob *b) {
   if (b) b->refs++;
   return b;
@@ -38,6 +65,7 @@ fx_blob *fx_blob_ref(fx_blob *b) {
 void fx_blob_unref(fx_blob *b) {
   if (b && --b->refs == 0) {
     free(b->data);
+    free_recipe(b->deferred);
     free(b);
   }
 }

@@ -2,6 +2,7 @@
  * read TFLite's quantization and sparsity metadata, so they live on the glue side; every
  * offset and index in that metadata is bounds-checked (models are untrusted input). */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "delegate.h"
 
@@ -21,7 +22,7 @@ static float half_to_float(uint16_t h) {
 /* The constant data of input tensor `idx`: a folded blob or the model's buffer. */
 static const void *const_data(fx_translate *tr, int idx, int *dtype, size_t *bytes) {
   fx_blob *b = tr->sg->statics[idx];
-  if (b) { *dtype = b->dtype; *bytes = b->bytes; return b->data; }
+  if (b) { *dtype = b->dtype; *bytes = b->bytes; return fx_blob_data(b); }
   const TfLiteTensor *t = &tr->ctx->tensors[idx];
   if (t->allocation_type != kTfLiteMmapRo || !t->data.raw) return NULL;
   *dtype = fx_tfl_dtype(t->type);
@@ -39,25 +40,46 @@ static int out_shape(const TfLiteTensor *t, fx_shape *s) {
   return 0;
 }
 
-static const char *dequantize(fx_translate *tr, int in, fx_blob *out) {
+/* DEQUANTIZE's parameters, hashed into the keys of weights packed from it: calloc'd, so
+ * padding is zero. Followed by nq scales and nq zero points. */
+typedef struct {
+  int dtype, nq;
+  size_t count, inner;
+} dq_params;
+
+static void dequantize_into(const void *params, const void *src, void *dst) {
+  const dq_params *q = params;
+  const float *scales = (const float *)(q + 1);
+  const int *zps = (const int *)(scales + q->nq);
+  float *y = dst;
+  if (q->dtype == FX_F16) {
+    for (size_t i = 0; i < q->count; i++) y[i] = half_to_float(((const uint16_t *)src)[i]);
+    return;
+  }
+  for (size_t i = 0; i < q->count; i++) {
+    int c = q->nq > 1 ? (int)(i / q->inner % (size_t)q->nq) : 0;
+    int v = q->dtype == FX_I8 ? ((const int8_t *)src)[i] : q->dtype == FX_U8 ? ((const uint8_t *)src)[i]
+                                                                             : ((const int16_t *)src)[i];
+    y[i] = scales[c] * (float)(v - zps[c]);
+  }
+}
+
+/* Checks everything up front (a fold that fails later could no longer fall back), then
+ * defers the work when the source is the model's own buffer. */
+static const char *dequantize(fx_translate *tr, int in, const fx_shape *shape, fx_blob **out) {
   int dt;
   size_t bytes;
   const void *src = const_data(tr, in, &dt, &bytes);
   if (!src) return "dequantize of a non-constant tensor";
-  size_t count = fx_shape_numel(&out->shape);
+  size_t count = fx_shape_numel(shape);
   if (!fx_dtype_size(dt) || bytes < count * fx_dtype_size(dt)) return "constant smaller than its shape";
-  float *y = out->data;
-  if (dt == FX_F16) {
-    for (size_t i = 0; i < count; i++) y[i] = half_to_float(((const uint16_t *)src)[i]);
-    return NULL;
-  }
-  if (dt != FX_I8 && dt != FX_U8 && dt != FX_I16) return "dequantize from an unsupported type";
+  if (dt != FX_F16 && dt != FX_I8 && dt != FX_U8 && dt != FX_I16) return "dequantize from an unsupported type";
   const TfLiteTensor *t = &tr->ctx->tensors[in];
   /* Per-channel (affine) parameters, else the per-tensor ones. */
   const float *scales = &t->params.scale;
   const int *zps = &t->params.zero_point;
   int nq = 1, qdim = 0;
-  if (t->quantization.type == kTfLiteAffineQuantization && t->quantization.params) {
+  if (dt != FX_F16 && t->quantization.type == kTfLiteAffineQuantization && t->quantization.params) {
     const TfLiteAffineQuantization *q = t->quantization.params;
     if (!q->scale || !q->zero_point || q->scale->size < 1) return "malformed quantization";
     nq = q->scale->size;
@@ -65,19 +87,33 @@ static const char *dequantize(fx_translate *tr, int in, fx_blob *out) {
     scales = q->scale->data;
     zps = q->zero_point->data;
     qdim = q->quantized_dimension;
-    if (nq > 1 && (qdim < 0 || qdim >= out->shape.rank || out->shape.d[qdim] != nq))
+    if (nq > 1 && (qdim < 0 || qdim >= shape->rank || shape->d[qdim] != nq))
       return "quantized dimension does not match the scales";
     if (q->zero_point->size == 1 && nq > 1) return "per-channel scales with one zero point";
   }
   size_t inner = 1;
-  for (int i = qdim + 1; i < out->shape.rank; i++) inner *= (size_t)out->shape.d[i];
-  for (size_t i = 0; i < count; i++) {
-    int c = nq > 1 ? (int)(i / inner % (size_t)nq) : 0;
-    int v = dt == FX_I8 ? ((const int8_t *)src)[i] : dt == FX_U8 ? ((const uint8_t *)src)[i]
-                                                                   : ((const int16_t *)src)[i];
-    y[i] = scales[c] * (float)(v - zps[c]);
+  for (int i = qdim + 1; i < shape->rank; i++) inner *= (size_t)shape->d[i];
+  size_t params_len = sizeof(dq_params) + (size_t)nq * (sizeof(float) + sizeof(int));
+  dq_params *q = calloc(1, params_len);
+  fx_fold_recipe *r = calloc(1, sizeof *r);
+  if (!q || !r) { free(q); free(r); return "out of memory"; }
+  *q = (dq_params){dt, nq, count, inner};
+  if (dt != FX_F16) {
+    memcpy(q + 1, scales, (size_t)nq * sizeof(float));
+    memcpy((float *)(q + 1) + nq, zps, (size_t)nq * sizeof(int));
   }
-  return NULL;
+  *r = (fx_fold_recipe){dequantize_into, src, count * fx_dtype_size(dt), q, params_len};
+  const int from_model = !tr->sg->statics[in];
+  if (from_model) {
+    *out = fx_blob_new_deferred(FX_F32, shape, r);
+    return *out ? NULL : "out of memory";
+  }
+  /* From another fold's blob (which may go away): compute now. */
+  *out = fx_blob_new(FX_F32, shape);
+  if (*out) dequantize_into(q, src, (*out)->data);
+  free(q);
+  free(r);
+  return *out ? NULL : "out of memory";
 }
 
 typedef struct {
@@ -161,9 +197,10 @@ const char *fx_fold_special(fx_translate *tr, const TfLiteNode *node, int builti
   if (out_shape(ot, &s)) return "output shape unknown";
   if (builtin == kTfLiteBuiltinDequantize && odt != FX_F32) return "dequantize to a non-float32 type";
   if (!odt || odt == FX_BOOL) return "unsupported output type";
+  if (builtin == kTfLiteBuiltinDequantize) return dequantize(tr, in, &s, out);
   fx_blob *b = fx_blob_new(odt, &s);
   if (!b) return "out of memory";
-  const char *why = builtin == kTfLiteBuiltinDequantize ? dequantize(tr, in, b) : densify(tr, in, b);
+  const char *why = densify(tr, in, b);
   if (why) { fx_blob_unref(b); return why; }
   *out = b;
   return NULL;

@@ -100,6 +100,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     int t = params->output_tensors->data[i];
     if (t < 0) continue;
     if (sg->statics[t]) {
+      if (!fx_blob_data(sg->statics[t])) goto fail; /* copied out at every invoke: a value now */
       p->outputs_static[p->n_static] = t;
       p->outputs_static_local[p->n_static] = local[t];
       p->static_blobs[p->n_static++] = fx_blob_ref(sg->statics[t]);

@@ -347,6 +347,12 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
   if (n->n_in < n_required) return "missing inputs";
   for (int i = 0; i < n_required; i++)
     if (n->in[i] < 0) return "missing input";
+  /* Deferred folds become values here, except the weights a GEMM packs (see fx_fold_recipe). */
+  for (int i = 0; i < n->n_in; i++) {
+    fx_tensor *t = n->in[i] >= 0 ? &g->tensors[n->in[i]] : NULL;
+    if (!t || !t->blob || t->cdata || ((kind == FX_OP_CONV || kind == FX_OP_FC) && i == 1)) continue;
+    if (!(t->cdata = fx_blob_data(t->blob))) return "out of memory";
+  }
   if (kind == FX_OP_SHAPE && node->builtin_data) n->p.shape.out_type = ((const TfLiteShapeParams *)node->builtin_data)->out_type;
   if ((why = read_params(g, n, reg->builtin_code, node->builtin_data))) return why;
   return fx_infer_node(g, n);

@@ -204,7 +204,7 @@ fx_wref *fx_wref_packed(size_t size, fx_pack_fn pack, void *ctx) {
   fx_wref *w = calloc(1, sizeof *w);
   void *dst = aligned_alloc(64, (size + 63) / 64 * 64);
   if (!w || !dst) { free(w); free(dst); return NULL; }
-  pack(ctx, dst);
+  if (pack(ctx, dst)) { free(w); free(dst); return NULL; }
   *w = (fx_wref){.refs = 1, .data = dst, .owned = dst, .size = size, .verified = 1};
   return w;
 }
@@ -272,18 +272,23 @@ int fx_wref_damaged(const fx_wref *w) { return w->map && fx_sigbus_damaged(w->ma
 /* Called by the cache writer as it packs each blob into the file. */
 typedef struct { fx_store *s; fx_wref *w; } pack_job;
 
-static void pack_pending(void *ctx, void *dst) {
+static int pack_pending(void *ctx, void *dst) {
   pack_job *j = ctx;
-  j->w->pack(j->w->pack_ctx, dst);
+  if (j->w->pack(j->w->pack_ctx, dst)) return -1;
   j->w->verified = 1;
   release_source(j->s, j->w->src, j->w->src_len);
+  return 0;
 }
 
 static void pack_into_memory(fx_store *s, fx_wref *w) {
   if (w->data) return;
   w->owned = aligned_alloc(64, (w->size + 63) / 64 * 64);
   if (!w->owned) return; /* data stays NULL: the kernel reports out of memory */
-  w->pack(w->pack_ctx, w->owned);
+  if (w->pack(w->pack_ctx, w->owned)) {
+    free(w->owned);
+    w->owned = NULL;
+    return;
+  }
   release_source(s, w->src, w->src_len);
   w->data = w->owned;
   w->verified = 1;

@@ -10,7 +10,7 @@
 #include "cache/cache_file.h"
 #include "cache/hash.h"
 
-typedef void (*fx_pack_fn)(void *ctx, void *dst);
+typedef int (*fx_pack_fn)(void *ctx, void *dst); /* 0, or -1 when out of memory */
 
 /* One packed weight, shared by every node that packs the same source the same way. */
 typedef struct fx_wref {

@@ -1,6 +1,7 @@
 """The delegate's packed-weight cache file: warm loads map it, changes invalidate it, dedup
 shrinks it, and no fault (race, crash, truncation, corruption, bad path, full disk) ever
 crashes a process or yields a wrong answer."""
+import json
 import multiprocessing as mp
 import os
 import signal
@@ -388,3 +389,87 @@ def test_a_child_forked_mid_write_neither_hangs_nor_writes(tmp_path):
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
     assert d.stats()["cache"]["file_ok"] and max_error(want, invoke(it, x)) <= 1e-4
     assert len(read_cache(path).entries) == 3
+
+
+FP16_WARM = textwrap.dedent("""
+    import json, sys
+    import numpy as np
+    from flexdelegate import load_flex
+    from flexdelegate.run import invoke, make_interpreter
+    def anon():
+        for line in open("/proc/self/smaps_rollup"):
+            if line.startswith("Anonymous:"):
+                return int(line.split()[1]) * 1024
+    model, cache = sys.argv[1], sys.argv[2]
+    x = [np.random.default_rng(0).standard_normal((1, 2048)).astype(np.float32)]
+    a0 = anon()
+    d = load_flex(cache_path=cache)
+    it = make_interpreter(model, delegate=d)
+    y = invoke(it, x)
+    d.stats()
+    print(json.dumps({"anon": anon() - a0, "mapped": d.stats()["cache"]["blobs_mapped"],
+                      "y": [float(v) for v in y[0].ravel()[:8]]}))
+""")
+
+
+def test_warm_load_of_an_fp16_model_keeps_no_float32_copy(tmp_path):
+    """DEQUANTIZE of fp16 weights feeding FC layers: the packed weights are keyed by the fp16
+    bytes, so a warm load maps them and never dequantizes (48 MB of float32 never exists)."""
+    from flexdelegate.tflite.writer import ModelBuilder
+    rng = np.random.default_rng(3)
+    b = ModelBuilder()
+    prev = b.input((1, 2048), name="x")
+    for _ in range(3):
+        w16 = b.const((rng.standard_normal((2048, 2048)) * 0.02).astype(np.float16))
+        w = b.tensor((2048, 2048))
+        b.op("DEQUANTIZE", [w16], [w])
+        y = b.tensor((1, 2048))
+        b.op("FULLY_CONNECTED", [prev, w, b.const(np.zeros(2048, np.float32))], [y])
+        prev = y
+    b.output(prev)
+    model = tmp_path / "fp16.tflite"
+    model.write_bytes(b.build())
+    cache = tmp_path / "m.fxc"
+    runs = []
+    for _ in range(2):  # cold, then warm: fresh processes
+        r = subprocess.run([sys.executable, "-c", FP16_WARM, str(model), str(cache)], capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    cold, warm = runs
+    assert warm["mapped"] == 3
+    assert np.allclose(cold["y"], warm["y"], rtol=1e-5, atol=1e-6)
+    assert warm["anon"] < 16 * 2**20, warm  # one float32 copy of one layer would be 16 MB
+
+
+def fp16_conv_model(seed=5) -> bytes:
+    """CONV 3x3 (Winograd-sized) and FC with fp16 weights behind DEQUANTIZE."""
+    from flexdelegate.tflite.writer import ModelBuilder
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    x = b.input((1, 16, 16, 16), name="x")
+    w = b.tensor((32, 3, 3, 16))
+    b.op("DEQUANTIZE", [b.const((rng.standard_normal((32, 3, 3, 16)) * 0.2).astype(np.float16))], [w])
+    h = b.tensor((1, 16, 16, 32))
+    b.op("CONV_2D", [x, w, b.const(np.zeros(32, np.float32))], [h], padding="SAME", stride_w=1, stride_h=1)
+    flat = b.tensor((1, 16 * 16 * 32))
+    b.op("RESHAPE", [h, b.const(np.array([1, 16 * 16 * 32], np.int32))], [flat])
+    fw = b.tensor((10, 16 * 16 * 32))
+    b.op("DEQUANTIZE", [b.const((rng.standard_normal((10, 16 * 16 * 32)) * 0.01).astype(np.float16))], [fw])
+    y = b.tensor((1, 10))
+    b.op("FULLY_CONNECTED", [flat, fw, b.const(np.zeros(10, np.float32))], [y])
+    b.output(y)
+    return b.build()
+
+
+def test_damaged_blob_of_an_fp16_model_is_repacked_from_the_fp16_source(tmp_path, capfd):
+    model, path = fp16_conv_model(), tmp_path / "m.fxc"
+    assert assert_correct(model, path)["cache"]["blobs_packed"] == 2
+    info = read_cache(path)
+    data = bytearray(path.read_bytes())
+    for e in info.entries:  # every blob damaged; header and index intact
+        data[e.offset + e.size // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    stats = assert_correct(model, path)
+    assert stats["cache"]["blobs_mapped"] == 2
+    assert "checksum" in capfd.readouterr().err

@@ -427,7 +427,13 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
   for (size_t i = 0; i < n_new; i++) {
     const uint8_t *src = add[i]->data;
     if (add[i]->pack) {
-      add[i]->pack(add[i]->ctx, buf);
+      if (add[i]->pack(add[i]->ctx, buf)) {
+        say(msg, msg_len, "%s", "out of memory packing a blob");
+        free(buf);
+        free(add);
+        free(offsets);
+        goto out;
+      }
       src = buf;
     }
     if (pwrite_all(fd, src, add[i]->size, offsets[i])) {

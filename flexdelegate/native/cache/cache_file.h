@@ -66,7 +66,7 @@ typedef struct {
   uint32_t algo, layout_version;
   const void *data;
   size_t size;
-  void (*pack)(void *ctx, void *dst);
+  int (*pack)(void *ctx, void *dst); /* 0, or -1 when out of memory */
   void *ctx;
 } fx_cache_blob;
 
