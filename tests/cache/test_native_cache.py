@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from flexdelegate.cache.format import CacheError, read_cache
 from cachecheck import assert_correct, run_flex, two_conv_model
+from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -322,17 +323,22 @@ def mapped_rss(path) -> int:
     return rss
 
 
-def test_cold_load_writes_in_the_background_then_computes_from_the_file(tmp_path):
-    """The cold load packs in memory and returns; the file is written meanwhile, and once it is
-    done the weights are read from its mapping (the memory copies freed), still correct."""
+def cold_loaded(tmp_path):
+    """(cache path, delegate, interpreter, inputs, stock outputs) right after a cold load: the
+    background write may still be running."""
     from flexdelegate import load_flex
-    from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
     model, path = two_conv_model(cin=32, cout=64, size=16), tmp_path / "m.fxc"
     ref = make_interpreter(model)
     x = random_inputs(ref)
     want = invoke(ref, x)
     d = load_flex(cache_path=str(path))
-    it = make_interpreter(model, delegate=d)
+    return path, d, make_interpreter(model, delegate=d), x, want
+
+
+def test_cold_load_writes_in_the_background_then_computes_from_the_file(tmp_path):
+    """The cold load packs in memory and returns; the file is written meanwhile, and once it is
+    done the weights are read from its mapping (the memory copies freed), still correct."""
+    path, d, it, x, want = cold_loaded(tmp_path)
     assert max_error(want, invoke(it, x)) <= 1e-4  # from the memory copies or the file
     stats = d.stats()  # waits for the writer and moves the weights into the file
     assert stats["cache"]["file_ok"] and stats["cache"]["blobs_packed"] == 3
@@ -364,14 +370,7 @@ def test_a_process_exiting_right_after_the_cold_load_leaves_its_cache(tmp_path):
 def test_a_child_forked_mid_write_neither_hangs_nor_writes(tmp_path):
     """fork() copies the pending write but not its thread: the child keeps computing from its
     memory copies, and settling (stats, exit) must not wait for a thread it does not have."""
-    from flexdelegate import load_flex
-    from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
-    model, path = two_conv_model(cin=32, cout=64, size=16), tmp_path / "m.fxc"
-    ref = make_interpreter(model)
-    x = random_inputs(ref)
-    want = invoke(ref, x)
-    d = load_flex(cache_path=str(path))
-    it = make_interpreter(model, delegate=d)
+    path, d, it, x, want = cold_loaded(tmp_path)
     pid = os.fork()
     if pid == 0:  # the child: no pytest machinery, just a verdict in the exit code
         ok = max_error(want, invoke(it, x)) <= 1e-4
