@@ -1,5 +1,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include "pool.h"
 
@@ -16,27 +17,54 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* A job ends when all its tasks are done, not when every worker has checked in: tasks are
+ * claimed one at a time, so a worker the OS has not scheduled yet (a busy machine, more
+ * threads than free cores) simply claims none and the caller never waits for it. The claim
+ * word packs (job number << 32 | next task), so a late worker can never claim a task of a
+ * job it did not see start. */
+#define JOB_SHIFT 32
+#define TASK_MASK ((uint64_t)0xFFFFFFFFu)
+
 struct fx_pool {
   int threads;
   pthread_t *workers;
   pthread_mutex_t mu;
-  pthread_cond_t wake, done;
-  atomic_ulong generation; /* bumped per job; workers wait for a new one */
-  atomic_int busy;         /* workers still in the current job */
-  atomic_int active;       /* inside an invoke: spin before sleeping */
+  pthread_cond_t wake, done_cv;
+  atomic_uint_fast64_t claim; /* (job << 32) | next task index */
+  atomic_ulong generation;    /* bumped per job; workers wait for a new one */
+  atomic_size_t done;         /* tasks of the current job finished */
+  atomic_int sleepers;        /* workers parked (or about to park) on `wake` */
+  atomic_int caller_waiting;  /* the caller parked on `done_cv` */
+  atomic_int active;          /* inside an invoke: spin before sleeping */
   atomic_int stop;
-  /* the current job */
-  size_t n;
-  atomic_size_t next;
-  fx_tid_task_fn fn;
-  void *ctx;
+  /* The current job: written before its claim word is published, read only by a worker
+   * that then claims a task of that job (which proves they were still this job's). */
+  atomic_size_t n;
+  _Atomic(fx_tid_task_fn) fn;
+  _Atomic(void *) ctx;
 };
 
-static void run_tasks(fx_pool *p, int tid) {
+static void finish_task(fx_pool *p, size_t n) {
+  if (atomic_fetch_add(&p->done, 1) + 1 == n && atomic_load(&p->caller_waiting)) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_signal(&p->done_cv);
+    pthread_mutex_unlock(&p->mu);
+  }
+}
+
+/* Claims and runs tasks of job `job` until none is left (or a newer job replaced it). */
+static void run_tasks(fx_pool *p, uint64_t job, int tid) {
+  uint64_t s = atomic_load(&p->claim);
+  if ((s >> JOB_SHIFT) != job) return;
+  const size_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
+  fx_tid_task_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
+  void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
   for (;;) {
-    size_t t = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
-    if (t >= p->n) return;
-    p->fn(p->ctx, tid, t);
+    if ((s >> JOB_SHIFT) != job || (s & TASK_MASK) >= n) return;
+    if (!atomic_compare_exchange_weak(&p->claim, &s, s + 1)) continue; /* s reloaded */
+    fn(ctx, tid, (size_t)(s & TASK_MASK));
+    finish_task(p, n);
+    s = atomic_load(&p->claim);
   }
 }
 
@@ -52,17 +80,16 @@ static void *worker_main(void *arg) {
                         atomic_load_explicit(&p->active, memory_order_relaxed) && spins < FX_SPIN_POLLS;
          spins++)
       cpu_relax();
-    pthread_mutex_lock(&p->mu);
-    while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen) pthread_cond_wait(&p->wake, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-    if (atomic_load(&p->stop)) break;
-    seen = atomic_load(&p->generation);
-    run_tasks(p, wa.tid);
-    if (atomic_fetch_sub(&p->busy, 1) == 1) {
+    if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) {
       pthread_mutex_lock(&p->mu);
-      pthread_cond_signal(&p->done);
+      atomic_fetch_add(&p->sleepers, 1);
+      while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen) pthread_cond_wait(&p->wake, &p->mu);
+      atomic_fetch_sub(&p->sleepers, 1);
       pthread_mutex_unlock(&p->mu);
     }
+    if (atomic_load(&p->stop)) break;
+    seen = atomic_load(&p->generation);
+    run_tasks(p, (uint64_t)seen & TASK_MASK, wa.tid);
   }
   return NULL;
 }
@@ -73,7 +100,7 @@ fx_pool *fx_pool_new(int threads) {
   p->threads = threads < 1 ? 1 : threads;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
-  pthread_cond_init(&p->done, NULL);
+  pthread_cond_init(&p->done_cv, NULL);
   if (p->threads > 1) {
     p->workers = calloc((size_t)p->threads - 1, sizeof(pthread_t));
     if (!p->workers) { fx_pool_free(p); return NULL; }
@@ -101,7 +128,7 @@ void fx_pool_free(fx_pool *p) {
   for (int i = 1; i < p->threads; i++) pthread_join(p->workers[i - 1], NULL);
   pthread_mutex_destroy(&p->mu);
   pthread_cond_destroy(&p->wake);
-  pthread_cond_destroy(&p->done);
+  pthread_cond_destroy(&p->done_cv);
   free(p->workers);
   free(p);
 }
@@ -113,26 +140,34 @@ void fx_pool_set_active(fx_pool *p, int active) {
 }
 
 void fx_parallel_tasks(fx_pool *p, size_t n, fx_tid_task_fn fn, void *ctx) {
-  if (!p || p->threads == 1 || n <= 1) {
+  if (!p || p->threads == 1 || n <= 1 || n > TASK_MASK) {
     for (size_t t = 0; t < n; t++) fn(ctx, 0, t);
     return;
   }
-  p->n = n;
-  p->fn = fn;
-  p->ctx = ctx;
-  atomic_store(&p->next, 0);
-  atomic_store(&p->busy, p->threads - 1);
-  /* Publish, then wake sleepers under the lock (a worker checks the generation under it
-   * before sleeping, so no wake-up is lost); spinning workers see the store directly. */
-  atomic_fetch_add(&p->generation, 1);
-  pthread_mutex_lock(&p->mu);
-  pthread_cond_broadcast(&p->wake);
-  pthread_mutex_unlock(&p->mu);
-  run_tasks(p, 0);
-  for (int spins = 0; atomic_load(&p->busy) && spins < FX_SPIN_POLLS; spins++) cpu_relax();
-  if (atomic_load(&p->busy)) {
+  /* Every task of the previous job is done (we waited for it), so no worker can still
+   * claim from it: the job fields are free to rewrite. */
+  const unsigned long gen = atomic_load(&p->generation) + 1;
+  const uint64_t job = (uint64_t)gen & TASK_MASK;
+  atomic_store_explicit(&p->n, n, memory_order_relaxed);
+  atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
+  atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
+  atomic_store(&p->done, 0);
+  atomic_store(&p->claim, job << JOB_SHIFT);
+  atomic_store(&p->generation, gen);
+  /* Spinning workers see the generation directly; only parked ones need the lock (a worker
+   * counts itself a sleeper before re-checking the generation under it: no lost wake-up). */
+  if (atomic_load(&p->sleepers)) {
     pthread_mutex_lock(&p->mu);
-    while (atomic_load(&p->busy)) pthread_cond_wait(&p->done, &p->mu);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
+  run_tasks(p, job, 0);
+  for (int spins = 0; atomic_load(&p->done) < n && spins < FX_SPIN_POLLS; spins++) cpu_relax();
+  if (atomic_load(&p->done) < n) {
+    pthread_mutex_lock(&p->mu);
+    atomic_store(&p->caller_waiting, 1);
+    while (atomic_load(&p->done) < n) pthread_cond_wait(&p->done_cv, &p->mu);
+    atomic_store(&p->caller_waiting, 0);
     pthread_mutex_unlock(&p->mu);
   }
 }
