@@ -148,6 +148,7 @@ typedef struct {
   float *y, *scratch;
   size_t m0, m1, mt, row_groups, panel_groups, panels_per_group, pan0, pan1;
   float lo, hi;
+  int curve; /* SIGMOID / SWISH on each microkernel tile, while it is in L1 */
 } conv_job;
 
 /* im2col rows [m0, m0+rows) of the output: row m holds the (ky, kx, cin) patch of pixel m. */
@@ -203,6 +204,13 @@ static void conv_task(void *arg, int tid, size_t task) {
                 (size_t)p->n, j->lo, j->hi);
     }
   }
+  if (j->curve && pan1 > pan0) { /* on the tile just written (in L2), in as few calls as possible */
+    size_t c0 = pan0 * (size_t)nr, c1 = pan1 * (size_t)nr < (size_t)p->n ? pan1 * (size_t)nr : (size_t)p->n;
+    float *c = j->y + m0 * (size_t)p->n;
+    if (c0 == 0 && c1 == (size_t)p->n) fx_apply_act(j->curve, c, rows * (size_t)p->n);
+    else
+      for (size_t i = 0; i < rows; i++) fx_apply_act(j->curve, c + i * (size_t)p->n + c0, c1 - c0);
+  }
 }
 
 int fx_conv_panels(const fx_conv_pack *p) { return (p->n + p->uk->nr - 1) / p->uk->nr; }
@@ -249,5 +257,6 @@ void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *
   j.panels_per_group = (panels_n + j.panel_groups - 1) / j.panel_groups;
   j.panel_groups = (panels_n + j.panels_per_group - 1) / j.panels_per_group;
   fx_act_bounds(act, &j.lo, &j.hi);
+  j.curve = fx_act_is_curve(act) ? act : 0;
   if (m1 > m0 && panels_n) fx_parallel_tasks(pool, j.row_groups * j.panel_groups, conv_task, &j);
 }

@@ -1,5 +1,6 @@
 /* Elementwise kernels: unary activations and broadcasting binary ops. */
 #include "ops.h"
+#include "vsigmoid.h"
 
 #include <float.h>
 #include <math.h>
@@ -108,6 +109,9 @@ static void unary_range(int kind, float alpha, const float *x, float *y, size_t 
     case FX_U_LOGISTIC:
       for (i = 0; i < n; ++i) y[i] = fx_sigmoidf(x[i]);
       break;
+    case FX_U_SWISH: /* the same float operations as LOGISTIC then MUL: bit-identical */
+      for (i = 0; i < n; ++i) { const float v = x[i]; y[i] = v * fx_sigmoidf(v); }
+      break;
     case FX_U_TANH:
       for (i = 0; i < n; ++i) y[i] = fx_tanhf(x[i]);
       break;
@@ -129,11 +133,16 @@ static void unary_range(int kind, float alpha, const float *x, float *y, size_t 
   }
 }
 
+static void unary_any(int kind, float alpha, const float *x, float *y, size_t n) {
+  if ((kind == FX_U_LOGISTIC || kind == FX_U_SWISH) && fx_vsigmoid(x, y, n, kind == FX_U_SWISH)) return;
+  unary_range(kind, alpha, x, y, n);
+}
+
 typedef struct { int kind; float alpha; const float *x; float *y; } unary_job;
 
 static void unary_task(void *ctx, size_t b, size_t e) {
   const unary_job *j = ctx;
-  unary_range(j->kind, j->alpha, j->x + b, j->y + b, e - b);
+  unary_any(j->kind, j->alpha, j->x + b, j->y + b, e - b);
 }
 
 /* Below this many elements a thread hand-off costs more than it saves. */
@@ -146,7 +155,7 @@ void fx_unary_f32_pool(fx_pool *pool, int kind, float alpha, const float *x, flo
 }
 
 void fx_unary_f32(int kind, float alpha, const float *x, float *y, size_t n) {
-  unary_range(kind, alpha, x, y, n);
+  unary_any(kind, alpha, x, y, n);
 }
 
 /* ---------------------------------------------------------------------------
