@@ -151,26 +151,52 @@ typedef struct {
   int curve; /* SIGMOID / SWISH on each microkernel tile, while it is in L1 */
 } conv_job;
 
-/* im2col rows [m0, m0+rows) of the output: row m holds the (ky, kx, cin) patch of pixel m. */
+/* A short copy as a plain loop: im2col spans are often a few floats (a 3-channel stem conv
+ * copies 9 per tap row), where a memcpy call costs more than the copy (it was 5% of
+ * MobileNetV2). GCC would turn the loop back into that call: the attribute keeps it a loop. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
+static inline void copy_floats(float *restrict d, const float *restrict s, size_t n) {
+  for (size_t i = 0; i < n; i++) d[i] = s[i];
+}
+
+/* im2col rows [m0, m0+rows) of the output: row m holds the (ky, kx, cin) patch of pixel m.
+ * Without horizontal dilation the kx taps of one tap row are adjacent in the input, so a tap
+ * row inside the image is one contiguous span of kw * cin floats. */
 static void im2col(const fx_conv_geom *g, const float *x, size_t m0, size_t rows, float *dst) {
-  const int cin = g->cin;
-  const size_t row_len = (size_t)g->kh * g->kw * cin;
+  const int cin = g->cin, kw = g->kw;
+  const size_t row_len = (size_t)g->kh * kw * cin, span = (size_t)kw * cin;
+  size_t m = m0;
+  int ox = (int)(m % (size_t)g->ow), oy = (int)(m / (size_t)g->ow % (size_t)g->oh);
+  int b = (int)(m / ((size_t)g->ow * g->oh));
   for (size_t r = 0; r < rows; r++, dst += row_len) {
-    size_t m = m0 + r;
-    int ox = (int)(m % (size_t)g->ow);
-    int oy = (int)(m / (size_t)g->ow % (size_t)g->oh);
-    int b = (int)(m / ((size_t)g->ow * g->oh));
     const float *xb = x + (size_t)b * g->ih * g->iw * cin;
+    const int ix0 = ox * g->stride_w - g->pad_left;
+    const int row_inside = g->dil_w == 1 && ix0 >= 0 && ix0 + kw <= g->iw;
     float *d = dst;
     for (int ky = 0; ky < g->kh; ky++) {
-      int iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
-      for (int kx = 0; kx < g->kw; kx++, d += cin) {
-        int ix = ox * g->stride_w - g->pad_left + kx * g->dil_w;
-        if (iy < 0 || iy >= g->ih || ix < 0 || ix >= g->iw)
-          memset(d, 0, (size_t)cin * sizeof(float));
-        else
-          memcpy(d, xb + ((size_t)iy * g->iw + ix) * cin, (size_t)cin * sizeof(float));
+      const int iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
+      if (iy < 0 || iy >= g->ih) {
+        memset(d, 0, span * sizeof(float));
+        d += span;
+        continue;
       }
+      const float *xr = xb + (size_t)iy * g->iw * cin;
+      if (row_inside) {
+        copy_floats(d, xr + (size_t)ix0 * cin, span);
+        d += span;
+        continue;
+      }
+      for (int kx = 0; kx < kw; kx++, d += cin) {
+        const int ix = ix0 + kx * g->dil_w;
+        if (ix < 0 || ix >= g->iw) memset(d, 0, (size_t)cin * sizeof(float));
+        else copy_floats(d, xr + (size_t)ix * cin, (size_t)cin);
+      }
+    }
+    if (++ox == g->ow) { /* next output pixel */
+      ox = 0;
+      if (++oy == g->oh) { oy = 0; b++; }
     }
   }
 }
