@@ -18,8 +18,41 @@ AVX512 static inline void store_row(float *ci, __mmask16 m0, __mmask16 m1, __m51
   _mm512_mask_storeu_ps(ci + 16, m1, _mm512_min_ps(_mm512_max_ps(r1, vlo), vhi));
 }
 
+/* One row (FULLY_CONNECTED on one vector, the last row of an odd M): the 8-row body would
+ * run 8x the FMAs; instead 4 k-steps in flight, 8 accumulators, summed at the end. */
+AVX512 static void gemm_1x32(size_t kc, const float *a, const float *w, float *c, __mmask16 m0,
+                             __mmask16 m1, __m512 vlo, __m512 vhi) {
+  __m512 p0 = _mm512_loadu_ps(w), p1 = _mm512_loadu_ps(w + 16);
+  __m512 q0 = _mm512_setzero_ps(), q1 = q0, r0 = q0, r1 = q0, s0 = q0, s1 = q0;
+  w += 32;
+  size_t k = 0;
+  for (; k + 4 <= kc; k += 4, w += 128) {
+    p0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(w), p0);
+    p1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(w + 16), p1);
+    q0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 1]), _mm512_loadu_ps(w + 32), q0);
+    q1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 1]), _mm512_loadu_ps(w + 48), q1);
+    r0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 2]), _mm512_loadu_ps(w + 64), r0);
+    r1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 2]), _mm512_loadu_ps(w + 80), r1);
+    s0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 3]), _mm512_loadu_ps(w + 96), s0);
+    s1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 3]), _mm512_loadu_ps(w + 112), s1);
+  }
+  for (; k < kc; k++, w += 32) {
+    p0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(w), p0);
+    p1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(w + 16), p1);
+  }
+  p0 = _mm512_add_ps(_mm512_add_ps(p0, q0), _mm512_add_ps(r0, s0));
+  p1 = _mm512_add_ps(_mm512_add_ps(p1, q1), _mm512_add_ps(r1, s1));
+  store_row(c, m0, m1, p0, p1, vlo, vhi);
+}
+
 AVX512 void fx_f32_gemm_8x32_avx512f(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                                      const float *w, float *c, size_t c_stride, float lo, float hi) {
+  if (mr == 1) {
+    const __mmask16 m0 = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+    const __mmask16 m1 = nc >= 32 ? 0xFFFF : nc <= 16 ? 0 : (__mmask16)((1u << (nc - 16)) - 1);
+    gemm_1x32(kc, a, w, c, m0, m1, _mm512_set1_ps(lo), _mm512_set1_ps(hi));
+    return;
+  }
   const float *a0 = a;
   const float *a1 = mr > 1 ? a0 + a_stride : a0;
   const float *a2 = mr > 2 ? a1 + a_stride : a0;
