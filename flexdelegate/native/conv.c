@@ -151,50 +151,62 @@ typedef struct {
   int curve; /* SIGMOID / SWISH on each microkernel tile, while it is in L1 */
 } conv_job;
 
-/* A short copy as a plain loop: im2col spans are often a few floats (a 3-channel stem conv
+/* Short copies as plain loops: im2col spans are often a few floats (a 3-channel stem conv
  * copies 9 per tap row), where a memcpy call costs more than the copy (it was 5% of
- * MobileNetV2). GCC would turn the loop back into that call: the attribute keeps it a loop. */
+ * MobileNetV2). GCC would turn the loops back into those calls: the attribute keeps them. */
 #if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("no-tree-loop-distribute-patterns")))
+#define FX_NO_MEMCPY_CALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define FX_NO_MEMCPY_CALLS
 #endif
+
 static inline void copy_floats(float *restrict d, const float *restrict s, size_t n) {
-  for (size_t i = 0; i < n; i++) d[i] = s[i];
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) memcpy(d + i, s + i, 4 * sizeof(float)); /* one 16-byte move */
+  for (; i < n; i++) d[i] = s[i];
+}
+
+static inline void zero_floats(float *d, size_t n) {
+  for (size_t i = 0; i < n; i++) d[i] = 0.0f;
 }
 
 /* im2col rows [m0, m0+rows) of the output: row m holds the (ky, kx, cin) patch of pixel m.
- * Without horizontal dilation the kx taps of one tap row are adjacent in the input, so a tap
- * row inside the image is one contiguous span of kw * cin floats. */
+ * Works one output row's run of pixels at a time, tap row by tap row; without horizontal
+ * dilation the kx taps of a tap row are adjacent in the input, so for a pixel whose window
+ * is inside the image a tap row is one contiguous span of kw * cin floats. */
+FX_NO_MEMCPY_CALLS
 static void im2col(const fx_conv_geom *g, const float *x, size_t m0, size_t rows, float *dst) {
-  const int cin = g->cin, kw = g->kw;
+  const int cin = g->cin, kw = g->kw, sw = g->stride_w;
   const size_t row_len = (size_t)g->kh * kw * cin, span = (size_t)kw * cin;
-  size_t m = m0;
-  int ox = (int)(m % (size_t)g->ow), oy = (int)(m / (size_t)g->ow % (size_t)g->oh);
-  int b = (int)(m / ((size_t)g->ow * g->oh));
-  for (size_t r = 0; r < rows; r++, dst += row_len) {
+  int ox = (int)(m0 % (size_t)g->ow), oy = (int)(m0 / (size_t)g->ow % (size_t)g->oh);
+  int b = (int)(m0 / ((size_t)g->ow * g->oh));
+  for (size_t r = 0; r < rows;) {
+    const int run = (int)(rows - r < (size_t)(g->ow - ox) ? rows - r : (size_t)(g->ow - ox));
     const float *xb = x + (size_t)b * g->ih * g->iw * cin;
-    const int ix0 = ox * g->stride_w - g->pad_left;
-    const int row_inside = g->dil_w == 1 && ix0 >= 0 && ix0 + kw <= g->iw;
-    float *d = dst;
     for (int ky = 0; ky < g->kh; ky++) {
       const int iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
+      float *d = dst + r * row_len + (size_t)ky * span;
       if (iy < 0 || iy >= g->ih) {
-        memset(d, 0, span * sizeof(float));
-        d += span;
+        for (int p = 0; p < run; p++, d += row_len) zero_floats(d, span);
         continue;
       }
       const float *xr = xb + (size_t)iy * g->iw * cin;
-      if (row_inside) {
-        copy_floats(d, xr + (size_t)ix0 * cin, span);
-        d += span;
-        continue;
-      }
-      for (int kx = 0; kx < kw; kx++, d += cin) {
-        const int ix = ix0 + kx * g->dil_w;
-        if (ix < 0 || ix >= g->iw) memset(d, 0, (size_t)cin * sizeof(float));
-        else copy_floats(d, xr + (size_t)ix * cin, (size_t)cin);
+      for (int p = 0; p < run; p++, d += row_len) {
+        const int ix0 = (ox + p) * sw - g->pad_left;
+        if (g->dil_w == 1 && ix0 >= 0 && ix0 + kw <= g->iw) {
+          copy_floats(d, xr + (size_t)ix0 * cin, span);
+          continue;
+        }
+        for (int kx = 0; kx < kw; kx++) {
+          const int ix = ix0 + kx * g->dil_w;
+          if (ix < 0 || ix >= g->iw) zero_floats(d + (size_t)kx * cin, (size_t)cin);
+          else copy_floats(d + (size_t)kx * cin, xr + (size_t)ix * cin, (size_t)cin);
+        }
       }
     }
-    if (++ox == g->ow) { /* next output pixel */
+    r += (size_t)run;
+    ox += run;
+    if (ox == g->ow) { /* next output row */
       ox = 0;
       if (++oy == g->oh) { oy = 0; b++; }
     }
