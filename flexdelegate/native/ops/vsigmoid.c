@@ -6,7 +6,8 @@
  * All variants: e = exp(-|x|) by n = round(-|x| / ln2), r = -|x| - n ln2 (two-part ln2), the
  * same degree-6 polynomial as elementwise.c's fx_expf, 2^n applied exactly; then
  * f = e / (1 + e) and sigmoid = x > 0 ? 1 - f : f. Below -|x| = -87.3, e flushes to 0 (as
- * elementwise.c's fx_expf does: sigmoid(-inf) = 0 exactly, as stock). NaN propagates. */
+ * elementwise.c's fx_expf does: sigmoid(-inf) = 0 exactly, as stock; AVX-512 goes through
+ * the subnormals instead, as libm's expf would). NaN propagates. */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdint.h>
@@ -58,9 +59,10 @@ void fx_vsigmoid_ref(const float *x, float *y, size_t n, int swish) {
 
 AVX512 static inline __m512 sigmoid16(__m512 x) {
   const __m512 zx = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(x), _mm512_set1_epi32(INT32_MIN)));
-  const __mmask16 under = _mm512_cmp_ps_mask(zx, _mm512_set1_ps(EXP_LO), _CMP_LT_OQ);
-  /* max(lo, z) returns z when z is NaN (x86 max returns its second operand then) */
-  const __m512 z = _mm512_max_ps(_mm512_set1_ps(EXP_LO), zx);
+  /* Clamped only so that -inf stays finite: scalef takes 2^n down through the subnormals to
+   * exactly 0 (n <= -150), so no flush mask is needed. max(lo, z) returns z when z is NaN
+   * (x86 max returns its second operand then). */
+  const __m512 z = _mm512_max_ps(_mm512_set1_ps(-150.0f), zx);
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(z, _mm512_set1_ps(LOG2E)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_HI), z);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(LN2_LO), r);
@@ -70,7 +72,7 @@ AVX512 static inline __m512 sigmoid16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P2));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(P1));
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  const __m512 e = _mm512_maskz_scalef_ps((__mmask16)~under, p, n);
+  const __m512 e = _mm512_scalef_ps(p, n);
   const __m512 f = _mm512_div_ps(e, _mm512_add_ps(e, _mm512_set1_ps(1.0f)));
   const __mmask16 pos = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ);
   return _mm512_mask_sub_ps(f, pos, _mm512_set1_ps(1.0f), f);
