@@ -191,7 +191,7 @@ int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
       fx_unary_f32_pool(pool, n->p.un.kind, n->p.un.alpha, xt->ptr, y, fx_shape_numel(xs));
       return 0;
     case FX_OP_MEAN:
-      fx_mean_f32(xt->ptr, xs, (unsigned)n->pads[0], y);
+      fx_mean_f32_pool(pool, xt->ptr, xs, (unsigned)n->pads[0], y);
       return 0;
     case FX_OP_SOFTMAX: {
       int cols = xs->d[xs->rank - 1];

@@ -79,6 +79,10 @@ void fx_resize_nearest_f32(const float *x, const fx_shape *xs, float *y, const f
 /* ---- reductions / normalisation ---- */
 /* MEAN over the axes whose flag is set in axis_mask (bit i = dim i); y has the kept-dims layout. */
 void fx_mean_f32(const float *x, const fx_shape *xs, unsigned axis_mask, float *y);
+/* The same, split across the pool's threads for a big spatial mean (axes 1, 2 of NHWC). */
+void fx_mean_f32_pool(fx_pool *pool, const float *x, const fx_shape *xs, unsigned axis_mask, float *y);
+/* Threads of a pool (1 for NULL): lets kernels size their split (threadpool.c). */
+int fx_pool_threads(const fx_pool *pool);
 /* SOFTMAX over the last dim: y = exp(beta*(x - max)) / sum. */
 void fx_softmax_f32(const float *x, size_t rows, int cols, float beta, float *y);
 
