@@ -1,4 +1,5 @@
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -15,6 +16,17 @@ static inline void cpu_relax(void) {
 #elif defined(__aarch64__)
   __asm__ __volatile__("yield");
 #endif
+}
+
+/* One poll of a spin-wait: a pause (~27 ns on Zen 4), and past FX_SPIN_YIELD_AFTER polls
+ * (~50 us: longer than the gap between two ops of an invoke) also a sched_yield, so that on a
+ * busy machine a waiting thread hands its core to the thread it waits for (ours or another
+ * process) instead of burning the time slice that thread needs. Measured on MobileNetV2 at 2
+ * threads with other jobs running: median 8.0 -> 4.6 ms. */
+#define FX_SPIN_YIELD_AFTER 2000
+static inline void spin_poll(int spins) {
+  cpu_relax();
+  if (spins >= FX_SPIN_YIELD_AFTER && spins % 16 == 0) sched_yield();
 }
 
 /* A job ends when all its tasks are done, not when every worker has checked in: tasks are
@@ -79,7 +91,7 @@ static void *worker_main(void *arg) {
     for (int spins = 0; atomic_load(&p->generation) == seen && !atomic_load(&p->stop) &&
                         atomic_load_explicit(&p->active, memory_order_relaxed) && spins < FX_SPIN_POLLS;
          spins++)
-      cpu_relax();
+      spin_poll(spins);
     if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) {
       pthread_mutex_lock(&p->mu);
       atomic_fetch_add(&p->sleepers, 1);
@@ -162,7 +174,7 @@ void fx_parallel_tasks(fx_pool *p, size_t n, fx_tid_task_fn fn, void *ctx) {
     pthread_mutex_unlock(&p->mu);
   }
   run_tasks(p, job, 0);
-  for (int spins = 0; atomic_load(&p->done) < n && spins < FX_SPIN_POLLS; spins++) cpu_relax();
+  for (int spins = 0; atomic_load(&p->done) < n && spins < FX_SPIN_POLLS; spins++) spin_poll(spins);
   if (atomic_load(&p->done) < n) {
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->caller_waiting, 1);
