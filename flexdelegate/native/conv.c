@@ -285,15 +285,30 @@ void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *
   j.pan1 = (size_t)pan1;
   j.mt = g->direct ? (size_t)(mr * 8) : (size_t)tile_rows(p->k, mr);
   if (tile && tile < j.mt) j.mt = tile; /* a budget plan's smaller scratch */
-  j.row_groups = (m1 - m0 + j.mt - 1) / j.mt;
-  /* Split the columns too when there are fewer row tiles than ~2 per thread (small spatial
-   * maps, FC with one row), so every thread gets work. */
-  size_t panels_n = (size_t)(pan1 - pan0);
-  size_t want = (size_t)fx_pool_threads(pool) * 2;
-  j.panel_groups = j.row_groups >= want ? 1 : (want + j.row_groups - 1) / j.row_groups;
-  if (j.panel_groups > panels_n) j.panel_groups = panels_n;
-  j.panels_per_group = (panels_n + j.panel_groups - 1) / j.panel_groups;
-  j.panel_groups = (panels_n + j.panels_per_group - 1) / j.panels_per_group;
+  const size_t rows = m1 - m0, panels_n = (size_t)(pan1 - pan0), threads = (size_t)fx_pool_threads(pool);
+  j.panel_groups = 1;
+  if (threads > 1 && rows > 0 && panels_n > 0) {
+    /* Tasks are claimed one at a time, so the threads end at most one task apart: aim for
+     * >= 4 equal tasks per thread. When the weights outweigh the activations (N > M: small
+     * maps, FC) split the columns, so each thread streams only its own weight panels;
+     * otherwise split the rows into equal tiles of whole microkernel rows (a 14x14 map in
+     * 64-row tiles was 64,64,64,4: one thread did twice the other's work). */
+    const size_t want = threads * 4;
+    if ((size_t)p->n > rows) {
+      size_t per = panels_n / want;
+      j.panels_per_group = per ? per : 1;
+      j.panel_groups = (panels_n + j.panels_per_group - 1) / j.panels_per_group;
+    } else {
+      size_t tasks = (rows + j.mt - 1) / j.mt;
+      if (tasks < want) tasks = want;
+      tasks = (tasks + threads - 1) / threads * threads;
+      size_t mt = (rows + tasks - 1) / tasks;
+      mt = (mt + (size_t)mr - 1) / (size_t)mr * (size_t)mr;
+      if (mt < j.mt) j.mt = mt;
+    }
+  }
+  j.row_groups = (rows + j.mt - 1) / j.mt;
+  if (j.panel_groups == 1) j.panels_per_group = panels_n;
   fx_act_bounds(act, &j.lo, &j.hi);
   j.curve = fx_act_is_curve(act) ? act : 0;
   if (m1 > m0 && panels_n) fx_parallel_tasks(pool, j.row_groups * j.panel_groups, conv_task, &j);
