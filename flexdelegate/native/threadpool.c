@@ -6,9 +6,13 @@
 #include "pool.h"
 
 /* While an invoke runs, idle workers spin this many polls before sleeping: a MobileNet has
- * ~60 small ops, and waking a sleeping thread per op costs more than the op. Between
- * invokes (pool inactive) they sleep at once. */
+ * ~60 small ops, and waking a sleeping thread per op costs more than the op. After an invoke
+ * they linger a little (back-to-back invokes find them awake), then sleep; an invoke's start
+ * wakes sleepers at once, so they are spinning by its first parallel op. Waking is what costs:
+ * on a VM an idle vCPU halts and takes long to come back (MobileNetV2 at 2 threads after 60 ms
+ * idle: median 4.6 ms with workers asleep at each invoke's start, see bench notes). */
 #define FX_SPIN_POLLS 20000
+#define FX_LINGER_POLLS 4000 /* ~100 us */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -48,6 +52,7 @@ struct fx_pool {
   atomic_int sleepers;        /* workers parked (or about to park) on `wake` */
   atomic_int caller_waiting;  /* the caller parked on `done_cv` */
   atomic_int active;          /* inside an invoke: spin before sleeping */
+  atomic_ulong rouse;         /* bumped when an invoke starts: parked workers wake to spin */
   atomic_int stop;
   /* The current job: written before its claim word is published, read only by a worker
    * that then claims a task of that job (which proves they were still this job's). */
@@ -86,18 +91,21 @@ static void *worker_main(void *arg) {
   worker_arg wa = *(worker_arg *)arg;
   free(arg);
   fx_pool *p = wa.pool;
-  unsigned long seen = 0;
+  unsigned long seen = 0, roused = atomic_load(&p->rouse);
   for (;;) {
     for (int spins = 0; atomic_load(&p->generation) == seen && !atomic_load(&p->stop) &&
-                        atomic_load_explicit(&p->active, memory_order_relaxed) && spins < FX_SPIN_POLLS;
+                        spins < (atomic_load_explicit(&p->active, memory_order_relaxed) ? FX_SPIN_POLLS : FX_LINGER_POLLS);
          spins++)
       spin_poll(spins);
     if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) {
       pthread_mutex_lock(&p->mu);
       atomic_fetch_add(&p->sleepers, 1);
-      while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen) pthread_cond_wait(&p->wake, &p->mu);
+      while (!atomic_load(&p->stop) && atomic_load(&p->generation) == seen && atomic_load(&p->rouse) == roused)
+        pthread_cond_wait(&p->wake, &p->mu);
       atomic_fetch_sub(&p->sleepers, 1);
       pthread_mutex_unlock(&p->mu);
+      roused = atomic_load(&p->rouse);
+      if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) continue; /* roused: spin */
     }
     if (atomic_load(&p->stop)) break;
     seen = atomic_load(&p->generation);
@@ -148,7 +156,14 @@ void fx_pool_free(fx_pool *p) {
 int fx_pool_threads(const fx_pool *p) { return p ? p->threads : 1; }
 
 void fx_pool_set_active(fx_pool *p, int active) {
-  if (p) atomic_store(&p->active, active);
+  if (!p) return;
+  atomic_store(&p->active, active);
+  if (active && atomic_load(&p->sleepers)) {
+    pthread_mutex_lock(&p->mu);
+    atomic_fetch_add(&p->rouse, 1);
+    pthread_cond_broadcast(&p->wake);
+    pthread_mutex_unlock(&p->mu);
+  }
 }
 
 void fx_parallel_tasks(fx_pool *p, size_t n, fx_tid_task_fn fn, void *ctx) {
