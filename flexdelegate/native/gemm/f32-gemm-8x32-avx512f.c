@@ -45,8 +45,44 @@ AVX512 static void gemm_1x32(size_t kc, const float *a, const float *w, float *c
   store_row(c, m0, m1, p0, p1, vlo, vhi);
 }
 
+/* At most 16 columns (N = 16, or the last panel of N = 80, 144, 240, ...): half the panel is
+ * zero padding, so only its first zmm column is multiplied. */
+AVX512 static void gemm_8x16(size_t mr, size_t kc, const float *a, size_t a_stride, const float *w, float *c,
+                             size_t c_stride, __mmask16 m0, __m512 vlo, __m512 vhi) {
+  const float *a0 = a;
+  const float *a1 = mr > 1 ? a0 + a_stride : a0;
+  const float *a2 = mr > 2 ? a1 + a_stride : a0;
+  const float *a3 = mr > 3 ? a2 + a_stride : a0;
+  const float *a4 = mr > 4 ? a3 + a_stride : a0;
+  const float *a5 = mr > 5 ? a4 + a_stride : a0;
+  const float *a6 = mr > 6 ? a5 + a_stride : a0;
+  const float *a7 = mr > 7 ? a6 + a_stride : a0;
+  __m512 c0 = _mm512_loadu_ps(w), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
+  w += 32;
+  for (size_t k = 0; k < kc; k++, w += 32) {
+    const __m512 w0 = _mm512_loadu_ps(w);
+    c0 = _mm512_fmadd_ps(_mm512_set1_ps(a0[k]), w0, c0);
+    c1 = _mm512_fmadd_ps(_mm512_set1_ps(a1[k]), w0, c1);
+    c2 = _mm512_fmadd_ps(_mm512_set1_ps(a2[k]), w0, c2);
+    c3 = _mm512_fmadd_ps(_mm512_set1_ps(a3[k]), w0, c3);
+    c4 = _mm512_fmadd_ps(_mm512_set1_ps(a4[k]), w0, c4);
+    c5 = _mm512_fmadd_ps(_mm512_set1_ps(a5[k]), w0, c5);
+    c6 = _mm512_fmadd_ps(_mm512_set1_ps(a6[k]), w0, c6);
+    c7 = _mm512_fmadd_ps(_mm512_set1_ps(a7[k]), w0, c7);
+  }
+#define FX_STORE16(i)                                                                   \
+  if (mr > i) _mm512_mask_storeu_ps(c + i * c_stride, m0, _mm512_min_ps(_mm512_max_ps(c##i, vlo), vhi));
+  FX_STORE16(0) FX_STORE16(1) FX_STORE16(2) FX_STORE16(3) FX_STORE16(4) FX_STORE16(5) FX_STORE16(6) FX_STORE16(7)
+#undef FX_STORE16
+}
+
 AVX512 void fx_f32_gemm_8x32_avx512f(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                                      const float *w, float *c, size_t c_stride, float lo, float hi) {
+  if (mr > 1 && nc <= 16) {
+    gemm_8x16(mr, kc, a, a_stride, w, c, c_stride, nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1),
+              _mm512_set1_ps(lo), _mm512_set1_ps(hi));
+    return;
+  }
   if (mr == 1) {
     const __mmask16 m0 = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
     const __mmask16 m1 = nc >= 32 ? 0xFFFF : nc <= 16 ? 0 : (__mmask16)((1u << (nc - 16)) - 1);
