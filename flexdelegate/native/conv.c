@@ -161,6 +161,10 @@ typedef struct {
 #endif
 
 static inline void copy_floats(float *restrict d, const float *restrict s, size_t n) {
+  if (n >= 64) { /* long spans (wide 3x3 convs): libc's wide-vector copy wins */
+    memcpy(d, s, n * sizeof(float));
+    return;
+  }
   size_t i = 0;
   for (; i + 4 <= n; i += 4) memcpy(d + i, s + i, 4 * sizeof(float)); /* one 16-byte move */
   for (; i < n; i++) d[i] = s[i];

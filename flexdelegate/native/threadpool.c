@@ -9,8 +9,8 @@
  * ~60 small ops, and waking a sleeping thread per op costs more than the op. After an invoke
  * they linger a little (back-to-back invokes find them awake), then sleep; an invoke's start
  * wakes sleepers at once, so they are spinning by its first parallel op. Waking is what costs:
- * on a VM an idle vCPU halts and takes long to come back (MobileNetV2 at 2 threads after 60 ms
- * idle: median 4.6 ms with workers asleep at each invoke's start, see bench notes). */
+ * on a VM an idle vCPU halts and takes long to come back (MobileNetV2 at 2 threads, invoked in
+ * rounds 60 ms apart: median 4.6 ms with workers asleep at each invoke's start, 2.6 ms now). */
 #define FX_SPIN_POLLS 20000
 #define FX_LINGER_POLLS 4000 /* ~100 us */
 
