@@ -1,11 +1,13 @@
-"""flexdelegate vs stock XNNPack (tflite-runtime's Interpreter) and, optionally, LiteRT's
-CompiledModel (ai-edge-litert, XNNPack inside), side by side in one run: rounds alternate
-between the engines in a rotating order (see WARMUP), so machine noise and what one engine
-leaves behind hit all alike. Prints min/median latency per engine and
-the flex/XNNPack and flex/LiteRT ratios of medians.
+"""flexdelegate vs stock XNNPack (this python's Interpreter with its default delegate) and,
+optionally, LiteRT's CompiledModel (ai-edge-litert, XNNPack inside), side by side in one run:
+each stock engine in a worker process of its own, rounds going through every engine order
+(see WARMUP), so machine noise and what one engine leaves behind hit all alike. Prints
+min/median latency per engine and the flex/XNNPack and flex/LiteRT ratios of medians. On a
+2-core machine the 2-thread medians stay sensitive to the other engines' idle thread pools:
+look at the mins too, and repeat.
 
     python bench/compare.py [--models resnet50 ...] [--threads 1 2] [--rounds 5] [--iters 5]
-                            [--litert PYTHON] [--layers [--top 15]]
+                            [--gap 0.1] [--litert PYTHON] [--layers [--top 15]]
 
 LiteRT runs in its own venv: --litert (default: $LITERT_PYTHON) names a python with
 ai-edge-litert installed. That python runs this same file as a worker (--litert-worker), which
