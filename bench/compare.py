@@ -1,10 +1,13 @@
-"""flexdelegate vs stock XNNPack (tflite-runtime's Interpreter) and, optionally, LiteRT's
-CompiledModel (ai-edge-litert, XNNPack inside), side by side in one run: rounds alternate
-between the engines, so machine noise hits all alike. Prints min/median latency per engine and
-the flex/XNNPack and flex/LiteRT ratios of medians.
+"""flexdelegate vs stock XNNPack (this python's Interpreter with its default delegate) and,
+optionally, LiteRT's CompiledModel (ai-edge-litert, XNNPack inside), side by side in one run:
+each stock engine in a worker process of its own, rounds going through every engine order
+(see WARMUP), so machine noise and what one engine leaves behind hit all alike. Prints
+min/median latency per engine and the flex/XNNPack and flex/LiteRT ratios of medians. On a
+2-core machine the 2-thread medians stay sensitive to the other engines' idle thread pools:
+look at the mins too, and repeat.
 
     python bench/compare.py [--models resnet50 ...] [--threads 1 2] [--rounds 5] [--iters 5]
-                            [--litert PYTHON] [--layers [--top 15]]
+                            [--gap 0.1] [--litert PYTHON] [--layers [--top 15]]
 
 LiteRT runs in its own venv: --litert (default: $LITERT_PYTHON) names a python with
 ai-edge-litert installed. That python runs this same file as a worker (--litert-worker), which
@@ -21,6 +24,7 @@ conv/FC), so a Winograd layer's "GFLOP/s" is an effective rate and may exceed th
 
 Models come from bench/build_models.py (run it first in a venv with tensorflow-cpu)."""
 import argparse
+import itertools
 import json
 import os
 import pathlib
@@ -34,52 +38,94 @@ import numpy as np
 HERE = pathlib.Path(__file__).resolve()
 
 
-# ------------------------------------------------------------------------- LiteRT worker side
-# Runs under the LiteRT python: imports only numpy and ai_edge_litert (no flexdelegate needed).
+# ------------------------------------------------------------------------------ worker side
+# Each stock engine runs in a worker process of its own (so no engine's thread pool shares a
+# process with another's): LiteRT under the LiteRT python (numpy and ai_edge_litert only, no
+# flexdelegate needed), XNNPack under this python with tflite-runtime.
 
-def litert_worker():
+class _LiteRTEngine:
+    def __init__(self, model, threads):
+        from ai_edge_litert.compiled_model import CompiledModel
+        from ai_edge_litert.options import CpuOptions, Options
+        self.model = CompiledModel.from_file(model, options=Options(cpu_options=CpuOptions(num_threads=threads)))
+        self.sig = self.model.get_signature_by_index(0)["key"]
+        self.ins, self.outs = self.model.create_input_buffers(0), self.model.create_output_buffers(0)
+        self.accelerated = bool(self.model.is_fully_accelerated())
+
+    def feed(self, feed):
+        in_det = self.model.get_input_tensor_details(self.sig)
+        for buf, name in zip(self.ins, self.model.get_signature_list()[self.sig]["inputs"]):
+            buf.write(np.ascontiguousarray(feed[in_det[name]["name"]]))
+
+    def run(self):
+        self.model.run_by_index(0, self.ins, self.outs)
+
+    def outputs(self):
+        out_det, got = self.model.get_output_tensor_details(self.sig), {}
+        for buf, name in zip(self.outs, self.model.get_signature_list()[self.sig]["outputs"]):
+            d = out_det[name]
+            got[d["name"]] = buf.read(int(np.prod(d["shape"])), np.dtype(d["dtype"])).reshape(d["shape"])
+        return got
+
+    def close(self):
+        self.ins = self.outs = None
+        self.model.close()
+
+
+class _XNNPackEngine:
+    """The installed runtime's Interpreter (tflite-runtime or ai-edge-litert) with its default
+    XNNPack delegate."""
+
+    def __init__(self, model, threads):
+        from flexdelegate.runtime import detect
+        self.it = detect(None).Interpreter(model_path=model, num_threads=threads)
+        self.it.allocate_tensors()
+        self.accelerated = True
+
+    def feed(self, feed):
+        for d in self.it.get_input_details():
+            self.it.set_tensor(d["index"], np.ascontiguousarray(feed[d["name"]]))
+
+    def run(self):
+        self.it.invoke()
+
+    def outputs(self):
+        return {d["name"]: self.it.get_tensor(d["index"]) for d in self.it.get_output_details()}
+
+    def close(self):
+        self.it = None
+
+
+def engine_worker(kind):
     """Serves {"cmd": ...} lines from stdin, answers one JSON line each on the real stdout."""
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # anything the runtime prints goes to stderr, never into the protocol
-    from ai_edge_litert.compiled_model import CompiledModel
-    from ai_edge_litert.options import CpuOptions, Options
-
-    model = ins = outs = None
+    engine = None
     for line in sys.stdin:
         req = json.loads(line)
         try:
             cmd = req["cmd"]
             if cmd == "load":
                 t0 = time.perf_counter()
-                model = CompiledModel.from_file(
-                    req["model"], options=Options(cpu_options=CpuOptions(num_threads=req["threads"])))
+                engine = (_LiteRTEngine if kind == "litert" else _XNNPackEngine)(req["model"], req["threads"])
                 load_ms = (time.perf_counter() - t0) * 1e3
-                sig = model.get_signature_by_index(0)["key"]
-                in_det, out_det = model.get_input_tensor_details(sig), model.get_output_tensor_details(sig)
-                ins, outs = model.create_input_buffers(0), model.create_output_buffers(0)
-                feed = np.load(req["inputs"])
-                for buf, name in zip(ins, model.get_signature_list()[sig]["inputs"]):
-                    buf.write(np.ascontiguousarray(feed[in_det[name]["name"]]))
-                model.run_by_index(0, ins, outs)
-                got = {}
-                for buf, name in zip(outs, model.get_signature_list()[sig]["outputs"]):
-                    d = out_det[name]
-                    got[d["name"]] = buf.read(int(np.prod(d["shape"])), np.dtype(d["dtype"])).reshape(d["shape"])
-                np.savez(req["outputs"], **got)
-                answer = {"ok": True, "load_ms": load_ms, "accelerated": bool(model.is_fully_accelerated())}
+                engine.feed(np.load(req["inputs"]))
+                engine.run()
+                np.savez(req["outputs"], **engine.outputs())
+                answer = {"ok": True, "load_ms": load_ms, "accelerated": engine.accelerated}
             elif cmd == "round":
-                model.run_by_index(0, ins, outs)  # warm after the other engines ran
+                for _ in range(req.get("warmup", 1)):
+                    engine.run()  # warm after the other engines ran
                 ms = []
                 for _ in range(req["iters"]):
                     t0 = time.perf_counter()
-                    model.run_by_index(0, ins, outs)
+                    engine.run()
                     ms.append((time.perf_counter() - t0) * 1e3)
                 answer = {"ok": True, "ms": ms}
             elif cmd == "close":
-                ins = outs = None
-                if model is not None:
-                    model.close()
-                model = None
+                if engine is not None:
+                    engine.close()
+                engine = None
                 answer = {"ok": True}
             elif cmd == "quit":
                 proto.write(json.dumps({"ok": True}) + "\n")
@@ -91,12 +137,14 @@ def litert_worker():
         proto.write(json.dumps(answer) + "\n")
 
 
-class LiteRT:
-    """The main process's handle on a worker running under another python."""
+class Worker:
+    """The main process's handle on an engine worker (kind "litert" or "xnnpack") running under
+    `python`."""
 
-    def __init__(self, python: str):
+    def __init__(self, python: str, kind: str = "litert"):
+        self.kind = kind
         self.log = tempfile.TemporaryFile(mode="w+")
-        self.proc = subprocess.Popen([python, str(HERE), "--litert-worker"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([python, str(HERE), f"--{kind}-worker"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=self.log, text=True, bufsize=1,
                                      cwd=tempfile.gettempdir())
 
@@ -110,10 +158,10 @@ class LiteRT:
         if not line:
             self.log.seek(0)
             tail = self.log.read()[-2000:]
-            raise RuntimeError(f"LiteRT worker exited (rc {self.proc.poll()}):\n{tail}")
+            raise RuntimeError(f"{self.kind} worker exited (rc {self.proc.poll()}):\n{tail}")
         answer = json.loads(line)
         if not answer.get("ok"):
-            raise RuntimeError(f"LiteRT worker: {answer.get('error')}")
+            raise RuntimeError(f"{self.kind} worker: {answer.get('error')}")
         return answer
 
     def close(self):
@@ -128,6 +176,17 @@ class LiteRT:
 
 # --------------------------------------------------------------------------- main side
 
+# What one engine leaves behind slows the next: XNNPack's thread pool keeps its workers
+# spinning for tens of ms after a run, and with XNNPack in this process flexdelegate at 2
+# threads right after an XNNPack round had a median of 4.2-4.8 ms instead of 2.6 (the
+# scheduler put our two threads on one core next to XNNPack's spinner); after a pause (--gap)
+# a pool whose workers parked meets halted cores (LiteRT at 2 threads after 0.1 s: median 2x
+# its min). So each stock engine runs in a process of its own, rounds go through every engine
+# order (each follows each other equally often), each engine's turn starts after a pause of
+# --gap s (default 0.1: spinners have parked by then) and WARMUP untimed runs.
+WARMUP = 3
+
+
 def sample(it, n):
     out = []
     for _ in range(n):
@@ -137,34 +196,44 @@ def sample(it, n):
     return out
 
 
-def compare(path, threads, rounds, iters, litert=None):
-    """Latency samples (ms) per engine, alternating rounds; errors are against XNNPack."""
+def compare(path, threads, rounds, iters, xnnpack, litert=None, gap=0.1):
+    """Latency samples (ms) per engine, alternating rounds; errors are against XNNPack. xnnpack
+    and litert are Workers; flexdelegate runs in this process."""
     from flexdelegate import load_flex
     from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 
-    xnn = make_interpreter(path, stock="xnnpack", num_threads=threads)
     d = load_flex(num_threads=threads)
     flex = make_interpreter(path, delegate=d, num_threads=threads)
-    x = random_inputs(xnn)
-    ref = invoke(xnn, x)
-    errs = {"flex": max_error(ref, invoke(flex, x))}
-    samples = {"xnnpack": [], "flex": []}
-    if litert is not None:
-        with tempfile.TemporaryDirectory() as tmp:
-            feed, got = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
-            np.savez(feed, **{det["name"]: v for det, v in zip(xnn.get_input_details(), x)})
-            litert.ask(cmd="load", model=str(path), threads=threads, inputs=feed, outputs=got)
+    x = random_inputs(flex)
+    workers = {"xnnpack": xnnpack} | ({"litert": litert} if litert is not None else {})
+    outs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        feed = os.path.join(tmp, "in.npz")
+        np.savez(feed, **{det["name"]: v for det, v in zip(flex.get_input_details(), x)})
+        for name, w in workers.items():
+            got = os.path.join(tmp, f"{name}.npz")
+            w.ask(cmd="load", model=str(path), threads=threads, inputs=feed, outputs=got)
             with np.load(got) as out:
-                errs["litert"] = max_error(ref, [out[det["name"]] for det in xnn.get_output_details()])
-        samples["litert"] = []
-    for _ in range(rounds):
-        for name, it in (("xnnpack", xnn), ("flex", flex)):
-            it.invoke()  # warm after the other engine ran
-            samples[name] += sample(it, iters)
-        if litert is not None:
-            samples["litert"] += litert.ask(cmd="round", iters=iters)["ms"]
+                outs[name] = [out[det["name"]] for det in flex.get_output_details()]
+    ref = outs["xnnpack"]
+    errs = {"flex": max_error(ref, invoke(flex, x))}
     if litert is not None:
-        litert.ask(cmd="close")
+        errs["litert"] = max_error(ref, outs["litert"])
+    samples = {name: [] for name in ["xnnpack", "flex"] + list(workers)}
+    orders = list(itertools.permutations(["xnnpack", "flex"] + (["litert"] if litert is not None else [])))
+    for r in range(rounds):
+        # Every order in turn, so each engine follows each other one equally often.
+        for name in orders[r % len(orders)]:
+            if gap:
+                time.sleep(gap)
+            if name in workers:
+                samples[name] += workers[name].ask(cmd="round", iters=iters, warmup=WARMUP)["ms"]
+                continue
+            for _ in range(WARMUP):
+                flex.invoke()  # warm after the other engine ran
+            samples[name] += sample(flex, iters)
+    for w in workers.values():
+        w.ask(cmd="close")
     s = d.stats()
     return samples, errs, f"{s['nodes_delegated']}/{s['nodes_total']}"
 
@@ -275,22 +344,24 @@ def main():
     ap.add_argument("--threads", nargs="*", type=int, default=[1, 2])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--gap", type=float, default=0.1, help="seconds of pause before each engine's round")
     ap.add_argument("--litert", default=os.environ.get("LITERT_PYTHON"),
                     help="python with ai-edge-litert for the CompiledModel columns (default $LITERT_PYTHON)")
     ap.add_argument("--layers", action="store_true", help="per-layer GFLOP/s of flexdelegate vs the FMA peak")
     ap.add_argument("--top", type=int, default=15, help="layers to list with --layers")
     ap.add_argument("--litert-worker", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--xnnpack-worker", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.litert_worker:
-        return litert_worker()
+    if args.litert_worker or args.xnnpack_worker:
+        return engine_worker("litert" if args.litert_worker else "xnnpack")
 
     sys.path.insert(0, str(HERE.parent))
     from build_models import model_dir
 
-    litert = None
+    xnnpack, litert = Worker(sys.executable, "xnnpack"), None
     if args.litert:
         try:
-            litert = LiteRT(args.litert)
+            litert = Worker(args.litert, "litert")
         except OSError as e:
             print(f"LiteRT disabled: cannot run {args.litert}: {e}")
     peak = None
@@ -311,12 +382,12 @@ def main():
                 continue
             for t in args.threads:
                 try:
-                    s, errs, nodes = compare(path, t, args.rounds, args.iters, litert)
+                    s, errs, nodes = compare(path, t, args.rounds, args.iters, xnnpack, litert, args.gap)
                 except RuntimeError as e:  # the LiteRT worker failed: go on without it
                     print(f"{name} t={t}: LiteRT dropped: {e}", flush=True)
                     litert.proc.kill()
                     litert = None
-                    s, errs, nodes = compare(path, t, args.rounds, args.iters, None)
+                    s, errs, nodes = compare(path, t, args.rounds, args.iters, xnnpack, None, args.gap)
                 xm, fm = np.median(s["xnnpack"]), np.median(s["flex"])
                 lm = np.median(s["litert"]) if "litert" in s else None
                 lmin = min(s["litert"]) if lm else None
@@ -328,6 +399,7 @@ def main():
                 if args.layers:
                     layers.append((name, t, path))
     finally:
+        xnnpack.close()
         if litert is not None:
             litert.close()
     if layers:  # measured again: on a shared machine the first figure may be a disturbed one

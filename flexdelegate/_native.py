@@ -91,7 +91,9 @@ def hash64(data, seed: int = 0) -> int:
     return int(lib.flex_hash64(buf, len(buf), seed))
 
 
-_ACTS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4}
+# SIGMOID and SWISH are not TFLite fused activations: the delegate fuses a following LOGISTIC
+# (and MUL) into conv / depthwise outputs as these (native/fuse.c).
+_ACTS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4, "SIGMOID": 5, "SWISH": 6}
 
 
 def _act_code(act) -> int:
@@ -122,6 +124,24 @@ def conv_out_size(same: bool, size: int, k: int, stride: int = 1, dilation: int 
     """TFLite's SAME/VALID output size for one spatial dim."""
     eff = (k - 1) * dilation + 1
     return max(0, (size + stride - 1) // stride if same else (size + stride - eff) // stride)
+
+
+def vsigmoid_variants() -> list[str]:
+    """Sigmoid / swish variants this CPU can run; index 0 is the scalar reference."""
+    names, i = [], 0
+    while (p := lib.flex_vsigmoid_variant_at(i)) != ffi.NULL:
+        names.append(ffi.string(p).decode())
+        i += 1
+    return names
+
+
+def vsigmoid(variant: int, x: np.ndarray, swish: bool = False) -> np.ndarray:
+    """sigmoid(x) (swish: x * sigmoid(x)) of a float32 array with one variant."""
+    x = np.ascontiguousarray(x, np.float32)
+    y = np.empty_like(x)
+    if lib.flex_vsigmoid_run(variant, _fptr(x), _fptr(y), x.size, int(swish)):
+        raise ValueError(f"vsigmoid variant {variant} is not available")
+    return y
 
 
 def dwconv_variants() -> list[str]:

@@ -165,28 +165,71 @@ typedef struct {
   float *y, *scratch;
   size_t m0, m1, mt, row_groups, panel_groups, panels_per_group, pan0, pan1;
   float lo, hi;
+  int curve; /* SIGMOID / SWISH on each microkernel tile, while it is in L1 */
 } conv_job;
 
-/* im2col rows [m0, m0+rows) of the output: row m holds the (ky, kx, cin) patch of pixel m. */
+/* Short copies as plain loops: im2col spans are often a few floats (a 3-channel stem conv
+ * copies 9 per tap row), where a memcpy call costs more than the copy (it was 5% of
+ * MobileNetV2). GCC would turn the loops back into those calls: the attribute keeps them. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define FX_NO_MEMCPY_CALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#else
+#define FX_NO_MEMCPY_CALLS
+#endif
+
+static inline void copy_floats(float *restrict d, const float *restrict s, size_t n) {
+  if (n >= 64) { /* long spans (wide 3x3 convs): libc's wide-vector copy wins */
+    memcpy(d, s, n * sizeof(float));
+    return;
+  }
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) memcpy(d + i, s + i, 4 * sizeof(float)); /* one 16-byte move */
+  for (; i < n; i++) d[i] = s[i];
+}
+
+static inline void zero_floats(float *d, size_t n) {
+  for (size_t i = 0; i < n; i++) d[i] = 0.0f;
+}
+
+/* im2col rows [m0, m0+rows) of the output: row m holds the (ky, kx, cin) patch of pixel m.
+ * Works one output row's run of pixels at a time, tap row by tap row; without horizontal
+ * dilation the kx taps of a tap row are adjacent in the input, so for a pixel whose window
+ * is inside the image a tap row is one contiguous span of kw * cin floats. */
+FX_NO_MEMCPY_CALLS
 static void im2col(const fx_conv_geom *g, const float *x, size_t m0, size_t rows, float *dst) {
-  const int cin = g->cin;
-  const size_t row_len = (size_t)g->kh * g->kw * cin;
-  for (size_t r = 0; r < rows; r++, dst += row_len) {
-    size_t m = m0 + r;
-    int ox = (int)(m % (size_t)g->ow);
-    int oy = (int)(m / (size_t)g->ow % (size_t)g->oh);
-    int b = (int)(m / ((size_t)g->ow * g->oh));
+  const int cin = g->cin, kw = g->kw, sw = g->stride_w;
+  const size_t row_len = (size_t)g->kh * kw * cin, span = (size_t)kw * cin;
+  int ox = (int)(m0 % (size_t)g->ow), oy = (int)(m0 / (size_t)g->ow % (size_t)g->oh);
+  int b = (int)(m0 / ((size_t)g->ow * g->oh));
+  for (size_t r = 0; r < rows;) {
+    const int run = (int)(rows - r < (size_t)(g->ow - ox) ? rows - r : (size_t)(g->ow - ox));
     const float *xb = x + (size_t)b * g->ih * g->iw * cin;
-    float *d = dst;
     for (int ky = 0; ky < g->kh; ky++) {
-      int iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
-      for (int kx = 0; kx < g->kw; kx++, d += cin) {
-        int ix = ox * g->stride_w - g->pad_left + kx * g->dil_w;
-        if (iy < 0 || iy >= g->ih || ix < 0 || ix >= g->iw)
-          memset(d, 0, (size_t)cin * sizeof(float));
-        else
-          memcpy(d, xb + ((size_t)iy * g->iw + ix) * cin, (size_t)cin * sizeof(float));
+      const int iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
+      float *d = dst + r * row_len + (size_t)ky * span;
+      if (iy < 0 || iy >= g->ih) {
+        for (int p = 0; p < run; p++, d += row_len) zero_floats(d, span);
+        continue;
       }
+      const float *xr = xb + (size_t)iy * g->iw * cin;
+      for (int p = 0; p < run; p++, d += row_len) {
+        const int ix0 = (ox + p) * sw - g->pad_left;
+        if (g->dil_w == 1 && ix0 >= 0 && ix0 + kw <= g->iw) {
+          copy_floats(d, xr + (size_t)ix0 * cin, span);
+          continue;
+        }
+        for (int kx = 0; kx < kw; kx++) {
+          const int ix = ix0 + kx * g->dil_w;
+          if (ix < 0 || ix >= g->iw) zero_floats(d + (size_t)kx * cin, (size_t)cin);
+          else copy_floats(d + (size_t)kx * cin, xr + (size_t)ix * cin, (size_t)cin);
+        }
+      }
+    }
+    r += (size_t)run;
+    ox += run;
+    if (ox == g->ow) { /* next output row */
+      ox = 0;
+      if (++oy == g->oh) { oy = 0; b++; }
     }
   }
 }
@@ -219,6 +262,13 @@ static void conv_task(void *arg, int tid, size_t task) {
       p->uk->fn(mrr, nc, (size_t)k, a + r * lda, lda, w, j->y + (m0 + r) * (size_t)p->n + n0,
                 (size_t)p->n, j->lo, j->hi);
     }
+  }
+  if (j->curve && pan1 > pan0) { /* on the tile just written (in L2), in as few calls as possible */
+    size_t c0 = pan0 * (size_t)nr, c1 = pan1 * (size_t)nr < (size_t)p->n ? pan1 * (size_t)nr : (size_t)p->n;
+    float *c = j->y + m0 * (size_t)p->n;
+    if (c0 == 0 && c1 == (size_t)p->n) fx_apply_act(j->curve, c, rows * (size_t)p->n);
+    else
+      for (size_t i = 0; i < rows; i++) fx_apply_act(j->curve, c + i * (size_t)p->n + c0, c1 - c0);
   }
 }
 
@@ -256,15 +306,31 @@ void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *
   j.pan1 = (size_t)pan1;
   j.mt = g->direct ? (size_t)(mr * 8) : (size_t)tile_rows(p->k, mr);
   if (tile && tile < j.mt) j.mt = tile; /* a budget plan's smaller scratch */
-  j.row_groups = (m1 - m0 + j.mt - 1) / j.mt;
-  /* Split the columns too when there are fewer row tiles than ~2 per thread (small spatial
-   * maps, FC with one row), so every thread gets work. */
-  size_t panels_n = (size_t)(pan1 - pan0);
-  size_t want = (size_t)fx_pool_threads(pool) * 2;
-  j.panel_groups = j.row_groups >= want ? 1 : (want + j.row_groups - 1) / j.row_groups;
-  if (j.panel_groups > panels_n) j.panel_groups = panels_n;
-  j.panels_per_group = (panels_n + j.panel_groups - 1) / j.panel_groups;
-  j.panel_groups = (panels_n + j.panels_per_group - 1) / j.panels_per_group;
+  const size_t rows = m1 - m0, panels_n = (size_t)(pan1 - pan0), threads = (size_t)fx_pool_threads(pool);
+  j.panel_groups = 1;
+  if (threads > 1 && rows > 0 && panels_n > 0) {
+    /* Tasks are claimed one at a time, so the threads end at most one task apart: aim for
+     * >= 4 equal tasks per thread. When the weights outweigh the activations (N > M: small
+     * maps, FC) split the columns, so each thread streams only its own weight panels;
+     * otherwise split the rows into equal tiles of whole microkernel rows (a 14x14 map in
+     * 64-row tiles was 64,64,64,4: one thread did twice the other's work). */
+    const size_t want = threads * 4;
+    if ((size_t)p->n > rows) {
+      size_t per = panels_n / want;
+      j.panels_per_group = per ? per : 1;
+      j.panel_groups = (panels_n + j.panels_per_group - 1) / j.panels_per_group;
+    } else {
+      size_t tasks = (rows + j.mt - 1) / j.mt;
+      if (tasks < want) tasks = want;
+      tasks = (tasks + threads - 1) / threads * threads;
+      size_t mt = (rows + tasks - 1) / tasks;
+      mt = (mt + (size_t)mr - 1) / (size_t)mr * (size_t)mr;
+      if (mt < j.mt) j.mt = mt;
+    }
+  }
+  j.row_groups = (rows + j.mt - 1) / j.mt;
+  if (j.panel_groups == 1) j.panels_per_group = panels_n;
   fx_act_bounds(act, &j.lo, &j.hi);
+  j.curve = fx_act_is_curve(act) ? act : 0;
   if (m1 > m0 && panels_n) fx_parallel_tasks(pool, j.row_groups * j.panel_groups, conv_task, &j);
 }

@@ -51,6 +51,7 @@ static fx_window window_of(fx_graph *g, const fx_node *n) {
 }
 
 const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store) {
+  fx_fuse_node(g, n);
   if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC) return NULL;
   if (n->pack) return NULL;
   const fx_tensor *w = T(g, n->in[1]);
@@ -98,15 +99,20 @@ double fx_node_flops(const fx_graph *g, const fx_node *n) {
 }
 
 const char *fx_node_kernel(const fx_graph *g, const fx_node *n, char *buf, size_t len) {
+  if (n->fused) {
+    snprintf(buf, len, "fused %s", n->fused == FX_FUSED_SKIP ? "(skipped)" : "(copy)");
+    return buf;
+  }
+  const char *curve = n->act == FX_ACT_SWISH ? " +swish" : n->act == FX_ACT_SIGMOID ? " +sigmoid" : "";
   if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && n->pack) {
     fx_conv_geom geo;
     conv_geom((fx_graph *)g, n, &geo);
     if (fx_conv_pack_tile(n->pack))
-      snprintf(buf, len, "winograd-f%d %s", fx_conv_pack_tile(n->pack), fx_conv_pack_kernel(n->pack));
+      snprintf(buf, len, "winograd-f%d %s%s", fx_conv_pack_tile(n->pack), fx_conv_pack_kernel(n->pack), curve);
     else
-      snprintf(buf, len, "gemm-%s %s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(n->pack));
+      snprintf(buf, len, "gemm-%s %s%s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(n->pack), curve);
   } else {
-    snprintf(buf, len, "%s", fx_op_name(n->kind));
+    snprintf(buf, len, "%s%s", fx_op_name(n->kind), curve);
   }
   return buf;
 }
@@ -141,6 +147,11 @@ int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
   const fx_shape *xs = &xt->shape, *ys = &yt->shape;
   float *y = (float *)yt->ptr;
   size_t es = fx_dtype_size(xt->dtype);
+  if (n->fused) { /* the producer's fused activation did the work (fuse.c) */
+    const void *from = T(g, n->fuse_from)->ptr;
+    if (n->fused == FX_FUSED_COPY && from != yt->ptr) memmove(yt->ptr, from, fx_shape_numel(ys) * es);
+    return 0;
+  }
   switch (n->kind) {
     case FX_OP_CONV: case FX_OP_FC: {
       if (fx_conv_pack_check(n->pack)) return -1;
@@ -181,7 +192,7 @@ int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
       fx_unary_f32_pool(pool, n->p.un.kind, n->p.un.alpha, xt->ptr, y, fx_shape_numel(xs));
       return 0;
     case FX_OP_MEAN:
-      fx_mean_f32(xt->ptr, xs, (unsigned)n->pads[0], y);
+      fx_mean_f32_pool(pool, xt->ptr, xs, (unsigned)n->pads[0], y);
       return 0;
     case FX_OP_SOFTMAX: {
       int cols = xs->d[xs->rank - 1];

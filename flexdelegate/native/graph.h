@@ -101,7 +101,13 @@ typedef struct {
   fx_slice_plan slice;         /* strided slice, resolved at shape inference */
   int perm[FX_MAX_RANK];       /* transpose permutation, resolved at shape inference */
   int pads[2 * FX_MAX_RANK];   /* pad amounts, resolved at shape inference */
+  /* Set at init by fx_fuse_node (fuse.c) when a producer took this node's work into its
+   * fused activation: FX_FUSED_SKIP, nothing to do (nobody reads the output); FX_FUSED_COPY,
+   * the output equals tensor fuse_from (a copy, or nothing when they share a buffer). */
+  int fused, fuse_from;
 } fx_node;
+
+enum { FX_FUSED_NONE = 0, FX_FUSED_SKIP, FX_FUSED_COPY };
 
 typedef struct {
   int n_tensors, n_nodes;
@@ -113,6 +119,11 @@ typedef struct {
 int fx_graph_add_tensor(fx_graph *g, const fx_tensor *t);  /* returns id or -1 */
 fx_node *fx_graph_add_node(fx_graph *g, int kind, int n_in, int n_out);
 void fx_graph_free(fx_graph *g);
+
+/* If n is a conv / FC / depthwise whose output feeds only LOGISTIC (and MUL by itself), turns
+ * that tail into n's activation (FX_ACT_SIGMOID / FX_ACT_SWISH) and marks the tail fused.
+ * Called once per node at init, after partition inputs/outputs are marked. */
+void fx_fuse_node(fx_graph *g, fx_node *n);
 
 /* Output shapes (and per-node resolved plans) from input shapes and constant inputs.
  * Returns NULL on success or a static message naming why the node cannot run. */

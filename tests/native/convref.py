@@ -11,6 +11,9 @@ def finish(y, bias, act):
         y = y + bias
     lo, hi = BOUNDS.get(act, (-np.inf, np.inf))
     y = np.clip(y, lo, hi)
+    if act in ("SIGMOID", "SWISH"):  # the delegate's fused LOGISTIC (and MUL by the input)
+        s = 1 / (1 + np.exp(-y))
+        return y * s if act == "SWISH" else s
     return np.tanh(y) if act == "TANH" else y
 
 

@@ -16,6 +16,13 @@
 /* ------------------------------------------------------------------ harness */
 static int g_pass, g_fail;
 
+/* Kernels size their split by the pool's threads: pretend to have 3, so the threaded
+ * paths run (serially, below). */
+int fx_pool_threads(const fx_pool *pool) {
+  (void)pool;
+  return 3;
+}
+
 /* Serial stand-in for the thread pool: still splits [0, n) into several
  * uneven chunks so kernels see partial ranges. */
 void fx_parallel_for(fx_pool *pool, size_t n, size_t grain, fx_task_fn fn, void *ctx) {
@@ -647,7 +654,22 @@ static void mean_case(fx_shape xs, unsigned mask) {
   free(x); free(y); free(r);
 }
 
+/* The threaded spatial mean (channel blocks) must equal the serial one bit for bit. */
+static void mean_pool_case(fx_shape xs) {
+  fx_shape ys = xs;
+  ys.d[1] = ys.d[2] = 1;
+  float *x = rand_buf(numel(&xs), -4, 4), *y = fbuf(numel(&ys)), *z = fbuf(numel(&ys));
+  fx_mean_f32(x, &xs, 0x6, y);
+  fx_mean_f32_pool(NULL, x, &xs, 0x6, z);
+  report(memcmp(y, z, numel(&ys) * sizeof(float)) == 0, "threaded spatial mean %dx%dx%dx%d",
+         xs.d[0], xs.d[1], xs.d[2], xs.d[3]);
+  free(x); free(y); free(z);
+}
+
 static void test_reduce(void) {
+  mean_pool_case(shp(4, 2, 41, 13, 37));   /* 16-channel blocks, tail of 5 */
+  mean_pool_case(shp(4, 1, 20, 20, 200));  /* 64-channel blocks, tail of 8 */
+  mean_pool_case(shp(4, 1, 3, 3, 5));      /* small: the serial path */
   mean_case(shp(4, 2, 7, 5, 3), 0x6);
   mean_case(shp(4, 2, 7, 5, 3), 0x8);
   mean_case(shp(4, 2, 7, 5, 3), 0x1);

@@ -120,7 +120,7 @@ def test_simd_matches_reference_edges(variant, case):
 
 @pytest.mark.skipif(not SIMD, reason="no SIMD variant on this CPU")
 @pytest.mark.parametrize("variant", SIMD, ids=[VARIANTS[i] for i in SIMD])
-@pytest.mark.parametrize("act", ["NONE", "RELU", "RELU6", "RELU_N1_TO_1", "TANH"])
+@pytest.mark.parametrize("act", ["NONE", "RELU", "RELU6", "RELU_N1_TO_1", "TANH", "SIGMOID", "SWISH"])
 def test_simd_activations_and_numpy(variant, act):
     x, f, b, ref, kw = run_case(variant, 2, 9, 10, 19, 1, (3, 3), (1, 1), (1, 1), "SAME", act=act)
     got = _native.dwconv(variant, x, f, b, **kw)

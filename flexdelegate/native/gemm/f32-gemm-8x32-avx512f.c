@@ -1,35 +1,126 @@
 /* AVX-512F microkernel: 8 rows x 2 zmm columns = 16 accumulators of 32; masked stores
- * handle the N remainder without a scalar tail. */
+ * handle the N remainder without a scalar tail.
+ *
+ * As in the AVX2 kernel, the accumulators are named scalars, never an array indexed by the
+ * run-time row count: with `__m512 acc[8][2]` GCC kept the loop in registers but spilled all
+ * 16 accumulators to the stack before and after it (~48 extra 64-byte moves per call), which
+ * cost as much as the FMAs on the small-K 1x1 convs of MobileNet/EfficientNet. Rows past mr
+ * read row 0 of A (harmless) and are not stored. */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include "gemm.h"
 
-#define MR 8
+#define AVX512 __attribute__((target("avx512f")))
 
-__attribute__((target("avx512f")))
-void fx_f32_gemm_8x32_avx512f(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
-                              const float *w, float *c, size_t c_stride, float lo, float hi) {
-  const float *ar[MR];
-  for (int i = 0; i < MR; i++) ar[i] = a + (i < (int)mr ? i : 0) * a_stride; /* clamp unused rows */
-  __m512 acc[MR][2];
-  __m512 b0 = _mm512_loadu_ps(w), b1 = _mm512_loadu_ps(w + 16);
-  for (int i = 0; i < MR; i++) { acc[i][0] = b0; acc[i][1] = b1; }
+AVX512 static inline void store_row(float *ci, __mmask16 m0, __mmask16 m1, __m512 r0, __m512 r1,
+                                    __m512 vlo, __m512 vhi) {
+  _mm512_mask_storeu_ps(ci, m0, _mm512_min_ps(_mm512_max_ps(r0, vlo), vhi));
+  _mm512_mask_storeu_ps(ci + 16, m1, _mm512_min_ps(_mm512_max_ps(r1, vlo), vhi));
+}
+
+/* One row (FULLY_CONNECTED on one vector, the last row of an odd M): the 8-row body would
+ * run 8x the FMAs; instead 4 k-steps in flight, 8 accumulators, summed at the end. */
+AVX512 static void gemm_1x32(size_t kc, const float *a, const float *w, float *c, __mmask16 m0,
+                             __mmask16 m1, __m512 vlo, __m512 vhi) {
+  __m512 p0 = _mm512_loadu_ps(w), p1 = _mm512_loadu_ps(w + 16);
+  __m512 q0 = _mm512_setzero_ps(), q1 = q0, r0 = q0, r1 = q0, s0 = q0, s1 = q0;
+  w += 32;
+  size_t k = 0;
+  for (; k + 4 <= kc; k += 4, w += 128) {
+    p0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(w), p0);
+    p1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(w + 16), p1);
+    q0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 1]), _mm512_loadu_ps(w + 32), q0);
+    q1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 1]), _mm512_loadu_ps(w + 48), q1);
+    r0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 2]), _mm512_loadu_ps(w + 64), r0);
+    r1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 2]), _mm512_loadu_ps(w + 80), r1);
+    s0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 3]), _mm512_loadu_ps(w + 96), s0);
+    s1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 3]), _mm512_loadu_ps(w + 112), s1);
+  }
+  for (; k < kc; k++, w += 32) {
+    p0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(w), p0);
+    p1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(w + 16), p1);
+  }
+  p0 = _mm512_add_ps(_mm512_add_ps(p0, q0), _mm512_add_ps(r0, s0));
+  p1 = _mm512_add_ps(_mm512_add_ps(p1, q1), _mm512_add_ps(r1, s1));
+  store_row(c, m0, m1, p0, p1, vlo, vhi);
+}
+
+/* At most 16 columns (N = 16, or the last panel of N = 80, 144, 240, ...): half the panel is
+ * zero padding, so only its first zmm column is multiplied. */
+AVX512 static void gemm_8x16(size_t mr, size_t kc, const float *a, size_t a_stride, const float *w, float *c,
+                             size_t c_stride, __mmask16 m0, __m512 vlo, __m512 vhi) {
+  const float *a0 = a;
+  const float *a1 = mr > 1 ? a0 + a_stride : a0;
+  const float *a2 = mr > 2 ? a1 + a_stride : a0;
+  const float *a3 = mr > 3 ? a2 + a_stride : a0;
+  const float *a4 = mr > 4 ? a3 + a_stride : a0;
+  const float *a5 = mr > 5 ? a4 + a_stride : a0;
+  const float *a6 = mr > 6 ? a5 + a_stride : a0;
+  const float *a7 = mr > 7 ? a6 + a_stride : a0;
+  __m512 c0 = _mm512_loadu_ps(w), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
   w += 32;
   for (size_t k = 0; k < kc; k++, w += 32) {
-    __m512 w0 = _mm512_loadu_ps(w), w1 = _mm512_loadu_ps(w + 16);
-    for (int i = 0; i < MR; i++) {
-      __m512 av = _mm512_set1_ps(ar[i][k]);
-      acc[i][0] = _mm512_fmadd_ps(av, w0, acc[i][0]);
-      acc[i][1] = _mm512_fmadd_ps(av, w1, acc[i][1]);
-    }
+    const __m512 w0 = _mm512_loadu_ps(w);
+    c0 = _mm512_fmadd_ps(_mm512_set1_ps(a0[k]), w0, c0);
+    c1 = _mm512_fmadd_ps(_mm512_set1_ps(a1[k]), w0, c1);
+    c2 = _mm512_fmadd_ps(_mm512_set1_ps(a2[k]), w0, c2);
+    c3 = _mm512_fmadd_ps(_mm512_set1_ps(a3[k]), w0, c3);
+    c4 = _mm512_fmadd_ps(_mm512_set1_ps(a4[k]), w0, c4);
+    c5 = _mm512_fmadd_ps(_mm512_set1_ps(a5[k]), w0, c5);
+    c6 = _mm512_fmadd_ps(_mm512_set1_ps(a6[k]), w0, c6);
+    c7 = _mm512_fmadd_ps(_mm512_set1_ps(a7[k]), w0, c7);
   }
-  __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-  __mmask16 m0 = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
-  __mmask16 m1 = nc >= 32 ? 0xFFFF : nc <= 16 ? 0 : (__mmask16)((1u << (nc - 16)) - 1);
-  for (size_t i = 0; i < mr; i++) {
-    float *ci = c + i * c_stride;
-    _mm512_mask_storeu_ps(ci, m0, _mm512_min_ps(_mm512_max_ps(acc[i][0], vlo), vhi));
-    _mm512_mask_storeu_ps(ci + 16, m1, _mm512_min_ps(_mm512_max_ps(acc[i][1], vlo), vhi));
+#define FX_STORE16(i)                                                                   \
+  if (mr > i) _mm512_mask_storeu_ps(c + i * c_stride, m0, _mm512_min_ps(_mm512_max_ps(c##i, vlo), vhi));
+  FX_STORE16(0) FX_STORE16(1) FX_STORE16(2) FX_STORE16(3) FX_STORE16(4) FX_STORE16(5) FX_STORE16(6) FX_STORE16(7)
+#undef FX_STORE16
+}
+
+AVX512 void fx_f32_gemm_8x32_avx512f(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
+                                     const float *w, float *c, size_t c_stride, float lo, float hi) {
+  if (mr > 1 && nc <= 16) {
+    gemm_8x16(mr, kc, a, a_stride, w, c, c_stride, nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1),
+              _mm512_set1_ps(lo), _mm512_set1_ps(hi));
+    return;
   }
+  if (mr == 1) {
+    const __mmask16 m0 = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+    const __mmask16 m1 = nc >= 32 ? 0xFFFF : nc <= 16 ? 0 : (__mmask16)((1u << (nc - 16)) - 1);
+    gemm_1x32(kc, a, w, c, m0, m1, _mm512_set1_ps(lo), _mm512_set1_ps(hi));
+    return;
+  }
+  const float *a0 = a;
+  const float *a1 = mr > 1 ? a0 + a_stride : a0;
+  const float *a2 = mr > 2 ? a1 + a_stride : a0;
+  const float *a3 = mr > 3 ? a2 + a_stride : a0;
+  const float *a4 = mr > 4 ? a3 + a_stride : a0;
+  const float *a5 = mr > 5 ? a4 + a_stride : a0;
+  const float *a6 = mr > 6 ? a5 + a_stride : a0;
+  const float *a7 = mr > 7 ? a6 + a_stride : a0;
+  __m512 c00 = _mm512_loadu_ps(w), c01 = _mm512_loadu_ps(w + 16);
+  __m512 c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
+  __m512 c40 = c00, c41 = c01, c50 = c00, c51 = c01, c60 = c00, c61 = c01, c70 = c00, c71 = c01;
+  w += 32;
+  for (size_t k = 0; k < kc; k++, w += 32) {
+    const __m512 w0 = _mm512_loadu_ps(w), w1 = _mm512_loadu_ps(w + 16);
+    __m512 av;
+#define FX_ROW(i)                                   \
+    av = _mm512_set1_ps(a##i[k]);                   \
+    c##i##0 = _mm512_fmadd_ps(av, w0, c##i##0);     \
+    c##i##1 = _mm512_fmadd_ps(av, w1, c##i##1);
+    FX_ROW(0) FX_ROW(1) FX_ROW(2) FX_ROW(3) FX_ROW(4) FX_ROW(5) FX_ROW(6) FX_ROW(7)
+#undef FX_ROW
+  }
+  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
+  const __mmask16 m0 = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
+  const __mmask16 m1 = nc >= 32 ? 0xFFFF : nc <= 16 ? 0 : (__mmask16)((1u << (nc - 16)) - 1);
+  store_row(c, m0, m1, c00, c01, vlo, vhi);
+  if (mr > 1) store_row(c + c_stride, m0, m1, c10, c11, vlo, vhi);
+  if (mr > 2) store_row(c + 2 * c_stride, m0, m1, c20, c21, vlo, vhi);
+  if (mr > 3) store_row(c + 3 * c_stride, m0, m1, c30, c31, vlo, vhi);
+  if (mr > 4) store_row(c + 4 * c_stride, m0, m1, c40, c41, vlo, vhi);
+  if (mr > 5) store_row(c + 5 * c_stride, m0, m1, c50, c51, vlo, vhi);
+  if (mr > 6) store_row(c + 6 * c_stride, m0, m1, c60, c61, vlo, vhi);
+  if (mr > 7) store_row(c + 7 * c_stride, m0, m1, c70, c71, vlo, vhi);
 }
 #endif

@@ -51,6 +51,12 @@ int flex_dwconv_run(int variant, int n, int h, int w, int cin, int mult, int kh,
                     const float *filter, const float *bias, int act, float *y, int oh, int ow,
                     int iters, double *seconds);
 
+/* Sigmoid / swish variants (0 = the portable scalar reference): name of the i-th this CPU can
+ * run, NULL past the end; flex_vsigmoid_run applies variant `variant` to n floats (swish = 1:
+ * x * sigmoid(x)). 0 ok, -1 variant unavailable. */
+const char *flex_vsigmoid_variant_at(int i);
+int flex_vsigmoid_run(int variant, const float *x, float *y, size_t n, int swish);
+
 /* Winograd F(tile x tile, 3x3) stride-1 convolution (tile 4 or 6) with GEMM microkernel
  * `variant` (as flex_gemm_kernel_at): packs filter [cout][3][3][cin], then runs x [n,h,w,cin]
  * into y [n,oh,ow,cout] (pad_top/pad_left leading zeros; oh/ow as given) on `threads` threads,

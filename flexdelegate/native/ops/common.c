@@ -27,8 +27,9 @@ void fx_act_bounds(int act, float *lo, float *hi) {
 /* In-place activation. NONE is a no-op (no pass over memory). */
 void fx_apply_act(int act, float *y, size_t n) {
   if (act == FX_ACT_NONE) return;
-  if (act == FX_ACT_TANH) {
-    fx_unary_f32(FX_U_TANH, 0.0f, y, y, n);
+  if (act == FX_ACT_TANH || fx_act_is_curve(act)) {
+    fx_unary_f32(act == FX_ACT_TANH ? FX_U_TANH : act == FX_ACT_SIGMOID ? FX_U_LOGISTIC : FX_U_SWISH, 0.0f,
+                 y, y, n);
     return;
   }
   float lo, hi;

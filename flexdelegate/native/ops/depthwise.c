@@ -12,6 +12,7 @@ typedef struct {
   int H, W, CI, OH, OW, OC, mult;
   fx_window w;
   float lo, hi;
+  int curve; /* SIGMOID / SWISH applied per output row, while it is in cache */
 } dw_ctx;
 
 static void dw_rows(void *vctx, size_t begin, size_t end) {
@@ -70,6 +71,7 @@ static void dw_rows(void *vctx, size_t begin, size_t end) {
         }
       }
     }
+    if (c->curve) fx_apply_act(c->curve, yr, (size_t)OW * OC);
   }
 }
 
@@ -83,6 +85,7 @@ void fx_depthwise_f32_ref(fx_pool *pool, const float *x, const fx_shape *xs, con
   c.mult = mult > 0 ? mult : 1;
   c.w = *w;
   fx_act_bounds(act, &c.lo, &c.hi);
+  c.curve = fx_act_is_curve(act) ? act : 0;
   const size_t rows = (size_t)ys->d[0] * (size_t)c.OH;
   if (rows == 0 || c.OW <= 0 || c.OC <= 0) return;
   const size_t work = (size_t)c.OW * (size_t)c.OC * (size_t)(w->kh > 0 ? w->kh : 1) *

@@ -13,12 +13,18 @@ typedef struct { int rank; int d[FX_MAX_RANK]; } fx_shape;
 
 size_t fx_shape_numel(const fx_shape *s);
 
-/* Fused activations, as in TFLite's builtin options. */
-enum fx_act { FX_ACT_NONE = 0, FX_ACT_RELU, FX_ACT_RELU_N1_TO_1, FX_ACT_RELU6, FX_ACT_TANH };
-/* Clamp bounds for the clamp-style activations (TANH has none: lo=-inf, hi=inf). */
+/* Fused activations, as in TFLite's builtin options; then our own, set at init when a
+ * conv/FC/depthwise output feeds only a LOGISTIC (SIGMOID) or only LOGISTIC + MUL by itself
+ * (SWISH = x * sigmoid(x)): applied to each output tile while it is still in cache. */
+enum fx_act { FX_ACT_NONE = 0, FX_ACT_RELU, FX_ACT_RELU_N1_TO_1, FX_ACT_RELU6, FX_ACT_TANH,
+              FX_ACT_SIGMOID, FX_ACT_SWISH };
+/* Clamp bounds for the clamp-style activations (the others have none: lo=-inf, hi=inf for
+ * TANH, +-FLT_MAX for SIGMOID/SWISH, as for NONE). */
 void fx_act_bounds(int act, float *lo, float *hi);
-/* Applies a fused activation in place (clamp or tanh). */
+/* Applies a fused activation in place (clamp, tanh, sigmoid or swish). */
 void fx_apply_act(int act, float *y, size_t n);
+/* The activations a clamp cannot express (SIGMOID, SWISH): kernels apply them per tile. */
+static inline int fx_act_is_curve(int act) { return act == FX_ACT_SIGMOID || act == FX_ACT_SWISH; }
 
 /* Parallel-for hook: heavy kernels split work through this; NULL runs inline. */
 typedef struct fx_pool fx_pool;
@@ -27,7 +33,8 @@ void fx_parallel_for(fx_pool *pool, size_t n, size_t grain, fx_task_fn fn, void 
 
 /* ---- elementwise ---- */
 enum fx_unary { FX_U_RELU, FX_U_RELU6, FX_U_RELU_N1_TO_1, FX_U_LOGISTIC, FX_U_TANH,
-                FX_U_HARD_SWISH, FX_U_LEAKY_RELU };
+                FX_U_HARD_SWISH, FX_U_LEAKY_RELU,
+                FX_U_SWISH /* x * sigmoid(x): fused LOGISTIC + MUL, never from a TFLite op */ };
 void fx_unary_f32(int kind, float alpha, const float *x, float *y, size_t n);
 /* The same, split across the pool's threads for big tensors. */
 void fx_unary_f32_pool(fx_pool *pool, int kind, float alpha, const float *x, float *y, size_t n);
@@ -72,6 +79,10 @@ void fx_resize_nearest_f32(const float *x, const fx_shape *xs, float *y, const f
 /* ---- reductions / normalisation ---- */
 /* MEAN over the axes whose flag is set in axis_mask (bit i = dim i); y has the kept-dims layout. */
 void fx_mean_f32(const float *x, const fx_shape *xs, unsigned axis_mask, float *y);
+/* The same, split across the pool's threads for a big spatial mean (axes 1, 2 of NHWC). */
+void fx_mean_f32_pool(fx_pool *pool, const float *x, const fx_shape *xs, unsigned axis_mask, float *y);
+/* Threads of a pool (1 for NULL): lets kernels size their split (threadpool.c). */
+int fx_pool_threads(const fx_pool *pool);
 /* SOFTMAX over the last dim: y = exp(beta*(x - max)) / sum. */
 void fx_softmax_f32(const float *x, size_t rows, int cols, float beta, float *y);
 

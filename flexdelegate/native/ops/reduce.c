@@ -127,6 +127,40 @@ void fx_mean_f32(const float *x, const fx_shape *xs, unsigned axis_mask, float *
   for (size_t i = 0; i < out_n; ++i) y[i] = y[i] / fc;
 }
 
+/* Spatial mean ([N,] H*W reduced, C kept: global average pooling, squeeze-excite) split
+ * across threads by blocks of channels: each task sums its channels over every pixel in the
+ * serial order (bit-identical to fx_mean_f32) and reads whole cache lines of its own. */
+typedef struct { const float *x; float *y; size_t batch, pixels, c, block; } spatial_mean_job;
+
+static void spatial_mean_task(void *ctx, size_t begin, size_t end) {
+  const spatial_mean_job *j = ctx;
+  for (size_t t = begin; t < end; t++) {
+    const size_t b = t / ((j->c + j->block - 1) / j->block), c0 = t % ((j->c + j->block - 1) / j->block) * j->block;
+    const size_t w = j->c - c0 < j->block ? j->c - c0 : j->block;
+    float acc[64];
+    for (size_t k = 0; k < w; k++) acc[k] = 0.0f;
+    const float *x = j->x + b * j->pixels * j->c + c0;
+    for (size_t i = 0; i < j->pixels; i++, x += j->c)
+      for (size_t k = 0; k < w; k++) acc[k] += x[k];
+    float *y = j->y + b * j->c + c0;
+    for (size_t k = 0; k < w; k++) y[k] = acc[k] / (float)j->pixels;
+  }
+}
+
+void fx_mean_f32_pool(fx_pool *pool, const float *x, const fx_shape *xs, unsigned axis_mask, float *y) {
+  /* [N, H, W, C] over axes 1 and 2 only (keep_dims or not: y is [N, C] either way) */
+  if (xs->rank == 4 && (axis_mask & 0xFu) == 6u && fx_shape_numel(xs) >= 32768 && fx_pool_threads(pool) > 1) {
+    spatial_mean_job j = {x, y, (size_t)xs->d[0], (size_t)xs->d[1] * (size_t)xs->d[2], (size_t)xs->d[3], 16};
+    if (j.c >= 64 * (size_t)fx_pool_threads(pool)) j.block = 64;
+    const size_t tasks = j.batch * ((j.c + j.block - 1) / j.block);
+    if (tasks > 1) {
+      fx_parallel_for(pool, tasks, 1, spatial_mean_task, &j);
+      return;
+    }
+  }
+  fx_mean_f32(x, xs, axis_mask, y);
+}
+
 /* ------------------------------------------------------------- SOFTMAX */
 void fx_softmax_f32(const float *x, size_t rows, int cols, float beta, float *y) {
   if (cols <= 0) return;

@@ -181,7 +181,7 @@ void fx_winograd_run_with(const fx_gemm_config *uk, fx_pool *pool, int tile, con
   j.tb = tb;
   fx_act_bounds(act, &j.lo, &j.hi);
   fx_parallel_tasks(pool, (j.tiles + tb - 1) / tb, wg_block, &j);
-  if (act == FX_ACT_TANH) fx_apply_act(act, y, fx_shape_numel(ys));
+  if (act == FX_ACT_TANH || fx_act_is_curve(act)) fx_apply_act(act, y, fx_shape_numel(ys));
 }
 
 void fx_winograd_run(fx_pool *pool, int tile, const float *packed, int cout, int cin,

@@ -14,7 +14,7 @@ int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, i
   const fx_gemm_config *uk = fx_gemm_config_at(variant);
   if (!uk || (tile != 4 && tile != 6) || threads < 1 || n < 0 || h < 1 || w < 1 || cin < 1 ||
       cout < 1 || pad_top < 0 || pad_left < 0 || oh < 0 || ow < 0 || !x || !filter || !y ||
-      act < FX_ACT_NONE || act > FX_ACT_TANH)
+      act < FX_ACT_NONE || act > FX_ACT_SWISH)
     return -1;
   float *packed = malloc(fx_winograd_packed_floats(tile, cout, cin, uk->nr) * sizeof(float));
   float *scratch = malloc(fx_winograd_scratch_bytes_with(uk, tile, cout, cin, threads));
