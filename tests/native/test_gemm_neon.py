@@ -50,7 +50,7 @@ needs_run = pytest.mark.skipif(RUN is None, reason="cannot run AArch64 binaries 
 def check_exe(tmp_path_factory):
     out = tmp_path_factory.mktemp("neon") / "gemm_neon_check"
     gemm = NATIVE / "gemm"
-    srcs = [str(CHECK), str(gemm / "config.c"), *sorted(str(p) for p in gemm.glob("f32-gemm-*.c"))]
+    srcs = [str(CHECK), str(NATIVE / "cpu.c"), str(gemm / "config.c"), *sorted(str(p) for p in gemm.glob("f32-gemm-*.c"))]
     base = [CC, "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-I", str(NATIVE), *srcs,
             "-o", str(out), "-lm"]
     env = dict(os.environ)

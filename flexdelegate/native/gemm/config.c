@@ -1,6 +1,5 @@
-/* The one place that probes the CPU and picks the GEMM microkernel. */
-#include <stdlib.h>
-#include <string.h>
+/* Picks the GEMM microkernel for this CPU (probed in cpu.c). */
+#include "../cpu.h"
 #include "gemm.h"
 
 static const fx_gemm_config k_scalar = {"f32-gemm-4x8-scalar", 4, 8, fx_f32_gemm_4x8_scalar};
@@ -9,30 +8,26 @@ static const fx_gemm_config k_avx2 = {"f32-gemm-6x16-avx2", 6, 16, fx_f32_gemm_6
 static const fx_gemm_config k_avx512 = {"f32-gemm-8x32-avx512f", 8, 32, fx_f32_gemm_8x32_avx512f};
 #endif
 #if defined(__aarch64__)
-/* Advanced SIMD is mandatory on AArch64: no probe needed. */
 static const fx_gemm_config k_neon = {"f32-gemm-8x8-neon", 8, 8, fx_f32_gemm_8x8_neon};
 #endif
 
 /* Kernels this CPU supports, slowest first. */
-static const fx_gemm_config *g_available[4];
+static const void *g_available[FX_ISA_COUNT];
 static int g_count;
 static const fx_gemm_config *g_chosen;
 
 static void probe(void) {
-  g_available[g_count++] = &k_scalar;
+  const void *by_isa[FX_ISA_COUNT] = {[FX_ISA_SCALAR] = &k_scalar,
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) g_available[g_count++] = &k_avx2;
-  if (__builtin_cpu_supports("avx512f")) g_available[g_count++] = &k_avx512;
+                                      [FX_ISA_AVX2] = &k_avx2, [FX_ISA_AVX512F] = &k_avx512,
 #endif
 #if defined(__aarch64__)
-  g_available[g_count++] = &k_neon;
+                                      [FX_ISA_NEON] = &k_neon,
 #endif
-  g_chosen = g_available[g_count - 1];
-  const char *isa = getenv("FLEXDELEGATE_ISA");
-  if (isa && *isa)
-    for (int i = 0; i < g_count; i++)
-      if (strstr(g_available[i]->name, isa)) g_chosen = g_available[i];
+  };
+  const void *chosen;
+  g_count = fx_isa_table(by_isa, g_available, &chosen);
+  g_chosen = chosen; /* last: a racing first caller computes the same table */
 }
 
 static void ensure_probed(void) {
@@ -48,7 +43,7 @@ const fx_gemm_config *fx_gemm_config_get(void) {
 
 const fx_gemm_config *fx_gemm_config_at(int i) {
   ensure_probed();
-  return i >= 0 && i < g_count ? g_available[i] : NULL;
+  return i >= 0 && i < g_count ? (const fx_gemm_config *)g_available[i] : NULL;
 }
 
 size_t fx_gemm_packed_floats(int n, int k, int nr) {

@@ -3,8 +3,8 @@
  * the test entry that runs any one variant (flex_dwconv_run, declared in flex_api.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
+#include "../cpu.h"
 #include "depthwise.h"
 
 static const fx_dwconv_config k_scalar = {"f32-dwconv-scalar", fx_depthwise_f32_ref};
@@ -17,27 +17,21 @@ static const fx_dwconv_config k_neon = {"f32-dwconv-neon", fx_depthwise_f32_neon
 #endif
 
 /* Variants this CPU supports, slowest first. */
-static const fx_dwconv_config *g_available[4];
+static const void *g_available[FX_ISA_COUNT];
 static int g_count;
 static const fx_dwconv_config *g_chosen;
 
 static void probe(void) {
-  int n = 0;
-  g_available[n++] = &k_scalar;
+  const void *by_isa[FX_ISA_COUNT] = {[FX_ISA_SCALAR] = &k_scalar,
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) g_available[n++] = &k_avx2;
-  if (__builtin_cpu_supports("avx512f")) g_available[n++] = &k_avx512;
+                                      [FX_ISA_AVX2] = &k_avx2, [FX_ISA_AVX512F] = &k_avx512,
 #endif
 #if defined(__aarch64__)
-  g_available[n++] = &k_neon;
+                                      [FX_ISA_NEON] = &k_neon,
 #endif
-  const fx_dwconv_config *chosen = g_available[n - 1];
-  const char *isa = getenv("FLEXDELEGATE_ISA");
-  if (isa && *isa)
-    for (int i = 0; i < n; i++)
-      if (strstr(g_available[i]->name, isa)) chosen = g_available[i];
-  g_count = n;
+  };
+  const void *chosen;
+  g_count = fx_isa_table(by_isa, g_available, &chosen);
   g_chosen = chosen; /* last: a racing first caller computes the same table */
 }
 
@@ -48,7 +42,7 @@ const fx_dwconv_config *fx_dwconv_config_get(void) {
 
 const fx_dwconv_config *fx_dwconv_config_at(int i) {
   if (!g_chosen) probe();
-  return i >= 0 && i < g_count ? g_available[i] : NULL;
+  return i >= 0 && i < g_count ? (const fx_dwconv_config *)g_available[i] : NULL;
 }
 
 /* ---- test / benchmark entry points (declared in include/flex_api.h) ---- */

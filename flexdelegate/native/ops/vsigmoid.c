@@ -14,7 +14,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
-#include <string.h>
+#include "../cpu.h"
 #include "vsigmoid.h"
 
 #define EXP_LO (-87.3f)
@@ -127,30 +127,24 @@ static const fx_vsigmoid_config k_ref = {"f32-vsigmoid-scalar", fx_vsigmoid_ref}
 static const fx_vsigmoid_config k_avx2 = {"f32-vsigmoid-avx2", vsigmoid_avx2};
 static const fx_vsigmoid_config k_avx512 = {"f32-vsigmoid-avx512f", vsigmoid_avx512f};
 #endif
-static const fx_vsigmoid_config *g_available[3];
+static const void *g_available[FX_ISA_COUNT];
 static int g_count;
 static const fx_vsigmoid_config *volatile g_chosen;
 
 static void probe(void) {
-  int n = 0;
-  g_available[n++] = &k_ref;
+  const void *by_isa[FX_ISA_COUNT] = {[FX_ISA_SCALAR] = &k_ref,
 #if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) g_available[n++] = &k_avx2;
-  if (__builtin_cpu_supports("avx512f")) g_available[n++] = &k_avx512;
+                                      [FX_ISA_AVX2] = &k_avx2, [FX_ISA_AVX512F] = &k_avx512,
 #endif
-  const fx_vsigmoid_config *chosen = g_available[n - 1];
-  const char *isa = getenv("FLEXDELEGATE_ISA");
-  if (isa && *isa)
-    for (int i = 0; i < n; i++)
-      if (strstr(g_available[i]->name, isa)) chosen = g_available[i];
-  g_count = n;
+  };
+  const void *chosen;
+  g_count = fx_isa_table(by_isa, g_available, &chosen);
   g_chosen = chosen; /* last: a racing first caller computes the same table */
 }
 
 const fx_vsigmoid_config *fx_vsigmoid_config_at(int i) {
   if (!g_chosen) probe();
-  return i >= 0 && i < g_count ? g_available[i] : NULL;
+  return i >= 0 && i < g_count ? (const fx_vsigmoid_config *)g_available[i] : NULL;
 }
 
 int fx_vsigmoid(const float *x, float *y, size_t n, int swish) {
