@@ -5,10 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "budget.h"
 #include "budget_plan.h"
+#include "clock.h"
 #include "conv.h"
 #include "flex_api.h"
 #include "gemm/gemm.h"
@@ -299,12 +299,6 @@ const char *fx_budget_plan_start(fx_budget_plan *bp, char *arena) {
   return fx_budget_load_pinned(bp->exec) ? "reading pinned weights failed" : NULL;
 }
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 int fx_budget_plan_slices(const fx_budget_plan *bp, int node) {
   if (!bp->exec) return 1;
   int n_steps, count = 0;
@@ -320,7 +314,7 @@ int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *are
   for (int i = 0; i < n_steps; i++) {
     const fx_step *s = &steps[i];
     fx_node *n = &g->nodes[s->node];
-    uint64_t t0 = profile ? now_ns() : 0; /* includes waiting for its weights: that is its cost */
+    uint64_t t0 = profile ? fx_now_ns() : 0; /* includes waiting for its weights: that is its cost */
     if (fx_budget_wait(bp->exec, i)) return -1;
     int wk = weighted_kind(n);
     if (wk == 3) {
@@ -357,7 +351,7 @@ int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *are
     }
     fx_budget_done(bp->exec, i);
     if (profile) {
-      n->prof_ns += now_ns() - t0;
+      n->prof_ns += fx_now_ns() - t0;
       if (i + 1 == n_steps || steps[i + 1].node != s->node) n->prof_runs++; /* one run per node */
     }
   }

@@ -3,10 +3,10 @@
  * arena; invoke only resolves pointers and runs kernels (no allocation). */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "arena.h"
 #include "budget_plan.h"
 #include "cache/sigbus.h"
+#include "clock.h"
 #include "delegate.h"
 
 typedef struct fx_partition {
@@ -339,26 +339,20 @@ static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
   return kTfLiteOk;
 }
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static TfLiteStatus run_nodes(TfLiteContext *ctx, fx_partition *p) {
   fx_graph *g = &p->g;
   const int profile = p->d->opts.profile;
   for (int i = 0; i < g->n_nodes; i++) {
     fx_node *n = &g->nodes[i];
     if (n->at_prepare) continue;
-    uint64_t t0 = profile ? now_ns() : 0;
+    uint64_t t0 = profile ? fx_now_ns() : 0;
     if (fx_run_node(g, n, p->pool)) {
       ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data", n->tfl_node,
                        fx_op_name(n->kind));
       return kTfLiteError;
     }
     if (profile) {
-      n->prof_ns += now_ns() - t0;
+      n->prof_ns += fx_now_ns() - t0;
       n->prof_runs++;
     }
   }
@@ -395,7 +389,7 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
     }
   }
   const int log_exec = fx_log_mask & FX_LOG_EXEC;
-  uint64_t t0 = log_exec ? now_ns() : 0;
+  uint64_t t0 = log_exec ? fx_now_ns() : 0;
   fx_delegate_settle(p->d, 0);
   pthread_rwlock_rdlock(&p->d->weights_lock);
   fx_pool_set_active(p->pool, 1);
@@ -404,7 +398,7 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
   pthread_rwlock_unlock(&p->d->weights_lock);
   if (log_exec)
     fx_log(FX_LOG_EXEC, "partition %p: %d nodes, %d threads%s, %.1f us%s", (void *)p, g->n_nodes,
-           fx_pool_threads(p->pool), p->budget.exec ? ", budgeted" : "", (now_ns() - t0) / 1e3,
+           fx_pool_threads(p->pool), p->budget.exec ? ", budgeted" : "", (fx_now_ns() - t0) / 1e3,
            status == kTfLiteOk ? "" : " (failed)");
   return status;
 }

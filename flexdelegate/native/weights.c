@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cache/sigbus.h"
+#include "clock.h"
 #include "delegate.h"
 #include "weights.h"
 
@@ -354,17 +355,10 @@ static void wait_for_writers(void) {
   pthread_mutex_unlock(&g_jobs_mu);
 }
 
-static double ms_since(const struct timespec *t0) {
-  struct timespec t1;
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  return (double)(t1.tv_sec - t0->tv_sec) * 1e3 + (double)(t1.tv_nsec - t0->tv_nsec) / 1e6;
-}
-
 static void run_job(commit_job *j) {
-  struct timespec t0;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
+  const uint64_t t0 = fx_now_ns();
   j->result = fx_cache_commit(j->path, j->blobs, j->n, &j->rec, j->keys, j->dedup_bytes, j->why, sizeof j->why);
-  j->ms = ms_since(&t0);
+  j->ms = (double)(fx_now_ns() - t0) / 1e6;
 }
 
 static void *job_main(void *arg) {
