@@ -51,7 +51,6 @@ static fx_window window_of(fx_graph *g, const fx_node *n) {
 }
 
 const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store) {
-  fx_fuse_node(g, n);
   if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC) return NULL;
   if (n->pack) return NULL;
   const fx_tensor *w = T(g, n->in[1]);

@@ -109,6 +109,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     }
   }
   for (int i = 0; i < p->g.n_nodes; i++) {
+    fx_fuse_node(&p->g, &p->g.nodes[i]); /* partition inputs/outputs are marked by now */
     const char *why = fx_prepare_node_weights(&p->g, &p->g.nodes[i], d->store);
     if (why) {
       ctx->ReportError(ctx, "flexdelegate: node %d: %s", p->g.nodes[i].tfl_node, why);
