@@ -323,7 +323,6 @@ static int racy(const fx_cache_model *id) {
 typedef struct commit_job {
   pthread_t thread;
   atomic_int done;
-  int threaded;
   pid_t pid; /* a forked child inherits the job, not the thread: it never waits for it */
   char *path;
   fx_cache_blob *blobs;
@@ -453,34 +452,33 @@ void fx_store_commit(fx_store *s, int background) {
     return;
   }
   memcpy(keys, s->keys, s->n_keys * sizeof *keys);
+  int missing = 0; /* a memory copy that could not be made: the writer packs it, here */
   for (size_t i = 0; i < s->n_pending; i++) {
     fx_wref *w = s->pending[i];
     if (background) pack_into_memory(s, w); /* the thread writes these bytes */
+    else w->verified = 0; /* stays 0 if another process stored it first */
+    missing |= !w->data;
     packs[i] = (pack_job){s, w};
     blobs[i] = (fx_cache_blob){w->key_hi, w->key_lo, w->algo, w->version, w->data, w->size,
-                               background ? NULL : pack_pending, &packs[i]};
-    if (!background) w->verified = 0; /* stays 0 if another process stored it first */
+                               w->data ? NULL : pack_pending, &packs[i]};
     refs[i] = w;
     w->refs++;
   }
   *j = (commit_job){.path = path, .blobs = blobs, .refs = refs, .n = s->n_pending, .rec = rec, .keys = keys,
                     .dedup_bytes = s->stats.bytes_mapped + s->stats.bytes_deduped};
-  int missing = 0; /* a copy packing ran out of memory for: not written, packed again below */
-  for (size_t i = 0; background && i < j->n; i++) missing |= !refs[i]->data;
+  int threaded = 0;
   if (background && !missing) {
     pthread_mutex_lock(&g_jobs_mu);
     if (!g_hooks_set) g_hooks_set = !atexit(wait_for_writers) && !pthread_atfork(NULL, NULL, forked_child);
     j->pid = getpid();
-    j->threaded = g_hooks_set && !pthread_create(&j->thread, NULL, job_main, j);
-    if (j->threaded) g_jobs_running++;
+    threaded = g_hooks_set && !pthread_create(&j->thread, NULL, job_main, j);
+    if (threaded) g_jobs_running++;
     pthread_mutex_unlock(&g_jobs_mu);
   }
-  if (j->threaded) {
+  if (threaded) {
     s->job = j;
     fx_log(FX_LOG_CACHE, "%s: writing %zu blobs in the background", s->path, j->n);
   } else {
-    for (size_t i = 0; i < j->n; i++)
-      if (!blobs[i].data) blobs[i].pack = pack_pending; /* not packed in memory (OOM): pack here */
     run_job(j);
     install(s, j, background);
     free_job(j);
