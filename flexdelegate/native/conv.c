@@ -34,9 +34,7 @@ static int pack_weights(void *ctx, void *dst) {
   pack_args a = *(const pack_args *)ctx;
   float *tmp = NULL;
   if (!a.w && a.wsrc && !(a.w = a.wsrc->data)) { /* a deferred fold: computed for packing only */
-    const fx_fold_recipe *r = a.wsrc->deferred;
-    if (!(tmp = malloc(a.wsrc->bytes ? a.wsrc->bytes : 1))) return -1;
-    r->make(r->params, r->src, tmp);
+    if (!(tmp = fx_blob_compute(a.wsrc))) return -1;
     a.w = tmp;
   }
   if (a.tile) fx_winograd_pack(a.tile, a.n, a.cin, a.nr, a.w, dst);

@@ -47,14 +47,16 @@ fx_blob *fx_blob_new_deferred(int dtype, const fx_shape *shape, fx_fold_recipe *
   return b;
 }
 
-void *fx_blob_data(fx_blob *b) {
-  if (b->data || !b->deferred) return b->data;
+void *fx_blob_compute(const fx_blob *b) {
   size_t alloc = (b->bytes + FX_BLOB_ALIGN - 1) / FX_BLOB_ALIGN * FX_BLOB_ALIGN;
   void *d = aligned_alloc(FX_BLOB_ALIGN, alloc ? alloc : FX_BLOB_ALIGN);
-  if (!d) return NULL;
-  b->deferred->make(b->deferred->params, b->deferred->src, d);
-  b->data = d;
+  if (d) b->deferred->make(b->deferred->params, b->deferred->src, d);
   return d;
+}
+
+void *fx_blob_data(fx_blob *b) {
+  if (!b->data && b->deferred) b->data = fx_blob_compute(b);
+  return b->data;
 }
 
 fx_blob *fx_blob_ref(fx_blob *b) {

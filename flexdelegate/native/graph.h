@@ -37,6 +37,9 @@ fx_blob *fx_blob_new(int dtype, const fx_shape *shape);  /* zero-filled; NULL on
 fx_blob *fx_blob_new_deferred(int dtype, const fx_shape *shape, fx_fold_recipe *recipe);
 /* The blob's data, computing a deferred one now; NULL on OOM. */
 void *fx_blob_data(fx_blob *b);
+/* A deferred blob's value in a fresh buffer the caller frees, the blob left as it is (packing
+ * needs the value once, not for the blob's lifetime); NULL on OOM. */
+void *fx_blob_compute(const fx_blob *b);
 fx_blob *fx_blob_ref(fx_blob *b);
 void fx_blob_unref(fx_blob *b);
 
