@@ -5,7 +5,6 @@ reference is the pre-SIMD kernel) on MobileNetV2's depthwise shapes, one thread.
 FLOPs = 2 * outputs * kh * kw (multiply + add per tap, as the profiler counts them). The last
 column times stock TFLite + XNNPack on a one-op model of the same layer (whole invoke)."""
 import argparse
-import time
 
 import numpy as np
 
@@ -18,7 +17,7 @@ SHAPES = [(112, 112, 32, 1), (112, 112, 96, 2), (56, 56, 144, 1), (28, 28, 192, 
 
 def xnnpack_seconds(x, f, b, s, iters):
     """Best invoke time of a one-op DEPTHWISE_CONV_2D model on stock TFLite with XNNPack."""
-    from flexdelegate.run import make_interpreter
+    from flexdelegate.run import make_interpreter, time_invokes
     from flexdelegate.tflite.writer import ModelBuilder
     n, h, w, c = x.shape
     mb = ModelBuilder()
@@ -29,14 +28,7 @@ def xnnpack_seconds(x, f, b, s, iters):
           fused_activation_function="RELU6", depth_multiplier=1)
     mb.output(y)
     it = make_interpreter(mb.build(), stock="xnnpack", num_threads=1)
-    it.set_tensor(it.get_input_details()[0]["index"], x)
-    it.invoke()
-    best = float("inf")
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        it.invoke()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return time_invokes(it, [x], iters, warmup=1).min / 1e3
 
 
 def main():

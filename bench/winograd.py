@@ -8,12 +8,11 @@ native test entry (pack once, time runs). --xnnpack adds stock TFLite + XNNPack.
 difference to the im2col output / max abs output. MB = packed weight size: Winograd keeps
 (tile+2)^2 transformed 3x3 filters, 4x (F4) and 7.1x (F6) the GEMM-packed weights."""
 import argparse
-import time
 
 import numpy as np
 
 from flexdelegate import _native, load_flex
-from flexdelegate.run import make_interpreter
+from flexdelegate.run import make_interpreter, time_invokes
 from flexdelegate.tflite.writer import ModelBuilder
 
 # (h, w, cin, cout): ResNet-50 stage 3x3s and VGG-19's big early layers; SAME padding.
@@ -33,13 +32,8 @@ def conv_model(x, f, b):
 
 
 def time_interpreter(it, x, iters):
-    it.set_tensor(it.get_input_details()[0]["index"], x)
-    it.invoke()
-    best = float("inf")
-    for _ in range(iters):
-        t0 = time.perf_counter()
-        it.invoke()
-        best = min(best, time.perf_counter() - t0)
+    """Best seconds per invoke, and the output."""
+    best = time_invokes(it, [x], iters, warmup=1).min / 1e3
     return best, it.get_tensor(it.get_output_details()[0]["index"]).copy()
 
 
