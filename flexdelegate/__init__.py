@@ -46,7 +46,8 @@ def _delegate_class(rt):
 def load_flex(*, runtime: str | None = None, **options):
     """Creates the delegate. Options (all optional): budget (MB, 0 = unlimited), cache_path
     (str; "" = in memory), num_threads (int, -1 = the interpreter's), log (comma list of
-    partition, plan, cache, exec, all). runtime: tflite_runtime | ai_edge_litert | tensorflow."""
+    partition, plan, cache, exec, all), profile (0/1), winograd (auto | all | off).
+    runtime: tflite_runtime | ai_edge_litert | tensorflow."""
     from . import _native
     from .runtime import detect
 

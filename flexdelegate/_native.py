@@ -11,7 +11,7 @@ from . import _native_ext as _ext
 
 ffi, lib = _ext.ffi, _ext.lib
 
-OPTION_NAMES = ("budget", "cache_path", "num_threads", "log", "profile")
+OPTION_NAMES = ("budget", "cache_path", "num_threads", "log", "profile", "winograd")
 
 
 def library_path() -> str:

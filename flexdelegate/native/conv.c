@@ -51,24 +51,18 @@ static int pack_weights(void *ctx, void *dst) {
 #define WINO6_MIN_TILES 36
 #define WINO6_MAX_CHANNELS2 (128 * 128)
 
-/* Winograd weights are 4x (F4) or 7.1x (F6) the plain ones and stay resident (mapped from the
- * cache). Measured on ResNet-50 (bench/compare.py, bench/cache_load.py): Winograd everywhere it
- * is faster gives 0.69x XNNPack's latency but +48 MB peak; allowing at most this much extra per
- * layer keeps 0.77x for +3 MB (the big 3x3 layers run as im2col GEMM instead). */
-#define WINO_MAX_EXTRA_BYTES (1u << 20)
-
-static size_t wino_extra_bytes(int tile, int cin, int cout) {
-  size_t plain = (size_t)cin * (size_t)cout * 9 * sizeof(float);
-  return fx_winograd_packed_floats(tile, cout, cin, fx_gemm_config_get()->nr) * sizeof(float) - plain;
+size_t fx_conv_winograd_extra_bytes(int tile, int cin, int cout) {
+  if (!tile) return 0;
+  size_t plain = fx_gemm_packed_floats(cout, cin * 9, fx_gemm_config_get()->nr) * sizeof(float);
+  size_t packed = fx_winograd_packed_floats(tile, cout, cin, fx_gemm_config_get()->nr) * sizeof(float);
+  return packed > plain ? packed - plain : 0;
 }
 
-int fx_conv_choose_tile(int oh, int ow, int cin, int cout) {
+int fx_conv_fastest_tile(int oh, int ow, int cin, int cout) {
   const int fast_gemm = fx_gemm_config_get()->nr >= 32;
   long tiles4 = (long)((oh + 3) / 4) * ((ow + 3) / 4), tiles6 = (long)((oh + 5) / 6) * ((ow + 5) / 6);
   if (fast_gemm && tiles4 < WINO_MIN_TILES4) return 0;
-  int tile = tiles6 >= WINO6_MIN_TILES && (long)cin * cout <= WINO6_MAX_CHANNELS2 ? 6 : 4;
-  if (wino_extra_bytes(tile, cin, cout) > WINO_MAX_EXTRA_BYTES) tile = 4;
-  return wino_extra_bytes(tile, cin, cout) > WINO_MAX_EXTRA_BYTES ? 0 : tile;
+  return tiles6 >= WINO6_MIN_TILES && (long)cin * cout <= WINO6_MAX_CHANNELS2 ? 6 : 4;
 }
 
 fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, int tile, const float *w, fx_blob *wsrc,

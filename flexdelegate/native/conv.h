@@ -20,9 +20,12 @@ struct fx_store;
 struct fx_blob;
 fx_conv_pack *fx_conv_pack_new(struct fx_store *store, int n, int k, int tile, const float *w,
                                struct fx_blob *wsrc, const float *bias);
-/* Winograd tile (4 or 6) for a stride-1 3x3 conv of this output size and channels, or 0 for
- * im2col GEMM: the per-ISA choice measured by bench/winograd.py. */
-int fx_conv_choose_tile(int oh, int ow, int cin, int cout);
+/* The fastest kernel for a stride-1 3x3 conv of this output size and channels: Winograd tile
+ * 4 or 6, or 0 for im2col GEMM (the per-ISA choice measured by bench/winograd.py). Memory is
+ * not its concern: wino_choice.c decides which layers may spend the extra bytes. */
+int fx_conv_fastest_tile(int oh, int ow, int cin, int cout);
+/* Bytes a Winograd tile's packed weights take beyond the GEMM-packed ones (0 for tile 0). */
+size_t fx_conv_winograd_extra_bytes(int tile, int cin, int cout);
 int fx_conv_pack_tile(const fx_conv_pack *p);
 const float *fx_conv_pack_bias(const fx_conv_pack *p);
 /* The whole conv with the packed weights at `packed` (e.g. streamed into a budget arena). */

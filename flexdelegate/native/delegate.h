@@ -16,6 +16,7 @@ typedef struct {
   char *cache_path;  /* NULL: default location; "": in memory */
   unsigned log;
   int profile;       /* time every delegated node (off the hot path otherwise) */
+  int winograd;      /* FX_WINO_AUTO / ALL / OFF (graph.h) */
 } fx_options;
 /* Parses one key/value into opts; NULL or a message naming the accepted values. */
 const char *fx_parse_option(fx_options *opts, const char *key, const char *value);

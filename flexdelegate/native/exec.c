@@ -62,12 +62,7 @@ const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *st
   int cout = w->shape.d[0];
   int k = (int)(fx_shape_numel(&w->shape) / (size_t)(cout ? cout : 1));
   if (bd && (int)fx_shape_numel(&T(g, n->in[2])->shape) != cout) return "bias size != output channels";
-  int tile = 0;
-  const fx_shape *ys = &T(g, n->out[0])->shape;
-  if (n->kind == FX_OP_CONV && n->p.conv.kh == 3 && n->p.conv.kw == 3 && n->p.conv.stride_h == 1 &&
-      n->p.conv.stride_w == 1 && n->p.conv.dil_h == 1 && n->p.conv.dil_w == 1)
-    tile = fx_conv_choose_tile(ys->d[1], ys->d[2], w->shape.d[3], cout);
-  n->pack = fx_conv_pack_new(store, cout, k, tile, wd, deferred, bd);
+  n->pack = fx_conv_pack_new(store, cout, k, n->wino_tile, wd, deferred, bd);
   return n->pack ? NULL : "out of memory packing weights";
 }
 

@@ -108,6 +108,7 @@ typedef struct {
    * fused activation: FX_FUSED_SKIP, nothing to do (nobody reads the output); FX_FUSED_COPY,
    * the output equals tensor fuse_from (a copy, or nothing when they share a buffer). */
   int fused, fuse_from;
+  int wino_tile;               /* set by fx_choose_winograd: 4 or 6 packs Winograd weights */
 } fx_node;
 
 enum { FX_FUSED_NONE = 0, FX_FUSED_SKIP, FX_FUSED_COPY };
@@ -127,6 +128,13 @@ void fx_graph_free(fx_graph *g);
  * that tail into n's activation (FX_ACT_SIGMOID / FX_ACT_SWISH) and marks the tail fused.
  * Called once per node at init, after partition inputs/outputs are marked. */
 void fx_fuse_node(fx_graph *g, fx_node *n);
+
+/* Which stride-1 3x3 convs pack Winograd weights (wino_tile), for the `winograd` option:
+ * AUTO spends a share of the partition's weight bytes on the layers that gain most per byte
+ * (wino_choice.c), ALL takes every layer where Winograd is faster, OFF none. Called once at
+ * init, before weights are packed. Returns -1 when out of memory. */
+enum { FX_WINO_AUTO = 0, FX_WINO_ALL, FX_WINO_OFF };
+int fx_choose_winograd(fx_graph *g, int mode);
 
 /* Output shapes (and per-node resolved plans) from input shapes and constant inputs.
  * Returns NULL on success or a static message naming why the node cannot run. */

@@ -49,8 +49,15 @@ const char *fx_parse_option(fx_options *o, const char *key, const char *value) {
   } else if (!strcmp(key, "profile")) {
     if (strcmp(value, "0") && strcmp(value, "1")) return "invalid profile: expected 0 or 1";
     o->profile = value[0] == '1';
+  } else if (!strcmp(key, "winograd")) {
+    static const char *const modes[] = {[FX_WINO_AUTO] = "auto", [FX_WINO_ALL] = "all", [FX_WINO_OFF] = "off"};
+    int m = -1;
+    for (int i = 0; i < 3 && m < 0; i++)
+      if (!strcmp(value, modes[i])) m = i;
+    if (m < 0) return "invalid winograd: expected auto, all or off";
+    o->winograd = m;
   } else {
-    return "unknown option: accepted options are budget, cache_path, num_threads, log, profile";
+    return "unknown option: accepted options are budget, cache_path, num_threads, log, profile, winograd";
   }
   return NULL;
 }

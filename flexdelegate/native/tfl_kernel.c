@@ -108,6 +108,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
       p->g.tensors[local[t]].storage = FX_ST_EXTERNAL;
     }
   }
+  if (fx_choose_winograd(&p->g, d->opts.winograd)) goto fail;
   for (int i = 0; i < p->g.n_nodes; i++) {
     fx_fuse_node(&p->g, &p->g.nodes[i]); /* partition inputs/outputs are marked by now */
     const char *why = fx_prepare_node_weights(&p->g, &p->g.nodes[i], d->store);
