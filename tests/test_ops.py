@@ -10,9 +10,11 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from opcheck import (ACTS, F32, Input, broadcast_shape, check, check_against, conv_model,
+from opcheck import (ACTS, F32, TOL, Input, broadcast_shape, check, check_against, conv_model,
                      depthwise_model, fc_model, pool_model, rand, single_op,
                      transpose_conv_model)
+from flexdelegate import load_flex
+from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 from flexdelegate.runtime import detect
 from flexdelegate.tflite.demo_model import build_demo_model
 from flexdelegate.tflite.writer import ModelBuilder
@@ -974,3 +976,91 @@ def test_fusion_needs_every_reader():
 def test_fused_swish_with_budget():
     # Budgeted runs stream the producer's weights in slices: the curve applies per slice.
     check(_swish_block("CONV_2D", hw=(16, 16)), scale=3, flex={"budget": 4})
+
+
+# Residual ADD fusion (native/fuse.c): the last conv of a block adds the shortcut per output
+# tile; the ADD is left as a copy the arena makes free.
+
+def _residual_block(*, kh=1, act="NONE", add_act="NONE", swap=False, late_shortcut=False,
+                    broadcast=False, conv_out_too=False, hw=(9, 7), c=19, batch=2):
+    """x -> CONV 1x1 (RELU) -> CONV kh x kh [act] = y -> ADD(y, shortcut) [add_act].
+    The shortcut is x itself, or (late_shortcut) a 1x1 conv of x placed after y's conv in the
+    graph; broadcast: the shortcut is a [c] constant-shaped bias tensor (an input)."""
+    h, w = hw
+    b = ModelBuilder()
+    x = b.input((batch, h, w, c))
+    bias_in = b.input((1, 1, 1, c)) if broadcast else None
+    e = b.tensor((batch, h, w, c))
+    b.op("CONV_2D", [x, b.const(rand((c, 1, 1, c), 1, 0.3)), b.const(rand((c,), 2))], [e],
+         padding="SAME", stride_w=1, stride_h=1, fused_activation_function="RELU")
+    y = b.tensor((batch, h, w, c))
+    b.op("CONV_2D", [e, b.const(rand((c, kh, kh, c), 3, 0.3 / kh)), b.const(rand((c,), 4))], [y],
+         padding="SAME", stride_w=1, stride_h=1, fused_activation_function=act)
+    shortcut = x
+    if late_shortcut:
+        shortcut = b.tensor((batch, h, w, c))
+        b.op("CONV_2D", [x, b.const(rand((c, 1, 1, c), 5, 0.3)), b.const(rand((c,), 6))], [shortcut],
+             padding="SAME", stride_w=1, stride_h=1)
+    if broadcast:
+        shortcut = bias_in
+    out = b.tensor((batch, h, w, c))
+    b.op("ADD", [shortcut, y] if swap else [y, shortcut], [out], fused_activation_function=add_act)
+    b.output(*([out] + ([y] if conv_out_too else [])))
+    return b.build()
+
+
+def _fused_adds(stats):
+    kernels = _kernels(stats)
+    convs = sum(op == "CONV_2D" and k.endswith("+add") for op, k in kernels)
+    copies = sum(op == "ADD" and k == "fused (copy)" for op, k in kernels)
+    assert convs == copies, kernels
+    return convs
+
+
+@pytest.mark.parametrize("kh", [1, 3])
+@pytest.mark.parametrize("act,add_act", [("NONE", "NONE"), ("NONE", "RELU"), ("RELU6", "RELU_N1_TO_1")])
+@pytest.mark.parametrize("swap", [False, True], ids=["y+r", "r+y"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_residual_add_fuses_into_the_conv(kh, act, add_act, swap, threads):
+    stats = check(_residual_block(kh=kh, act=act, add_act=add_act, swap=swap), scale=3, num_threads=threads)
+    assert _fused_adds(stats) == 1
+
+
+def test_residual_add_fuses_into_a_winograd_conv():
+    stats = check(_residual_block(kh=3, hw=(20, 20), c=32, add_act="RELU"), scale=3, flex={"winograd": "all"})
+    assert _fused_adds(stats) == 1
+    assert any(k.startswith("winograd") and k.endswith("+add") for _, k in _kernels(stats))
+
+
+@pytest.mark.parametrize("case", ["broadcast", "conv_out_too"])
+def test_residual_add_is_not_fused_when_it_cannot_be(case):
+    """A broadcast ADD, or a conv output someone else reads: the ADD runs as itself."""
+    stats = check(_residual_block(**{case: True}), scale=3)
+    assert _fused_adds(stats) == 0
+
+
+def test_residual_add_fuses_into_the_conv_that_runs_last():
+    """The shortcut conv comes after y's conv in the graph: y's conv cannot add a shortcut
+    that does not exist yet, so the shortcut conv adds y instead."""
+    stats = check(_residual_block(late_shortcut=True), scale=3)
+    convs = [k for op, k in _kernels(stats) if op == "CONV_2D"]
+    assert _fused_adds(stats) == 1 and convs[2].endswith("+add") and not convs[1].endswith("+add"), convs
+
+
+@pytest.mark.parametrize("budget", [3.6, 4.0, 4.5])
+def test_fused_residual_add_with_budget(budget):
+    # Budgeted runs compute the conv slice by slice (its 1.3 MB of weights streamed in parts
+    # near the 3.57 MB minimum): each slice adds its part of the shortcut.
+    stats = check(_residual_block(kh=3, hw=(8, 8), c=192), scale=3, flex={"budget": budget})
+    assert _fused_adds(stats) == 1
+    assert stats["partitions_memory"][0]["steps"] > 3  # sliced: more steps than nodes
+
+
+def test_fused_residual_add_after_resizing_the_input():
+    model = _residual_block(kh=3)
+    ref, got = make_interpreter(model), make_interpreter(model, delegate=load_flex())
+    for it in (ref, got):
+        it.resize_tensor_input(it.get_input_details()[0]["index"], [1, 12, 10, 19])
+        it.allocate_tensors()
+    xs = random_inputs(ref, seed=3)
+    assert max_error(invoke(ref, xs), invoke(got, xs)) <= TOL

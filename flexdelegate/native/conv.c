@@ -226,6 +226,20 @@ static void im2col(const fx_conv_geom *g, const float *x, size_t m0, size_t rows
   }
 }
 
+/* The fused residual ADD on rows [m0, m0 + rows) x columns [c0, c1) of y (row stride ld). */
+static void add_residual(const fx_conv_geom *g, float *y, size_t ld, size_t m0, size_t rows, size_t c0, size_t c1) {
+  float lo, hi;
+  fx_act_bounds(g->residual_act, &lo, &hi);
+  for (size_t i = m0; i < m0 + rows; i++) {
+    float *restrict yr = y + i * ld;
+    const float *restrict rr = g->residual + i * ld;
+    for (size_t c = c0; c < c1; c++) {
+      float v = yr[c] + rr[c];
+      yr[c] = v < lo ? lo : v > hi ? hi : v;
+    }
+  }
+}
+
 static void conv_task(void *arg, int tid, size_t task) {
   conv_job *j = arg;
   const fx_conv_pack *p = j->p;
@@ -255,13 +269,16 @@ static void conv_task(void *arg, int tid, size_t task) {
                 (size_t)p->n, j->lo, j->hi);
     }
   }
-  if (j->curve && pan1 > pan0) { /* on the tile just written (in L2), in as few calls as possible */
-    size_t c0 = pan0 * (size_t)nr, c1 = pan1 * (size_t)nr < (size_t)p->n ? pan1 * (size_t)nr : (size_t)p->n;
+  if (pan1 <= pan0) return;
+  /* On the tile just written (in L2), in as few calls as possible. */
+  size_t c0 = pan0 * (size_t)nr, c1 = pan1 * (size_t)nr < (size_t)p->n ? pan1 * (size_t)nr : (size_t)p->n;
+  if (j->curve) {
     float *c = j->y + m0 * (size_t)p->n;
     if (c0 == 0 && c1 == (size_t)p->n) fx_apply_act(j->curve, c, rows * (size_t)p->n);
     else
       for (size_t i = 0; i < rows; i++) fx_apply_act(j->curve, c + i * (size_t)p->n + c0, c1 - c0);
   }
+  if (j->g->residual) add_residual(j->g, j->y, (size_t)p->n, m0, rows, c0, c1);
 }
 
 int fx_conv_panels(const fx_conv_pack *p) { return (p->n + p->uk->nr - 1) / p->uk->nr; }
@@ -282,6 +299,7 @@ void fx_conv_run_with(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *
     fx_shape ys = {4, {xs.d[0], g->oh, g->ow, p->n}};
     fx_winograd_run(pool, p->tile, packed, p->n, g->cin, p->args.bias, x, &xs, g->pad_top, g->pad_left, y, &ys,
                     scratch, act);
+    if (g->residual) add_residual(g, y, (size_t)p->n, 0, g->m, 0, (size_t)p->n);
     return;
   }
   fx_conv_run_part(pool, p, g, x, y, scratch, act, packed, 0, fx_conv_panels(p), 0, g->m, 0);

@@ -11,6 +11,9 @@ typedef struct {
   size_t m;            /* output rows: batch * oh * ow, or FC rows */
   int direct;
   int ih, iw, cin, oh, ow, kh, kw, stride_h, stride_w, dil_h, dil_w, pad_top, pad_left;
+  /* A fused residual ADD (fuse.c): y = residual_act(y + residual), same [m][n] layout as y. */
+  const float *residual;
+  int residual_act;
 } fx_conv_geom;
 
 struct fx_store;

@@ -21,6 +21,10 @@ void fx_node_conv_geom(const fx_graph *g, const fx_node *n, void *geo) { conv_ge
 static void conv_geom(fx_graph *g, const fx_node *n, fx_conv_geom *geo) {
   const fx_shape *x = &T(g, n->in[0])->shape, *y = &T(g, n->out[0])->shape;
   memset(geo, 0, sizeof *geo);
+  if (n->n_in > 3 && n->in[3] >= 0) {
+    geo->residual = F(g, n->in[3]);
+    geo->residual_act = n->res_act;
+  }
   if (n->kind == FX_OP_FC) {
     const fx_shape *w = &T(g, n->in[1])->shape;
     geo->m = fx_shape_numel(x) / (size_t)w->d[1];
@@ -97,7 +101,8 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, char *buf, size_
     snprintf(buf, len, "fused %s", n->fused == FX_FUSED_SKIP ? "(skipped)" : "(copy)");
     return buf;
   }
-  const char *curve = n->act == FX_ACT_SWISH ? " +swish" : n->act == FX_ACT_SIGMOID ? " +sigmoid" : "";
+  const char *curve = n->act == FX_ACT_SWISH ? " +swish" : n->act == FX_ACT_SIGMOID ? " +sigmoid"
+                      : n->n_in > 3 && n->in[3] >= 0 ? " +add" : "";
   if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && n->pack) {
     fx_conv_geom geo;
     conv_geom((fx_graph *)g, n, &geo);

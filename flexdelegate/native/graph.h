@@ -109,6 +109,9 @@ typedef struct {
    * the output equals tensor fuse_from (a copy, or nothing when they share a buffer). */
   int fused, fuse_from;
   int wino_tile;               /* set by fx_choose_winograd: 4 or 6 packs Winograd weights */
+  /* A conv that took the following residual ADD (fx_fuse_node) has a 4th input, in[3], and
+   * computes res_act(act(conv) + in[3]); the ADD copies (or aliases) the conv's output. */
+  int res_act;
 } fx_node;
 
 enum { FX_FUSED_NONE = 0, FX_FUSED_SKIP, FX_FUSED_COPY };
@@ -125,9 +128,11 @@ fx_node *fx_graph_add_node(fx_graph *g, int kind, int n_in, int n_out);
 void fx_graph_free(fx_graph *g);
 
 /* If n is a conv / FC / depthwise whose output feeds only LOGISTIC (and MUL by itself), turns
- * that tail into n's activation (FX_ACT_SIGMOID / FX_ACT_SWISH) and marks the tail fused.
- * Called once per node at init, after partition inputs/outputs are marked. */
-void fx_fuse_node(fx_graph *g, fx_node *n);
+ * that tail into n's activation (FX_ACT_SIGMOID / FX_ACT_SWISH) and marks the tail fused;
+ * if n is a conv whose output feeds only an ADD of an equal-shaped tensor computed earlier,
+ * n adds it (in[3], res_act) and the ADD is marked fused. Called once per node at init, in
+ * node order, after partition inputs/outputs are marked. Returns -1 when out of memory. */
+int fx_fuse_node(fx_graph *g, fx_node *n);
 
 /* Which stride-1 3x3 convs pack Winograd weights (wino_tile), for the `winograd` option:
  * AUTO spends a share of the partition's weight bytes on the layers that gain most per byte

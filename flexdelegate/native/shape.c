@@ -129,12 +129,19 @@ const char *fx_infer_node(fx_graph *g, fx_node *n) {
   fx_shape *y = &out->shape;
   int v[4 * FX_MAX_RANK], nv;
   const char *e;
+  if (n->fused == FX_FUSED_COPY) { /* its producer computed the value (fuse.c) */
+    *y = T(g, n->fuse_from)->shape;
+    return NULL;
+  }
   switch (n->kind) {
     case FX_OP_CONV: {
       const fx_shape *f = &T(g, n->in[1])->shape;
       if (f->rank != 4) return "filter must be 4-D";
       if (f->d[3] != x->d[3]) return "grouped convolution (filter depth != input depth)";
-      return infer_window(g, n, x, f->d[1], f->d[2], f->d[0]);
+      if ((e = infer_window(g, n, x, f->d[1], f->d[2], f->d[0]))) return e;
+      if (n->n_in > 3 && n->in[3] >= 0 && !fx_shape_equal(&T(g, n->in[3])->shape, y))
+        return "resized inputs give the residual ADD fused into this conv operands of different shapes";
+      return NULL;
     }
     case FX_OP_DEPTHWISE: {
       const fx_shape *f = &T(g, n->in[1])->shape;

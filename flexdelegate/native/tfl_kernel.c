@@ -110,8 +110,9 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
   }
   if (fx_choose_winograd(&p->g, d->opts.winograd)) goto fail;
   for (int i = 0; i < p->g.n_nodes; i++) {
-    fx_fuse_node(&p->g, &p->g.nodes[i]); /* partition inputs/outputs are marked by now */
-    const char *why = fx_prepare_node_weights(&p->g, &p->g.nodes[i], d->store);
+    /* partition inputs/outputs are marked by now */
+    const char *why = fx_fuse_node(&p->g, &p->g.nodes[i]) ? "out of memory" : NULL;
+    if (!why) why = fx_prepare_node_weights(&p->g, &p->g.nodes[i], d->store);
     if (why) {
       ctx->ReportError(ctx, "flexdelegate: node %d: %s", p->g.nodes[i].tfl_node, why);
       goto fail;
@@ -161,10 +162,7 @@ static int in_place_ok(const fx_graph *g, const fx_node *n, int k) {
   if (fx_dtype_size(x->dtype) != fx_dtype_size(y->dtype)) return 0;
   switch (n->kind) {
     case FX_OP_BINARY: /* the aliased side must not be broadcast */
-      if (x->shape.rank != y->shape.rank) return 0;
-      for (int i = 0; i < x->shape.rank; i++)
-        if (x->shape.d[i] != y->shape.d[i]) return 0;
-      return 1;
+      return fx_shape_equal(&x->shape, &y->shape);
     case FX_OP_UNARY: case FX_OP_RESHAPE: case FX_OP_CAST:
       return k == 0 && fx_shape_numel(&x->shape) == fx_shape_numel(&y->shape);
     default:

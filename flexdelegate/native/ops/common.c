@@ -11,6 +11,13 @@ size_t fx_shape_numel(const fx_shape *s) {
   return n;
 }
 
+int fx_shape_equal(const fx_shape *a, const fx_shape *b) {
+  if (a->rank != b->rank) return 0;
+  for (int i = 0; i < a->rank; i++)
+    if (a->d[i] != b->d[i]) return 0;
+  return 1;
+}
+
 /* Same ranges as TFLite's CalculateActivationRange<float>: NONE (and any other
  * non-clamping activation) clamps to [lowest, max], so +-inf saturate exactly as
  * in the stock kernels. TANH is not a clamp: it gets [-inf, inf]. */

@@ -12,6 +12,7 @@
 typedef struct { int rank; int d[FX_MAX_RANK]; } fx_shape;
 
 size_t fx_shape_numel(const fx_shape *s);
+int fx_shape_equal(const fx_shape *a, const fx_shape *b);
 
 /* Fused activations, as in TFLite's builtin options; then our own, set at init when a
  * conv/FC/depthwise output feeds only a LOGISTIC (SIGMOID) or only LOGISTIC + MUL by itself
