@@ -222,7 +222,7 @@ def conv2d(variant: int, x: np.ndarray, filter: np.ndarray, bias=None, *, direct
     """CONV_2D of x [n,h,w,cin] with filter [cout,kh,kw,cin] on GEMM kernel number `variant`
     (see gemm_kernels()), as direct conv (its paired IGEMM kernel) or im2col GEMM over the same
     packed weights. padding SAME/VALID as TFLite, or pads=(top, left, bottom, right).
-    Returns y, or (y, best seconds of `iters`) if timed."""
+    Returns y, or (y, array of the `iters` runs' seconds) if timed."""
     x = np.ascontiguousarray(x, np.float32)
     f = np.ascontiguousarray(filter, np.float32)
     n, h, w, cin = x.shape
@@ -246,12 +246,12 @@ def conv2d(variant: int, x: np.ndarray, filter: np.ndarray, bias=None, *, direct
         oh = max(0, (h + top + bottom - eff[0]) // stride[0] + 1)
         ow = max(0, (w + left + right - eff[1]) // stride[1] + 1)
     y = aligned_empty((n, oh, ow, cout))
-    secs = ffi.new("double *")
+    secs = ffi.new("double[]", max(1, iters))
     if lib.flex_conv2d_run(variant, int(direct), threads, n, h, w, cin, cout, kh, kw, stride[0], stride[1],
                            dilation[0], dilation[1], top, left, oh, ow, _fptr(x), _fptr(f), _fptr(b),
                            _act_code(act), _fptr(y), iters, secs):
         raise ValueError(f"conv2d: kernel {variant} unavailable, unsupported or bad arguments")
-    return (y, float(secs[0])) if timed else y
+    return (y, np.array(list(secs))) if timed else y
 
 
 @ffi.def_extern(error=-2)

@@ -15,18 +15,16 @@ const char *flex_igemm_kernel_at(int i) {
   return k ? k->name : NULL;
 }
 
-static double run_timed(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, int algo, const float *x,
-                        float *y, float *scratch, int act, int iters) {
+/* Runs the conv `iters` times, each run's seconds into secs (if not NULL). */
+static void run_timed(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, int algo, const float *x,
+                      float *y, float *scratch, int act, int iters, double *secs) {
   const float *w = fx_conv_weights(p)->data;
-  double best = 0.0;
-  for (int it = 0; it < (iters < 1 ? 1 : iters); it++) {
+  for (int it = 0; it < iters; it++) {
     const uint64_t t0 = fx_now_ns();
     if (algo) fx_conv_run_direct_part(pool, p, g, x, y, act, w, 0, fx_conv_panels(p), 0, g->m);
     else fx_conv_run_part(pool, p, g, x, y, scratch, act, w, 0, fx_conv_panels(p), 0, g->m, 0);
-    const double s = (double)(fx_now_ns() - t0) * 1e-9;
-    if (it == 0 || s < best) best = s;
+    if (secs) secs[it] = (double)(fx_now_ns() - t0) * 1e-9;
   }
-  return best;
 }
 
 int flex_conv2d_run(int variant, int algo, int threads, int n, int h, int w, int cin, int cout, int kh, int kw,
@@ -50,8 +48,7 @@ int flex_conv2d_run(int variant, int algo, int threads, int n, int h, int w, int
   if (p && pool && fx_conv_weights(p)->data && (!algo || fx_conv_direct_supported(p, &g))) {
     float *scratch = algo ? NULL : malloc(fx_conv_scratch_bytes(p, &g, threads) + 1);
     if (algo || scratch) {
-      const double best = run_timed(pool, p, &g, algo, x, y, scratch, act, iters);
-      if (seconds) *seconds = best;
+      run_timed(pool, p, &g, algo, x, y, scratch, act, iters < 1 ? 1 : iters, seconds);
       rc = 0;
     }
     free(scratch);

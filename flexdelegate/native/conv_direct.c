@@ -20,35 +20,52 @@ int fx_conv_direct_geom_ok(const fx_conv_geom *g, int mr) {
          (long)g->kh * g->kw * mr <= FX_DIRECT_POINTERS;
 }
 
-/* Pointers of the output pixels [m0, m0 + rows), rounded up to whole tiles of mr (the rows
- * past `rows` read the zero row): tile t, tap (ky, kx), row i at ind[(t * taps + tap) * mr + i]. */
-static void fill_pointers(const fx_conv_geom *g, const float *x, size_t m0, size_t rows, size_t mr,
-                          const float **ind) {
-  const size_t taps = (size_t)g->kh * (size_t)g->kw, padded = (rows + mr - 1) / mr * mr;
-  int ox = (int)(m0 % (size_t)g->ow), oy = (int)(m0 / (size_t)g->ow % (size_t)g->oh);
-  const float *xb = x + m0 / ((size_t)g->ow * g->oh) * (size_t)g->ih * g->iw * g->cin; /* its image */
-  for (size_t r = 0; r < padded; r++) {
-    const float **col = ind + r / mr * taps * mr + r % mr;
+/* Where output pixel (b, oy, ox) of the walk below is; advanced one pixel at a time. */
+typedef struct { int ox, oy; const float *xb; } pixel;
+
+static void next_pixel(const fx_conv_geom *g, pixel *p) {
+  if (++p->ox < g->ow) return;
+  p->ox = 0; /* next output row, maybe the next image */
+  if (++p->oy == g->oh) {
+    p->oy = 0;
+    p->xb += (size_t)g->ih * g->iw * g->cin;
+  }
+}
+
+/* A tile is "wide" when, without horizontal dilation, every pixel's kw taps of a tap row lie
+ * inside the input row: then a tap row is one span of kw * cin floats (K's order is (ky, kx,
+ * cin), so its weights are contiguous too) and the kernel runs kh taps of kw * cin channels
+ * instead of kh * kw taps of cin. That is im2col's contiguity without its copy, and what keeps
+ * cin = 3 stems from paying the per-tap pointer loads nine or 49 times over. */
+static int tile_is_wide(const fx_conv_geom *g, pixel p, size_t rows) {
+  if (g->dil_w != 1 || g->kw == 1 || (size_t)g->kw * g->cin > FX_DIRECT_ZERO_FLOATS) return 0;
+  for (size_t r = 0; r < rows; r++, next_pixel(g, &p)) {
+    const int ix0 = p.ox * g->stride_w - g->pad_left;
+    if (ix0 < 0 || ix0 + g->kw > g->iw) return 0;
+  }
+  return 1;
+}
+
+/* Pointers of one tile of output pixels (`rows` <= mr of them, from p; the rest read the zero
+ * row): tap t, row i at ind[t * mr + i], taps being (ky, kx) or, when wide, whole tap rows ky. */
+static void fill_tile(const fx_conv_geom *g, pixel *p, size_t rows, size_t mr, int wide, const float **ind) {
+  const int kw = wide ? 1 : g->kw, taps = g->kh * kw;
+  for (size_t r = 0; r < mr; r++) {
+    const float **col = ind + r;
     if (r >= rows) {
-      for (size_t t = 0; t < taps; t++) col[t * mr] = g_zero_row;
+      for (int t = 0; t < taps; t++) col[(size_t)t * mr] = g_zero_row;
       continue;
     }
-    const int iy0 = oy * g->stride_h - g->pad_top, ix0 = ox * g->stride_w - g->pad_left;
+    const int iy0 = p->oy * g->stride_h - g->pad_top, ix0 = p->ox * g->stride_w - g->pad_left;
     for (int ky = 0; ky < g->kh; ky++) {
       const int iy = iy0 + ky * g->dil_h;
-      for (int kx = 0; kx < g->kw; kx++, col += mr) {
+      for (int kx = 0; kx < kw; kx++, col += mr) {
         const int ix = ix0 + kx * g->dil_w;
         const int inside = iy >= 0 && iy < g->ih && ix >= 0 && ix < g->iw;
-        *col = inside ? xb + ((size_t)iy * g->iw + (size_t)ix) * g->cin : g_zero_row;
+        *col = inside ? p->xb + ((size_t)iy * g->iw + (size_t)ix) * g->cin : g_zero_row;
       }
     }
-    if (++ox == g->ow) { /* next output row, maybe the next image */
-      ox = 0;
-      if (++oy == g->oh) {
-        oy = 0;
-        xb += (size_t)g->ih * g->iw * g->cin;
-      }
-    }
+    next_pixel(g, p);
   }
 }
 
@@ -56,18 +73,27 @@ void fx_conv_direct_rows(const fx_igemm_config *uk, const fx_conv_geom *g, size_
                          size_t m0, size_t rows, const float *panels, size_t pan_first, size_t pan0,
                          size_t pan1, float *y, float lo, float hi) {
   const float *ind[FX_DIRECT_POINTERS];
-  const size_t mr = (size_t)uk->mr, nr = (size_t)uk->nr, cin = (size_t)g->cin;
-  const size_t taps = (size_t)g->kh * (size_t)g->kw, block_rows = FX_DIRECT_POINTERS / (taps * mr) * mr;
+  unsigned char wide[FX_DIRECT_POINTERS];
+  const size_t mr = (size_t)uk->mr, nr = (size_t)uk->nr, cin = (size_t)g->cin, kw = (size_t)g->kw;
+  const size_t taps = (size_t)g->kh * kw, block_rows = FX_DIRECT_POINTERS / (taps * mr) * mr;
   const size_t panel_floats = nr * (taps * cin + 1);
+  pixel p = {(int)(m0 % (size_t)g->ow), (int)(m0 / (size_t)g->ow % (size_t)g->oh),
+             x + m0 / ((size_t)g->ow * g->oh) * (size_t)g->ih * g->iw * g->cin};
   for (size_t b0 = 0; b0 < rows; b0 += block_rows) {
     const size_t block = rows - b0 < block_rows ? rows - b0 : block_rows;
-    fill_pointers(g, x, m0 + b0, block, mr, ind);
+    for (size_t r = 0; r < block; r += mr) { /* tile r / mr's pointers at ind + r * taps */
+      const size_t tile = block - r < mr ? block - r : mr;
+      wide[r / mr] = (unsigned char)tile_is_wide(g, p, tile);
+      fill_tile(g, &p, tile, mr, wide[r / mr], ind + r * taps);
+    }
     for (size_t pan = pan0; pan < pan1; pan++) { /* panel outer: its weights stay in cache */
       const float *w = panels + (pan - pan_first) * panel_floats;
       const size_t n0 = pan * nr, nc = n - n0 < nr ? n - n0 : nr;
-      for (size_t r = 0; r < block; r += mr)
-        uk->fn(block - r < mr ? block - r : mr, nc, cin, taps, ind + r * taps, w,
-               y + (m0 + b0 + r) * n + n0, n, lo, hi);
+      for (size_t r = 0; r < block; r += mr) {
+        const size_t ks = wide[r / mr] ? (size_t)g->kh : taps, kc = wide[r / mr] ? kw * cin : cin;
+        uk->fn(block - r < mr ? block - r : mr, nc, kc, ks, ind + r * taps, w, y + (m0 + b0 + r) * n + n0, n,
+               lo, hi);
+      }
     }
   }
 }

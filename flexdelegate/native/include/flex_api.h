@@ -71,7 +71,8 @@ int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, i
  * [cout][kh][kw][cin] for GEMM kernel `variant` and runs CONV_2D of x [n,h,w,cin] into
  * y [n,oh,ow,cout] (pad_top/pad_left leading zeros; oh/ow as given) as im2col GEMM (algo 0) or
  * direct conv over the same packed weights (algo 1), on `threads` threads, `iters` times;
- * *seconds (if not NULL) gets the fastest run. 0 ok, -1 bad arguments, unsupported or OOM. */
+ * seconds (if not NULL, room for max(iters, 1)) gets each run's time. 0 ok, -1 bad arguments,
+ * unsupported or OOM. */
 const char *flex_igemm_kernel_at(int i);
 int flex_conv2d_run(int variant, int algo, int threads, int n, int h, int w, int cin, int cout, int kh, int kw,
                     int stride_h, int stride_w, int dil_h, int dil_w, int pad_top, int pad_left, int oh, int ow,
