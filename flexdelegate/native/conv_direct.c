@@ -3,8 +3,6 @@
  * the NHWC input, or at a shared zero row for taps in the padding), and the IGEMM microkernel
  * accumulates taps x cin against the conv's packed GEMM panels: the same weights blob serves
  * im2col GEMM and direct conv. The threading (rows x panels tasks) is conv.c's. */
-#include <stdlib.h>
-#include <string.h>
 #include "conv.h"
 #include "igemm/igemm.h"
 
@@ -98,31 +96,4 @@ void fx_conv_direct_rows(const fx_igemm_config *uk, const fx_conv_geom *g, size_
       }
     }
   }
-}
-
-/* Layers that run direct by default, per GEMM tile width (i.e. ISA), from
- * `python bench/direct_conv.py --rounds 9` (1 thread, medians, direct / im2col time) on this
- * project's AVX-512 machine (Zen 5):
- *   3x3 s1, cin 64..256, maps 14..224: 0.81-0.97 (ResNet-50 56/28/14: 0.87/0.93/0.95,
- *     VGG-19 224x224x64: 0.81-0.88); the im2col copy is what direct saves;
- *   3x3 at 512 channels (7x7, 14x14, 28x28 maps): 0.99-1.09, no gain;
- *   cin-3 stems (3x3 s2, 7x7 s2): 0.92-1.06; 1x1 s2: 0.96-0.98 at cin <= 512, 1.07 at 1024:
- *     within the machine's noise, so left to im2col.
- * AVX2 (16 columns): see the second row; scalar and NEON are not measured: never by default.
- * FLEXDELEGATE_DIRECT=all runs every supported conv direct, =none none (tests, benches). */
-typedef struct { int nr, min_taps, min_cin, max_cin; } direct_rule;
-static const direct_rule k_direct_rules[] = {
-    {32, 9, 64, 256},
-};
-
-int fx_conv_direct_wins(const fx_conv_pack *p, const fx_conv_geom *g) {
-  if (g->direct || !fx_conv_direct_supported(p, g)) return 0;
-  const char *force = getenv("FLEXDELEGATE_DIRECT");
-  if (force && *force) return strcmp(force, "all") == 0;
-  for (size_t i = 0; i < sizeof k_direct_rules / sizeof *k_direct_rules; i++) {
-    const direct_rule *r = &k_direct_rules[i];
-    if (r->nr == fx_conv_nr(p) && g->kh * g->kw >= r->min_taps && g->cin >= r->min_cin && g->cin <= r->max_cin)
-      return 1;
-  }
-  return 0;
 }

@@ -27,11 +27,8 @@ void fx_f32_igemm_6x16_avx2(FX_IGEMM_ARGS) {
     }
   }
   const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-  fx_store_row_16_avx2(c, nc, c00, c01, vlo, vhi);
-  if (mr > 1) fx_store_row_16_avx2(c + c_stride, nc, c10, c11, vlo, vhi);
-  if (mr > 2) fx_store_row_16_avx2(c + 2 * c_stride, nc, c20, c21, vlo, vhi);
-  if (mr > 3) fx_store_row_16_avx2(c + 3 * c_stride, nc, c30, c31, vlo, vhi);
-  if (mr > 4) fx_store_row_16_avx2(c + 4 * c_stride, nc, c40, c41, vlo, vhi);
-  if (mr > 5) fx_store_row_16_avx2(c + 5 * c_stride, nc, c50, c51, vlo, vhi);
+#define FX_STORE_ROW(i) if (mr > i) fx_store_row_16_avx2(c + i * c_stride, nc, c##i##0, c##i##1, vlo, vhi);
+  FX_STORE_ROW(0) FX_STORE_ROW(1) FX_STORE_ROW(2) FX_STORE_ROW(3) FX_STORE_ROW(4) FX_STORE_ROW(5)
+#undef FX_STORE_ROW
 }
 #endif

@@ -25,14 +25,10 @@ AVX512 static void igemm_8x16(size_t mr, size_t nc, size_t kc, size_t ks, const 
     const float *a4 = a[4], *a5 = a[5], *a6 = a[6], *a7 = a[7];
     for (size_t k = 0; k < kc; k++, w += 32) {
       const __m512 w0 = _mm512_loadu_ps(w);
-      c0 = _mm512_fmadd_ps(_mm512_set1_ps(a0[k]), w0, c0);
-      c1 = _mm512_fmadd_ps(_mm512_set1_ps(a1[k]), w0, c1);
-      c2 = _mm512_fmadd_ps(_mm512_set1_ps(a2[k]), w0, c2);
-      c3 = _mm512_fmadd_ps(_mm512_set1_ps(a3[k]), w0, c3);
-      c4 = _mm512_fmadd_ps(_mm512_set1_ps(a4[k]), w0, c4);
-      c5 = _mm512_fmadd_ps(_mm512_set1_ps(a5[k]), w0, c5);
-      c6 = _mm512_fmadd_ps(_mm512_set1_ps(a6[k]), w0, c6);
-      c7 = _mm512_fmadd_ps(_mm512_set1_ps(a7[k]), w0, c7);
+#define FX_TAP_ROW16(i) c##i = _mm512_fmadd_ps(_mm512_set1_ps(a##i[k]), w0, c##i);
+      FX_TAP_ROW16(0) FX_TAP_ROW16(1) FX_TAP_ROW16(2) FX_TAP_ROW16(3)
+      FX_TAP_ROW16(4) FX_TAP_ROW16(5) FX_TAP_ROW16(6) FX_TAP_ROW16(7)
+#undef FX_TAP_ROW16
     }
   }
   const __mmask16 m = cols_mask(nc);
