@@ -207,6 +207,53 @@ def winograd(variant: int, tile: int, x: np.ndarray, filter: np.ndarray, bias=No
     return (y, float(secs[0])) if timed else y
 
 
+def igemm_kernels() -> list[str]:
+    """The IGEMM (direct conv) kernel paired with each of gemm_kernels(), or None."""
+    names = []
+    for i in range(len(gemm_kernels())):
+        p = lib.flex_igemm_kernel_at(i)
+        names.append(None if p == ffi.NULL else ffi.string(p).decode())
+    return names
+
+
+def conv2d(variant: int, x: np.ndarray, filter: np.ndarray, bias=None, *, direct: bool = True, stride=(1, 1),
+           dilation=(1, 1), padding="SAME", pads=None, act="NONE", threads: int = 1, iters: int = 1,
+           timed: bool = False):
+    """CONV_2D of x [n,h,w,cin] with filter [cout,kh,kw,cin] on GEMM kernel number `variant`
+    (see gemm_kernels()), as direct conv (its paired IGEMM kernel) or im2col GEMM over the same
+    packed weights. padding SAME/VALID as TFLite, or pads=(top, left, bottom, right).
+    Returns y, or (y, array of the `iters` runs' seconds) if timed."""
+    x = np.ascontiguousarray(x, np.float32)
+    f = np.ascontiguousarray(filter, np.float32)
+    n, h, w, cin = x.shape
+    cout, kh, kw, fcin = f.shape
+    if fcin != cin:
+        raise ValueError("filter must be [cout, kh, kw, cin]")
+    b = None if bias is None else np.ascontiguousarray(bias, np.float32)
+    if b is not None and b.shape != (cout,):
+        raise ValueError("bias must have cout elements")
+    if min(*stride, *dilation) < 1:
+        raise ValueError("stride and dilation must be >= 1")
+    eff = ((kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1)
+    if pads is None:
+        same = padding.upper() == "SAME"
+        oh, ow = (conv_out_size(same, h, kh, stride[0], dilation[0]),
+                  conv_out_size(same, w, kw, stride[1], dilation[1]))
+        top = max((oh - 1) * stride[0] + eff[0] - h, 0) // 2 if same else 0
+        left = max((ow - 1) * stride[1] + eff[1] - w, 0) // 2 if same else 0
+    else:
+        top, left, bottom, right = pads
+        oh = max(0, (h + top + bottom - eff[0]) // stride[0] + 1)
+        ow = max(0, (w + left + right - eff[1]) // stride[1] + 1)
+    y = aligned_empty((n, oh, ow, cout))
+    secs = ffi.new("double[]", max(1, iters))
+    if lib.flex_conv2d_run(variant, int(direct), threads, n, h, w, cin, cout, kh, kw, stride[0], stride[1],
+                           dilation[0], dilation[1], top, left, oh, ow, _fptr(x), _fptr(f), _fptr(b),
+                           _act_code(act), _fptr(y), iters, secs):
+        raise ValueError(f"conv2d: kernel {variant} unavailable, unsupported or bad arguments")
+    return (y, np.array(list(secs))) if timed else y
+
+
 @ffi.def_extern(error=-2)
 def flex_plan_callback(desc, plan):
     """The C runtime asks for a budget plan (see planner/bridge.py)."""

@@ -1,7 +1,20 @@
-"""A model whose weights dwarf its activations, so budgets force slicing and streaming."""
+"""A model whose weights dwarf its activations, so budgets force slicing and streaming; and
+the smallest budget a model runs at."""
 import numpy as np
+import pytest
 
+from flexdelegate import load_flex
+from flexdelegate.run import make_interpreter
 from flexdelegate.tflite.writer import ModelBuilder
+
+
+def min_budget(model, cache="") -> float:
+    """The minimum the delegate names when a budget is infeasible (MB)."""
+    with pytest.raises(RuntimeError) as e:
+        make_interpreter(model, delegate=load_flex(budget=0.01, cache_path=str(cache)))
+    text = str(e.value)
+    assert "infeasible" in text and "minimum is" in text and "node" in text
+    return float(text.split("minimum is ")[1].split(" MB")[0])
 
 
 def heavy_model(seed=0, fc=1536, size=16, c=32) -> bytes:

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "conv.h"
 #include "gemm/gemm.h"
+#include "igemm/igemm.h"
 #include "graph.h"
 #include "pool.h"
 #include "weights.h"
@@ -20,6 +21,8 @@ struct fx_conv_pack {
   int n, k;
   int tile;        /* 0: GEMM panels; 4 or 6: Winograd-transformed (stride-1 3x3 conv) */
   pack_args args;  /* to pack again in memory if a cached blob turns out damaged */
+  const fx_igemm_config *iuk; /* direct conv's kernel over the same panels (NULL: none) */
+  int direct;      /* run as direct conv (chosen at load: fx_conv_set_direct) */
   fx_wref *ref;    /* the packed weights, in the cache or in memory */
 };
 
@@ -65,11 +68,12 @@ int fx_conv_fastest_tile(int oh, int ow, int cin, int cout) {
   return tiles6 >= WINO6_MIN_TILES && (long)cin * cout <= WINO6_MAX_CHANNELS2 ? 6 : 4;
 }
 
-fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, int tile, const float *w, fx_blob *wsrc,
-                               const float *bias) {
+static fx_conv_pack *pack_new(fx_store *store, const fx_gemm_config *uk, int n, int k, int tile, const float *w,
+                              fx_blob *wsrc, const float *bias) {
   fx_conv_pack *p = calloc(1, sizeof *p);
   if (!p) return NULL;
-  p->uk = fx_gemm_config_get();
+  p->uk = uk;
+  p->iuk = fx_igemm_config_for(uk);
   p->n = n;
   p->k = k;
   p->tile = tile;
@@ -98,6 +102,16 @@ fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, int tile, const fl
                         w ? (const void *)w : wsrc->deferred->src, w ? wbytes : wsrc->deferred->src_len);
   if (!p->ref) { fx_blob_unref(p->args.wsrc); free(p); return NULL; }
   return p;
+}
+
+fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, int tile, const float *w, fx_blob *wsrc,
+                               const float *bias) {
+  return pack_new(store, fx_gemm_config_get(), n, k, tile, w, wsrc, bias);
+}
+
+fx_conv_pack *fx_conv_pack_new_with(fx_store *store, const fx_gemm_config *uk, int n, int k, const float *w,
+                                    const float *bias) {
+  return pack_new(store, uk, n, k, 0, w, NULL, bias);
 }
 
 int fx_conv_pack_tile(const fx_conv_pack *p) { return p->tile; }
@@ -134,7 +148,7 @@ void fx_conv_pack_free(fx_conv_pack *p) {
 }
 
 
-const char *fx_conv_pack_kernel(const fx_conv_pack *p) { return p->uk->name; }
+const char *fx_conv_pack_kernel(const fx_conv_pack *p) { return p->direct ? p->iuk->name : p->uk->name; }
 
 static int tile_rows(int k, int mr) {
   int rows = FX_IM2COL_TILE_BYTES / (int)sizeof(float) / (k > 0 ? k : 1);
@@ -145,7 +159,7 @@ static int tile_rows(int k, int mr) {
 
 size_t fx_conv_scratch_bytes(const fx_conv_pack *p, const fx_conv_geom *g, int threads) {
   if (p->tile) return fx_winograd_scratch_bytes(p->tile, p->n, p->k / 9, threads);
-  if (g->direct) return 0;
+  if (g->direct || p->direct) return 0;
   return (size_t)threads * (size_t)tile_rows(p->k, p->uk->mr) * (size_t)p->k * sizeof(float);
 }
 
@@ -158,6 +172,7 @@ typedef struct {
   size_t m0, m1, mt, row_groups, panel_groups, panels_per_group, pan0, pan1;
   float lo, hi;
   int curve; /* SIGMOID / SWISH on each microkernel tile, while it is in L1 */
+  int igemm; /* direct conv (conv_direct.c) instead of im2col / direct GEMM */
 } conv_job;
 
 /* Short copies as plain loops: im2col spans are often a few floats (a 3-channel stem conv
@@ -240,12 +255,11 @@ static void add_residual(const fx_conv_geom *g, float *y, size_t ld, size_t m0, 
   }
 }
 
-static void conv_task(void *arg, int tid, size_t task) {
-  conv_job *j = arg;
+/* The GEMM of rows [m0, m0 + rows) and panels [pan0, pan1): A is the input itself (1x1) or
+ * im2col rows built in this thread's scratch. */
+static void gemm_rows(const conv_job *j, int tid, size_t m0, size_t rows, size_t pan0, size_t pan1) {
   const fx_conv_pack *p = j->p;
   const int mr = p->uk->mr, nr = p->uk->nr, k = p->k;
-  size_t rg = task % j->row_groups, pg = task / j->row_groups;
-  size_t m0 = j->m0 + rg * j->mt, rows = j->m1 - m0 < j->mt ? j->m1 - m0 : j->mt;
   const float *a;
   size_t lda;
   if (j->g->direct) {
@@ -257,8 +271,6 @@ static void conv_task(void *arg, int tid, size_t task) {
     a = buf;
     lda = (size_t)k;
   }
-  size_t pan0 = j->pan0 + pg * j->panels_per_group, pan1 = pan0 + j->panels_per_group;
-  if (pan1 > j->pan1) pan1 = j->pan1;
   const size_t panel_floats = (size_t)nr * (size_t)(k + 1);
   for (size_t pan = pan0; pan < pan1; pan++) {
     const float *w = j->panels + (pan - j->pan0) * panel_floats;
@@ -269,6 +281,21 @@ static void conv_task(void *arg, int tid, size_t task) {
                 (size_t)p->n, j->lo, j->hi);
     }
   }
+}
+
+static void conv_task(void *arg, int tid, size_t task) {
+  conv_job *j = arg;
+  const fx_conv_pack *p = j->p;
+  const int nr = p->uk->nr;
+  size_t rg = task % j->row_groups, pg = task / j->row_groups;
+  size_t m0 = j->m0 + rg * j->mt, rows = j->m1 - m0 < j->mt ? j->m1 - m0 : j->mt;
+  size_t pan0 = j->pan0 + pg * j->panels_per_group, pan1 = pan0 + j->panels_per_group;
+  if (pan1 > j->pan1) pan1 = j->pan1;
+  if (j->igemm)
+    fx_conv_direct_rows(p->iuk, j->g, (size_t)p->n, j->x, m0, rows, j->panels, j->pan0, pan0, pan1, j->y,
+                        j->lo, j->hi);
+  else
+    gemm_rows(j, tid, m0, rows, pan0, pan1);
   if (pan1 <= pan0) return;
   /* On the tile just written (in L2), in as few calls as possible. */
   size_t c0 = pan0 * (size_t)nr, c1 = pan1 * (size_t)nr < (size_t)p->n ? pan1 * (size_t)nr : (size_t)p->n;
@@ -305,17 +332,18 @@ void fx_conv_run_with(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *
   fx_conv_run_part(pool, p, g, x, y, scratch, act, packed, 0, fx_conv_panels(p), 0, g->m, 0);
 }
 
-void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
-                      float *y, float *scratch, int act, const float *panels, int pan0, int pan1,
-                      size_t m0, size_t m1, size_t tile) {
-  conv_job j = {.p = p, .g = g, .x = x, .y = y, .scratch = scratch, .panels = panels};
-  const int mr = p->uk->mr;
+static void run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x, float *y,
+                     float *scratch, int act, const float *panels, int pan0, int pan1, size_t m0, size_t m1,
+                     size_t tile, int igemm) {
+  conv_job j = {.p = p, .g = g, .x = x, .y = y, .scratch = scratch, .panels = panels, .igemm = igemm};
+  const int mr = igemm ? p->iuk->mr : p->uk->mr;
   j.m0 = m0;
   j.m1 = m1;
   j.pan0 = (size_t)pan0;
   j.pan1 = (size_t)pan1;
-  j.mt = g->direct ? (size_t)(mr * 8) : (size_t)tile_rows(p->k, mr);
-  if (tile && tile < j.mt) j.mt = tile; /* a budget plan's smaller scratch */
+  /* direct conv: im2col's rows per task too (it balances the same weight reuse), no scratch cap */
+  j.mt = g->direct && !igemm ? (size_t)(mr * 8) : (size_t)tile_rows(p->k, mr);
+  if (tile && tile < j.mt && !igemm) j.mt = tile; /* a budget plan's smaller scratch */
   const size_t rows = m1 - m0, panels_n = (size_t)(pan1 - pan0), threads = (size_t)fx_pool_threads(pool);
   j.panel_groups = 1;
   if (threads > 1 && rows > 0 && panels_n > 0) {
@@ -344,3 +372,21 @@ void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *
   j.curve = fx_act_is_curve(act) ? act : 0;
   if (m1 > m0 && panels_n) fx_parallel_tasks(pool, j.row_groups * j.panel_groups, conv_task, &j);
 }
+
+void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
+                      float *y, float *scratch, int act, const float *panels, int pan0, int pan1,
+                      size_t m0, size_t m1, size_t tile) {
+  run_part(pool, p, g, x, y, scratch, act, panels, pan0, pan1, m0, m1, tile, p->direct);
+}
+
+void fx_conv_run_direct_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
+                             float *y, int act, const float *panels, int pan0, int pan1, size_t m0, size_t m1) {
+  run_part(pool, p, g, x, y, NULL, act, panels, pan0, pan1, m0, m1, 0, 1);
+}
+
+int fx_conv_direct_supported(const fx_conv_pack *p, const fx_conv_geom *g) {
+  return !p->tile && p->iuk && p->k == g->kh * g->kw * g->cin && fx_conv_direct_geom_ok(g, p->iuk->mr);
+}
+
+void fx_conv_set_direct(fx_conv_pack *p, int on) { p->direct = on && p->iuk; }
+int fx_conv_pack_direct(const fx_conv_pack *p) { return p->direct; }

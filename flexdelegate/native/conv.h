@@ -57,4 +57,29 @@ size_t fx_conv_panel_bytes(const fx_conv_pack *p);
 size_t fx_conv_row_bytes(const fx_conv_pack *p); /* im2col bytes per output row per thread */
 struct fx_wref;
 const struct fx_wref *fx_conv_weights(const fx_conv_pack *p);
+
+/* ---- direct convolution (implicit GEMM, conv_direct.c): the same packed panels, no scratch ---- */
+struct fx_gemm_config;
+struct fx_igemm_config;
+/* Whether this conv can run direct: GEMM-packed (not Winograd) weights of a conv (not FC)
+ * whose kernel size and channels fit the fixed row-pointer and zero-row buffers. */
+int fx_conv_direct_supported(const fx_conv_pack *p, const fx_conv_geom *g);
+/* The load-time choice (conv_direct.c's measured table): nonzero if direct beats im2col here. */
+int fx_conv_direct_wins(const fx_conv_pack *p, const fx_conv_geom *g);
+/* Makes fx_conv_run / fx_conv_run_part run this pack direct (scratch 0; the kernel name says
+ * so). Only for a supported geometry. */
+void fx_conv_set_direct(fx_conv_pack *p, int on);
+int fx_conv_pack_direct(const fx_conv_pack *p);
+/* As fx_conv_run_part, direct: rows [m0, m1), panels [pan0, pan1) at `panels`; no scratch. */
+void fx_conv_run_direct_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
+                             float *y, int act, const float *panels, int pan0, int pan1, size_t m0, size_t m1);
+/* A pack for GEMM kernel `uk` (any this CPU runs) rather than the chosen one: test entries. */
+fx_conv_pack *fx_conv_pack_new_with(struct fx_store *store, const struct fx_gemm_config *uk, int n, int k,
+                                    const float *w, const float *bias);
+
+/* conv_direct.c's parts, for conv.c */
+int fx_conv_direct_geom_ok(const fx_conv_geom *g, int mr);
+void fx_conv_direct_rows(const struct fx_igemm_config *uk, const fx_conv_geom *g, size_t n, const float *x,
+                         size_t m0, size_t rows, const float *panels, size_t pan_first, size_t pan0,
+                         size_t pan1, float *y, float lo, float hi);
 #endif

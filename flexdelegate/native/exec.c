@@ -67,7 +67,13 @@ const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *st
   int k = (int)(fx_shape_numel(&w->shape) / (size_t)(cout ? cout : 1));
   if (bd && (int)fx_shape_numel(&T(g, n->in[2])->shape) != cout) return "bias size != output channels";
   n->pack = fx_conv_pack_new(store, cout, k, n->wino_tile, wd, deferred, bd);
-  return n->pack ? NULL : "out of memory packing weights";
+  if (!n->pack) return "out of memory packing weights";
+  if (n->kind == FX_OP_CONV && !n->wino_tile) { /* the same panels run direct where that measured faster */
+    fx_conv_geom geo;
+    conv_geom(g, n, &geo);
+    fx_conv_set_direct(n->pack, fx_conv_direct_wins(n->pack, &geo));
+  }
+  return NULL;
 }
 
 size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads) {
@@ -108,6 +114,8 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, char *buf, size_
     conv_geom((fx_graph *)g, n, &geo);
     if (fx_conv_pack_tile(n->pack))
       snprintf(buf, len, "winograd-f%d %s%s", fx_conv_pack_tile(n->pack), fx_conv_pack_kernel(n->pack), curve);
+    else if (fx_conv_pack_direct(n->pack))
+      snprintf(buf, len, "direct %s%s", fx_conv_pack_kernel(n->pack), curve);
     else
       snprintf(buf, len, "gemm-%s %s%s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(n->pack), curve);
   } else {

@@ -9,35 +9,7 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include "gemm.h"
-
-__attribute__((target("avx2,fma"), always_inline)) static inline void
-store_row(float *ci, size_t nc, __m256 r0, __m256 r1, __m256 vlo, __m256 vhi) {
-  r0 = _mm256_min_ps(_mm256_max_ps(r0, vlo), vhi);
-  r1 = _mm256_min_ps(_mm256_max_ps(r1, vlo), vhi);
-  if (nc == 16) {
-    _mm256_storeu_ps(ci, r0);
-    _mm256_storeu_ps(ci + 8, r1);
-    return;
-  }
-  if (nc >= 8) {
-    _mm256_storeu_ps(ci, r0);
-    ci += 8;
-    nc -= 8;
-    r0 = r1;
-  }
-  __m128 h = _mm256_castps256_ps128(r0);
-  if (nc & 4) {
-    _mm_storeu_ps(ci, h);
-    ci += 4;
-    h = _mm256_extractf128_ps(r0, 1);
-  }
-  if (nc & 2) {
-    _mm_storel_pi((__m64 *)ci, h);
-    ci += 2;
-    h = _mm_movehl_ps(h, h);
-  }
-  if (nc & 1) _mm_store_ss(ci, h);
-}
+#include "store-16-avx2.h"
 
 __attribute__((target("avx2,fma")))
 void fx_f32_gemm_6x16_avx2(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
@@ -75,11 +47,11 @@ void fx_f32_gemm_6x16_avx2(size_t mr, size_t nc, size_t kc, const float *a, size
     c51 = _mm256_fmadd_ps(av, w1, c51);
   }
   const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-  if (mr > 0) store_row(c, nc, c00, c01, vlo, vhi);
-  if (mr > 1) store_row(c + c_stride, nc, c10, c11, vlo, vhi);
-  if (mr > 2) store_row(c + 2 * c_stride, nc, c20, c21, vlo, vhi);
-  if (mr > 3) store_row(c + 3 * c_stride, nc, c30, c31, vlo, vhi);
-  if (mr > 4) store_row(c + 4 * c_stride, nc, c40, c41, vlo, vhi);
-  if (mr > 5) store_row(c + 5 * c_stride, nc, c50, c51, vlo, vhi);
+  if (mr > 0) fx_store_row_16_avx2(c, nc, c00, c01, vlo, vhi);
+  if (mr > 1) fx_store_row_16_avx2(c + c_stride, nc, c10, c11, vlo, vhi);
+  if (mr > 2) fx_store_row_16_avx2(c + 2 * c_stride, nc, c20, c21, vlo, vhi);
+  if (mr > 3) fx_store_row_16_avx2(c + 3 * c_stride, nc, c30, c31, vlo, vhi);
+  if (mr > 4) fx_store_row_16_avx2(c + 4 * c_stride, nc, c40, c41, vlo, vhi);
+  if (mr > 5) fx_store_row_16_avx2(c + 5 * c_stride, nc, c50, c51, vlo, vhi);
 }
 #endif

@@ -9,7 +9,7 @@ typedef void (*fx_gemm_ukernel_fn)(size_t mr, size_t nc, size_t kc, const float 
                                    size_t a_stride, const float *w, float *c, size_t c_stride,
                                    float lo, float hi);
 
-typedef struct {
+typedef struct fx_gemm_config {
   const char *name; /* dtype-op-tile-isa, e.g. "f32-gemm-8x32-avx512f" */
   int mr, nr;
   fx_gemm_ukernel_fn fn;

@@ -66,6 +66,19 @@ int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, i
                       const float *filter, const float *bias, int act, float *y, int iters,
                       double *seconds);
 
+/* Direct (implicit-GEMM) convolution: name of the IGEMM kernel paired with GEMM kernel i (as
+ * flex_gemm_kernel_at; NULL past the end or without one). flex_conv2d_run packs filter
+ * [cout][kh][kw][cin] for GEMM kernel `variant` and runs CONV_2D of x [n,h,w,cin] into
+ * y [n,oh,ow,cout] (pad_top/pad_left leading zeros; oh/ow as given) as im2col GEMM (algo 0) or
+ * direct conv over the same packed weights (algo 1), on `threads` threads, `iters` times;
+ * seconds (if not NULL, room for max(iters, 1)) gets each run's time. 0 ok, -1 bad arguments,
+ * unsupported or OOM. */
+const char *flex_igemm_kernel_at(int i);
+int flex_conv2d_run(int variant, int algo, int threads, int n, int h, int w, int cin, int cout, int kh, int kw,
+                    int stride_h, int stride_w, int dil_h, int dil_w, int pad_top, int pad_left, int oh, int ow,
+                    const float *x, const float *filter, const float *bias, int act, float *y, int iters,
+                    double *seconds);
+
 /* ---- budget planning: the runtime describes a partition, Python's planner answers ---- */
 typedef struct {
   int index;            /* step order = layer order */
