@@ -38,10 +38,11 @@ const char *fx_conv_pack_kernel(const fx_conv_pack *p);
 size_t fx_conv_scratch_bytes(const fx_conv_pack *p, const fx_conv_geom *g, int threads);
 void fx_conv_run(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                  float *y, float *scratch, int act);
-/* Part of the GEMM, for budget plans: output rows [m0, m1) and weight panels [pan0, pan1)
- * (panel = nr output channels, contiguous in the packed blob), with `panels` pointing at panel
- * pan0 (e.g. a slice streamed into the arena); tile caps the im2col rows per thread (0 =
- * default), so the scratch fits the plan's slot. */
+/* Part of the conv, for budget plans: output rows [m0, m1) and weight panels [pan0, pan1)
+ * (panel = nr output channels, contiguous in the packed blob, fx_conv_panel_bytes each), with
+ * `panels` pointing at panel pan0 (e.g. a slice streamed into the arena); tile caps the im2col
+ * rows per thread (0 = default), so the scratch fits the plan's slot. A Winograd pack runs
+ * every row (m0, m1 and tile are not used) with its whole scratch. */
 void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                       float *y, float *scratch, int act, const float *panels, int pan0, int pan1,
                       size_t m0, size_t m1, size_t tile);

@@ -60,11 +60,13 @@ int flex_vsigmoid_run(int variant, const float *x, float *y, size_t n, int swish
 /* Winograd F(tile x tile, 3x3) stride-1 convolution (tile 4 or 6) with GEMM microkernel
  * `variant` (as flex_gemm_kernel_at): packs filter [cout][3][3][cin], then runs x [n,h,w,cin]
  * into y [n,oh,ow,cout] (pad_top/pad_left leading zeros; oh/ow as given) on `threads` threads,
- * `iters` times; *seconds (if not NULL) gets the fastest run. 0 ok, -1 bad arguments/OOM. */
+ * `iters` times; *seconds (if not NULL) gets the fastest run. slice_panels > 0 runs it as a
+ * budget plan does: slices of that many GEMM panels, each from its own copy of its packed byte
+ * range. 0 ok, -1 bad arguments/OOM. */
 int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, int cin, int cout,
                       int pad_top, int pad_left, int oh, int ow, const float *x,
-                      const float *filter, const float *bias, int act, float *y, int iters,
-                      double *seconds);
+                      const float *filter, const float *bias, int act, float *y, int slice_panels,
+                      int iters, double *seconds);
 
 /* ---- budget planning: the runtime describes a partition, Python's planner answers ---- */
 typedef struct {
