@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
-from budgetcheck import heavy_model
+from budgetcheck import heavy_model, min_budget, stock_reference
 from flexdelegate import load_flex
-from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
+from flexdelegate.run import invoke, make_interpreter, max_error
 
 MB = 2**20
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -23,17 +23,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def reference(model):
-    it = make_interpreter(model)
-    x = random_inputs(it, seed=4)
-    return x, invoke(it, x)
-
-
-def min_budget(model, cache):
-    with pytest.raises(RuntimeError) as e:
-        make_interpreter(model, delegate=load_flex(budget=0.01, cache_path=str(cache)))
-    text = str(e.value)
-    assert "infeasible" in text and "minimum is" in text and "node" in text
-    return float(text.split("minimum is ")[1].split(" MB")[0])
+    return stock_reference(model, seed=4)
 
 
 def test_every_feasible_budget_gives_the_same_answer(model, reference, tmp_path):
@@ -107,7 +97,7 @@ def test_set_budget_right_after_a_cold_unlimited_load(model, reference, tmp_path
 
 PEAK = textwrap.dedent("""
     import json, sys; sys.path.insert(0, {here!r})
-    from budgetcheck import heavy_model
+    from budgetcheck import heavy_model, min_budget, stock_reference
     from flexdelegate import load_flex
     from flexdelegate.memory import rss_bytes, peak_rss_bytes
     from flexdelegate.run import make_interpreter, random_inputs, invoke

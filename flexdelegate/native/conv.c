@@ -109,6 +109,10 @@ fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, int tile, const fl
   return p;
 }
 
+fx_conv_pack *fx_conv_pack_gemm_form(struct fx_store *store, const fx_conv_pack *p) {
+  return fx_conv_pack_new(store, p->n, p->k, 0, p->args.w, p->args.wsrc, p->args.bias);
+}
+
 int fx_conv_pack_tile(const fx_conv_pack *p) { return p->tile; }
 const float *fx_conv_pack_bias(const fx_conv_pack *p) { return p->args.bias; }
 
@@ -284,12 +288,7 @@ const struct fx_wref *fx_conv_weights(const fx_conv_pack *p) { return p->ref; }
 
 void fx_conv_run(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                  float *y, float *scratch, int act) {
-  fx_conv_run_with(pool, p, g, x, y, scratch, act, p->ref->data);
-}
-
-void fx_conv_run_with(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x, float *y,
-                      float *scratch, int act, const float *packed) {
-  fx_conv_run_part(pool, p, g, x, y, scratch, act, packed, 0, fx_conv_panels(p), 0, g->m, 0);
+  fx_conv_run_part(pool, p, g, x, y, scratch, act, p->ref->data, 0, fx_conv_panels(p), 0, g->m, 0);
 }
 
 void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,

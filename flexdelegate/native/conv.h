@@ -24,10 +24,10 @@ fx_conv_pack *fx_conv_pack_new(struct fx_store *store, int n, int k, int tile, c
  * im2col GEMM: the per-ISA choice measured by bench/winograd.py. */
 int fx_conv_choose_tile(int oh, int ow, int cin, int cout);
 int fx_conv_pack_tile(const fx_conv_pack *p);
+/* The im2col GEMM-panel packing of a Winograd pack's weights (from the same store), so a
+ * budget plan can run the layer as GEMM where the Winograd form does not fit. NULL on OOM. */
+fx_conv_pack *fx_conv_pack_gemm_form(struct fx_store *store, const fx_conv_pack *p);
 const float *fx_conv_pack_bias(const fx_conv_pack *p);
-/* The whole conv with the packed weights at `packed` (e.g. streamed into a budget arena). */
-void fx_conv_run_with(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x, float *y,
-                      float *scratch, int act, const float *packed);
 void fx_conv_pack_free(fx_conv_pack *p);
 /* Verifies cached packed weights once (repacking from the model if damaged); -1 on OOM. */
 int fx_conv_pack_check(fx_conv_pack *p);

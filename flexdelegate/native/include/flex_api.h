@@ -69,6 +69,24 @@ int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, i
                       int iters, double *seconds);
 
 /* ---- budget planning: the runtime describes a partition, Python's planner answers ---- */
+/* The ways a layer can run under a budget (flex_kernel_desc.kernel, flex_step_plan.kernel). */
+enum {
+  FLEX_KERNEL_NODE = 0,     /* the node's own kernel; its raw constant (depthwise filter) in a slot */
+  FLEX_KERNEL_GEMM = 1,     /* im2col/direct GEMM panels, sliced by output channels */
+  FLEX_KERNEL_GEMM_ROWS = 2, /* the same panels whole, the im2col rows sliced */
+  FLEX_KERNEL_WINOGRAD = 3  /* Winograd-transformed panels, sliced by output channels */
+};
+
+typedef struct {
+  int kernel;             /* FLEX_KERNEL_* */
+  int slicing;            /* 0 none, 1 weights (output channels), 2 input (output rows) */
+  uint64_t weight_bytes;  /* this kernel's packed weights (Winograd: transformed), or raw constant bytes */
+  uint64_t scratch_bytes; /* its whole scratch (im2col tiles, Winograd transforms) */
+  double compute_us, load_us;
+  int out_channels, out_rows; /* what slicing 1 / 2 splits */
+  int simd;               /* slices are multiples of this many channels (panel width) or rows */
+} flex_kernel_desc;
+
 typedef struct {
   int index;            /* step order = layer order */
   int node;             /* its TFLite node index (for messages) */
@@ -76,11 +94,8 @@ typedef struct {
   int n_inputs;
   const int *inputs;    /* tensor ids (activations and partition inputs) */
   int output;
-  int weighted;         /* 1: gemm (sliceable weights), 2: raw constants in a slot, 3: whole Winograd blob */
-  uint64_t weight_bytes;  /* packed (gemm) or raw constant bytes */
-  uint64_t scratch_bytes; /* full im2col scratch (0 for direct GEMM) */
-  int out_channels, out_rows, channel_simd, row_simd;
-  double compute_us, load_us;
+  int n_kernels;
+  const flex_kernel_desc *kernels;
 } flex_layer_desc;
 
 typedef struct {
@@ -100,6 +115,7 @@ typedef struct {
 
 typedef struct {
   int layer, slice;
+  int kernel;           /* FLEX_KERNEL_*: one the layer's description offered */
   int slicing;          /* 0 none, 1 weights (channels), 2 input (rows) */
   int64_t start, count; /* the slice's channels or rows */
   uint64_t w_offset, w_bytes; /* its weight slot (w_bytes 0: none) */
