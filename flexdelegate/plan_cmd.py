@@ -1,6 +1,7 @@
 """`flexdelegate plan MODEL --budget MB [--out plan.png]`: how the model runs under a budget,
-per layer: kernel, slices, preload distance, pinned or streamed; optionally a picture of the
-plan as time x address blocks by kind."""
+per layer: kernel (winograd, gemm by output channels, gemm-rows by im2col rows, or the op's own),
+slices and what they split (output channels or rows), preload distance, pinned or streamed;
+optionally a picture of the plan as time x address blocks by kind."""
 from __future__ import annotations
 
 import argparse
@@ -45,7 +46,7 @@ def main(argv=None) -> int:
     print(f"budget {args.budget:.2f} MB: arena {plan.arena_bytes / 2**20:.2f} MB, minimum "
           f"{plan.min_budget_bytes / 2**20:.2f} MB, {len(plan.steps)} steps, pinned "
           f"{plan.pinned_bytes / 2**20:.2f} MB, simulated {plan.latency_us / 1e3:.1f} ms")
-    print(f"{'node':>5s} {'op':22s} {'kernel':18s} {'slices':>6s} {'weights MB':>10s} {'preload':>7s}  where")
+    print(f"{'node':>5s} {'op':22s} {'kernel':18s} {'slices':>6s} {'by':8s} {'weights MB':>10s} {'preload':>7s}  where")
     for lp, node in zip(plan.layers, nodes):
         wbytes = sum(s.nbytes for s in lp.weight_slots)
         if not lp.weight_slots:
@@ -55,7 +56,8 @@ def main(argv=None) -> int:
         else:
             where = "streamed"
             preload = str(lp.first_step - lp.load_after - 1 if lp.load_after >= 0 else lp.first_step)
-        print(f"{node:5d} {lp.op:22s} {lp.kernel:18s} {lp.slices:6d} {wbytes / 2**20:10.2f} {preload:>7s}  {where}")
+        by = {"weights": "channels", "input": "rows"}.get(lp.slicing, "-") if lp.slices > 1 else "-"
+        print(f"{node:5d} {lp.op:22s} {lp.kernel:18s} {lp.slices:6d} {by:8s} {wbytes / 2**20:10.2f} {preload:>7s}  {where}")
     if args.out:
         try:
             from .planner.draw import draw

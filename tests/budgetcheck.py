@@ -1,18 +1,27 @@
-"""A model whose weights dwarf its activations, so budgets force slicing and streaming; and
-the smallest budget a model runs at."""
+"""Models whose weights dwarf their activations, so budgets force slicing and streaming, and
+what every budget test asks of them."""
 import numpy as np
-import pytest
 
 from flexdelegate import load_flex
-from flexdelegate.run import make_interpreter
+from flexdelegate.run import invoke, make_interpreter, random_inputs
 from flexdelegate.tflite.writer import ModelBuilder
 
 
-def min_budget(model, cache="") -> float:
-    """The minimum the delegate names when a budget is infeasible (MB)."""
-    with pytest.raises(RuntimeError) as e:
-        make_interpreter(model, delegate=load_flex(budget=0.01, cache_path=str(cache)))
-    text = str(e.value)
+def stock_reference(model, seed):
+    """(inputs, outputs) of `model` on stock TFLite."""
+    it = make_interpreter(model)
+    x = random_inputs(it, seed=seed)
+    return x, invoke(it, x)
+
+
+def min_budget(model, cache, **opts) -> float:
+    """The minimum budget (MB) the delegate names when a load asks for too little."""
+    try:
+        make_interpreter(model, delegate=load_flex(budget=0.01, cache_path=str(cache), **opts))
+    except RuntimeError as e:
+        text = str(e)
+    else:
+        raise AssertionError("a 0.01 MB budget was accepted")
     assert "infeasible" in text and "minimum is" in text and "node" in text
     return float(text.split("minimum is ")[1].split(" MB")[0])
 
@@ -40,4 +49,22 @@ def heavy_model(seed=0, fc=1536, size=16, c=32) -> bytes:
              fused_activation_function="RELU" if i < 2 else "NONE")
         prev, prev_n = y, n
     b.output(prev)
+    return b.build()
+
+
+def winograd_model(seed=0, size=40, cin=16, cout=192) -> bytes:
+    """CONV 3x3 stride 1 (RELU), big enough to run as Winograd -> CONV 1x1 back to cin channels.
+    Its transformed weights (~0.8 MB) outweigh the plain ones 7x, so budgets decide between the
+    whole Winograd blob, Winograd slices and the GEMM form."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    x = b.input((1, size, size, cin), name="x")
+    h = b.tensor((1, size, size, cout))
+    b.op("CONV_2D", [x, b.const((rng.standard_normal((cout, 3, 3, cin)) / np.sqrt(9 * cin)).astype(np.float32)),
+                     b.const(rng.standard_normal(cout).astype(np.float32) * 0.1)], [h], padding="SAME",
+         stride_w=1, stride_h=1, fused_activation_function="RELU")
+    y = b.tensor((1, size, size, cin))
+    b.op("CONV_2D", [h, b.const((rng.standard_normal((cin, 1, 1, cout)) / np.sqrt(cout)).astype(np.float32)),
+                     b.const(np.zeros(cin, np.float32))], [y], padding="VALID", stride_w=1, stride_h=1)
+    b.output(y)
     return b.build()

@@ -8,9 +8,9 @@ import textwrap
 
 import pytest
 
-from budgetcheck import heavy_model, min_budget
+from budgetcheck import heavy_model, min_budget, stock_reference
 from flexdelegate import load_flex
-from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
+from flexdelegate.run import invoke, make_interpreter, max_error
 
 MB = 2**20
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -23,9 +23,7 @@ def model():
 
 @pytest.fixture(scope="module")
 def reference(model):
-    it = make_interpreter(model)
-    x = random_inputs(it, seed=4)
-    return x, invoke(it, x)
+    return stock_reference(model, seed=4)
 
 
 def test_every_feasible_budget_gives_the_same_answer(model, reference, tmp_path):
@@ -99,7 +97,7 @@ def test_set_budget_right_after_a_cold_unlimited_load(model, reference, tmp_path
 
 PEAK = textwrap.dedent("""
     import json, sys; sys.path.insert(0, {here!r})
-    from budgetcheck import heavy_model, min_budget
+    from budgetcheck import heavy_model, min_budget, stock_reference
     from flexdelegate import load_flex
     from flexdelegate.memory import rss_bytes, peak_rss_bytes
     from flexdelegate.run import make_interpreter, random_inputs, invoke

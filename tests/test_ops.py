@@ -1053,9 +1053,19 @@ def test_fused_residual_add_with_budget(above_min):
     # Budgeted runs compute the conv slice by slice (its 1.3 MB of weights streamed in parts
     # near the minimum budget): each slice adds its part of the shortcut.
     model = _residual_block(kh=3, hw=(8, 8), c=192)
-    stats = check(model, scale=3, flex={"budget": min_budget(model) + above_min})
+    stats = check(model, scale=3, flex={"budget": min_budget(model, "") + above_min})
     assert _fused_adds(stats) == 1
     assert stats["partitions_memory"][0]["steps"] > 3  # sliced: more steps than nodes
+
+
+@pytest.mark.parametrize("above_min", [0.01, 0.5, 2])
+def test_fused_residual_add_with_budget_on_winograd_slices(above_min):
+    # A Winograd conv under a budget runs as channel slices (or falls back to GEMM): each
+    # slice adds the shortcut's columns it computed.
+    model = _residual_block(kh=3, hw=(16, 16), c=128)
+    stats = check(model, scale=3, flex={"budget": min_budget(model, "", winograd="all") + above_min,
+                                        "winograd": "all"})
+    assert _fused_adds(stats) == 1
 
 
 def test_fused_residual_add_after_resizing_the_input():

@@ -12,6 +12,7 @@ enum fx_slicing { FX_SLICE_NONE = 0, FX_SLICE_WEIGHTS = 1, FX_SLICE_INPUT = 2 };
 
 typedef struct {
   int node;            /* index in the partition's graph */
+  int kernel;          /* FLEX_KERNEL_* (flex_api.h): which form of the node runs */
   int slicing;         /* enum fx_slicing */
   int64_t start, count; /* output channels (weights) or output rows (input) of this step */
   int unit;            /* the load unit holding its weights, -1 if it has none */

@@ -26,12 +26,68 @@
 #define OTHER_FLOPS_PER_US 8e3
 #define LOAD_BYTES_PER_US 3e3
 
-/* 1: GEMM weights (sliceable by panels); 2: a raw constant (depthwise filter); 3: a whole
- * packed blob (Winograd: its points interleave every output channel, so it is not sliced). */
-static int weighted_kind(const fx_node *n) {
-  if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && n->pack) return fx_conv_pack_tile(n->pack) ? 3 : 1;
-  if (n->kind == FX_OP_DEPTHWISE) return 2;
-  return 0;
+/* Winograd's measured speed-up over im2col GEMM on the layers it is chosen for. */
+#define WINOGRAD_SPEEDUP 2.5
+
+/* Ways to run one layer at most: Winograd, GEMM by channels, GEMM by rows, and room for one
+ * more form of the same weights. */
+#define FX_MAX_KERNELS 4
+
+/* The packed weights a kernel runs with: a conv's GEMM panels (its own, or the GEMM form of a
+ * Winograd conv) or its Winograd panels; NULL for FLEX_KERNEL_NODE or a form the node lacks. */
+static const fx_conv_pack *pack_for(const fx_node *n, int kernel) {
+  if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) return NULL;
+  const int winograd = fx_conv_pack_tile(n->pack) != 0;
+  if (kernel == FLEX_KERNEL_WINOGRAD) return winograd ? n->pack : NULL;
+  if (kernel == FLEX_KERNEL_GEMM || kernel == FLEX_KERNEL_GEMM_ROWS) return winograd ? n->gemm_pack : n->pack;
+  return NULL;
+}
+
+/* A raw constant the node's own kernel reads from a weight slot (the depthwise filter). */
+static size_t raw_weight_bytes(const fx_graph *g, const fx_node *n) {
+  return n->kind == FX_OP_DEPTHWISE ? fx_shape_numel(&g->tensors[n->in[1]].shape) * sizeof(float) : 0;
+}
+
+/* Every way layer n can run, with its bytes and estimates (the planner ranks them). A packed
+ * form whose packing ran out of memory is not offered. Returns how many (>= 1 unless none). */
+static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_kernel_desc *k) {
+  const double flops = n->flops > 0 ? n->flops : 1;
+  if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) {
+    const size_t raw = raw_weight_bytes(g, n);
+    k[0] = (flex_kernel_desc){.kernel = FLEX_KERNEL_NODE, .slicing = FX_SLICE_NONE, .weight_bytes = raw,
+                              .compute_us = flops / (OTHER_FLOPS_PER_US * threads),
+                              .load_us = (double)raw / LOAD_BYTES_PER_US, .simd = 1};
+    return 1;
+  }
+  fx_conv_geom geo;
+  fx_node_conv_geom(g, n, &geo);
+  const double gemm_us = flops / (GEMM_FLOPS_PER_US * threads);
+  int nk = 0;
+  for (int kernel = FLEX_KERNEL_GEMM; kernel <= FLEX_KERNEL_WINOGRAD; kernel++) {
+    const fx_conv_pack *p = pack_for(n, kernel);
+    if (!p || !fx_conv_weights(p)->data) continue;
+    const size_t scratch = fx_conv_scratch_bytes(p, &geo, threads);
+    if (kernel == FLEX_KERNEL_GEMM_ROWS && !scratch) continue; /* no im2col: nothing to slice by rows */
+    const uint64_t bytes = (uint64_t)fx_conv_panels(p) * fx_conv_panel_bytes(p);
+    const int rows = kernel == FLEX_KERNEL_GEMM_ROWS;
+    k[nk++] = (flex_kernel_desc){
+        .kernel = kernel, .slicing = rows ? FX_SLICE_INPUT : FX_SLICE_WEIGHTS, .weight_bytes = bytes,
+        .scratch_bytes = scratch, .compute_us = kernel == FLEX_KERNEL_WINOGRAD ? gemm_us / WINOGRAD_SPEEDUP : gemm_us,
+        .load_us = (double)bytes / LOAD_BYTES_PER_US, .out_channels = fx_conv_panels(p) * fx_conv_nr(p),
+        .out_rows = (int)geo.m, .simd = rows ? fx_gemm_config_get()->mr * threads : fx_conv_nr(p)};
+  }
+  return nk;
+}
+
+int fx_budget_add_gemm_forms(fx_graph *g, struct fx_store *store) {
+  int added = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    if (!n->pack || !fx_conv_pack_tile(n->pack) || n->gemm_pack) continue;
+    if (!(n->gemm_pack = fx_conv_pack_gemm_form(store, n->pack))) return -1;
+    added++;
+  }
+  return added;
 }
 
 void fx_budget_plan_free(fx_budget_plan *bp) {
@@ -65,8 +121,8 @@ size_t fx_budget_unlimited_extra(const fx_graph *g) {
 }
 
 /* What the planner needs to know about the partition. */
-static int describe(const fx_graph *g, int threads, const int *layers, int n_layers, flex_layer_desc *ld,
-                    int *ins, flex_tensor_desc *td, int *n_td) {
+static void describe(const fx_graph *g, int threads, const int *layers, int n_layers, flex_layer_desc *ld,
+                     flex_kernel_desc *kd, int *ins, flex_tensor_desc *td, int *n_td) {
   int nt = 0, used_ins = 0;
   for (int l = 0; l < n_layers; l++) {
     const fx_node *n = &g->nodes[layers[l]];
@@ -83,28 +139,8 @@ static int describe(const fx_graph *g, int threads, const int *layers, int n_lay
       d->n_inputs++;
     }
     d->output = n->out[0];
-    d->weighted = weighted_kind(n);
-    double flops = n->flops > 0 ? n->flops : 1;
-    d->compute_us = flops / ((d->weighted == 1 ? GEMM_FLOPS_PER_US : OTHER_FLOPS_PER_US) * threads);
-    if (d->weighted == 1) {
-      fx_conv_geom geo;
-      fx_node_conv_geom(g, n, &geo);
-      d->weight_bytes = (uint64_t)fx_conv_panels(n->pack) * fx_conv_panel_bytes(n->pack);
-      d->scratch_bytes = fx_conv_scratch_bytes(n->pack, &geo, threads);
-      d->out_channels = fx_conv_panels(n->pack) * fx_conv_nr(n->pack);
-      d->out_rows = (int)geo.m;
-      d->channel_simd = fx_conv_nr(n->pack);
-      d->row_simd = fx_gemm_config_get()->mr * threads;
-    } else if (d->weighted == 2) {
-      d->weight_bytes = fx_shape_numel(&g->tensors[n->in[1]].shape) * sizeof(float);
-    } else if (d->weighted == 3) {
-      fx_conv_geom geo;
-      fx_node_conv_geom(g, n, &geo);
-      d->weight_bytes = fx_conv_weights(n->pack)->size;
-      d->scratch_bytes = fx_conv_scratch_bytes(n->pack, &geo, threads);
-      d->compute_us /= 2.5; /* Winograd's measured speed-up over im2col on its layers */
-    }
-    d->load_us = (double)d->weight_bytes / LOAD_BYTES_PER_US;
+    d->kernels = kd + (size_t)l * FX_MAX_KERNELS;
+    d->n_kernels = kernels_of(g, n, threads, kd + (size_t)l * FX_MAX_KERNELS);
     for (int k = -1; k < d->n_inputs; k++) { /* every tensor the layers touch, once */
       int id = k < 0 ? d->output : d->inputs[k];
       int seen = 0;
@@ -118,12 +154,11 @@ static int describe(const fx_graph *g, int threads, const int *layers, int n_lay
     }
   }
   *n_td = nt;
-  return 0;
 }
 
-/* The GEMM panels [pan0, pan1) a step computes: its channel slice, or all of them. */
-static void step_panels(const fx_node *n, int slicing, int64_t start, int64_t count, int *pan0, int *pan1) {
-  const int nr = fx_conv_nr(n->pack), panels = fx_conv_panels(n->pack);
+/* The panels [pan0, pan1) of pack p a step computes: its channel slice, or all of them. */
+static void step_panels(const fx_conv_pack *p, int slicing, int64_t start, int64_t count, int *pan0, int *pan1) {
+  const int nr = fx_conv_nr(p), panels = fx_conv_panels(p);
   *pan0 = 0;
   *pan1 = panels;
   if (slicing != FX_SLICE_WEIGHTS) return;
@@ -138,31 +173,29 @@ static const char *check_step(const fx_graph *g, const flex_step_plan *s, int n_
   if (s->w_bytes && (s->w_offset > arena || s->w_bytes > arena - s->w_offset)) return "weight slot outside the arena";
   if (s->s_bytes && (s->s_offset > arena || s->s_bytes > arena - s->s_offset)) return "scratch slot outside the arena";
   const fx_node *n = &g->nodes[layers[s->layer]];
-  int wk = weighted_kind(n);
-  if (wk == 1) {
-    fx_conv_geom geo;
-    fx_node_conv_geom(g, n, &geo);
-    const int nr = fx_conv_nr(n->pack), panels = fx_conv_panels(n->pack);
-    if (s->slicing == FX_SLICE_WEIGHTS) {
-      if (s->start < 0 || s->count <= 0 || s->start % nr || s->start >= (int64_t)panels * nr) return "bad channel slice";
-    } else if (s->slicing == FX_SLICE_INPUT) {
-      if (s->start < 0 || s->count <= 0 || (uint64_t)(s->start + s->count) > geo.m) return "bad row slice";
-    }
-    if (!s->w_bytes) return "gemm layer without a weight slot";
-    size_t need_scratch = fx_conv_scratch_bytes(n->pack, &geo, threads);
-    if (need_scratch && s->s_bytes < (uint64_t)threads * fx_gemm_config_get()->mr * fx_conv_row_bytes(n->pack))
-      return "scratch slot below one tile";
-  } else if (wk == 2 && s->w_bytes < fx_shape_numel(&g->tensors[n->in[1]].shape) * sizeof(float)) {
-    return "weight slot too small";
-  } else if (wk == 3) {
-    fx_conv_geom geo;
-    fx_node_conv_geom(g, n, &geo);
-    if (s->w_bytes < fx_conv_weights(n->pack)->size) return "weight slot too small";
-    if (s->s_bytes < fx_conv_scratch_bytes(n->pack, &geo, threads)) return "scratch slot too small";
+  flex_kernel_desc offered[FX_MAX_KERNELS];
+  const int nk = kernels_of(g, n, threads, offered);
+  const flex_kernel_desc *k = NULL;
+  for (int i = 0; i < nk && !k; i++)
+    if (offered[i].kernel == s->kernel) k = &offered[i];
+  if (!k) return "plan names a kernel the layer does not offer";
+  if (s->slicing != FX_SLICE_NONE && s->slicing != k->slicing) return "plan slices a layer its kernel cannot slice so";
+  const fx_conv_pack *p = pack_for(n, s->kernel);
+  if (!p) return s->w_bytes < k->weight_bytes ? "weight slot too small" : NULL;
+  fx_conv_geom geo;
+  fx_node_conv_geom(g, n, &geo);
+  const int nr = fx_conv_nr(p), panels = fx_conv_panels(p);
+  if (s->slicing == FX_SLICE_WEIGHTS) {
+    if (s->start < 0 || s->count <= 0 || s->start % nr || s->start >= (int64_t)panels * nr) return "bad channel slice";
+  } else if (s->slicing == FX_SLICE_INPUT) {
+    if (s->start < 0 || s->count <= 0 || (uint64_t)(s->start + s->count) > geo.m) return "bad row slice";
   }
+  if (!s->w_bytes) return "conv layer without a weight slot";
+  if (fx_conv_pack_tile(p)) return s->s_bytes < k->scratch_bytes ? "scratch slot too small" : NULL;
+  if (k->scratch_bytes && s->s_bytes < (uint64_t)threads * fx_gemm_config_get()->mr * fx_conv_row_bytes(p))
+    return "scratch slot below one tile";
   return NULL;
 }
-
 const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct fx_store *store, fx_budget_plan *out,
                                 char *msg, size_t msg_len) {
   memset(out, 0, sizeof *out);
@@ -173,14 +206,15 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
     if (!g->nodes[i].at_prepare) layers[n_layers++] = i;
   }
   flex_layer_desc *ld = calloc((size_t)n_layers + 1, sizeof *ld);
+  flex_kernel_desc *kd = calloc((size_t)n_layers * FX_MAX_KERNELS + 1, sizeof *kd);
   int *ins = calloc((size_t)total_in + 1, sizeof *ins);
   flex_tensor_desc *td = calloc((size_t)(total_in + n_layers) + 1, sizeof *td);
   flex_step_plan *sp = NULL;
   uint64_t *offs = NULL;
   const char *why = NULL;
-  if (!layers || !ld || !ins || !td) { why = "out of memory"; goto done; }
+  if (!layers || !ld || !kd || !ins || !td) { why = "out of memory"; goto done; }
   int n_td = 0;
-  describe(g, threads, layers, n_layers, ld, ins, td, &n_td);
+  describe(g, threads, layers, n_layers, ld, kd, ins, td, &n_td);
   size_t reserve = FX_BUDGET_RUNTIME_RESERVE + external_bytes(g);
   flex_graph_desc desc = {n_layers, n_td, threads, ld, td, budget, reserve, fx_gemm_config_get()->name};
   flex_plan plan = {0};
@@ -227,23 +261,25 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
     const flex_step_plan *s = &sp[i];
     const fx_node *n = &g->nodes[layers[s->layer]];
     fx_step *st = &steps[i];
-    *st = (fx_step){layers[s->layer], s->slicing, s->start, s->count, -1, s->w_offset, s->s_offset, s->s_bytes};
+    *st = (fx_step){layers[s->layer], s->kernel, s->slicing, s->start, s->count, -1, s->w_offset, s->s_offset,
+                    s->s_bytes};
     deps[i] = s->dep;
     if (s->layer != last_layer) last_unit_of_layer = -1;
     last_layer = s->layer;
-    int wk = weighted_kind(n);
-    if (!wk || !s->w_bytes) continue;
+    const fx_conv_pack *p = pack_for(n, s->kernel);
+    const size_t raw = p ? 0 : raw_weight_bytes(g, n);
+    if (!s->w_bytes || (!p && !raw)) continue;
     if (!s->w_new && last_unit_of_layer >= 0) { st->unit = last_unit_of_layer; continue; }
     fx_load_unit *u = &units[n_units];
     u->slot = s->w_offset;
     u->step = i;
     u->pinned = s->w_pinned;
-    if (wk == 1 || wk == 3) {
-      const fx_wref *w = fx_conv_weights(n->pack);
+    if (p) { /* a run of whole panels: one contiguous range of the packed blob */
+      const fx_wref *w = fx_conv_weights(p);
       int pan0, pan1;
-      step_panels(n, wk == 1 ? s->slicing : FX_SLICE_NONE, s->start, s->count, &pan0, &pan1);
-      size_t off = wk == 3 ? 0 : (size_t)pan0 * fx_conv_panel_bytes(n->pack);
-      u->bytes = wk == 3 ? w->size : (size_t)(pan1 - pan0) * fx_conv_panel_bytes(n->pack);
+      step_panels(p, s->slicing, s->start, s->count, &pan0, &pan1);
+      size_t off = (size_t)pan0 * fx_conv_panel_bytes(p);
+      u->bytes = (size_t)(pan1 - pan0) * fx_conv_panel_bytes(p);
       if (u->bytes > s->w_bytes) { why = "weight slot smaller than its slice"; free(steps); free(units); free(deps); goto done; }
       if (w->map) { /* stream from the file: pread, so the pages never enter our mapping */
         u->from_file = 1;
@@ -254,7 +290,7 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
       }
     } else {
       u->mem = g->tensors[n->in[1]].cdata;
-      u->bytes = fx_shape_numel(&g->tensors[n->in[1]].shape) * sizeof(float);
+      u->bytes = raw;
     }
     st->unit = last_unit_of_layer = n_units++;
   }
@@ -274,6 +310,7 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
 done:
   free(layers);
   free(ld);
+  free(kd);
   free(ins);
   free(td);
   free(sp);
@@ -307,6 +344,14 @@ int fx_budget_plan_slices(const fx_budget_plan *bp, int node) {
   return count ? count : 1;
 }
 
+const struct fx_conv_pack *fx_budget_plan_pack(const fx_budget_plan *bp, const fx_graph *g, int node) {
+  int n_steps = 0;
+  const fx_step *steps = bp->exec ? fx_budget_steps(bp->exec, &n_steps) : NULL;
+  for (int i = 0; i < n_steps; i++)
+    if (steps[i].node == node) return pack_for(&g->nodes[node], steps[i].kernel);
+  return g->nodes[node].pack;
+}
+
 int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *arena, int profile) {
   int n_steps;
   const fx_step *steps = fx_budget_steps(bp->exec, &n_steps);
@@ -316,37 +361,32 @@ int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *are
     fx_node *n = &g->nodes[s->node];
     uint64_t t0 = profile ? fx_now_ns() : 0; /* includes waiting for its weights: that is its cost */
     if (fx_budget_wait(bp->exec, i)) return -1;
-    int wk = weighted_kind(n);
-    if (wk == 3) {
-      fx_conv_geom geo;
-      fx_node_conv_geom(g, n, &geo);
-      fx_conv_run_with(pool, n->pack, &geo, g->tensors[n->in[0]].ptr, g->tensors[n->out[0]].ptr,
-                       (float *)(arena + s->s_off), n->act, (const float *)(arena + s->w_off));
-    } else if (wk == 1) {
+    const fx_conv_pack *p = pack_for(n, s->kernel);
+    if (p) {
       fx_conv_geom geo;
       fx_node_conv_geom(g, n, &geo);
       int pan0, pan1;
-      step_panels(n, s->slicing, s->start, s->count, &pan0, &pan1);
+      step_panels(p, s->slicing, s->start, s->count, &pan0, &pan1);
       size_t m0 = 0, m1 = geo.m, tile = 0;
       if (s->slicing == FX_SLICE_INPUT) {
         m0 = (size_t)s->start;
         m1 = (size_t)(s->start + s->count);
       }
-      if (!geo.direct) {
+      if (!fx_conv_pack_tile(p) && !geo.direct) { /* im2col rows per thread that fit the slot */
         int threads = fx_pool_threads(pool);
-        tile = s->s_bytes / ((size_t)threads * fx_conv_row_bytes(n->pack));
+        tile = s->s_bytes / ((size_t)threads * fx_conv_row_bytes(p));
         tile = tile / (size_t)fx_gemm_config_get()->mr * (size_t)fx_gemm_config_get()->mr;
       }
-      fx_conv_run_part(pool, n->pack, &geo, g->tensors[n->in[0]].ptr, g->tensors[n->out[0]].ptr,
+      fx_conv_run_part(pool, p, &geo, g->tensors[n->in[0]].ptr, g->tensors[n->out[0]].ptr,
                        (float *)(arena + s->s_off), n->act, (const float *)(arena + s->w_off), pan0, pan1, m0, m1, tile);
     } else {
       void *saved = NULL;
-      if (wk == 2) { /* the filter was copied into its slot */
+      if (s->unit >= 0) { /* the filter was copied into its slot */
         saved = g->tensors[n->in[1]].ptr;
         g->tensors[n->in[1]].ptr = arena + s->w_off;
       }
       int rc = fx_run_node(g, n, pool);
-      if (wk == 2) g->tensors[n->in[1]].ptr = saved;
+      if (s->unit >= 0) g->tensors[n->in[1]].ptr = saved;
       if (rc) return -1;
     }
     fx_budget_done(bp->exec, i);

@@ -6,6 +6,7 @@
 #include "pool.h"
 
 struct fx_store;
+struct fx_conv_pack;
 
 /* A partition's plan under a budget, ready to run. */
 typedef struct {
@@ -29,6 +30,12 @@ const char *fx_budget_plan_start(fx_budget_plan *bp, char *arena);
 int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *arena, int profile);
 /* Steps (slices) the plan runs node `node` in (1 when unsliced or unplanned). */
 int fx_budget_plan_slices(const fx_budget_plan *bp, int node);
+/* The packed weights node `node` runs with: the form the plan chose, else its own pack. */
+const struct fx_conv_pack *fx_budget_plan_pack(const fx_budget_plan *bp, const fx_graph *g, int node);
+/* Under a budget: packs the im2col GEMM form of every Winograd conv in g that lacks one (the
+ * plan may run that instead when the Winograd weights do not fit). Returns how many it added
+ * (pending in the store until its commit), or -1 when out of memory. */
+int fx_budget_add_gemm_forms(fx_graph *g, struct fx_store *store);
 void fx_budget_plan_free(fx_budget_plan *bp);
 /* What the unlimited plan holds outside its arena: every packed blob and constant its kernels
  * read, the partition inputs/outputs, and the runtime's reserve (shared constants counted

@@ -26,8 +26,10 @@ struct fx_conv_pack {
   fx_wref *ref;    /* the packed weights, in the cache or in memory */
 };
 
-/* Bumped whenever fx_gemm_pack's output changes, so old cache blobs are never misread. */
+/* Bumped whenever fx_gemm_pack's (fx_winograd_pack's) output changes, so old cache blobs are
+ * never misread. Winograd 2: panel-major (was point-major), so a channel slice is contiguous. */
 #define FX_GEMM_PACK_VERSION 1
+#define FX_WINOGRAD_PACK_VERSION 2
 
 /* Rows of im2col per tile: the tile (mt x K floats) should stay within half of a 1 MiB L2. */
 #define FX_IM2COL_TILE_BYTES (512 * 1024)
@@ -82,9 +84,10 @@ static fx_conv_pack *pack_new(fx_store *store, const fx_gemm_config *uk, int n, 
   int dims[3] = {n, k, bias != NULL};
   size_t wbytes = (size_t)n * (size_t)k * sizeof(float);
   const uint32_t algo = tile ? FX_ALGO_WINOGRAD(tile, p->uk->nr) : FX_ALGO_GEMM_PANEL(p->uk->nr);
+  const uint32_t version = tile ? FX_WINOGRAD_PACK_VERSION : FX_GEMM_PACK_VERSION;
   const size_t packed = (tile ? fx_winograd_packed_floats(tile, n, k / 9, p->uk->nr)
                               : fx_gemm_packed_floats(n, k, p->uk->nr)) * sizeof(float);
-  if (!fx_store_replay(store, algo, FX_GEMM_PACK_VERSION, packed, key)) {
+  if (!fx_store_replay(store, algo, version, packed, key)) {
     fx_hasher h;
     fx_hasher_init(&h, algo);
     fx_hasher_update(&h, dims, sizeof dims);
@@ -98,7 +101,7 @@ static fx_conv_pack *pack_new(fx_store *store, const fx_gemm_config *uk, int n, 
     fx_hasher_final(&h, key);
   }
   p->args = (pack_args){n, k, p->uk->nr, tile, k / 9, w, bias, w ? NULL : fx_blob_ref(wsrc)};
-  p->ref = fx_store_get(store, key, algo, FX_GEMM_PACK_VERSION, packed, pack_weights, &p->args, sizeof p->args,
+  p->ref = fx_store_get(store, key, algo, version, packed, pack_weights, &p->args, sizeof p->args,
                         w ? (const void *)w : wsrc->deferred->src, w ? wbytes : wsrc->deferred->src_len);
   if (!p->ref) { fx_blob_unref(p->args.wsrc); free(p); return NULL; }
   return p;
@@ -112,6 +115,10 @@ fx_conv_pack *fx_conv_pack_new(fx_store *store, int n, int k, int tile, const fl
 fx_conv_pack *fx_conv_pack_new_with(fx_store *store, const fx_gemm_config *uk, int n, int k, const float *w,
                                     const float *bias) {
   return pack_new(store, uk, n, k, 0, w, NULL, bias);
+}
+
+fx_conv_pack *fx_conv_pack_gemm_form(struct fx_store *store, const fx_conv_pack *p) {
+  return fx_conv_pack_new(store, p->n, p->k, 0, p->args.w, p->args.wsrc, p->args.bias);
 }
 
 int fx_conv_pack_tile(const fx_conv_pack *p) { return p->tile; }
@@ -310,26 +317,16 @@ static void conv_task(void *arg, int tid, size_t task) {
 
 int fx_conv_panels(const fx_conv_pack *p) { return (p->n + p->uk->nr - 1) / p->uk->nr; }
 int fx_conv_nr(const fx_conv_pack *p) { return p->uk->nr; }
-size_t fx_conv_panel_bytes(const fx_conv_pack *p) { return (size_t)p->uk->nr * (size_t)(p->k + 1) * sizeof(float); }
+size_t fx_conv_panel_bytes(const fx_conv_pack *p) {
+  if (p->tile) return fx_winograd_panel_floats(p->tile, p->k / 9, p->uk->nr) * sizeof(float);
+  return (size_t)p->uk->nr * (size_t)(p->k + 1) * sizeof(float);
+}
 size_t fx_conv_row_bytes(const fx_conv_pack *p) { return (size_t)p->k * sizeof(float); }
 const struct fx_wref *fx_conv_weights(const fx_conv_pack *p) { return p->ref; }
 
 void fx_conv_run(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                  float *y, float *scratch, int act) {
-  fx_conv_run_with(pool, p, g, x, y, scratch, act, p->ref->data);
-}
-
-void fx_conv_run_with(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x, float *y,
-                      float *scratch, int act, const float *packed) {
-  if (p->tile) {
-    fx_shape xs = {4, {(int)(g->m / ((size_t)g->oh * g->ow)), g->ih, g->iw, g->cin}};
-    fx_shape ys = {4, {xs.d[0], g->oh, g->ow, p->n}};
-    fx_winograd_run(pool, p->tile, packed, p->n, g->cin, p->args.bias, x, &xs, g->pad_top, g->pad_left, y, &ys,
-                    scratch, act);
-    if (g->residual) add_residual(g, y, (size_t)p->n, 0, g->m, 0, (size_t)p->n);
-    return;
-  }
-  fx_conv_run_part(pool, p, g, x, y, scratch, act, packed, 0, fx_conv_panels(p), 0, g->m, 0);
+  fx_conv_run_part(pool, p, g, x, y, scratch, act, p->ref->data, 0, fx_conv_panels(p), 0, g->m, 0);
 }
 
 static void run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x, float *y,
@@ -376,6 +373,15 @@ static void run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g
 void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                       float *y, float *scratch, int act, const float *panels, int pan0, int pan1,
                       size_t m0, size_t m1, size_t tile) {
+  if (p->tile) { /* every row: Winograd slices by channels only */
+    fx_shape xs = {4, {(int)(g->m / ((size_t)g->oh * g->ow)), g->ih, g->iw, g->cin}};
+    fx_shape ys = {4, {xs.d[0], g->oh, g->ow, p->n}};
+    fx_winograd_run_panels(p->uk, pool, p->tile, panels, pan0, pan1, p->n, g->cin, p->args.bias, x, &xs,
+                           g->pad_top, g->pad_left, y, &ys, scratch, act);
+    size_t c0 = (size_t)pan0 * (size_t)p->uk->nr, c1 = (size_t)pan1 * (size_t)p->uk->nr;
+    if (g->residual) add_residual(g, y, (size_t)p->n, 0, g->m, c0, c1 < (size_t)p->n ? c1 : (size_t)p->n);
+    return;
+  }
   run_part(pool, p, g, x, y, scratch, act, panels, pan0, pan1, m0, m1, tile, p->direct);
 }
 

@@ -30,10 +30,10 @@ int fx_conv_fastest_tile(int oh, int ow, int cin, int cout);
 /* Bytes a Winograd tile's packed weights take beyond the GEMM-packed ones (0 for tile 0). */
 size_t fx_conv_winograd_extra_bytes(int tile, int cin, int cout);
 int fx_conv_pack_tile(const fx_conv_pack *p);
+/* The im2col GEMM-panel packing of a Winograd pack's weights (from the same store), so a
+ * budget plan can run the layer as GEMM where the Winograd form does not fit. NULL on OOM. */
+fx_conv_pack *fx_conv_pack_gemm_form(struct fx_store *store, const fx_conv_pack *p);
 const float *fx_conv_pack_bias(const fx_conv_pack *p);
-/* The whole conv with the packed weights at `packed` (e.g. streamed into a budget arena). */
-void fx_conv_run_with(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x, float *y,
-                      float *scratch, int act, const float *packed);
 void fx_conv_pack_free(fx_conv_pack *p);
 /* Verifies cached packed weights once (repacking from the model if damaged); -1 on OOM. */
 int fx_conv_pack_check(fx_conv_pack *p);
@@ -44,10 +44,11 @@ const char *fx_conv_pack_kernel(const fx_conv_pack *p);
 size_t fx_conv_scratch_bytes(const fx_conv_pack *p, const fx_conv_geom *g, int threads);
 void fx_conv_run(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                  float *y, float *scratch, int act);
-/* Part of the GEMM, for budget plans: output rows [m0, m1) and weight panels [pan0, pan1)
- * (panel = nr output channels, contiguous in the packed blob), with `panels` pointing at panel
- * pan0 (e.g. a slice streamed into the arena); tile caps the im2col rows per thread (0 =
- * default), so the scratch fits the plan's slot. */
+/* Part of the conv, for budget plans: output rows [m0, m1) and weight panels [pan0, pan1)
+ * (panel = nr output channels, contiguous in the packed blob, fx_conv_panel_bytes each), with
+ * `panels` pointing at panel pan0 (e.g. a slice streamed into the arena); tile caps the im2col
+ * rows per thread (0 = default), so the scratch fits the plan's slot. A Winograd pack runs
+ * every row (m0, m1 and tile are not used) with its whole scratch. */
 void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                       float *y, float *scratch, int act, const float *panels, int pan0, int pan1,
                       size_t m0, size_t m1, size_t tile);

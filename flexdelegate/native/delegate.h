@@ -70,6 +70,9 @@ int fx_partition_n_ops(const struct fx_partition *p);
 /* Lays out the partition's memory again for the delegate's current budget (set_budget between
  * invokes); NULL ok, else why (msg may hold the planner's message). */
 const char *fx_partition_replan(struct fx_partition *p, char *msg, size_t msg_len);
+/* Under a budget: the GEMM form of its Winograd convs, for the plan to choose (see
+ * fx_budget_add_gemm_forms): how many were added, -1 when out of memory. */
+int fx_partition_add_gemm_forms(struct fx_partition *p);
 /* The budget plan of a partition: arena bytes, minimum budget, steps (0s when unlimited). */
 void fx_partition_budget(const struct fx_partition *p, size_t *arena, size_t *min_budget, int *steps);
 void fx_partition_op(const struct fx_partition *p, int i, fx_op_report *out);

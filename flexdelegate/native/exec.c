@@ -102,22 +102,23 @@ double fx_node_flops(const fx_graph *g, const fx_node *n) {
   }
 }
 
-const char *fx_node_kernel(const fx_graph *g, const fx_node *n, char *buf, size_t len) {
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, char *buf,
+                           size_t len) {
   if (n->fused) {
     snprintf(buf, len, "fused %s", n->fused == FX_FUSED_SKIP ? "(skipped)" : "(copy)");
     return buf;
   }
   const char *curve = n->act == FX_ACT_SWISH ? " +swish" : n->act == FX_ACT_SIGMOID ? " +sigmoid"
                       : n->n_in > 3 && n->in[3] >= 0 ? " +add" : "";
-  if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && n->pack) {
+  if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && pack) {
     fx_conv_geom geo;
     conv_geom((fx_graph *)g, n, &geo);
-    if (fx_conv_pack_tile(n->pack))
-      snprintf(buf, len, "winograd-f%d %s%s", fx_conv_pack_tile(n->pack), fx_conv_pack_kernel(n->pack), curve);
-    else if (fx_conv_pack_direct(n->pack))
-      snprintf(buf, len, "direct %s%s", fx_conv_pack_kernel(n->pack), curve);
+    if (fx_conv_pack_tile(pack))
+      snprintf(buf, len, "winograd-f%d %s%s", fx_conv_pack_tile(pack), fx_conv_pack_kernel(pack), curve);
+    else if (fx_conv_pack_direct(pack))
+      snprintf(buf, len, "direct %s%s", fx_conv_pack_kernel(pack), curve);
     else
-      snprintf(buf, len, "gemm-%s %s%s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(n->pack), curve);
+      snprintf(buf, len, "gemm-%s %s%s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(pack), curve);
   } else {
     snprintf(buf, len, "%s%s", fx_op_name(n->kind), curve);
   }
@@ -128,7 +129,8 @@ int fx_node_repair(fx_node *n) { return n->pack ? fx_conv_pack_repair(n->pack) :
 
 void fx_node_release(fx_node *n) {
   fx_conv_pack_free(n->pack);
-  n->pack = NULL;
+  fx_conv_pack_free(n->gemm_pack);
+  n->pack = n->gemm_pack = NULL;
 }
 
 static void cast(const fx_tensor *x, fx_tensor *y) {

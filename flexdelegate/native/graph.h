@@ -100,6 +100,8 @@ typedef struct {
   } p;
   /* Filled at prepare/init by the kernels that need them. */
   struct fx_conv_pack *pack;   /* packed weights for conv / fc */
+  struct fx_conv_pack *gemm_pack; /* a Winograd conv's im2col GEMM form: packed only under a
+                                     budget (the plan may run it instead), else NULL */
   int scratch;                 /* local tensor id of per-node scratch, or -1 */
   fx_slice_plan slice;         /* strided slice, resolved at shape inference */
   int perm[FX_MAX_RANK];       /* transpose permutation, resolved at shape inference */
@@ -162,7 +164,9 @@ void fx_node_release(fx_node *n);
 void fx_node_conv_geom(const fx_graph *g, const fx_node *n, void *geo);
 /* Floating-point operations of one run (multiply-add = 2) for the current shapes. */
 double fx_node_flops(const fx_graph *g, const fx_node *n);
-/* What runs the node, e.g. "gemm-im2col f32-gemm-8x32-avx512f", "depthwise". */
-const char *fx_node_kernel(const fx_graph *g, const fx_node *n, char *buf, size_t len);
+/* What runs the node, e.g. "gemm-im2col f32-gemm-8x32-avx512f", "depthwise"; pack: the packed
+ * weights it runs with (n->pack, or the form a budget plan chose). */
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, char *buf,
+                           size_t len);
 
 #endif

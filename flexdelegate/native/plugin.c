@@ -181,6 +181,18 @@ static const char *replan_all(fx_delegate *d, int keep_going, char *msg, size_t 
   return first;
 }
 
+/* Going under a budget: the GEMM forms a load under a budget packs (tfl_delegate.c), written
+ * to the cache file now, so the plan can stream them. 0 ok, -1 out of memory. */
+static int add_gemm_forms(fx_delegate *d) {
+  if (!fx_store_path(d->store)) return 0;
+  for (int i = 0; i < d->n_subgraphs; i++)
+    for (int j = 0; j < d->subgraphs[i].n_parts; j++)
+      if (fx_partition_add_gemm_forms(d->subgraphs[i].parts[j]) < 0) return -1;
+  /* Only blobs the file lacks are worth a write (it copies the whole file). */
+  if (fx_store_pending(d->store)) fx_store_commit(d->store, 0);
+  return 0;
+}
+
 int flex_set_budget(void *delegate, double mb, char *msg, size_t msg_len) {
   fx_delegate *d = delegate;
   if (!d || !(mb >= 0)) {
@@ -188,6 +200,10 @@ int flex_set_budget(void *delegate, double mb, char *msg, size_t msg_len) {
     return -1;
   }
   fx_delegate_settle(d, 1); /* a budget plan streams weights from the file */
+  if (mb > 0 && add_gemm_forms(d)) {
+    snprintf(msg, msg_len, "out of memory packing the GEMM form of Winograd convolutions");
+    return -1;
+  }
   double old = d->opts.budget_mb;
   d->opts.budget_mb = mb;
   const char *why = replan_all(d, 0, msg, msg_len);

@@ -199,6 +199,13 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   status = kTfLiteOk;
   if (claimed->size)
     status = ctx->ReplaceNodeSubsetsWithDelegateKernels(ctx, fx_partition_registration(), claimed, base);
+  /* Under a budget a Winograd conv also gets its GEMM form, for the plan to fall back on. Its
+   * keys come after every load's own, so a record of this load replays an unbudgeted one's
+   * keys in order (and vice versa). Without a cache file every packed form stays in memory,
+   * so a second one would only add to it. */
+  if (claimed->size && d->opts.budget_mb > 0 && fx_store_path(d->store))
+    for (int i = 0; i < sg->n_parts && status == kTfLiteOk; i++)
+      if (fx_partition_add_gemm_forms(sg->parts[i]) < 0) status = kTfLiteDelegateError;
   /* Every partition has packed (or found) its weights by now: one write for the model, in the
    * background unless a budget plan will stream weights from the file. */
   fx_store_commit(d->store, d->opts.budget_mb <= 0);

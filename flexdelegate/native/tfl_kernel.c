@@ -284,6 +284,8 @@ static const char *plan_memory(fx_partition *p, int threads, char *msg, size_t m
   return start_unlimited(p, threads, need);
 }
 
+int fx_partition_add_gemm_forms(fx_partition *p) { return fx_budget_add_gemm_forms(&p->g, p->d->store); }
+
 void fx_partition_budget(const fx_partition *p, size_t *arena, size_t *min_budget, int *steps) {
   *arena = p->budget.exec ? p->budget.arena_bytes : p->arena_size;
   *min_budget = p->budget.min_budget_bytes;
@@ -365,7 +367,7 @@ void fx_partition_op(const fx_partition *p, int i, fx_op_report *out) {
   const fx_node *n = &p->g.nodes[i];
   out->node = n->tfl_node;
   out->builtin = n->tfl_builtin;
-  fx_node_kernel(&p->g, n, out->kernel, sizeof out->kernel);
+  fx_node_kernel(&p->g, n, fx_budget_plan_pack(&p->budget, &p->g, i), out->kernel, sizeof out->kernel);
   out->flops = n->flops;
   out->runs = n->prof_runs;
   out->time_us = n->prof_runs ? (double)n->prof_ns / 1e3 / (double)n->prof_runs : 0.0;

@@ -405,10 +405,14 @@ static void install(fx_store *s, commit_job *j, int from_memory) {
     }
   }
   fx_log(FX_LOG_CACHE, "%s: committed %zu blobs (%zu bytes) in %.1f ms", j->path, j->n, s->stats.bytes_packed, j->ms);
+  s->replay = NULL; /* it pointed into the old mapping's records */
+  s->n_replay = 0;
   fx_cache_map_unref(s->map);
   s->map = fx_cache_map_ref(m);
   s->stats.file_ok = 1;
 }
+
+size_t fx_store_pending(const fx_store *s) { return s->n_pending; }
 
 int fx_store_settling(const fx_store *s) {
   return s->job && (atomic_load(&s->job->done) || s->job->pid != getpid());

@@ -68,6 +68,8 @@ void fx_store_hash(fx_store *s, fx_hasher *h, const void *p, size_t len);
  * pack into memory now and write the file on a thread (the load does not wait for the disk);
  * fx_store_settle then moves the weights into the file. */
 void fx_store_commit(fx_store *s, int background);
+/* Packed weights asked for since the last commit that the cache file does not hold yet. */
+size_t fx_store_pending(const fx_store *s);
 /* Nonzero when a background commit has finished and waits to be settled. */
 int fx_store_settling(const fx_store *s);
 /* Finishes a background commit: the weights it wrote point into the file and their memory

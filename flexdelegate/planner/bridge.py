@@ -16,6 +16,10 @@ from .result import BudgetError
 
 KINDS = ("activation", "input", "output")
 SLICING = {"none": 0, "weights": 1, "input": 2}
+SLICING_NAMES = {v: k for k, v in SLICING.items()}
+# flex_api.h's FLEX_KERNEL_* by option name; the node's own kernel (0) is named after its op.
+KERNELS = {"gemm": 1, "gemm-rows": 2, "winograd": 3}
+KERNEL_NAMES = {v: k for k, v in KERNELS.items()}
 
 # The last plans, so the runtime's second call (when it needed more room for the steps)
 # does not plan again.
@@ -31,29 +35,27 @@ def _release_heap() -> None:
         pass
 
 
+def kernel_option(op: str, k) -> KernelOption:
+    """One flex_kernel_desc as the planner's option (its name says which C kernel runs it)."""
+    wb, sb = int(k.weight_bytes), int(k.scratch_bytes)
+    return KernelOption(KERNEL_NAMES.get(int(k.kernel), op.lower()), wb, sb, float(k.compute_us),
+                        float(k.load_us) if wb else 0.0, SLICING_NAMES[int(k.slicing)],
+                        out_channels=int(k.out_channels), out_rows=int(k.out_rows), simd=max(1, int(k.simd)))
+
+
 def graph_from_desc(ffi, desc) -> Graph:
     tensors = [Tensor(int(t.id), int(t.nbytes), KINDS[t.kind]) for t in (desc.tensors[i] for i in range(desc.n_tensors))]
     layers = []
     for i in range(desc.n_layers):
         d = desc.layers[i]
         op = BUILTIN_OP_NAMES.get(d.builtin, f"OP{d.builtin}")
-        wb, sb, cu, lu = int(d.weight_bytes), int(d.scratch_bytes), float(d.compute_us), float(d.load_us)
-        if d.weighted == 1:  # GEMM: weights sliced by output channels, or im2col rows
-            options = [KernelOption("gemm", wb, sb, cu, lu, "weights", out_channels=d.out_channels,
-                                    simd=d.channel_simd)]
-            if sb:
-                options.append(KernelOption("gemm-rows", wb, sb, cu, lu, "input", out_rows=d.out_rows,
-                                            simd=max(1, d.row_simd)))
-        elif d.weighted == 3:  # Winograd-packed: a whole blob
-            options = [KernelOption("winograd", wb, sb, cu, lu, "none")]
-        else:
-            options = [KernelOption(op.lower(), wb, sb, cu, lu if wb else 0.0, "none")]
+        options = [kernel_option(op, d.kernels[k]) for k in range(d.n_kernels)]
         layers.append(Layer(i, op, [int(d.inputs[k]) for k in range(d.n_inputs)], int(d.output), options))
     return Graph(tensors, layers)
 
 
 def _steps(p) -> list[tuple]:
-    """(layer, slice, slicing, start, count, w_off, w_bytes, pinned, new, s_off, s_bytes, dep)."""
+    """(layer, slice, kernel, slicing, start, count, w_off, w_bytes, pinned, new, s_off, s_bytes, dep)."""
     out = []
     for i, (li, si) in enumerate(p.steps):
         lp = p.layers[li]
@@ -64,8 +66,8 @@ def _steps(p) -> list[tuple]:
         else:
             w_off = w_bytes = new = 0
         s = lp.scratch[si] if lp.scratch else None
-        out.append((li, si, SLICING[lp.slicing], start, count, w_off, w_bytes, int(lp.pinned), new,
-                    s.offset if s else 0, s.nbytes if s else 0, p.deps[i]))
+        out.append((li, si, KERNELS.get(lp.kernel, 0), SLICING[lp.slicing], start, count, w_off, w_bytes,
+                    int(lp.pinned), new, s.offset if s else 0, s.nbytes if s else 0, p.deps[i]))
     return out
 
 
@@ -125,8 +127,8 @@ def fill_plan(ffi, desc, out) -> int:
             return 0
         for i, s in enumerate(steps):
             st = out.steps[i]
-            (st.layer, st.slice, st.slicing, st.start, st.count, st.w_offset, st.w_bytes, st.w_pinned, st.w_new,
-             st.s_offset, st.s_bytes, st.dep) = s
+            (st.layer, st.slice, st.kernel, st.slicing, st.start, st.count, st.w_offset, st.w_bytes, st.w_pinned,
+             st.w_new, st.s_offset, st.s_bytes, st.dep) = s
         out.deps_start, out.arena_bytes, out.min_budget_bytes = deps_start, arena_bytes, min_budget_bytes
         for i, off in enumerate(offsets):
             out.tensor_offsets[i] = off

@@ -119,6 +119,25 @@ def test_random_shapes(kernel, tile, n, h, w, cin, cout, top, left, bottom, righ
     assert rel_err(got, direct_conv(x, f, b, pads)) <= 1e-4
 
 
+@pytest.mark.parametrize("tile", TILES)
+@pytest.mark.parametrize("kernel", range(len(KERNELS)), ids=KERNELS)
+@pytest.mark.parametrize("act", ["RELU6", "TANH"])  # TANH: applied after the transform, per slice
+def test_channel_slices_match_the_full_run(kernel, tile, act):
+    """A budget plan runs a Winograd conv as slices of whole output-channel panels, each slice's
+    packed weights one contiguous byte range (copied out on its own here): every slicing gives
+    the full run's output (bit for bit before the activation: the same sums per channel; TANH's
+    vector and tail paths may differ by an ulp), including a short last panel."""
+    x, f, b = data(2, 13, 11, 17, 130, seed=9)
+    full = _native.winograd(kernel, tile, x, f, b, act=act, threads=2)
+    assert rel_err(full, direct_conv(x, f, b, (1, 1, 1, 1), act)) <= 1e-4
+    for per in (1, 2, 3, 100):
+        sliced = _native.winograd(kernel, tile, x, f, b, act=act, threads=2, slice_panels=per)
+        if act == "TANH":
+            assert rel_err(sliced, full) <= 1e-6, f"{per} panels per slice"
+        else:
+            np.testing.assert_array_equal(sliced, full, err_msg=f"{per} panels per slice")
+
+
 def test_bad_arguments_raise():
     x, f, b = data(1, 4, 4, 3, 2)
     with pytest.raises(ValueError):
@@ -127,3 +146,5 @@ def test_bad_arguments_raise():
         _native.winograd(len(KERNELS), 4, x, f, b)
     with pytest.raises(ValueError):
         _native.winograd(0, 4, x, np.ones((2, 3, 3, 4), np.float32))
+    with pytest.raises(ValueError):
+        _native.winograd(0, 4, x, f, b, slice_panels=-1)

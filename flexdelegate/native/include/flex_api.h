@@ -60,11 +60,13 @@ int flex_vsigmoid_run(int variant, const float *x, float *y, size_t n, int swish
 /* Winograd F(tile x tile, 3x3) stride-1 convolution (tile 4 or 6) with GEMM microkernel
  * `variant` (as flex_gemm_kernel_at): packs filter [cout][3][3][cin], then runs x [n,h,w,cin]
  * into y [n,oh,ow,cout] (pad_top/pad_left leading zeros; oh/ow as given) on `threads` threads,
- * `iters` times; *seconds (if not NULL) gets the fastest run. 0 ok, -1 bad arguments/OOM. */
+ * `iters` times; *seconds (if not NULL) gets the fastest run. slice_panels > 0 runs it as a
+ * budget plan does: slices of that many GEMM panels, each from its own copy of its packed byte
+ * range. 0 ok, -1 bad arguments/OOM. */
 int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, int cin, int cout,
                       int pad_top, int pad_left, int oh, int ow, const float *x,
-                      const float *filter, const float *bias, int act, float *y, int iters,
-                      double *seconds);
+                      const float *filter, const float *bias, int act, float *y, int slice_panels,
+                      int iters, double *seconds);
 
 /* Direct (implicit-GEMM) convolution: name of the IGEMM kernel paired with GEMM kernel i (as
  * flex_gemm_kernel_at; NULL past the end or without one). flex_conv2d_run packs filter
@@ -80,6 +82,24 @@ int flex_conv2d_run(int variant, int algo, int threads, int n, int h, int w, int
                     double *seconds);
 
 /* ---- budget planning: the runtime describes a partition, Python's planner answers ---- */
+/* The ways a layer can run under a budget (flex_kernel_desc.kernel, flex_step_plan.kernel). */
+enum {
+  FLEX_KERNEL_NODE = 0,     /* the node's own kernel; its raw constant (depthwise filter) in a slot */
+  FLEX_KERNEL_GEMM = 1,     /* im2col/direct GEMM panels, sliced by output channels */
+  FLEX_KERNEL_GEMM_ROWS = 2, /* the same panels whole, the im2col rows sliced */
+  FLEX_KERNEL_WINOGRAD = 3  /* Winograd-transformed panels, sliced by output channels */
+};
+
+typedef struct {
+  int kernel;             /* FLEX_KERNEL_* */
+  int slicing;            /* 0 none, 1 weights (output channels), 2 input (output rows) */
+  uint64_t weight_bytes;  /* this kernel's packed weights (Winograd: transformed), or raw constant bytes */
+  uint64_t scratch_bytes; /* its whole scratch (im2col tiles, Winograd transforms) */
+  double compute_us, load_us;
+  int out_channels, out_rows; /* what slicing 1 / 2 splits */
+  int simd;               /* slices are multiples of this many channels (panel width) or rows */
+} flex_kernel_desc;
+
 typedef struct {
   int index;            /* step order = layer order */
   int node;             /* its TFLite node index (for messages) */
@@ -87,11 +107,8 @@ typedef struct {
   int n_inputs;
   const int *inputs;    /* tensor ids (activations and partition inputs) */
   int output;
-  int weighted;         /* 1: gemm (sliceable weights), 2: raw constants in a slot, 3: whole Winograd blob */
-  uint64_t weight_bytes;  /* packed (gemm) or raw constant bytes */
-  uint64_t scratch_bytes; /* full im2col scratch (0 for direct GEMM) */
-  int out_channels, out_rows, channel_simd, row_simd;
-  double compute_us, load_us;
+  int n_kernels;
+  const flex_kernel_desc *kernels;
 } flex_layer_desc;
 
 typedef struct {
@@ -111,6 +128,7 @@ typedef struct {
 
 typedef struct {
   int layer, slice;
+  int kernel;           /* FLEX_KERNEL_*: one the layer's description offered */
   int slicing;          /* 0 none, 1 weights (channels), 2 input (rows) */
   int64_t start, count; /* the slice's channels or rows */
   uint64_t w_offset, w_bytes; /* its weight slot (w_bytes 0: none) */

@@ -6,7 +6,9 @@
 
 typedef struct {
   int m, n;                 /* output tile m x m, input tile n x n, n = m + 2 */
-  int H, W, cin, OH, OW, cout;
+  int H, W, cin, OH, OW;
+  int cout;                 /* channels computed (all, or a slice of panels) */
+  int y_cs;                 /* channels per pixel of y (all of them: a slice writes its own) */
   int pad_top, pad_left;
   int tiles_h, tiles_w;     /* tiles per image */
   size_t cin_pad, cout_pad; /* row strides of V and M, multiples of 16 */
@@ -16,7 +18,8 @@ typedef struct {
  * V[xi * vs + i * cin_pad + c], xi = transform point (row-major over n x n), i = t - t0. */
 typedef void (*fx_wg_input_fn)(const fx_wg_geom *g, const float *x, size_t t0, int tb, float *V,
                                size_t vs);
-/* From M[xi * ms + i * cout_pad + c] into y, adding bias (may be NULL), clamping to [lo, hi]. */
+/* From M[xi * ms + i * cout_pad + c] into channels [0, cout) of y (pixel stride y_cs), adding
+ * bias (may be NULL), clamping to [lo, hi]. */
 typedef void (*fx_wg_output_fn)(const fx_wg_geom *g, const float *M, size_t ms, size_t t0, int tb,
                                 const float *bias, float lo, float hi, float *y);
 

@@ -44,20 +44,24 @@ static size_t pad16(int c) { return ((size_t)c + 15u) / 16u * 16u; }
 
 static int tile_ok(int tile) { return tile == 4 || tile == 6; }
 
-size_t fx_winograd_packed_floats(int tile, int cout, int cin, int nr) {
+size_t fx_winograd_panel_floats(int tile, int cin, int nr) {
   if (!tile_ok(tile)) return 0;
   const size_t n = (size_t)tile + 2;
-  return n * n * fx_gemm_packed_floats(cout, cin, nr);
+  return n * n * (size_t)nr * ((size_t)cin + 1);
+}
+
+size_t fx_winograd_packed_floats(int tile, int cout, int cin, int nr) {
+  return (size_t)((cout + nr - 1) / nr) * fx_winograd_panel_floats(tile, cin, nr);
 }
 
 void fx_winograd_pack(int tile, int cout, int cin, int nr, const float *w, float *dst) {
   if (!tile_ok(tile)) return;
-  const int n = tile + 2, nn = n * n;
+  const int n = tile + 2;
   const double(*G)[3] = tile == 4 ? wg_g6 : wg_g8;
-  const size_t per = fx_gemm_packed_floats(cout, cin, nr);
-  memset(dst, 0, (size_t)nn * per * sizeof(float)); /* zero bias rows and column padding */
+  const size_t point = (size_t)nr * (size_t)(cin + 1), panel = fx_winograd_panel_floats(tile, cin, nr);
+  memset(dst, 0, fx_winograd_packed_floats(tile, cout, cin, nr) * sizeof(float)); /* bias rows, padding */
   for (int co = 0; co < cout; co++) {
-    const size_t col = (size_t)(co / nr) * (size_t)nr * (size_t)(cin + 1) + (size_t)(co % nr);
+    const size_t col = (size_t)(co / nr) * panel + (size_t)(co % nr);
     for (int ci = 0; ci < cin; ci++) {
       double g[3][3], gt[8][3];
       for (int ky = 0; ky < 3; ky++)
@@ -69,7 +73,7 @@ void fx_winograd_pack(int tile, int cout, int cin, int nr, const float *w, float
       const size_t at = col + (size_t)nr * (size_t)(1 + ci);
       for (int i = 0; i < n; i++) /* (G g) G^T */
         for (int j = 0; j < n; j++)
-          dst[(size_t)(i * n + j) * per + at] =
+          dst[(size_t)(i * n + j) * point + at] =
               (float)(gt[i][0] * G[j][0] + gt[i][1] * G[j][1] + gt[i][2] * G[j][2]);
     }
   }
@@ -109,10 +113,10 @@ size_t fx_winograd_scratch_bytes(int tile, int cout, int cin, int threads) {
 typedef struct {
   const fx_gemm_config *uk;
   const wg_isa *isa;
-  fx_wg_geom g;
-  const float *packed, *bias, *x;
+  fx_wg_geom g;             /* g.cout: the channels this run computes (a slice of panels) */
+  const float *packed, *bias, *x; /* packed: the run's first panel; bias, y: at its first channel */
   float *y, *scratch;
-  size_t tiles, tb, per_thread, per_point;
+  size_t tiles, tb, per_thread, panels;
   float lo, hi;
 } wg_job;
 
@@ -128,48 +132,53 @@ static void wg_block(void *arg, int tid, size_t blk) {
   const size_t vs = point_stride(j->tb, g->cin_pad), ms = point_stride(j->tb, g->cout_pad);
   float *M = V + (size_t)nn * vs;
   j->isa->input(g, j->x, t0, tb, V, vs);
-  const size_t panel = (size_t)nr * (size_t)(cin + 1);
-  const size_t panels = (size_t)(cout + nr - 1) / (size_t)nr;
-  for (int xi = 0; xi < nn; xi++) {
-    const float *A = V + (size_t)xi * vs, *W = j->packed + (size_t)xi * j->per_point;
-    float *C = M + (size_t)xi * ms;
-    for (size_t p = 0; p < panels; p++) {
-      const size_t n0 = p * (size_t)nr;
-      const size_t nc = (size_t)cout - n0 < (size_t)nr ? (size_t)cout - n0 : (size_t)nr;
+  /* Panel by panel, point by point: the weights are read in their (panel-major) memory order,
+   * one sequential stream, which matters where they outweigh the tiles (7x7 maps). */
+  const size_t point = (size_t)nr * (size_t)(cin + 1);
+  const float *W = j->packed;
+  for (size_t p = 0; p < j->panels; p++) {
+    const size_t n0 = p * (size_t)nr;
+    const size_t nc = (size_t)cout - n0 < (size_t)nr ? (size_t)cout - n0 : (size_t)nr;
+    for (int xi = 0; xi < nn; xi++, W += point) {
+      const float *A = V + (size_t)xi * vs;
+      float *C = M + (size_t)xi * ms + n0;
       for (int r = 0; r < tb; r += mr)
         uk->fn((size_t)(tb - r < mr ? tb - r : mr), nc, (size_t)cin, A + (size_t)r * g->cin_pad,
-               g->cin_pad, W + p * panel, C + (size_t)r * g->cout_pad + n0, g->cout_pad, -INFINITY,
-               INFINITY);
+               g->cin_pad, W, C + (size_t)r * g->cout_pad, g->cout_pad, -INFINITY, INFINITY);
     }
   }
   j->isa->output(g, M, ms, t0, tb, j->bias, j->lo, j->hi, j->y);
 }
 
-void fx_winograd_run_with(const fx_gemm_config *uk, fx_pool *pool, int tile, const float *packed,
-                          int cout, int cin, const float *bias, const float *x, const fx_shape *xs,
-                          int pad_top, int pad_left, float *y, const fx_shape *ys, float *scratch,
-                          int act) {
-  if (!tile_ok(tile)) return;
+void fx_winograd_run_panels(const fx_gemm_config *uk, fx_pool *pool, int tile, const float *packed,
+                            int pan0, int pan1, int cout, int cin, const float *bias, const float *x,
+                            const fx_shape *xs, int pad_top, int pad_left, float *y, const fx_shape *ys,
+                            float *scratch, int act) {
+  const int panels = (cout + uk->nr - 1) / uk->nr;
+  if (!tile_ok(tile) || pan0 < 0 || pan1 > panels || pan0 >= pan1) return;
   wg_job j;
   memset(&j, 0, sizeof j);
+  const int c0 = pan0 * uk->nr, c1 = pan1 * uk->nr < cout ? pan1 * uk->nr : cout;
   fx_wg_geom *g = &j.g;
   g->m = tile;
   g->n = tile + 2;
   g->H = xs->d[1]; g->W = xs->d[2]; g->cin = cin;
-  g->OH = ys->d[1]; g->OW = ys->d[2]; g->cout = cout;
+  g->OH = ys->d[1]; g->OW = ys->d[2]; g->cout = c1 - c0; g->y_cs = cout;
   g->pad_top = pad_top; g->pad_left = pad_left;
   g->tiles_h = (g->OH + tile - 1) / tile;
   g->tiles_w = (g->OW + tile - 1) / tile;
   g->cin_pad = pad16(cin);
-  g->cout_pad = pad16(cout);
+  g->cout_pad = pad16(g->cout);
   j.tiles = (size_t)ys->d[0] * (size_t)g->tiles_h * (size_t)g->tiles_w;
   if (j.tiles == 0 || cout <= 0 || cin <= 0) return;
   j.uk = uk;
   j.isa = isa_for(uk);
-  j.packed = packed; j.bias = bias; j.x = x; j.y = y; j.scratch = scratch;
+  j.packed = packed; j.bias = bias ? bias + c0 : NULL; j.x = x; j.y = y + c0; j.scratch = scratch;
+  j.panels = (size_t)(pan1 - pan0);
+  /* Blocks and the per-thread layout as for all of cout, so any slice fits the scratch that
+   * fx_winograd_scratch_bytes gives (a slice's M rows are shorter). */
   const int tb_max = block_tiles(tile, cout, cin, uk->mr);
   j.per_thread = thread_floats(tile, cout, cin, tb_max);
-  j.per_point = fx_gemm_packed_floats(cout, cin, uk->nr);
   /* Smaller blocks when there are too few for every thread (2 per thread, whole MR rows). */
   size_t tb = (size_t)tb_max;
   const size_t want = 2 * (size_t)fx_pool_threads(pool);
@@ -181,12 +190,11 @@ void fx_winograd_run_with(const fx_gemm_config *uk, fx_pool *pool, int tile, con
   j.tb = tb;
   fx_act_bounds(act, &j.lo, &j.hi);
   fx_parallel_tasks(pool, (j.tiles + tb - 1) / tb, wg_block, &j);
-  if (act == FX_ACT_TANH || fx_act_is_curve(act)) fx_apply_act(act, y, fx_shape_numel(ys));
-}
-
-void fx_winograd_run(fx_pool *pool, int tile, const float *packed, int cout, int cin,
-                     const float *bias, const float *x, const fx_shape *xs, int pad_top,
-                     int pad_left, float *y, const fx_shape *ys, float *scratch, int act) {
-  fx_winograd_run_with(fx_gemm_config_get(), pool, tile, packed, cout, cin, bias, x, xs, pad_top,
-                       pad_left, y, ys, scratch, act);
+  if (act != FX_ACT_TANH && !fx_act_is_curve(act)) return;
+  if (c0 == 0 && c1 == cout) {
+    fx_apply_act(act, y, fx_shape_numel(ys));
+    return;
+  }
+  const size_t pixels = fx_shape_numel(ys) / (size_t)cout; /* only this slice's channels */
+  for (size_t i = 0; i < pixels; i++) fx_apply_act(act, y + i * (size_t)cout + c0, (size_t)(c1 - c0));
 }

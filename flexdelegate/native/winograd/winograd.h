@@ -3,8 +3,8 @@
  *
  *   packed = fx_winograd_pack(...)          once (deterministic: a pure function of its
  *                                           arguments, so it can live in the weight cache)
- *   fx_winograd_run(...)                    per invoke, with fx_winograd_scratch_bytes() of
- *                                           scratch
+ *   fx_winograd_run_panels(...)             per invoke (all panels, or a slice of them),
+ *                                           with fx_winograd_scratch_bytes() of scratch
  *
  * Per block of output tiles (per thread): input transform V = B^T d B of every tile into
  * scratch, then for each of the (m+2)^2 transform points one GEMM [tiles x cin] x [cin x cout]
@@ -14,16 +14,20 @@
  * size is taken from ys, positions outside the input read as zeros. Other tile sizes: packed
  * size and scratch 0, pack and run do nothing.
  *
- * Packed weights are (m+2)^2 / 9 times the 3x3 weights: 4x for F(4,3), 7.1x for F(6,3). */
+ * Packed weights are (m+2)^2 / 9 times the 3x3 weights: 4x for F(4,3), 7.1x for F(6,3). They
+ * are panel-major: for each panel of NR output channels, its (m+2)^2 per-point GEMM panels one
+ * after the other, so the weights of any run of panels are one contiguous byte range (a budget
+ * plan streams them as a slice and runs fx_winograd_run_panels on it). */
 #ifndef FLEX_WINOGRAD_H
 #define FLEX_WINOGRAD_H
 #include <stddef.h>
 #include "gemm/gemm.h"
 #include "ops/ops.h"
 
-/* Floats of the packed filter: (tile+2)^2 GEMM-packed matrices (k = cin, n = cout, NR = nr,
- * zero bias row), point after point. */
+/* Floats of the packed filter: ceil(cout / nr) panels of fx_winograd_panel_floats each. */
 size_t fx_winograd_packed_floats(int tile, int cout, int cin, int nr);
+/* Floats of one panel: (tile+2)^2 GEMM panels (a zero bias row, then cin rows, nr wide). */
+size_t fx_winograd_panel_floats(int tile, int cin, int nr);
 /* w: [cout][3][3][cin] (TFLite CONV_2D layout). nr must be the NR of the GEMM config the run
  * will use (fx_gemm_config_get()->nr). */
 void fx_winograd_pack(int tile, int cout, int cin, int nr, const float *w, float *dst);
@@ -31,17 +35,17 @@ void fx_winograd_pack(int tile, int cout, int cin, int nr, const float *w, float
 /* Scratch for `threads` threads (independent of the spatial size). */
 size_t fx_winograd_scratch_bytes(int tile, int cout, int cin, int threads);
 
-/* x: xs = [n, h, w, cin]; y: ys = [n, oh, ow, cout]; bias may be NULL; act as in ops.h. */
-void fx_winograd_run(fx_pool *pool, int tile, const float *packed, int cout, int cin,
-                     const float *bias, const float *x, const fx_shape *xs, int pad_top,
-                     int pad_left, float *y, const fx_shape *ys, float *scratch, int act);
-
-/* The same with an explicit GEMM config (tests and benchmarks run every kernel the CPU has;
- * `packed` must have been packed with uk->nr). The transforms use the ISA of uk. */
+/* The same for an explicit GEMM config (tests and benchmarks run every kernel the CPU has). */
 size_t fx_winograd_scratch_bytes_with(const fx_gemm_config *uk, int tile, int cout, int cin,
                                       int threads);
-void fx_winograd_run_with(const fx_gemm_config *uk, fx_pool *pool, int tile, const float *packed,
-                          int cout, int cin, const float *bias, const float *x, const fx_shape *xs,
-                          int pad_top, int pad_left, float *y, const fx_shape *ys, float *scratch,
-                          int act);
+
+/* x: xs = [n, h, w, cin]; y: ys = [n, oh, ow, cout]; bias may be NULL; act as in ops.h. Runs
+ * the output channels of panels [pan0, pan1) (all: 0, ceil(cout / uk->nr)) into their columns
+ * of y, with `packed` pointing at panel pan0 (e.g. a slice streamed on its own, packed with
+ * uk->nr); the input transform is redone per call, the scratch is the whole convolution's. The
+ * transforms use the ISA of uk. */
+void fx_winograd_run_panels(const fx_gemm_config *uk, fx_pool *pool, int tile, const float *packed,
+                            int pan0, int pan1, int cout, int cin, const float *bias, const float *x,
+                            const fx_shape *xs, int pad_top, int pad_left, float *y, const fx_shape *ys,
+                            float *scratch, int act);
 #endif

@@ -2,6 +2,7 @@
  * kernel (declared in include/flex_api.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "flex_api.h"
 #include "pool.h"
@@ -9,18 +10,21 @@
 
 int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, int cin, int cout,
                       int pad_top, int pad_left, int oh, int ow, const float *x,
-                      const float *filter, const float *bias, int act, float *y, int iters,
-                      double *seconds) {
+                      const float *filter, const float *bias, int act, float *y, int slice_panels,
+                      int iters, double *seconds) {
   const fx_gemm_config *uk = fx_gemm_config_at(variant);
   if (!uk || (tile != 4 && tile != 6) || threads < 1 || n < 0 || h < 1 || w < 1 || cin < 1 ||
       cout < 1 || pad_top < 0 || pad_left < 0 || oh < 0 || ow < 0 || !x || !filter || !y ||
-      act < FX_ACT_NONE || act > FX_ACT_SWISH)
+      act < FX_ACT_NONE || act > FX_ACT_SWISH || slice_panels < 0)
     return -1;
+  const int panels = (cout + uk->nr - 1) / uk->nr, per = slice_panels ? slice_panels : panels;
+  const size_t panel_floats = fx_winograd_panel_floats(tile, cin, uk->nr);
   float *packed = malloc(fx_winograd_packed_floats(tile, cout, cin, uk->nr) * sizeof(float));
+  float *part = malloc((size_t)(per < panels ? per : panels) * panel_floats * sizeof(float));
   float *scratch = malloc(fx_winograd_scratch_bytes_with(uk, tile, cout, cin, threads));
   fx_pool *pool = fx_pool_new(threads);
   int rc = -1;
-  if (packed && scratch && pool) {
+  if (packed && part && scratch && pool) {
     fx_winograd_pack(tile, cout, cin, uk->nr, filter, packed);
     fx_shape xs = {4, {n, h, w, cin}}, ys = {4, {n, oh, ow, cout}};
     double best = 0.0;
@@ -28,8 +32,14 @@ int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, i
     for (int it = 0; it < iters; it++) {
       struct timespec t0, t1;
       clock_gettime(CLOCK_MONOTONIC, &t0);
-      fx_winograd_run_with(uk, pool, tile, packed, cout, cin, bias, x, &xs, pad_top, pad_left, y,
-                           &ys, scratch, act);
+      for (int pan0 = 0; pan0 < panels; pan0 += per) {
+        const int pan1 = pan0 + per < panels ? pan0 + per : panels;
+        const float *slice = packed + (size_t)pan0 * panel_floats;
+        if (slice_panels) /* a slice is one contiguous range: it runs from a copy of just that */
+          slice = memcpy(part, slice, (size_t)(pan1 - pan0) * panel_floats * sizeof(float));
+        fx_winograd_run_panels(uk, pool, tile, slice, pan0, pan1, cout, cin, bias, x, &xs, pad_top, pad_left,
+                               y, &ys, scratch, act);
+      }
       clock_gettime(CLOCK_MONOTONIC, &t1);
       double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
       if (it == 0 || s < best) best = s;
@@ -39,6 +49,7 @@ int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, i
   }
   fx_pool_free(pool);
   free(scratch);
+  free(part);
   free(packed);
   return rc;
 }

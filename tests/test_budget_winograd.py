@@ -1,0 +1,104 @@
+"""A Winograd conv under a budget: the whole transformed blob when it fits, output-channel slices
+of it when only those fit, its im2col GEMM form below that; the same answers at every budget;
+the GEMM form packed only under a budget; stats() and `flexdelegate plan` name what runs."""
+import subprocess
+import sys
+
+import pytest
+
+from budgetcheck import min_budget, stock_reference, winograd_model
+from flexdelegate import load_flex
+from flexdelegate.run import invoke, make_interpreter, max_error
+
+STEP_MB = 0.1
+
+
+@pytest.fixture(scope="module")
+def model():
+    return winograd_model()
+
+
+@pytest.fixture(scope="module")
+def reference(model):
+    return stock_reference(model, seed=2)
+
+
+def conv_run(d):
+    """(kernel family, slices) of the 3x3 conv, as stats() reports it."""
+    op = d.stats()["ops"][0]
+    return op["kernel"].split()[0], op["slices"]
+
+
+@pytest.fixture(scope="module")
+def sweep(model, reference, tmp_path_factory):
+    """Budgets from the minimum up, in small steps, until the whole Winograd blob fits: each
+    budget's (conv kernel, slices) and its error against stock TFLite."""
+    x, ref = reference
+    cache = tmp_path_factory.mktemp("wino") / "m.fxc"
+    lo = min_budget(model, cache, num_threads=1)
+    out = []
+    for i in range(60):
+        budget = round(lo + i * STEP_MB, 2)
+        d = load_flex(budget=budget, cache_path=str(cache), num_threads=1)
+        it = make_interpreter(model, delegate=d)
+        out.append((budget, *conv_run(d), max_error(ref, invoke(it, x))))
+        if out[-1][1:3] == ("winograd-f6", 1) or out[-1][1:3] == ("winograd-f4", 1):
+            break
+    return out
+
+
+def test_every_budget_gives_the_same_answer(sweep):
+    for budget, kernel, slices, err in sweep:
+        assert err <= 1e-4, (budget, kernel, slices)
+
+
+def test_kernel_falls_from_winograd_slices_to_gemm_as_the_budget_shrinks(sweep):
+    kinds = [(k.startswith("winograd"), k, n) for _, k, n, _ in sweep]
+    assert kinds[0][1] == "gemm-im2col"  # at the minimum not even one Winograd panel fits
+    assert kinds[-1][0] and kinds[-1][2] == 1  # the sweep ends where the whole blob fits
+    first = next(i for i, k in enumerate(kinds) if k[0])
+    assert all(k[0] for k in kinds[first:]), sweep  # more memory never goes back to GEMM
+    assert any(n > 1 for is_wino, _, n in kinds if is_wino), sweep  # sliced by channel panels between
+
+
+def test_plan_command_shows_winograd_slices(model, sweep, tmp_path):
+    budget, kernel, slices, _ = next(s for s in sweep if s[1].startswith("winograd") and s[2] > 1)
+    path = tmp_path / "w.tflite"
+    path.write_bytes(model)
+    r = subprocess.run([sys.executable, "-m", "flexdelegate", "plan", str(path), "--budget", str(budget),
+                        "--threads", "1", "--cache", str(tmp_path / "m.fxc")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    conv = r.stdout.splitlines()[2].split()
+    assert conv[1:5] == ["CONV_2D", "winograd", str(slices), "channels"], r.stdout
+    lo = sweep[0][0]
+    r = subprocess.run([sys.executable, "-m", "flexdelegate", "plan", str(path), "--budget", str(lo),
+                        "--threads", "1", "--cache", str(tmp_path / "m.fxc")], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines()[2].split()[2] in ("gemm", "gemm-rows"), r.stdout
+
+
+def test_gemm_form_is_packed_only_under_a_budget(model, reference, tmp_path):
+    x, ref = reference
+    cache = str(tmp_path / "m.fxc")
+    d = load_flex(cache_path=cache, num_threads=1)
+    it = make_interpreter(model, delegate=d)
+    assert conv_run(d)[0].startswith("winograd")
+    plain = d.stats()["cache"]["blobs_packed"]  # one per conv: no GEMM form without a budget
+    assert plain == 2
+    lo = min_budget(model, tmp_path / "other.fxc", num_threads=1)
+    d.set_budget(lo)  # from unlimited to a budget only the GEMM form fits: packed now
+    assert d.stats()["cache"]["blobs_packed"] == plain + 1
+    assert conv_run(d)[0] == "gemm-im2col"
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    d.set_budget(0)
+    assert conv_run(d) == (conv_run(d)[0], 1) and conv_run(d)[0].startswith("winograd")
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    # The file now holds both forms: a budgeted load maps them; an unbudgeted one only its own.
+    budgeted = load_flex(budget=lo, cache_path=cache, num_threads=1)
+    make_interpreter(model, delegate=budgeted)
+    assert (budgeted.stats()["cache"]["blobs_mapped"], budgeted.stats()["cache"]["blobs_packed"]) == (3, 0)
+    free = load_flex(cache_path=cache, num_threads=1)
+    make_interpreter(model, delegate=free)
+    assert (free.stats()["cache"]["blobs_mapped"], free.stats()["cache"]["blobs_packed"]) == (2, 0)
