@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from budgetcheck import heavy_model, min_budget, stock_reference
+from opcheck import check, conv_model
 from flexdelegate import load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error
 
@@ -159,3 +160,13 @@ def test_plans_are_cached_on_disk_and_checked(model, reference, tmp_path, monkey
     bridge._memo.clear()
     it = make_interpreter(model, delegate=load_flex(budget=lo + 1, cache_path=str(tmp_path / "m.fxc")))
     assert max_error(ref, invoke(it, x)) <= 1e-4
+
+
+def test_smallest_budgets_run_a_conv_direct():
+    """The kernel ladder's last rung: a 1x1 stride-2 conv runs im2col GEMM by default; at its
+    minimum budget only direct (weights by channel panels, no im2col scratch) fits."""
+    model = conv_model((1, 16, 16, 256), 256, 1, 1, stride=(2, 2))
+    low = min_budget(model, "")
+    kernels = {b: check(model, flex={"budget": b, "cache_path": ""})["ops"][0]["kernel"] for b in (low, 0)}
+    assert kernels[low].startswith("direct f32-igemm"), kernels
+    assert kernels[0].startswith("gemm-im2col"), kernels

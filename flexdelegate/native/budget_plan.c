@@ -28,9 +28,12 @@
 
 /* Winograd's measured speed-up over im2col GEMM on the layers it is chosen for. */
 #define WINOGRAD_SPEEDUP 2.5
+/* Direct conv where the load-time table kept im2col: measured 0.93-1.07x im2col's time there
+ * (bench/direct_conv.py); costed a little slower so it is taken for its zero scratch, when
+ * im2col's does not fit, rather than for speed. */
+#define DIRECT_SLOWDOWN 1.1
 
-/* Ways to run one layer at most: Winograd, GEMM by channels, GEMM by rows, and room for one
- * more form of the same weights. */
+/* Ways to run one layer at most: Winograd, GEMM by channels, GEMM by rows, direct. */
 #define FX_MAX_KERNELS 4
 
 /* The packed weights a kernel runs with: a conv's GEMM panels (its own, or the GEMM form of a
@@ -39,7 +42,8 @@ static const fx_conv_pack *pack_for(const fx_node *n, int kernel) {
   if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) return NULL;
   const int winograd = fx_conv_pack_tile(n->pack) != 0;
   if (kernel == FLEX_KERNEL_WINOGRAD) return winograd ? n->pack : NULL;
-  if (kernel == FLEX_KERNEL_GEMM || kernel == FLEX_KERNEL_GEMM_ROWS) return winograd ? n->gemm_pack : n->pack;
+  if (kernel == FLEX_KERNEL_GEMM || kernel == FLEX_KERNEL_GEMM_ROWS || kernel == FLEX_KERNEL_DIRECT)
+    return winograd ? n->gemm_pack : n->pack;
   return NULL;
 }
 
@@ -63,16 +67,21 @@ static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_ker
   fx_node_conv_geom(g, n, &geo);
   const double gemm_us = flops / (GEMM_FLOPS_PER_US * threads);
   int nk = 0;
-  for (int kernel = FLEX_KERNEL_GEMM; kernel <= FLEX_KERNEL_WINOGRAD; kernel++) {
+  for (int kernel = FLEX_KERNEL_GEMM; kernel <= FLEX_KERNEL_DIRECT; kernel++) {
     const fx_conv_pack *p = pack_for(n, kernel);
     if (!p || !fx_conv_weights(p)->data) continue;
-    const size_t scratch = fx_conv_scratch_bytes(p, &geo, threads);
+    const int direct = kernel == FLEX_KERNEL_DIRECT;
+    /* direct is its own option only where im2col runs by default (else GEMM already is direct) */
+    if (direct && (n->kind != FX_OP_CONV || geo.direct || fx_conv_pack_direct(p) || !fx_conv_direct_supported(p, &geo)))
+      continue;
+    const size_t scratch = direct ? 0 : fx_conv_scratch_bytes(p, &geo, threads);
     if (kernel == FLEX_KERNEL_GEMM_ROWS && !scratch) continue; /* no im2col: nothing to slice by rows */
     const uint64_t bytes = (uint64_t)fx_conv_panels(p) * fx_conv_panel_bytes(p);
     const int rows = kernel == FLEX_KERNEL_GEMM_ROWS;
+    const double us = kernel == FLEX_KERNEL_WINOGRAD ? gemm_us / WINOGRAD_SPEEDUP : direct ? gemm_us * DIRECT_SLOWDOWN : gemm_us;
     k[nk++] = (flex_kernel_desc){
         .kernel = kernel, .slicing = rows ? FX_SLICE_INPUT : FX_SLICE_WEIGHTS, .weight_bytes = bytes,
-        .scratch_bytes = scratch, .compute_us = kernel == FLEX_KERNEL_WINOGRAD ? gemm_us / WINOGRAD_SPEEDUP : gemm_us,
+        .scratch_bytes = scratch, .compute_us = us,
         .load_us = (double)bytes / LOAD_BYTES_PER_US, .out_channels = fx_conv_panels(p) * fx_conv_nr(p),
         .out_rows = (int)geo.m, .simd = rows ? fx_gemm_config_get()->mr * threads : fx_conv_nr(p)};
   }
@@ -344,11 +353,15 @@ int fx_budget_plan_slices(const fx_budget_plan *bp, int node) {
   return count ? count : 1;
 }
 
-const struct fx_conv_pack *fx_budget_plan_pack(const fx_budget_plan *bp, const fx_graph *g, int node) {
+const struct fx_conv_pack *fx_budget_plan_pack(const fx_budget_plan *bp, const fx_graph *g, int node, int *kernel) {
   int n_steps = 0;
   const fx_step *steps = bp->exec ? fx_budget_steps(bp->exec, &n_steps) : NULL;
+  *kernel = FLEX_KERNEL_NODE;
   for (int i = 0; i < n_steps; i++)
-    if (steps[i].node == node) return pack_for(&g->nodes[node], steps[i].kernel);
+    if (steps[i].node == node) {
+      *kernel = steps[i].kernel;
+      return pack_for(&g->nodes[node], steps[i].kernel);
+    }
   return g->nodes[node].pack;
 }
 
@@ -377,8 +390,12 @@ int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *are
         tile = s->s_bytes / ((size_t)threads * fx_conv_row_bytes(p));
         tile = tile / (size_t)fx_gemm_config_get()->mr * (size_t)fx_gemm_config_get()->mr;
       }
-      fx_conv_run_part(pool, p, &geo, g->tensors[n->in[0]].ptr, g->tensors[n->out[0]].ptr,
-                       (float *)(arena + s->s_off), n->act, (const float *)(arena + s->w_off), pan0, pan1, m0, m1, tile);
+      const float *x = g->tensors[n->in[0]].ptr, *panels = (const float *)(arena + s->w_off);
+      float *y = g->tensors[n->out[0]].ptr;
+      if (s->kernel == FLEX_KERNEL_DIRECT)
+        fx_conv_run_direct_part(pool, p, &geo, x, y, n->act, panels, pan0, pan1, m0, m1);
+      else
+        fx_conv_run_part(pool, p, &geo, x, y, (float *)(arena + s->s_off), n->act, panels, pan0, pan1, m0, m1, tile);
     } else {
       void *saved = NULL;
       if (s->unit >= 0) { /* the filter was copied into its slot */

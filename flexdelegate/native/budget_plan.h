@@ -30,8 +30,9 @@ const char *fx_budget_plan_start(fx_budget_plan *bp, char *arena);
 int fx_budget_plan_run(fx_budget_plan *bp, fx_graph *g, fx_pool *pool, char *arena, int profile);
 /* Steps (slices) the plan runs node `node` in (1 when unsliced or unplanned). */
 int fx_budget_plan_slices(const fx_budget_plan *bp, int node);
-/* The packed weights node `node` runs with: the form the plan chose, else its own pack. */
-const struct fx_conv_pack *fx_budget_plan_pack(const fx_budget_plan *bp, const fx_graph *g, int node);
+/* The packed weights node `node` runs with: the form the plan chose, else its own pack;
+ * *kernel gets the plan's FLEX_KERNEL_* for it (FLEX_KERNEL_NODE when unplanned). */
+const struct fx_conv_pack *fx_budget_plan_pack(const fx_budget_plan *bp, const fx_graph *g, int node, int *kernel);
 /* Under a budget: packs the im2col GEMM form of every Winograd conv in g that lacks one (the
  * plan may run that instead when the Winograd weights do not fit). Returns how many it added
  * (pending in the store until its commit), or -1 when out of memory. */

@@ -155,7 +155,9 @@ void fx_conv_pack_free(fx_conv_pack *p) {
 }
 
 
-const char *fx_conv_pack_kernel(const fx_conv_pack *p) { return p->direct ? p->iuk->name : p->uk->name; }
+const char *fx_conv_pack_kernel(const fx_conv_pack *p, int direct) {
+  return (direct || p->direct) && p->iuk ? p->iuk->name : p->uk->name;
+}
 
 static int tile_rows(int k, int mr) {
   int rows = FX_IM2COL_TILE_BYTES / (int)sizeof(float) / (k > 0 ? k : 1);

@@ -40,7 +40,8 @@ int fx_conv_pack_check(fx_conv_pack *p);
 /* If the cache mapping behind the weights was truncated under us (reads became zeros),
  * repacks them in memory: 1 repaired, 0 nothing to do, -1 out of memory. */
 int fx_conv_pack_repair(fx_conv_pack *p);
-const char *fx_conv_pack_kernel(const fx_conv_pack *p);
+/* The microkernel's name: the IGEMM one when the pack runs direct (or `direct` asks for it). */
+const char *fx_conv_pack_kernel(const fx_conv_pack *p, int direct);
 size_t fx_conv_scratch_bytes(const fx_conv_pack *p, const fx_conv_geom *g, int threads);
 void fx_conv_run(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                  float *y, float *scratch, int act);

@@ -102,8 +102,8 @@ double fx_node_flops(const fx_graph *g, const fx_node *n) {
   }
 }
 
-const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, char *buf,
-                           size_t len) {
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int direct,
+                           char *buf, size_t len) {
   if (n->fused) {
     snprintf(buf, len, "fused %s", n->fused == FX_FUSED_SKIP ? "(skipped)" : "(copy)");
     return buf;
@@ -114,11 +114,11 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
     fx_conv_geom geo;
     conv_geom((fx_graph *)g, n, &geo);
     if (fx_conv_pack_tile(pack))
-      snprintf(buf, len, "winograd-f%d %s%s", fx_conv_pack_tile(pack), fx_conv_pack_kernel(pack), curve);
-    else if (fx_conv_pack_direct(pack))
-      snprintf(buf, len, "direct %s%s", fx_conv_pack_kernel(pack), curve);
+      snprintf(buf, len, "winograd-f%d %s%s", fx_conv_pack_tile(pack), fx_conv_pack_kernel(pack, 0), curve);
+    else if (direct || fx_conv_pack_direct(pack))
+      snprintf(buf, len, "direct %s%s", fx_conv_pack_kernel(pack, 1), curve);
     else
-      snprintf(buf, len, "gemm-%s %s%s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(pack), curve);
+      snprintf(buf, len, "gemm-%s %s%s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(pack, 0), curve);
   } else {
     snprintf(buf, len, "%s%s", fx_op_name(n->kind), curve);
   }

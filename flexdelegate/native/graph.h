@@ -165,8 +165,9 @@ void fx_node_conv_geom(const fx_graph *g, const fx_node *n, void *geo);
 /* Floating-point operations of one run (multiply-add = 2) for the current shapes. */
 double fx_node_flops(const fx_graph *g, const fx_node *n);
 /* What runs the node, e.g. "gemm-im2col f32-gemm-8x32-avx512f", "depthwise"; pack: the packed
- * weights it runs with (n->pack, or the form a budget plan chose). */
-const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, char *buf,
-                           size_t len);
+ * weights it runs with (n->pack, or the form a budget plan chose); direct: a budget plan runs
+ * those as a direct conv. */
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int direct,
+                           char *buf, size_t len);
 
 #endif

@@ -8,6 +8,7 @@
 #include "cache/sigbus.h"
 #include "clock.h"
 #include "delegate.h"
+#include "flex_api.h"
 
 typedef struct fx_partition {
   fx_delegate *d;
@@ -367,7 +368,9 @@ void fx_partition_op(const fx_partition *p, int i, fx_op_report *out) {
   const fx_node *n = &p->g.nodes[i];
   out->node = n->tfl_node;
   out->builtin = n->tfl_builtin;
-  fx_node_kernel(&p->g, n, fx_budget_plan_pack(&p->budget, &p->g, i), out->kernel, sizeof out->kernel);
+  int kernel;
+  const struct fx_conv_pack *pack = fx_budget_plan_pack(&p->budget, &p->g, i, &kernel);
+  fx_node_kernel(&p->g, n, pack, kernel == FLEX_KERNEL_DIRECT, out->kernel, sizeof out->kernel);
   out->flops = n->flops;
   out->runs = n->prof_runs;
   out->time_us = n->prof_runs ? (double)n->prof_ns / 1e3 / (double)n->prof_runs : 0.0;

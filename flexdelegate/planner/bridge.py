@@ -18,7 +18,7 @@ KINDS = ("activation", "input", "output")
 SLICING = {"none": 0, "weights": 1, "input": 2}
 SLICING_NAMES = {v: k for k, v in SLICING.items()}
 # flex_api.h's FLEX_KERNEL_* by option name; the node's own kernel (0) is named after its op.
-KERNELS = {"gemm": 1, "gemm-rows": 2, "winograd": 3}
+KERNELS = {"gemm": 1, "gemm-rows": 2, "winograd": 3, "direct": 4}
 KERNEL_NAMES = {v: k for k, v in KERNELS.items()}
 
 # The last plans, so the runtime's second call (when it needed more room for the steps)

@@ -17,14 +17,17 @@ GEMM_US = 20000.0
 ACT = HW * HW * COUT * 4  # the conv's output, live while it runs
 
 
-def conv_graph():
+def conv_graph(direct=False):
     """CONV 3x3 (partition input 0 -> activation 1) -> RELU (-> partition output 2), described
-    as the C runtime does: the conv offers Winograd, GEMM by channels and GEMM by rows."""
-    kernels = ffi.new("flex_kernel_desc[3]")
-    for i, (kernel, slicing, wb, sb, us, simd) in enumerate([
-            (lib.FLEX_KERNEL_WINOGRAD, 1, PANELS * WINO_PANEL, WINO_SCRATCH, GEMM_US / 2.5, NR),
-            (lib.FLEX_KERNEL_GEMM, 1, PANELS * GEMM_PANEL, IM2COL_SCRATCH, GEMM_US, NR),
-            (lib.FLEX_KERNEL_GEMM_ROWS, 2, PANELS * GEMM_PANEL, IM2COL_SCRATCH, GEMM_US, 8)]):
+    as the C runtime does: the conv offers Winograd, GEMM by channels and GEMM by rows (and,
+    with direct, the same GEMM panels as a direct conv without scratch, a little slower)."""
+    offered = [(lib.FLEX_KERNEL_WINOGRAD, 1, PANELS * WINO_PANEL, WINO_SCRATCH, GEMM_US / 2.5, NR),
+               (lib.FLEX_KERNEL_GEMM, 1, PANELS * GEMM_PANEL, IM2COL_SCRATCH, GEMM_US, NR),
+               (lib.FLEX_KERNEL_GEMM_ROWS, 2, PANELS * GEMM_PANEL, IM2COL_SCRATCH, GEMM_US, 8)]
+    if direct:
+        offered.append((lib.FLEX_KERNEL_DIRECT, 1, PANELS * GEMM_PANEL, 0, GEMM_US * 1.1, NR))
+    kernels = ffi.new("flex_kernel_desc[]", len(offered))
+    for i, (kernel, slicing, wb, sb, us, simd) in enumerate(offered):
         kernels[i] = {"kernel": kernel, "slicing": slicing, "weight_bytes": wb, "scratch_bytes": sb,
                       "compute_us": us, "load_us": wb / 3e3, "out_channels": COUT,
                       "out_rows": HW * HW, "simd": simd}
@@ -32,7 +35,7 @@ def conv_graph():
     ins = [ffi.new("int[1]", [0]), ffi.new("int[1]", [1])]
     layers = ffi.new("flex_layer_desc[2]")
     layers[0] = {"index": 0, "node": 0, "builtin": 3, "n_inputs": 1, "inputs": ins[0], "output": 1,
-                 "n_kernels": 3, "kernels": kernels}
+                 "n_kernels": len(offered), "kernels": kernels}
     layers[1] = {"index": 1, "node": 1, "builtin": 19, "n_inputs": 1, "inputs": ins[1], "output": 2,
                  "n_kernels": 1, "kernels": relu}
     tensors = ffi.new("flex_tensor_desc[3]", [{"id": 0, "kind": 1}, {"id": 1, "nbytes": ACT, "kind": 0},
@@ -88,3 +91,16 @@ def test_gemm_when_not_even_one_winograd_panel_fits(graph):
         lp, steps = conv_plan(graph, budget)
         assert lp.kernel in ("gemm", "gemm-rows")
         assert {s[2] for s in steps} <= {lib.FLEX_KERNEL_GEMM, lib.FLEX_KERNEL_GEMM_ROWS}
+
+
+def test_ladder_ends_in_direct_at_the_smallest_budgets():
+    """Winograd -> im2col GEMM -> direct: direct (no scratch, weights by channel panels) is what
+    the smallest budgets run, and only those; with room for im2col, the faster GEMM runs."""
+    g = conv_graph(direct=True)
+    lo, _ = min_budget(g)
+    assert lo < min_budget(conv_graph())[0]  # direct lowers the minimum
+    lp, steps = conv_plan(g, lo)
+    assert lp.kernel == "direct" and {s[2] for s in steps} == {lib.FLEX_KERNEL_DIRECT}
+    gemm_fits = ACT + PANELS * GEMM_PANEL + IM2COL_SCRATCH + (64 << 10)
+    assert conv_plan(g, gemm_fits)[0].kernel in ("gemm", "gemm-rows", "winograd")
+    assert conv_plan(g, 64 << 20)[0].kernel == "winograd"

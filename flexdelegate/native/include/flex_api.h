@@ -87,7 +87,8 @@ enum {
   FLEX_KERNEL_NODE = 0,     /* the node's own kernel; its raw constant (depthwise filter) in a slot */
   FLEX_KERNEL_GEMM = 1,     /* im2col/direct GEMM panels, sliced by output channels */
   FLEX_KERNEL_GEMM_ROWS = 2, /* the same panels whole, the im2col rows sliced */
-  FLEX_KERNEL_WINOGRAD = 3  /* Winograd-transformed panels, sliced by output channels */
+  FLEX_KERNEL_WINOGRAD = 3, /* Winograd-transformed panels, sliced by output channels */
+  FLEX_KERNEL_DIRECT = 4    /* the GEMM panels as a direct (implicit-GEMM) conv: no scratch at all */
 };
 
 typedef struct {
