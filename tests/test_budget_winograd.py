@@ -81,26 +81,29 @@ def test_plan_command_shows_winograd_slices(model, sweep, tmp_path):
     assert r.stdout.splitlines()[2].split()[2] in ("gemm", "gemm-rows", "direct"), r.stdout
 
 
-def test_gemm_form_is_packed_only_under_a_budget(model, reference, tmp_path):
+def test_gemm_form_is_in_the_file_before_any_budget(model, reference, tmp_path):
+    """A Winograd conv's GEMM form goes into the cache file with the load, budget or not, so
+    set_budget() re-plans without copying the file to add it; without a file it is not packed
+    (it would only add to memory)."""
     x, ref = reference
-    cache = str(tmp_path / "m.fxc")
-    d = load_flex(cache_path=cache, num_threads=1)
+    cache = tmp_path / "m.fxc"
+    d = load_flex(cache_path=str(cache), num_threads=1)
     it = make_interpreter(model, delegate=d)
     assert conv_run(d)[0].startswith("winograd")
-    plain = d.stats()["cache"]["blobs_packed"]  # one per conv: no GEMM form without a budget
-    assert plain == 2
+    assert d.stats()["cache"]["blobs_packed"] == 3  # two convs, and the Winograd one's GEMM form
+    inode = cache.stat().st_ino
     lo = min_budget(model, tmp_path / "other.fxc", num_threads=1)
-    d.set_budget(lo)  # from unlimited to a budget only the GEMM form fits: packed now
-    assert d.stats()["cache"]["blobs_packed"] == plain + 1
+    d.set_budget(lo)  # from unlimited to a budget only the GEMM form fits
+    assert cache.stat().st_ino == inode  # nothing was missing: the file was not rewritten
     assert conv_run(d)[0] in ("direct", "gemm-im2col")  # the GEMM panels, either way
     assert max_error(ref, invoke(it, x)) <= 1e-4
     d.set_budget(0)
     assert conv_run(d) == (conv_run(d)[0], 1) and conv_run(d)[0].startswith("winograd")
     assert max_error(ref, invoke(it, x)) <= 1e-4
-    # The file now holds both forms: a budgeted load maps them; an unbudgeted one only its own.
-    budgeted = load_flex(budget=lo, cache_path=cache, num_threads=1)
-    make_interpreter(model, delegate=budgeted)
-    assert (budgeted.stats()["cache"]["blobs_mapped"], budgeted.stats()["cache"]["blobs_packed"]) == (3, 0)
-    free = load_flex(cache_path=cache, num_threads=1)
-    make_interpreter(model, delegate=free)
-    assert (free.stats()["cache"]["blobs_mapped"], free.stats()["cache"]["blobs_packed"]) == (2, 0)
+    for budget in (lo, 0):  # warm loads, budgeted or not, find every form in the file
+        warm = load_flex(budget=budget, cache_path=str(cache), num_threads=1)
+        make_interpreter(model, delegate=warm)
+        assert (warm.stats()["cache"]["blobs_mapped"], warm.stats()["cache"]["blobs_packed"]) == (3, 0)
+    in_memory = load_flex(cache_path="", num_threads=1)
+    make_interpreter(model, delegate=in_memory)
+    assert in_memory.stats()["cache"]["blobs_packed"] == 2

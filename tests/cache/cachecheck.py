@@ -6,6 +6,12 @@ from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 from flexdelegate.tflite.writer import ModelBuilder
 
 
+# What a load of two_conv_model packs: each 3x3 conv runs Winograd, stored with its GEMM form
+# (the form a budget plan falls back on), and the FC its GEMM panels.
+CONV_BLOBS = 2
+TWO_CONV_BLOBS = 2 * CONV_BLOBS + 1
+
+
 def two_conv_model(seed=0, cin=8, cout=16, size=12, same_weights=False, head_seed=None) -> bytes:
     """CONV 3x3 -> CONV 3x3 -> FC. same_weights: both convs share one weight array (dedup)."""
     rng = np.random.default_rng(seed)

@@ -502,19 +502,19 @@ def test_c_written_file_is_accepted(tmp_path):
     """A file the C delegate wrote passes read_cache and verify_blobs, and its one record lists
     the keys the load asked for, which are the index's; a file the Python writer rebuilds from
     what it read maps completely in the C loader (warm load), which does not rewrite it."""
-    from cachecheck import run_flex, two_conv_model
+    from cachecheck import TWO_CONV_BLOBS, run_flex, two_conv_model
     model, path = two_conv_model(), tmp_path / "c.fxc"
     _, stats = run_flex(model, path)
-    assert stats["cache"]["blobs_packed"] == 3
+    assert stats["cache"]["blobs_packed"] == TWO_CONV_BLOBS
     cf = read_cache(path)
     assert cf.format_version == 2 and cf.producer.startswith("flexdelegate ")
     assert cf.file_size == os.path.getsize(path) == cf.keys_offset + 32 * cf.keys_count
     assert verify_blobs(path) == []
-    assert len(cf.entries) == 3 and len(cf.models) == 1 and cf.fingerprints == {cf.models[0].fingerprint}
+    assert len(cf.entries) == TWO_CONV_BLOBS and len(cf.models) == 1 and cf.fingerprints == {cf.models[0].fingerprint}
     (r,) = cf.models
     # Loaded from memory, not from a file: no identity recorded.
     assert (r.dev, r.ino, r.size, r.mtime_ns, r.ctime_ns) == (0, 0, 0, 0, 0)
-    assert cf.keys_count == len(r.keys) == 3
+    assert cf.keys_count == len(r.keys) == TWO_CONV_BLOBS
     assert sorted(k[:4] for k in r.keys) == [e.key for e in cf.entries]
     by_key = {e.key: e for e in cf.entries}
     assert all(k[4] == by_key[k[:4]].size for k in r.keys)
@@ -525,7 +525,7 @@ def test_c_written_file_is_accepted(tmp_path):
     rewritten = path.read_bytes()
     assert read_cache(path).models == cf.models
     _, stats = run_flex(model, path)
-    assert stats["cache"]["blobs_mapped"] == 3 and stats["cache"]["blobs_packed"] == 0
+    assert stats["cache"]["blobs_mapped"] == TWO_CONV_BLOBS and stats["cache"]["blobs_packed"] == 0
     assert path.read_bytes() == rewritten  # the record was found: nothing to add, no rewrite
 
 
