@@ -20,15 +20,26 @@ static unsigned cpu_isas(void) {
   return b;
 }
 
-int fx_isa_table(const void *const by_isa[FX_ISA_COUNT], const void *avail[FX_ISA_COUNT], const void **chosen) {
+static void fill(fx_isa_menu *m) {
   const unsigned bits = cpu_isas();
   int n = 0;
   for (int f = 0; f < FX_ISA_COUNT; f++)
-    if (by_isa[f] && (bits >> f & 1u)) avail[n++] = by_isa[f];
-  *chosen = avail[n - 1];
+    if (m->by_isa[f] && (bits >> f & 1u)) m->avail[n++] = m->by_isa[f];
+  const void *chosen = m->avail[n - 1];
   const char *isa = getenv("FLEXDELEGATE_ISA");
   if (isa && *isa)
     for (int i = 0; i < n; i++)
-      if (strstr(*(const char *const *)avail[i], isa)) *chosen = avail[i];
-  return n;
+      if (strstr(*(const char *const *)m->avail[i], isa)) chosen = m->avail[i];
+  m->count = n;
+  m->chosen = chosen; /* last: whoever sees it set sees the table */
+}
+
+const void *fx_isa_chosen(fx_isa_menu *m) {
+  if (!m->chosen) fill(m);
+  return m->chosen;
+}
+
+const void *fx_isa_at(fx_isa_menu *m, int i) {
+  if (!m->chosen) fill(m);
+  return i >= 0 && i < m->count ? m->avail[i] : NULL;
 }

@@ -11,40 +11,17 @@ static const fx_gemm_config k_avx512 = {"f32-gemm-8x32-avx512f", 8, 32, fx_f32_g
 static const fx_gemm_config k_neon = {"f32-gemm-8x8-neon", 8, 8, fx_f32_gemm_8x8_neon};
 #endif
 
-/* Kernels this CPU supports, slowest first. */
-static const void *g_available[FX_ISA_COUNT];
-static int g_count;
-static const fx_gemm_config *g_chosen;
-
-static void probe(void) {
-  const void *by_isa[FX_ISA_COUNT] = {[FX_ISA_SCALAR] = &k_scalar,
+static fx_isa_menu g_menu = {.by_isa = {[FX_ISA_SCALAR] = &k_scalar,
 #if defined(__x86_64__)
-                                      [FX_ISA_AVX2] = &k_avx2, [FX_ISA_AVX512F] = &k_avx512,
+                                       [FX_ISA_AVX2] = &k_avx2, [FX_ISA_AVX512F] = &k_avx512,
 #endif
 #if defined(__aarch64__)
-                                      [FX_ISA_NEON] = &k_neon,
+                                       [FX_ISA_NEON] = &k_neon,
 #endif
-  };
-  const void *chosen;
-  g_count = fx_isa_table(by_isa, g_available, &chosen);
-  g_chosen = chosen; /* last: a racing first caller computes the same table */
-}
+}};
 
-static void ensure_probed(void) {
-  /* Called first from delegate creation, which the runtime serialises under the GIL; the
-   * benign race of two first callers would compute the same table. */
-  if (!g_chosen) probe();
-}
-
-const fx_gemm_config *fx_gemm_config_get(void) {
-  ensure_probed();
-  return g_chosen;
-}
-
-const fx_gemm_config *fx_gemm_config_at(int i) {
-  ensure_probed();
-  return i >= 0 && i < g_count ? (const fx_gemm_config *)g_available[i] : NULL;
-}
+const fx_gemm_config *fx_gemm_config_get(void) { return fx_isa_chosen(&g_menu); }
+const fx_gemm_config *fx_gemm_config_at(int i) { return fx_isa_at(&g_menu, i); }
 
 size_t fx_gemm_packed_floats(int n, int k, int nr) {
   size_t panels = (size_t)(n + nr - 1) / (size_t)nr;

@@ -12,29 +12,20 @@ static const fx_igemm_config k_avx512 = {"f32-igemm-8x32-avx512f", 8, 32, fx_f32
 static const fx_igemm_config k_neon = {"f32-igemm-8x8-neon", 8, 8, fx_f32_igemm_8x8_neon};
 #endif
 
-static const void *g_available[FX_ISA_COUNT];
-static int g_count = -1;
-
 /* Listed by the same ISA families as gemm/config.c, so index i here pairs with
- * fx_gemm_config_at(i). */
-static void probe(void) {
-  const void *by_isa[FX_ISA_COUNT] = {[FX_ISA_SCALAR] = &k_scalar,
+ * fx_gemm_config_at(i). Its own choice is unused: the GEMM kernel of the packed weights decides. */
+static fx_isa_menu g_menu = {.by_isa = {[FX_ISA_SCALAR] = &k_scalar,
 #if defined(__x86_64__)
-                                      [FX_ISA_AVX2] = &k_avx2, [FX_ISA_AVX512F] = &k_avx512,
+                                       [FX_ISA_AVX2] = &k_avx2, [FX_ISA_AVX512F] = &k_avx512,
 #endif
 #if defined(__aarch64__)
-                                      [FX_ISA_NEON] = &k_neon,
+                                       [FX_ISA_NEON] = &k_neon,
 #endif
-  };
-  const void *chosen; /* unused: the GEMM kernel of the packed weights decides */
-  g_count = fx_isa_table(by_isa, g_available, &chosen);
-}
+}};
 
 const fx_igemm_config *fx_igemm_config_for(const fx_gemm_config *g) {
-  if (g_count < 0) probe(); /* first called at load, serialised like the GEMM probe */
-  for (int i = 0; i < g_count; i++) {
-    const fx_igemm_config *k = g_available[i];
+  const fx_igemm_config *k;
+  for (int i = 0; (k = fx_isa_at(&g_menu, i)); i++)
     if (fx_gemm_config_at(i) == g) return k->nr == g->nr ? k : NULL;
-  }
   return NULL;
 }

@@ -16,34 +16,17 @@ static const fx_dwconv_config k_avx512 = {"f32-dwconv-avx512f", fx_depthwise_f32
 static const fx_dwconv_config k_neon = {"f32-dwconv-neon", fx_depthwise_f32_neon};
 #endif
 
-/* Variants this CPU supports, slowest first. */
-static const void *g_available[FX_ISA_COUNT];
-static int g_count;
-static const fx_dwconv_config *g_chosen;
-
-static void probe(void) {
-  const void *by_isa[FX_ISA_COUNT] = {[FX_ISA_SCALAR] = &k_scalar,
+static fx_isa_menu g_menu = {.by_isa = {[FX_ISA_SCALAR] = &k_scalar,
 #if defined(__x86_64__)
-                                      [FX_ISA_AVX2] = &k_avx2, [FX_ISA_AVX512F] = &k_avx512,
+                                       [FX_ISA_AVX2] = &k_avx2, [FX_ISA_AVX512F] = &k_avx512,
 #endif
 #if defined(__aarch64__)
-                                      [FX_ISA_NEON] = &k_neon,
+                                       [FX_ISA_NEON] = &k_neon,
 #endif
-  };
-  const void *chosen;
-  g_count = fx_isa_table(by_isa, g_available, &chosen);
-  g_chosen = chosen; /* last: a racing first caller computes the same table */
-}
+}};
 
-const fx_dwconv_config *fx_dwconv_config_get(void) {
-  if (!g_chosen) probe();
-  return g_chosen;
-}
-
-const fx_dwconv_config *fx_dwconv_config_at(int i) {
-  if (!g_chosen) probe();
-  return i >= 0 && i < g_count ? (const fx_dwconv_config *)g_available[i] : NULL;
-}
+const fx_dwconv_config *fx_dwconv_config_get(void) { return fx_isa_chosen(&g_menu); }
+const fx_dwconv_config *fx_dwconv_config_at(int i) { return fx_isa_at(&g_menu, i); }
 
 /* ---- test / benchmark entry points (declared in include/flex_api.h) ---- */
 

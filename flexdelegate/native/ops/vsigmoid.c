@@ -127,30 +127,18 @@ static const fx_vsigmoid_config k_ref = {"f32-vsigmoid-scalar", fx_vsigmoid_ref}
 static const fx_vsigmoid_config k_avx2 = {"f32-vsigmoid-avx2", vsigmoid_avx2};
 static const fx_vsigmoid_config k_avx512 = {"f32-vsigmoid-avx512f", vsigmoid_avx512f};
 #endif
-static const void *g_available[FX_ISA_COUNT];
-static int g_count;
-static const fx_vsigmoid_config *volatile g_chosen;
-
-static void probe(void) {
-  const void *by_isa[FX_ISA_COUNT] = {[FX_ISA_SCALAR] = &k_ref,
+static fx_isa_menu g_menu = {.by_isa = {[FX_ISA_SCALAR] = &k_ref,
 #if defined(__x86_64__)
-                                      [FX_ISA_AVX2] = &k_avx2, [FX_ISA_AVX512F] = &k_avx512,
+                                       [FX_ISA_AVX2] = &k_avx2, [FX_ISA_AVX512F] = &k_avx512,
 #endif
-  };
-  const void *chosen;
-  g_count = fx_isa_table(by_isa, g_available, &chosen);
-  g_chosen = chosen; /* last: a racing first caller computes the same table */
-}
+}};
 
-const fx_vsigmoid_config *fx_vsigmoid_config_at(int i) {
-  if (!g_chosen) probe();
-  return i >= 0 && i < g_count ? (const fx_vsigmoid_config *)g_available[i] : NULL;
-}
+const fx_vsigmoid_config *fx_vsigmoid_config_at(int i) { return fx_isa_at(&g_menu, i); }
 
 int fx_vsigmoid(const float *x, float *y, size_t n, int swish) {
-  if (!g_chosen) probe();
-  if (g_chosen == &k_ref) return 0; /* elementwise.c's loop: vectorised by the compiler */
-  g_chosen->fn(x, y, n, swish);
+  const fx_vsigmoid_config *c = fx_isa_chosen(&g_menu);
+  if (c == &k_ref) return 0; /* elementwise.c's loop: vectorised by the compiler */
+  c->fn(x, y, n, swish);
   return 1;
 }
 
