@@ -9,13 +9,14 @@
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include "gemm.h"
+#include "store-32-avx512f.h"
 
 #define AVX512 __attribute__((target("avx512f")))
 
 AVX512 static inline void store_row(float *ci, __mmask16 m0, __mmask16 m1, __m512 r0, __m512 r1,
                                     __m512 vlo, __m512 vhi) {
-  _mm512_mask_storeu_ps(ci, m0, _mm512_min_ps(_mm512_max_ps(r0, vlo), vhi));
-  _mm512_mask_storeu_ps(ci + 16, m1, _mm512_min_ps(_mm512_max_ps(r1, vlo), vhi));
+  fx_store_clamped_avx512f(ci, m0, r0, vlo, vhi);
+  fx_store_clamped_avx512f(ci + 16, m1, r1, vlo, vhi);
 }
 
 /* One row (FULLY_CONNECTED on one vector, the last row of an odd M): the 8-row body would
@@ -70,22 +71,19 @@ AVX512 static void gemm_8x16(size_t mr, size_t kc, const float *a, size_t a_stri
     c6 = _mm512_fmadd_ps(_mm512_set1_ps(a6[k]), w0, c6);
     c7 = _mm512_fmadd_ps(_mm512_set1_ps(a7[k]), w0, c7);
   }
-#define FX_STORE16(i)                                                                   \
-  if (mr > i) _mm512_mask_storeu_ps(c + i * c_stride, m0, _mm512_min_ps(_mm512_max_ps(c##i, vlo), vhi));
+#define FX_STORE16(i) if (mr > i) fx_store_clamped_avx512f(c + i * c_stride, m0, c##i, vlo, vhi);
   FX_STORE16(0) FX_STORE16(1) FX_STORE16(2) FX_STORE16(3) FX_STORE16(4) FX_STORE16(5) FX_STORE16(6) FX_STORE16(7)
 #undef FX_STORE16
 }
 
 AVX512 void fx_f32_gemm_8x32_avx512f(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
                                      const float *w, float *c, size_t c_stride, float lo, float hi) {
+  const __mmask16 m0 = fx_cols_mask16(nc), m1 = fx_cols_mask16(nc > 16 ? nc - 16 : 0);
   if (mr > 1 && nc <= 16) {
-    gemm_8x16(mr, kc, a, a_stride, w, c, c_stride, nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1),
-              _mm512_set1_ps(lo), _mm512_set1_ps(hi));
+    gemm_8x16(mr, kc, a, a_stride, w, c, c_stride, m0, _mm512_set1_ps(lo), _mm512_set1_ps(hi));
     return;
   }
   if (mr == 1) {
-    const __mmask16 m0 = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
-    const __mmask16 m1 = nc >= 32 ? 0xFFFF : nc <= 16 ? 0 : (__mmask16)((1u << (nc - 16)) - 1);
     gemm_1x32(kc, a, w, c, m0, m1, _mm512_set1_ps(lo), _mm512_set1_ps(hi));
     return;
   }
@@ -112,8 +110,6 @@ AVX512 void fx_f32_gemm_8x32_avx512f(size_t mr, size_t nc, size_t kc, const floa
 #undef FX_ROW
   }
   const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-  const __mmask16 m0 = nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1);
-  const __mmask16 m1 = nc >= 32 ? 0xFFFF : nc <= 16 ? 0 : (__mmask16)((1u << (nc - 16)) - 1);
   store_row(c, m0, m1, c00, c01, vlo, vhi);
   if (mr > 1) store_row(c + c_stride, m0, m1, c10, c11, vlo, vhi);
   if (mr > 2) store_row(c + 2 * c_stride, m0, m1, c20, c21, vlo, vhi);

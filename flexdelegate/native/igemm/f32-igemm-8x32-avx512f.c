@@ -6,15 +6,10 @@
  * the first zmm column, as the GEMM does. */
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include "../gemm/store-32-avx512f.h"
 #include "igemm.h"
 
 #define AVX512 __attribute__((target("avx512f")))
-
-static inline __mmask16 cols_mask(size_t nc) { return nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1); }
-
-AVX512 static inline void store_clamped(float *ci, __mmask16 m, __m512 r, __m512 vlo, __m512 vhi) {
-  _mm512_mask_storeu_ps(ci, m, _mm512_min_ps(_mm512_max_ps(r, vlo), vhi));
-}
 
 AVX512 static void igemm_8x16(size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a,
                               const float *w, float *c, size_t c_stride, __m512 vlo, __m512 vhi) {
@@ -31,9 +26,9 @@ AVX512 static void igemm_8x16(size_t mr, size_t nc, size_t kc, size_t ks, const 
 #undef FX_TAP_ROW16
     }
   }
-  const __mmask16 m = cols_mask(nc);
+  const __mmask16 m = fx_cols_mask16(nc);
   const __m512 rows[8] = {c0, c1, c2, c3, c4, c5, c6, c7}; /* after the loop: no spills inside it */
-  for (size_t i = 0; i < mr; i++) store_clamped(c + i * c_stride, m, rows[i], vlo, vhi);
+  for (size_t i = 0; i < mr; i++) fx_store_clamped_avx512f(c + i * c_stride, m, rows[i], vlo, vhi);
 }
 
 AVX512 void fx_f32_igemm_8x32_avx512f(FX_IGEMM_ARGS) {
@@ -61,12 +56,12 @@ AVX512 void fx_f32_igemm_8x32_avx512f(FX_IGEMM_ARGS) {
 #undef FX_TAP_ROW
     }
   }
-  const __mmask16 m1 = cols_mask(nc - 16);
+  const __mmask16 m1 = fx_cols_mask16(nc - 16);
   const __m512 lo_half[8] = {c00, c10, c20, c30, c40, c50, c60, c70};
   const __m512 hi_half[8] = {c01, c11, c21, c31, c41, c51, c61, c71};
   for (size_t i = 0; i < mr; i++) {
-    store_clamped(c + i * c_stride, 0xFFFF, lo_half[i], vlo, vhi);
-    store_clamped(c + i * c_stride + 16, m1, hi_half[i], vlo, vhi);
+    fx_store_clamped_avx512f(c + i * c_stride, 0xFFFF, lo_half[i], vlo, vhi);
+    fx_store_clamped_avx512f(c + i * c_stride + 16, m1, hi_half[i], vlo, vhi);
   }
 }
 #endif
