@@ -54,17 +54,21 @@ def plan_arena(sizes, first, last, greedy: bool = True) -> tuple[int, list[int]]
     return int(total), [int(c_off[i]) for i in range(n)]
 
 
+def _names_until_null(name_at) -> list[str]:
+    """name_at(0), name_at(1), ... decoded, up to the first NULL (a C variant table's names)."""
+    names = []
+    while (p := name_at(len(names))) != ffi.NULL:
+        names.append(ffi.string(p).decode())
+    return names
+
+
 def gemm_kernel_name() -> str:
     return ffi.string(lib.flex_gemm_kernel_name()).decode()
 
 
 def gemm_kernels() -> list[str]:
     """Microkernels this CPU can run; index 0 is the scalar reference."""
-    names, i = [], 0
-    while (p := lib.flex_gemm_kernel_at(i)) != ffi.NULL:
-        names.append(ffi.string(p).decode())
-        i += 1
-    return names
+    return _names_until_null(lib.flex_gemm_kernel_at)
 
 
 def gemm(kernel: int, a: np.ndarray, w: np.ndarray, bias=None, lo=-np.inf, hi=np.inf) -> np.ndarray:
@@ -128,11 +132,7 @@ def conv_out_size(same: bool, size: int, k: int, stride: int = 1, dilation: int 
 
 def vsigmoid_variants() -> list[str]:
     """Sigmoid / swish variants this CPU can run; index 0 is the scalar reference."""
-    names, i = [], 0
-    while (p := lib.flex_vsigmoid_variant_at(i)) != ffi.NULL:
-        names.append(ffi.string(p).decode())
-        i += 1
-    return names
+    return _names_until_null(lib.flex_vsigmoid_variant_at)
 
 
 def vsigmoid(variant: int, x: np.ndarray, swish: bool = False) -> np.ndarray:
@@ -146,11 +146,7 @@ def vsigmoid(variant: int, x: np.ndarray, swish: bool = False) -> np.ndarray:
 
 def dwconv_variants() -> list[str]:
     """Depthwise-conv variants this CPU can run; index 0 is the scalar reference."""
-    names, i = [], 0
-    while (p := lib.flex_dwconv_variant_at(i)) != ffi.NULL:
-        names.append(ffi.string(p).decode())
-        i += 1
-    return names
+    return _names_until_null(lib.flex_dwconv_variant_at)
 
 
 def dwconv(variant: int, x: np.ndarray, filter: np.ndarray, bias=None, *, mult: int = 1, stride=(1, 1),
