@@ -71,8 +71,10 @@ def gemm_kernels() -> list[str]:
     return _names_until_null(lib.flex_gemm_kernel_at)
 
 
-def gemm(kernel: int, a: np.ndarray, w: np.ndarray, bias=None, lo=-np.inf, hi=np.inf) -> np.ndarray:
-    """a [m, k] @ w [n, k].T + bias, clamped, computed by microkernel number `kernel`."""
+def gemm(kernel: int, a: np.ndarray, w: np.ndarray, bias=None, lo=-np.inf, hi=np.inf, *, residual=None,
+         rlo=-np.inf, rhi=np.inf) -> np.ndarray:
+    """a [m, k] @ w [n, k].T + bias, clamped to [lo, hi], computed by microkernel number `kernel`;
+    then + residual [m, n] clamped to [rlo, rhi] (a fused ADD)."""
     a = np.ascontiguousarray(a, np.float32)
     w = np.ascontiguousarray(w, np.float32)
     m, k = a.shape
@@ -82,9 +84,13 @@ def gemm(kernel: int, a: np.ndarray, w: np.ndarray, bias=None, lo=-np.inf, hi=np
     b = None if bias is None else np.ascontiguousarray(bias, np.float32)
     if b is not None and b.shape != (n,):
         raise ValueError("bias must have n elements")
+    r = None if residual is None else np.ascontiguousarray(residual, np.float32)
+    if r is not None and r.shape != (m, n):
+        raise ValueError("residual must be [m, n]")
     c = np.empty((m, n), np.float32)
     fp = lambda x: ffi.NULL if x is None else ffi.cast("float *", ffi.from_buffer(x))
-    if lib.flex_gemm_run(kernel, m, n, k, fp(a), fp(w), fp(b), fp(c), float(lo), float(hi)):
+    if lib.flex_gemm_run(kernel, m, n, k, fp(a), fp(w), fp(b), fp(c), float(lo), float(hi), fp(r), float(rlo),
+                         float(rhi)):
         raise ValueError(f"gemm: kernel {kernel} unavailable or bad arguments")
     return c
 

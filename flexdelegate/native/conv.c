@@ -177,9 +177,10 @@ typedef struct {
   const fx_conv_pack *p;
   const fx_conv_geom *g;
   const float *x, *panels;
+  const float *res; /* the fused residual ADD, applied by the microkernels (NULL: none, or curve) */
   float *y, *scratch;
   size_t m0, m1, mt, row_groups, panel_groups, panels_per_group, pan0, pan1;
-  float lo, hi;
+  fx_gemm_out out;
   int curve; /* SIGMOID / SWISH on each microkernel tile, while it is in L1 */
   int igemm; /* direct conv (conv_direct.c) instead of im2col / direct GEMM */
 } conv_job;
@@ -250,7 +251,8 @@ static void im2col(const fx_conv_geom *g, const float *x, size_t m0, size_t rows
   }
 }
 
-/* The fused residual ADD on rows [m0, m0 + rows) x columns [c0, c1) of y (row stride ld). */
+/* The residual ADD on rows [m0, m0 + rows) x columns [c0, c1) of y (row stride ld), for the
+ * outputs the microkernels could not finish: after a SIGMOID / SWISH, and on Winograd layers. */
 static void add_residual(const fx_conv_geom *g, float *y, size_t ld, size_t m0, size_t rows, size_t c0, size_t c1) {
   float lo, hi;
   fx_act_bounds(g->residual_act, &lo, &hi);
@@ -268,26 +270,21 @@ static void add_residual(const fx_conv_geom *g, float *y, size_t ld, size_t m0, 
  * im2col rows built in this thread's scratch. */
 static void gemm_rows(const conv_job *j, int tid, size_t m0, size_t rows, size_t pan0, size_t pan1) {
   const fx_conv_pack *p = j->p;
-  const int mr = p->uk->mr, nr = p->uk->nr, k = p->k;
-  const float *a;
-  size_t lda;
-  if (j->g->direct) {
-    a = j->x + m0 * (size_t)k;
-    lda = (size_t)k;
-  } else {
-    float *buf = j->scratch + (size_t)tid * j->mt * (size_t)k;
+  const size_t mr = (size_t)p->uk->mr, nr = (size_t)p->uk->nr, k = (size_t)p->k, n = (size_t)p->n;
+  const float *a = j->x + m0 * k;
+  if (!j->g->direct) {
+    float *buf = j->scratch + (size_t)tid * j->mt * k;
     im2col(j->g, j->x, m0, rows, buf);
     a = buf;
-    lda = (size_t)k;
   }
-  const size_t panel_floats = (size_t)nr * (size_t)(k + 1);
+  const size_t panel_floats = nr * (k + 1);
   for (size_t pan = pan0; pan < pan1; pan++) {
     const float *w = j->panels + (pan - j->pan0) * panel_floats;
-    size_t n0 = pan * (size_t)nr, nc = (size_t)p->n - n0 < (size_t)nr ? (size_t)p->n - n0 : (size_t)nr;
-    for (size_t r = 0; r < rows; r += (size_t)mr) {
-      size_t mrr = rows - r < (size_t)mr ? rows - r : (size_t)mr;
-      p->uk->fn(mrr, nc, (size_t)k, a + r * lda, lda, w, j->y + (m0 + r) * (size_t)p->n + n0,
-                (size_t)p->n, j->lo, j->hi);
+    const size_t n0 = pan * nr, nc = n - n0 < nr ? n - n0 : nr;
+    for (size_t r = 0; r < rows; r += mr) {
+      const size_t at = (m0 + r) * n + n0;
+      p->uk->fn(rows - r < mr ? rows - r : mr, nc, k, a + r * k, k, w, j->y + at, n, j->res ? j->res + at : NULL,
+                &j->out);
     }
   }
 }
@@ -302,18 +299,16 @@ static void conv_task(void *arg, int tid, size_t task) {
   if (pan1 > j->pan1) pan1 = j->pan1;
   if (j->igemm)
     fx_conv_direct_rows(p->iuk, j->g, (size_t)p->n, j->x, m0, rows, j->panels, j->pan0, pan0, pan1, j->y,
-                        j->lo, j->hi);
+                        j->res, &j->out);
   else
     gemm_rows(j, tid, m0, rows, pan0, pan1);
-  if (pan1 <= pan0) return;
+  if (pan1 <= pan0 || !j->curve) return;
   /* On the tile just written (in L2), in as few calls as possible. */
   size_t c0 = pan0 * (size_t)nr, c1 = pan1 * (size_t)nr < (size_t)p->n ? pan1 * (size_t)nr : (size_t)p->n;
-  if (j->curve) {
-    float *c = j->y + m0 * (size_t)p->n;
-    if (c0 == 0 && c1 == (size_t)p->n) fx_apply_act(j->curve, c, rows * (size_t)p->n);
-    else
-      for (size_t i = 0; i < rows; i++) fx_apply_act(j->curve, c + i * (size_t)p->n + c0, c1 - c0);
-  }
+  float *c = j->y + m0 * (size_t)p->n;
+  if (c0 == 0 && c1 == (size_t)p->n) fx_apply_act(j->curve, c, rows * (size_t)p->n);
+  else
+    for (size_t i = 0; i < rows; i++) fx_apply_act(j->curve, c + i * (size_t)p->n + c0, c1 - c0);
   if (j->g->residual) add_residual(j->g, j->y, (size_t)p->n, m0, rows, c0, c1);
 }
 
@@ -367,8 +362,12 @@ static void run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g
   }
   j.row_groups = (rows + j.mt - 1) / j.mt;
   if (j.panel_groups == 1) j.panels_per_group = panels_n;
-  fx_act_bounds(act, &j.lo, &j.hi);
+  float lo, hi, rlo, rhi;
+  fx_act_bounds(act, &lo, &hi);
+  fx_act_bounds(g->residual_act, &rlo, &rhi);
+  j.out = (fx_gemm_out){lo, hi, rlo, rhi};
   j.curve = fx_act_is_curve(act) ? act : 0;
+  j.res = j.curve ? NULL : g->residual; /* the curve comes first: then a pass adds it */
   if (m1 > m0 && panels_n) fx_parallel_tasks(pool, j.row_groups * j.panel_groups, conv_task, &j);
 }
 

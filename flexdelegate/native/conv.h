@@ -62,6 +62,7 @@ const struct fx_wref *fx_conv_weights(const fx_conv_pack *p);
 
 /* ---- direct convolution (implicit GEMM, conv_direct.c): the same packed panels, no scratch ---- */
 struct fx_gemm_config;
+struct fx_gemm_out;
 struct fx_igemm_config;
 /* Whether this conv can run direct: GEMM-packed (not Winograd) weights of a conv (not FC)
  * whose kernel size and channels fit the fixed row-pointer and zero-row buffers. */
@@ -83,5 +84,5 @@ fx_conv_pack *fx_conv_pack_new_with(struct fx_store *store, const struct fx_gemm
 int fx_conv_direct_geom_ok(const fx_conv_geom *g, int mr);
 void fx_conv_direct_rows(const struct fx_igemm_config *uk, const fx_conv_geom *g, size_t n, const float *x,
                          size_t m0, size_t rows, const float *panels, size_t pan_first, size_t pan0,
-                         size_t pan1, float *y, float lo, float hi);
+                         size_t pan1, float *y, const float *res, const struct fx_gemm_out *out);
 #endif

@@ -71,7 +71,7 @@ static void fill_tile(const fx_conv_geom *g, pixel *p, size_t rows, size_t mr, i
 
 void fx_conv_direct_rows(const fx_igemm_config *uk, const fx_conv_geom *g, size_t n, const float *x,
                          size_t m0, size_t rows, const float *panels, size_t pan_first, size_t pan0,
-                         size_t pan1, float *y, float lo, float hi) {
+                         size_t pan1, float *y, const float *res, const fx_gemm_out *out) {
   const float *ind[FX_DIRECT_POINTERS];
   unsigned char wide[FX_DIRECT_POINTERS];
   const size_t mr = (size_t)uk->mr, nr = (size_t)uk->nr, cin = (size_t)g->cin, kw = (size_t)g->kw;
@@ -91,8 +91,8 @@ void fx_conv_direct_rows(const fx_igemm_config *uk, const fx_conv_geom *g, size_
       const size_t n0 = pan * nr, nc = n - n0 < nr ? n - n0 : nr;
       for (size_t r = 0; r < block; r += mr) {
         const size_t ks = wide[r / mr] ? (size_t)g->kh : taps, kc = wide[r / mr] ? kw * cin : cin;
-        uk->fn(block - r < mr ? block - r : mr, nc, kc, ks, ind + r * taps, w, y + (m0 + b0 + r) * n + n0, n,
-               lo, hi);
+        const size_t at = (m0 + b0 + r) * n + n0;
+        uk->fn(block - r < mr ? block - r : mr, nc, kc, ks, ind + r * taps, w, y + at, n, res ? res + at : NULL, out);
       }
     }
   }

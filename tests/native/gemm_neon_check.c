@@ -6,7 +6,8 @@
  *      flexdelegate/native/gemm/config.c flexdelegate/native/gemm/f32-gemm-*.c -o check
  *
  * Every shape m 1..17, n 1..33, k 0..70 runs twice (bias + no clamp; random bias + a random
- * clamp window) through a whole-GEMM driver like conv.c's, with A and C row strides wider than
+ * clamp window + a fused residual ADD) through a whole-GEMM driver like
+ * conv.c's, with A and C row strides wider than
  * k and n and canaries around C, so stray reads of padding or stray writes show up. Then
  * direct microkernel calls with every (mr, nc) remainder check that rows past mr and columns
  * past nc are untouched, and the config: NEON listed after the scalar reference and chosen by
@@ -40,10 +41,11 @@ static float frand(void) { /* uniform in [-1, 1) */
   return (float)((g_rng >> 40) & 0xFFFFFF) / (float)(1 << 23) - 1.0f;
 }
 
-/* Whole GEMM C[m][n] (row stride cs) = clamp(A[m][k] (row stride as) * W[n][k]^T + bias) with
- * microkernel uk, the way conv.c drives it. */
+/* Whole GEMM C[m][n] (row stride cs) = out(A[m][k] (row stride as) * W[n][k]^T + bias) with
+ * microkernel uk, the way conv.c drives it, then the residual r (stride cs, or NULL) added
+ * and clamped to [o.rlo, o.rhi]. */
 static int run_gemm(const fx_gemm_config *uk, int m, int n, int k, const float *a, size_t as,
-                    const float *w, const float *bias, float *c, size_t cs, float lo, float hi) {
+                    const float *w, const float *bias, float *c, size_t cs, const float *r, fx_gemm_out o) {
   float *packed = malloc((fx_gemm_packed_floats(n, k, uk->nr) + 1) * sizeof(float));
   if (!packed) return -1;
   fx_gemm_pack(n, k, uk->nr, w, bias, packed);
@@ -51,9 +53,9 @@ static int run_gemm(const fx_gemm_config *uk, int m, int n, int k, const float *
   for (int n0 = 0; n0 < n; n0 += uk->nr) {
     const size_t nc = (size_t)(n - n0 < uk->nr ? n - n0 : uk->nr);
     for (int m0 = 0; m0 < m; m0 += uk->mr) {
-      const size_t mr = (size_t)(m - m0 < uk->mr ? m - m0 : uk->mr);
-      uk->fn(mr, nc, (size_t)k, a + (size_t)m0 * as, as, packed + (size_t)(n0 / uk->nr) * panel,
-             c + (size_t)m0 * cs + (size_t)n0, cs, lo, hi);
+      const size_t mr = (size_t)(m - m0 < uk->mr ? m - m0 : uk->mr), at = (size_t)m0 * cs + (size_t)n0;
+      uk->fn(mr, nc, (size_t)k, a + (size_t)m0 * as, as, packed + (size_t)(n0 / uk->nr) * panel, c + at, cs,
+             r ? r + at : NULL, &o);
     }
   }
   free(packed);
@@ -70,7 +72,7 @@ static int check_shapes(const fx_gemm_config *ref, const fx_gemm_config *neon, i
   static float a[MAX_M * (MAX_K + A_PAD)], w[MAX_N * MAX_K], bias[MAX_N];
   static float abs_a[MAX_M * (MAX_K + A_PAD)], abs_w[MAX_N * MAX_K], abs_b[MAX_N];
   static float cr[MAX_M * (MAX_N + C_PAD) + 2], cn[MAX_M * (MAX_N + C_PAD) + 2];
-  static float cabs[MAX_M * (MAX_N + C_PAD)];
+  static float cabs[MAX_M * (MAX_N + C_PAD)], res[MAX_M * (MAX_N + C_PAD)];
   int failures = 0;
   for (int m = 1; m <= MAX_M; m++)
     for (int n = 1; n <= MAX_N; n++)
@@ -89,11 +91,19 @@ static int check_shapes(const fx_gemm_config *ref, const fx_gemm_config *neon, i
           }
           const size_t cn_len = (size_t)m * cs;
           for (size_t i = 0; i < cn_len + 2; i++) cr[i] = cn[i] = CANARY;
+          for (size_t i = 0; i < cn_len; i++) res[i] = frand();
+          fx_gemm_out o = fx_gemm_out_clamp(lo, hi);
+          const float *r = NULL;
+          if (variant) { /* then a residual, clamped again */
+            r = res;
+            o.rlo = lo - 0.2f;
+            o.rhi = hi + 0.2f;
+          }
           /* c + 1: one canary before C; one after. */
-          if (run_gemm(ref, m, n, k, a, as, w, variant ? bias : NULL, cr + 1, cs, lo, hi) ||
-              run_gemm(neon, m, n, k, a, as, w, variant ? bias : NULL, cn + 1, cs, lo, hi) ||
-              run_gemm(ref, m, n, k, abs_a, as, abs_w, variant ? abs_b : NULL, cabs, cs,
-                       -INFINITY, INFINITY)) {
+          if (run_gemm(ref, m, n, k, a, as, w, variant ? bias : NULL, cr + 1, cs, r, o) ||
+              run_gemm(neon, m, n, k, a, as, w, variant ? bias : NULL, cn + 1, cs, r, o) ||
+              run_gemm(ref, m, n, k, abs_a, as, abs_w, variant ? abs_b : NULL, cabs, cs, NULL,
+                       fx_gemm_out_clamp(-INFINITY, INFINITY))) {
             printf("FAIL m=%d n=%d k=%d: out of memory\n", m, n, k);
             return failures + 1;
           }
@@ -109,7 +119,7 @@ static int check_shapes(const fx_gemm_config *ref, const fx_gemm_config *neon, i
               }
               /* Both accumulate over k in the same order; allow FMA-vs-mul/add rounding. */
               const float tol = 1e-6f * (1.0f + cabs[at]) * (float)(k + 1);
-              bad = !(fabsf(got - want) <= tol) || got < lo || got > hi;
+              bad = !(fabsf(got - want) <= tol) || got < o.rlo || got > o.rhi || (!r && (got < lo || got > hi));
               if (bad && failures < 20)
                 printf("FAIL m=%d n=%d k=%d variant=%d at (%d,%d): neon %.9g ref %.9g\n", m, n,
                        k, variant, i, j, got, want);
@@ -135,7 +145,8 @@ static int check_remainders(const fx_gemm_config *neon, int *checked) {
   for (int mr = 1; mr <= MR; mr++)
     for (int nc = 1; nc <= NR; nc++) {
       for (int i = 0; i < (MR + 1) * CS; i++) c[i] = CANARY;
-      neon->fn((size_t)mr, (size_t)nc, K, a, AS, w, c, CS, -INFINITY, INFINITY);
+      const fx_gemm_out o = fx_gemm_out_clamp(-INFINITY, INFINITY);
+      neon->fn((size_t)mr, (size_t)nc, K, a, AS, w, c, CS, NULL, &o);
       int bad = 0;
       for (int i = 0; i <= MR; i++)
         for (int j = 0; j < CS; j++) {

@@ -61,8 +61,9 @@ static int check_conv(const fx_igemm_config *ref, const fx_igemm_config *neon, c
   const float lo = clamp ? -0.5f : -INFINITY, hi = clamp ? 0.5f : INFINITY;
   yr[yn] = yn8[yn] = CANARY;
   const size_t panels = (size_t)(cout + 7) / 8;
-  fx_conv_direct_rows(ref, g, (size_t)cout, x, 0, g->m, packed, 0, 0, panels, yr, lo, hi);
-  fx_conv_direct_rows(neon, g, (size_t)cout, x, 0, g->m, packed, 0, 0, panels, yn8, lo, hi);
+  const fx_gemm_out out = fx_gemm_out_clamp(lo, hi);
+  fx_conv_direct_rows(ref, g, (size_t)cout, x, 0, g->m, packed, 0, 0, panels, yr, NULL, &out);
+  fx_conv_direct_rows(neon, g, (size_t)cout, x, 0, g->m, packed, 0, 0, panels, yn8, NULL, &out);
   int bad = yr[yn] != CANARY || yn8[yn] != CANARY;
   for (size_t m = 0; m < g->m && !bad; m++)
     for (int o = 0; o < cout && !bad; o++) {

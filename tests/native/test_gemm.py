@@ -1,5 +1,6 @@
 """Every GEMM microkernel this CPU runs, against the scalar reference and numpy, on awkward
-shapes (remainders in m and n, k = 0 and 1, clamping)."""
+shapes (remainders in m and n, k = 0 and 1, clamping), with the fused output stage (residual
+ADD)."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -42,8 +43,22 @@ def test_simd_kernels_match_scalar_reference(kernel, m, n, k, clamp, bias):
         assert got.min() >= -0.5 and got.max() <= 0.5
 
 
+@pytest.mark.parametrize("kernel", range(len(KERNELS)), ids=KERNELS)
+@pytest.mark.parametrize("m,n,k", [(1, 33, 7), (13, 31, 65), (8, 32, 16), (25, 48, 129), (9, 5, 3)])
+def test_residual_output_stage_matches_numpy(kernel, m, n, k):
+    rng = np.random.default_rng(m + n + k)
+    a, w, b = rng.standard_normal((m, k)), rng.standard_normal((n, k)), rng.standard_normal(n)
+    res = rng.standard_normal((m, n)).astype(np.float32)
+    got = _native.gemm(kernel, a, w, b, 0.0, np.inf, residual=res, rlo=-0.25, rhi=1.5)
+    conv = np.maximum(a.astype(np.float32) @ w.astype(np.float32).T + b.astype(np.float32), 0.0)
+    np.testing.assert_allclose(got, np.clip(conv + res, -0.25, 1.5), rtol=1e-5, atol=1e-4)
+    assert got.min() >= -0.25 and got.max() <= 1.5
+
+
 def test_bad_arguments_raise():
     with pytest.raises(ValueError):
         _native.gemm(len(KERNELS), np.ones((2, 2)), np.ones((2, 2)))
     with pytest.raises(ValueError):
         _native.gemm(0, np.ones((2, 3)), np.ones((2, 2)))
+    with pytest.raises(ValueError):
+        _native.gemm(0, np.ones((2, 2)), np.ones((3, 2)), residual=np.ones((3, 2)))

@@ -5,7 +5,8 @@
 #define NR 8
 
 void fx_f32_gemm_4x8_scalar(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
-                            const float *w, float *c, size_t c_stride, float lo, float hi) {
+                            const float *w, float *c, size_t c_stride, const float *r,
+                            const fx_gemm_out *o) {
   float acc[MR][NR];
   for (size_t i = 0; i < mr; i++)
     for (int j = 0; j < NR; j++) acc[i][j] = w[j];
@@ -16,9 +17,5 @@ void fx_f32_gemm_4x8_scalar(size_t mr, size_t nc, size_t kc, const float *a, siz
       for (int j = 0; j < NR; j++) acc[i][j] += av * wk[j];
     }
   for (size_t i = 0; i < mr; i++)
-    for (size_t j = 0; j < nc; j++) {
-      float v = acc[i][j];
-      v = v < lo ? lo : v;
-      c[i * c_stride + j] = v > hi ? hi : v;
-    }
+    for (size_t j = 0; j < nc; j++) c[i * c_stride + j] = fx_gemm_out_one(acc[i][j], r ? r + i * c_stride + j : 0, o);
 }

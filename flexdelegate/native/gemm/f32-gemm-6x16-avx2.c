@@ -4,8 +4,8 @@
  * The accumulators are named scalars of the function, never an array: with `__m256 acc[6][2]`
  * indexed by the run-time row count in the store loop, GCC keeps the array in memory and
  * writes all 12 accumulators back to the stack on every k step (12 stores per 12 FMAs), which
- * halved throughput (~60 of ~115 GFLOP/s on Zen 5). Rows past mr read row 0 of A (harmless)
- * and are simply not stored. */
+ * halved throughput (~60 of ~115 GFLOP/s on Zen 5). Rows past mr read row 0 of A
+ * (harmless) and are simply not stored. */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include "gemm.h"
@@ -13,7 +13,8 @@
 
 __attribute__((target("avx2,fma")))
 void fx_f32_gemm_6x16_avx2(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
-                           const float *w, float *c, size_t c_stride, float lo, float hi) {
+                           const float *w, float *c, size_t cs, const float *r, const fx_gemm_out *out) {
+  const fx_gemm_out local = *out, *o = &local; /* a copy C's stores cannot alias */
   const float *a0 = a;
   const float *a1 = mr > 1 ? a0 + a_stride : a0;
   const float *a2 = mr > 2 ? a1 + a_stride : a0;
@@ -46,12 +47,8 @@ void fx_f32_gemm_6x16_avx2(size_t mr, size_t nc, size_t kc, const float *a, size
     c50 = _mm256_fmadd_ps(av, w0, c50);
     c51 = _mm256_fmadd_ps(av, w1, c51);
   }
-  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-  if (mr > 0) fx_store_row_16_avx2(c, nc, c00, c01, vlo, vhi);
-  if (mr > 1) fx_store_row_16_avx2(c + c_stride, nc, c10, c11, vlo, vhi);
-  if (mr > 2) fx_store_row_16_avx2(c + 2 * c_stride, nc, c20, c21, vlo, vhi);
-  if (mr > 3) fx_store_row_16_avx2(c + 3 * c_stride, nc, c30, c31, vlo, vhi);
-  if (mr > 4) fx_store_row_16_avx2(c + 4 * c_stride, nc, c40, c41, vlo, vhi);
-  if (mr > 5) fx_store_row_16_avx2(c + 5 * c_stride, nc, c50, c51, vlo, vhi);
+#define FX_STORE(i) if (mr > i) fx_store_row_16_avx2(c + i * cs, r ? r + i * cs : NULL, nc, c##i##0, c##i##1, o);
+  FX_STORE(0) FX_STORE(1) FX_STORE(2) FX_STORE(3) FX_STORE(4) FX_STORE(5)
+#undef FX_STORE
 }
 #endif

@@ -5,7 +5,7 @@
  * run-time row count: with `__m512 acc[8][2]` GCC kept the loop in registers but spilled all
  * 16 accumulators to the stack before and after it (~48 extra 64-byte moves per call), which
  * cost as much as the FMAs on the small-K 1x1 convs of MobileNet/EfficientNet. Rows past mr
- * read row 0 of A (harmless) and are not stored. */
+ * read row 0 of A (harmless) and are not stored. The weights are prefetched ahead (gemm.h). */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include "gemm.h"
@@ -13,16 +13,19 @@
 
 #define AVX512 __attribute__((target("avx512f")))
 
-AVX512 static inline void store_row(float *ci, __mmask16 m0, __mmask16 m1, __m512 r0, __m512 r1,
-                                    __m512 vlo, __m512 vhi) {
-  fx_store_clamped_avx512f(ci, m0, r0, vlo, vhi);
-  fx_store_clamped_avx512f(ci + 16, m1, r1, vlo, vhi);
+/* Output stage of row i (row pointers into C and the residual, both of stride cs). */
+#define FX_ROW_PTRS(i) (c + (i) * cs), (r ? r + (i) * cs : NULL)
+
+AVX512 static inline void store_row(float *ci, const float *ri, __mmask16 m0, __mmask16 m1, __m512 v0,
+                                    __m512 v1, const fx_gemm_out *o) {
+  fx_store16_avx512f(ci, ri, m0, v0, o);
+  fx_store16_avx512f(ci + 16, ri ? ri + 16 : NULL, m1, v1, o);
 }
 
 /* One row (FULLY_CONNECTED on one vector, the last row of an odd M): the 8-row body would
  * run 8x the FMAs; instead 4 k-steps in flight, 8 accumulators, summed at the end. */
-AVX512 static void gemm_1x32(size_t kc, const float *a, const float *w, float *c, __mmask16 m0,
-                             __mmask16 m1, __m512 vlo, __m512 vhi) {
+AVX512 static void gemm_1x32(size_t kc, const float *a, const float *w, float *c, const float *r,
+                             __mmask16 m0, __mmask16 m1, const fx_gemm_out *o) {
   __m512 p0 = _mm512_loadu_ps(w), p1 = _mm512_loadu_ps(w + 16);
   __m512 q0 = _mm512_setzero_ps(), q1 = q0, r0 = q0, r1 = q0, s0 = q0, s1 = q0;
   w += 32;
@@ -43,13 +46,13 @@ AVX512 static void gemm_1x32(size_t kc, const float *a, const float *w, float *c
   }
   p0 = _mm512_add_ps(_mm512_add_ps(p0, q0), _mm512_add_ps(r0, s0));
   p1 = _mm512_add_ps(_mm512_add_ps(p1, q1), _mm512_add_ps(r1, s1));
-  store_row(c, m0, m1, p0, p1, vlo, vhi);
+  store_row(c, r, m0, m1, p0, p1, o);
 }
 
 /* At most 16 columns (N = 16, or the last panel of N = 80, 144, 240, ...): half the panel is
  * zero padding, so only its first zmm column is multiplied. */
 AVX512 static void gemm_8x16(size_t mr, size_t kc, const float *a, size_t a_stride, const float *w, float *c,
-                             size_t c_stride, __mmask16 m0, __m512 vlo, __m512 vhi) {
+                             size_t cs, const float *r, __mmask16 m0, const fx_gemm_out *o) {
   const float *a0 = a;
   const float *a1 = mr > 1 ? a0 + a_stride : a0;
   const float *a2 = mr > 2 ? a1 + a_stride : a0;
@@ -61,6 +64,7 @@ AVX512 static void gemm_8x16(size_t mr, size_t kc, const float *a, size_t a_stri
   __m512 c0 = _mm512_loadu_ps(w), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0, c6 = c0, c7 = c0;
   w += 32;
   for (size_t k = 0; k < kc; k++, w += 32) {
+    _mm_prefetch((const char *)(w + FX_PREFETCH_FLOATS), _MM_HINT_T0);
     const __m512 w0 = _mm512_loadu_ps(w);
     c0 = _mm512_fmadd_ps(_mm512_set1_ps(a0[k]), w0, c0);
     c1 = _mm512_fmadd_ps(_mm512_set1_ps(a1[k]), w0, c1);
@@ -71,20 +75,22 @@ AVX512 static void gemm_8x16(size_t mr, size_t kc, const float *a, size_t a_stri
     c6 = _mm512_fmadd_ps(_mm512_set1_ps(a6[k]), w0, c6);
     c7 = _mm512_fmadd_ps(_mm512_set1_ps(a7[k]), w0, c7);
   }
-#define FX_STORE16(i) if (mr > i) fx_store_clamped_avx512f(c + i * c_stride, m0, c##i, vlo, vhi);
+#define FX_STORE16(i) if (mr > i) fx_store16_avx512f(FX_ROW_PTRS(i), m0, c##i, o);
   FX_STORE16(0) FX_STORE16(1) FX_STORE16(2) FX_STORE16(3) FX_STORE16(4) FX_STORE16(5) FX_STORE16(6) FX_STORE16(7)
 #undef FX_STORE16
 }
 
 AVX512 void fx_f32_gemm_8x32_avx512f(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
-                                     const float *w, float *c, size_t c_stride, float lo, float hi) {
+                                     const float *w, float *c, size_t cs, const float *r,
+                                     const fx_gemm_out *out) {
+  const fx_gemm_out local = *out, *o = &local; /* a copy C's stores cannot alias */
   const __mmask16 m0 = fx_cols_mask16(nc), m1 = fx_cols_mask16(nc > 16 ? nc - 16 : 0);
   if (mr > 1 && nc <= 16) {
-    gemm_8x16(mr, kc, a, a_stride, w, c, c_stride, m0, _mm512_set1_ps(lo), _mm512_set1_ps(hi));
+    gemm_8x16(mr, kc, a, a_stride, w, c, cs, r, m0, o);
     return;
   }
   if (mr == 1) {
-    gemm_1x32(kc, a, w, c, m0, m1, _mm512_set1_ps(lo), _mm512_set1_ps(hi));
+    gemm_1x32(kc, a, w, c, r, m0, m1, o);
     return;
   }
   const float *a0 = a;
@@ -99,7 +105,9 @@ AVX512 void fx_f32_gemm_8x32_avx512f(size_t mr, size_t nc, size_t kc, const floa
   __m512 c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
   __m512 c40 = c00, c41 = c01, c50 = c00, c51 = c01, c60 = c00, c61 = c01, c70 = c00, c71 = c01;
   w += 32;
-  for (size_t k = 0; k < kc; k++, w += 32) {
+  for (size_t k = 0; k < kc; k++, w += 32) { /* 128 bytes of weights per k: two lines ahead */
+    _mm_prefetch((const char *)(w + FX_PREFETCH_FLOATS), _MM_HINT_T0);
+    _mm_prefetch((const char *)(w + FX_PREFETCH_FLOATS + 16), _MM_HINT_T0);
     const __m512 w0 = _mm512_loadu_ps(w), w1 = _mm512_loadu_ps(w + 16);
     __m512 av;
 #define FX_ROW(i)                                   \
@@ -109,14 +117,8 @@ AVX512 void fx_f32_gemm_8x32_avx512f(size_t mr, size_t nc, size_t kc, const floa
     FX_ROW(0) FX_ROW(1) FX_ROW(2) FX_ROW(3) FX_ROW(4) FX_ROW(5) FX_ROW(6) FX_ROW(7)
 #undef FX_ROW
   }
-  const __m512 vlo = _mm512_set1_ps(lo), vhi = _mm512_set1_ps(hi);
-  store_row(c, m0, m1, c00, c01, vlo, vhi);
-  if (mr > 1) store_row(c + c_stride, m0, m1, c10, c11, vlo, vhi);
-  if (mr > 2) store_row(c + 2 * c_stride, m0, m1, c20, c21, vlo, vhi);
-  if (mr > 3) store_row(c + 3 * c_stride, m0, m1, c30, c31, vlo, vhi);
-  if (mr > 4) store_row(c + 4 * c_stride, m0, m1, c40, c41, vlo, vhi);
-  if (mr > 5) store_row(c + 5 * c_stride, m0, m1, c50, c51, vlo, vhi);
-  if (mr > 6) store_row(c + 6 * c_stride, m0, m1, c60, c61, vlo, vhi);
-  if (mr > 7) store_row(c + 7 * c_stride, m0, m1, c70, c71, vlo, vhi);
+#define FX_STORE(i) if (mr > i) store_row(FX_ROW_PTRS(i), m0, m1, c##i##0, c##i##1, o);
+  FX_STORE(0) FX_STORE(1) FX_STORE(2) FX_STORE(3) FX_STORE(4) FX_STORE(5) FX_STORE(6) FX_STORE(7)
+#undef FX_STORE
 }
 #endif

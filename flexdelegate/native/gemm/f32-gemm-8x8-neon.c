@@ -10,7 +10,9 @@
 
 FX_NO_PRE_RA_SCHED
 void fx_f32_gemm_8x8_neon(size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride,
-                          const float *w, float *c, size_t c_stride, float lo, float hi) {
+                          const float *w, float *c, size_t c_stride, const float *r,
+                          const fx_gemm_out *out) {
+  const fx_gemm_out local = *out, *o = &local; /* a copy C's stores cannot alias */
   const float *a0 = a;
   const float *a1 = mr > 1 ? a0 + a_stride : a0;
   const float *a2 = mr > 2 ? a1 + a_stride : a0;
@@ -19,10 +21,7 @@ void fx_f32_gemm_8x8_neon(size_t mr, size_t nc, size_t kc, const float *a, size_
   const float *a5 = mr > 5 ? a4 + a_stride : a0;
   const float *a6 = mr > 6 ? a5 + a_stride : a0;
   const float *a7 = mr > 7 ? a6 + a_stride : a0;
-  float32x4_t c00 = vld1q_f32(w), c01 = vld1q_f32(w + 4);
-  float32x4_t c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
-  float32x4_t c40 = c00, c41 = c01, c50 = c00, c51 = c01, c60 = c00, c61 = c01;
-  float32x4_t c70 = c00, c71 = c01;
+  FX_NEON_8X8_START();
   w += 8;
   FX_NEON_8X8_K_LOOP(kc);
   FX_NEON_8X8_STORE();

@@ -1,33 +1,38 @@
-/* What the NEON 8x8 GEMM and IGEMM kernels share: the output stage (clamp one row of two q
- * registers, store its first nc <= 8 columns) and the lane-indexed FMA step of 16 accumulators
+/* What the NEON 8x8 GEMM and IGEMM kernels share: the start and output stage of a row of two q
+ * registers (gemm.h's fx_gemm_out, first nc <= 8 columns) and the lane-indexed FMA step of 16 accumulators
  * c00..c71 against A vectors va0..va7 (see f32-gemm-8x8-neon.c). */
 #ifndef FLEX_NEON_8X8_H
 #define FLEX_NEON_8X8_H
 #include <arm_neon.h>
 #include <stddef.h>
+#include <string.h>
+#include "gemm.h"
 
-static inline void fx_store_row_8_neon(float *ci, size_t nc, float32x4_t r0, float32x4_t r1,
-                             float32x4_t vlo, float32x4_t vhi) {
+static inline float32x4_t fx_clamp4_neon(float32x4_t v, float lo, float hi) {
   /* max then min, as the scalar reference (FMAX/FMIN propagate a NaN accumulator as it does). */
-  r0 = vminq_f32(vmaxq_f32(r0, vlo), vhi);
-  r1 = vminq_f32(vmaxq_f32(r1, vlo), vhi);
+  return vminq_f32(vmaxq_f32(v, vdupq_n_f32(lo)), vdupq_n_f32(hi));
+}
+
+/* Output stage of one row (gemm.h's fx_gemm_out): ri = its residual or NULL. Partial rows go
+ * through an 8-float buffer, so no access strays past column nc. */
+static inline void fx_store_row_8_neon(float *ci, const float *ri, size_t nc, float32x4_t r0, float32x4_t r1,
+                                       const fx_gemm_out *o) {
+  float buf[8] = {0};
+  r0 = fx_clamp4_neon(r0, o->lo, o->hi);
+  r1 = fx_clamp4_neon(r1, o->lo, o->hi);
+  if (ri) {
+    const float *res = nc < 8 ? memcpy(buf, ri, nc * sizeof(float)) : ri;
+    r0 = fx_clamp4_neon(vaddq_f32(r0, vld1q_f32(res)), o->rlo, o->rhi);
+    r1 = fx_clamp4_neon(vaddq_f32(r1, vld1q_f32(res + 4)), o->rlo, o->rhi);
+  }
   if (nc == 8) {
     vst1q_f32(ci, r0);
     vst1q_f32(ci + 4, r1);
     return;
   }
-  if (nc & 4) {
-    vst1q_f32(ci, r0);
-    ci += 4;
-    r0 = r1;
-  }
-  float32x2_t h = vget_low_f32(r0);
-  if (nc & 2) {
-    vst1_f32(ci, h);
-    ci += 2;
-    h = vget_high_f32(r0);
-  }
-  if (nc & 1) vst1_lane_f32(ci, h, 0);
+  vst1q_f32(buf, r0);
+  vst1q_f32(buf + 4, r1);
+  memcpy(ci, buf, nc * sizeof(float));
 }
 
 #define FX_FMA_LANE_8X8(L, W0, W1)                        \
@@ -93,17 +98,25 @@ static inline void fx_store_row_8_neon(float *ci, size_t nc, float32x4_t r0, flo
     }                                                                           \
   } while (0)
 
-/* Clamps and stores rows [0, mr) of the accumulators to c (row stride c_stride, nc columns). */
+/* The 16 accumulators, each starting at the bias (the panel's first 8 floats, at w). */
+#define FX_NEON_8X8_START()                                                             \
+  float32x4_t c00 = vld1q_f32(w), c01 = vld1q_f32(w + 4);                               \
+  float32x4_t c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;         \
+  float32x4_t c40 = c00, c41 = c01, c50 = c00, c51 = c01, c60 = c00, c61 = c01;         \
+  float32x4_t c70 = c00, c71 = c01
+
+/* Output stage of rows [0, mr) to c (row stride c_stride, nc columns; residual r or NULL). */
+#define FX_NEON_8X8_ROW(i, v0, v1) \
+  if (mr > i) fx_store_row_8_neon(c + i * c_stride, r ? r + i * c_stride : NULL, nc, v0, v1, o)
 #define FX_NEON_8X8_STORE()                                                     \
   do {                                                                          \
-    const float32x4_t vlo = vdupq_n_f32(lo), vhi = vdupq_n_f32(hi);             \
-    if (mr > 0) fx_store_row_8_neon(c, nc, c00, c01, vlo, vhi);                 \
-    if (mr > 1) fx_store_row_8_neon(c + c_stride, nc, c10, c11, vlo, vhi);      \
-    if (mr > 2) fx_store_row_8_neon(c + 2 * c_stride, nc, c20, c21, vlo, vhi);  \
-    if (mr > 3) fx_store_row_8_neon(c + 3 * c_stride, nc, c30, c31, vlo, vhi);  \
-    if (mr > 4) fx_store_row_8_neon(c + 4 * c_stride, nc, c40, c41, vlo, vhi);  \
-    if (mr > 5) fx_store_row_8_neon(c + 5 * c_stride, nc, c50, c51, vlo, vhi);  \
-    if (mr > 6) fx_store_row_8_neon(c + 6 * c_stride, nc, c60, c61, vlo, vhi);  \
-    if (mr > 7) fx_store_row_8_neon(c + 7 * c_stride, nc, c70, c71, vlo, vhi);  \
+    FX_NEON_8X8_ROW(0, c00, c01);                                               \
+    FX_NEON_8X8_ROW(1, c10, c11);                                               \
+    FX_NEON_8X8_ROW(2, c20, c21);                                               \
+    FX_NEON_8X8_ROW(3, c30, c31);                                               \
+    FX_NEON_8X8_ROW(4, c40, c41);                                               \
+    FX_NEON_8X8_ROW(5, c50, c51);                                               \
+    FX_NEON_8X8_ROW(6, c60, c61);                                               \
+    FX_NEON_8X8_ROW(7, c70, c71);                                               \
   } while (0)
 #endif

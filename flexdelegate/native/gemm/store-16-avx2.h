@@ -1,36 +1,37 @@
-/* The AVX2 16-column output stage shared by the GEMM and IGEMM 6x16 kernels: clamp one row
- * of two ymm accumulators and store its first nc (<= 16) columns. */
+/* The AVX2 16-column output stage shared by the GEMM and IGEMM 6x16 kernels (gemm.h's
+ * fx_gemm_out): clamp / residual / store of a row of two ymm accumulators, its first nc (<= 16)
+ * columns. Partial rows go through a 16-float buffer, so no access strays past column nc. */
 #ifndef FLEX_STORE_16_AVX2_H
 #define FLEX_STORE_16_AVX2_H
 #include <immintrin.h>
 #include <stddef.h>
+#include <string.h>
+#include "gemm.h"
 
-__attribute__((target("avx2,fma"), always_inline)) static inline void
-fx_store_row_16_avx2(float *ci, size_t nc, __m256 r0, __m256 r1, __m256 vlo, __m256 vhi) {
-  r0 = _mm256_min_ps(_mm256_max_ps(r0, vlo), vhi);
-  r1 = _mm256_min_ps(_mm256_max_ps(r1, vlo), vhi);
+#define FX_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) static inline
+
+FX_AVX2_INLINE __m256 fx_clamp8_avx2(__m256 v, float lo, float hi) {
+  return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
+}
+
+/* Output stage of one row: ri = its residual or NULL. */
+FX_AVX2_INLINE void fx_store_row_16_avx2(float *ci, const float *ri, size_t nc, __m256 r0, __m256 r1,
+                                         const fx_gemm_out *o) {
+  float buf[16] = {0};
+  r0 = fx_clamp8_avx2(r0, o->lo, o->hi);
+  r1 = fx_clamp8_avx2(r1, o->lo, o->hi);
+  if (ri) {
+    const float *res = nc < 16 ? memcpy(buf, ri, nc * sizeof(float)) : ri;
+    r0 = fx_clamp8_avx2(_mm256_add_ps(r0, _mm256_loadu_ps(res)), o->rlo, o->rhi);
+    r1 = fx_clamp8_avx2(_mm256_add_ps(r1, _mm256_loadu_ps(res + 8)), o->rlo, o->rhi);
+  }
   if (nc == 16) {
     _mm256_storeu_ps(ci, r0);
     _mm256_storeu_ps(ci + 8, r1);
     return;
   }
-  if (nc >= 8) {
-    _mm256_storeu_ps(ci, r0);
-    ci += 8;
-    nc -= 8;
-    r0 = r1;
-  }
-  __m128 h = _mm256_castps256_ps128(r0);
-  if (nc & 4) {
-    _mm_storeu_ps(ci, h);
-    ci += 4;
-    h = _mm256_extractf128_ps(r0, 1);
-  }
-  if (nc & 2) {
-    _mm_storel_pi((__m64 *)ci, h);
-    ci += 2;
-    h = _mm_movehl_ps(h, h);
-  }
-  if (nc & 1) _mm_store_ss(ci, h);
+  _mm256_storeu_ps(buf, r0);
+  _mm256_storeu_ps(buf + 8, r1);
+  memcpy(ci, buf, nc * sizeof(float));
 }
 #endif

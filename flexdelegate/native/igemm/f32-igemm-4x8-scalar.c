@@ -16,9 +16,5 @@ void fx_f32_igemm_4x8_scalar(FX_IGEMM_ARGS) {
         for (int j = 0; j < NR; j++) acc[i][j] += av * wk[j];
       }
   for (size_t i = 0; i < mr; i++)
-    for (size_t j = 0; j < nc; j++) {
-      float v = acc[i][j];
-      v = v < lo ? lo : v;
-      c[i * c_stride + j] = v > hi ? hi : v;
-    }
+    for (size_t j = 0; j < nc; j++) c[i * c_stride + j] = fx_gemm_out_one(acc[i][j], r ? r + i * c_stride + j : 0, out);
 }

@@ -9,6 +9,7 @@
 
 __attribute__((target("avx2,fma")))
 void fx_f32_igemm_6x16_avx2(FX_IGEMM_ARGS) {
+  const fx_gemm_out local = *out, *o = &local; /* a copy C's stores cannot alias */
   __m256 c00 = _mm256_loadu_ps(w), c01 = _mm256_loadu_ps(w + 8);
   __m256 c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
   __m256 c40 = c00, c41 = c01, c50 = c00, c51 = c01;
@@ -26,8 +27,8 @@ void fx_f32_igemm_6x16_avx2(FX_IGEMM_ARGS) {
 #undef FX_TAP_ROW
     }
   }
-  const __m256 vlo = _mm256_set1_ps(lo), vhi = _mm256_set1_ps(hi);
-#define FX_STORE_ROW(i) if (mr > i) fx_store_row_16_avx2(c + i * c_stride, nc, c##i##0, c##i##1, vlo, vhi);
+#define FX_STORE_ROW(i) \
+  if (mr > i) fx_store_row_16_avx2(c + i * c_stride, r ? r + i * c_stride : NULL, nc, c##i##0, c##i##1, o);
   FX_STORE_ROW(0) FX_STORE_ROW(1) FX_STORE_ROW(2) FX_STORE_ROW(3) FX_STORE_ROW(4) FX_STORE_ROW(5)
 #undef FX_STORE_ROW
 }

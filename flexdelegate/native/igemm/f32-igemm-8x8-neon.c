@@ -8,10 +8,8 @@
 
 FX_NO_PRE_RA_SCHED
 void fx_f32_igemm_8x8_neon(FX_IGEMM_ARGS) {
-  float32x4_t c00 = vld1q_f32(w), c01 = vld1q_f32(w + 4);
-  float32x4_t c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01;
-  float32x4_t c40 = c00, c41 = c01, c50 = c00, c51 = c01, c60 = c00, c61 = c01;
-  float32x4_t c70 = c00, c71 = c01;
+  const fx_gemm_out local = *out, *o = &local; /* a copy C's stores cannot alias */
+  FX_NEON_8X8_START();
   w += 8;
   for (size_t t = 0; t < ks; t++, a += 8) {
     const float *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];

@@ -1,6 +1,6 @@
 /* f32 indirect GEMM (IGEMM) microkernels: the direct convolution's inner loop.
  *
- * C[mr x nc] = clamp(bias + sum over ks taps t and kc channels k of A_t[i][k] * W[t*kc + k][:nc])
+ * C[mr x nc] = out(bias + sum over ks taps t and kc channels k of A_t[i][k] * W[t*kc + k][:nc])
  * where A_t[i] is a pointer to kc contiguous floats: the NHWC input pixel that output row i
  * reads at tap t, or a shared row of zeros for a tap in the padding. The weights are the
  * GEMM's packed panels (gemm.h) with K = kh*kw*cin ordered (ky, kx, cin), so tap t's kc rows
@@ -9,7 +9,7 @@
  *
  * `a` holds ks groups of MR pointers (the kernel's MR), a[t * MR + i]; the caller fills every
  * group completely (rows past mr may point anywhere readable, e.g. the zero row) and they are
- * not stored. */
+ * not stored. `out` is the GEMM's output stage (gemm.h's fx_gemm_out, with its residual r). */
 #ifndef FLEX_IGEMM_H
 #define FLEX_IGEMM_H
 #include <stddef.h>
@@ -17,7 +17,7 @@
 
 typedef void (*fx_igemm_ukernel_fn)(size_t mr, size_t nc, size_t kc, size_t ks,
                                     const float *const *a, const float *w, float *c,
-                                    size_t c_stride, float lo, float hi);
+                                    size_t c_stride, const float *r, const fx_gemm_out *out);
 
 typedef struct fx_igemm_config {
   const char *name; /* dtype-op-tile-isa, e.g. "f32-igemm-8x32-avx512f" */
@@ -30,7 +30,7 @@ const fx_igemm_config *fx_igemm_config_for(const fx_gemm_config *g);
 
 #define FX_IGEMM_ARGS                                                                       \
   size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a, const float *w, float *c, \
-      size_t c_stride, float lo, float hi
+      size_t c_stride, const float *r, const fx_gemm_out *out
 void fx_f32_igemm_4x8_scalar(FX_IGEMM_ARGS);
 #if defined(__x86_64__)
 void fx_f32_igemm_6x16_avx2(FX_IGEMM_ARGS);

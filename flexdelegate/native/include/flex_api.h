@@ -33,9 +33,10 @@ const char *flex_gemm_kernel_name(void);
 /* Name of the i-th microkernel this CPU can run (0 = scalar reference), NULL past the end. */
 const char *flex_gemm_kernel_at(int i);
 /* c[m x n] = clamp(a[m x k] * w[n x k]^T + bias, lo, hi) with the i-th microkernel, packing
- * w as the delegate does (for tests against the scalar reference). 0 ok, -1 bad args/OOM. */
+ * w as the delegate does (for tests against the scalar reference); then, with res [m x n],
+ * c = clamp(c + res, rlo, rhi) (a fused residual ADD). 0 ok, -1 bad args/OOM. */
 int flex_gemm_run(int i, int m, int n, int k, const float *a, const float *w, const float *bias,
-                  float *c, float lo, float hi);
+                  float *c, float lo, float hi, const float *res, float rlo, float rhi);
 
 /* The weight cache's 64-bit content hash (cache/FORMAT.md), for the Python cache tools. */
 uint64_t flex_hash64(const void *data, size_t len, uint64_t seed);

@@ -136,6 +136,7 @@ static void wg_block(void *arg, int tid, size_t blk) {
    * one sequential stream, which matters where they outweigh the tiles (7x7 maps). */
   const size_t point = (size_t)nr * (size_t)(cin + 1);
   const float *W = j->packed;
+  const fx_gemm_out raw = fx_gemm_out_clamp(-INFINITY, INFINITY); /* bias and clamp come after the transform */
   for (size_t p = 0; p < j->panels; p++) {
     const size_t n0 = p * (size_t)nr;
     const size_t nc = (size_t)cout - n0 < (size_t)nr ? (size_t)cout - n0 : (size_t)nr;
@@ -144,7 +145,7 @@ static void wg_block(void *arg, int tid, size_t blk) {
       float *C = M + (size_t)xi * ms + n0;
       for (int r = 0; r < tb; r += mr)
         uk->fn((size_t)(tb - r < mr ? tb - r : mr), nc, (size_t)cin, A + (size_t)r * g->cin_pad,
-               g->cin_pad, W, C + (size_t)r * g->cout_pad, g->cout_pad, -INFINITY, INFINITY);
+               g->cin_pad, W, C + (size_t)r * g->cout_pad, g->cout_pad, NULL, &raw);
     }
   }
   j->isa->output(g, M, ms, t0, tb, j->bias, j->lo, j->hi, j->y);
