@@ -184,12 +184,13 @@ def dwconv(variant: int, x: np.ndarray, filter: np.ndarray, bias=None, *, mult: 
 
 def winograd(variant: int, tile: int, x: np.ndarray, filter: np.ndarray, bias=None, *, padding="SAME",
              pads=None, act="NONE", threads: int = 1, iters: int = 1, timed: bool = False,
-             slice_panels: int = 0):
+             slice_panels: int = 0, from_gemm: bool = False):
     """Stride-1 3x3 CONV_2D of x [n,h,w,cin] with filter [cout,3,3,cin] by Winograd F(tile,3)
     (tile 4 or 6) on GEMM kernel number `variant` (see gemm_kernels()): packs, then runs.
     padding SAME/VALID, or pads=(top, left, bottom, right). slice_panels > 0: run in output-channel
     slices of that many GEMM panels, each from a copy of its own packed bytes (as a budget plan
-    streams them). Returns y, or (y, best seconds)."""
+    streams them). from_gemm: pack the filter as GEMM panels and transform it at every run
+    instead (the delegate's run-time Winograd). Returns y, or (y, best seconds)."""
     x = np.ascontiguousarray(x, np.float32)
     f = np.ascontiguousarray(filter, np.float32)
     n, h, w, cin = x.shape
@@ -207,7 +208,8 @@ def winograd(variant: int, tile: int, x: np.ndarray, filter: np.ndarray, bias=No
     y = aligned_empty((n, oh, ow, cout))
     secs = ffi.new("double *")
     if lib.flex_winograd_run(variant, tile, threads, n, h, w, cin, cout, top, left, oh, ow, _fptr(x),
-                             _fptr(f), _fptr(b), _act_code(act), _fptr(y), slice_panels, iters, secs):
+                             _fptr(f), _fptr(b), _act_code(act), _fptr(y), slice_panels,
+                             int(from_gemm), iters, secs):
         raise ValueError(f"winograd: kernel {variant} unavailable or bad arguments")
     return (y, float(secs[0])) if timed else y
 

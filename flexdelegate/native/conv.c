@@ -23,6 +23,7 @@ struct fx_conv_pack {
   pack_args args;  /* to pack again in memory if a cached blob turns out damaged */
   const fx_igemm_config *iuk; /* direct conv's kernel over the same panels (NULL: none) */
   int direct;      /* run as direct conv (chosen at load: fx_conv_set_direct) */
+  int rt_tile;     /* or as Winograd F(rt_tile, 3) from these panels (fx_conv_set_winograd_rt) */
   fx_wref *ref;    /* the packed weights, in the cache or in memory */
 };
 
@@ -371,9 +372,26 @@ static void run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g
   if (m1 > m0 && panels_n) fx_parallel_tasks(pool, j.row_groups * j.panel_groups, conv_task, &j);
 }
 
+static size_t rt_tiles(const fx_conv_geom *g, int tile) {
+  return g->m / ((size_t)g->oh * g->ow) * (size_t)((g->oh + tile - 1) / tile) * (size_t)((g->ow + tile - 1) / tile);
+}
+
+size_t fx_conv_winograd_rt_scratch_bytes(const fx_conv_pack *p, const fx_conv_geom *g, int threads) {
+  return p->rt_tile ? fx_winograd_rt_scratch_bytes(p->uk, p->rt_tile, g->cin, rt_tiles(g, p->rt_tile), threads) : 0;
+}
+
 void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                       float *y, float *scratch, int act, const float *panels, int pan0, int pan1,
                       size_t m0, size_t m1, size_t tile) {
+  const int whole = m0 == 0 && m1 == g->m && pan0 == 0 && pan1 == fx_conv_panels(p);
+  if (p->rt_tile && whole && !tile) { /* a budget plan (tile > 0) runs the GEMM it sized */
+    fx_shape xs = {4, {(int)(g->m / ((size_t)g->oh * g->ow)), g->ih, g->iw, g->cin}};
+    fx_shape ys = {4, {xs.d[0], g->oh, g->ow, p->n}};
+    fx_winograd_rt_run(p->uk, pool, p->rt_tile, panels, p->n, g->cin, p->args.bias, x, &xs, g->pad_top, g->pad_left,
+                       y, &ys, scratch, act);
+    if (g->residual) add_residual(g, y, (size_t)p->n, 0, g->m, 0, (size_t)p->n);
+    return;
+  }
   if (p->tile) { /* every row: Winograd slices by channels only */
     fx_shape xs = {4, {(int)(g->m / ((size_t)g->oh * g->ow)), g->ih, g->iw, g->cin}};
     fx_shape ys = {4, {xs.d[0], g->oh, g->ow, p->n}};
@@ -396,4 +414,6 @@ int fx_conv_direct_supported(const fx_conv_pack *p, const fx_conv_geom *g) {
 }
 
 void fx_conv_set_direct(fx_conv_pack *p, int on) { p->direct = on && p->iuk; }
+void fx_conv_set_winograd_rt(fx_conv_pack *p, int tile) { p->rt_tile = !p->tile && p->k % 9 == 0 ? tile : 0; }
+int fx_conv_pack_winograd_rt(const fx_conv_pack *p) { return p->rt_tile; }
 int fx_conv_pack_direct(const fx_conv_pack *p) { return p->direct; }

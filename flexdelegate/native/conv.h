@@ -73,6 +73,12 @@ int fx_conv_direct_wins(const fx_conv_pack *p, const fx_conv_geom *g);
  * so). Only for a supported geometry. */
 void fx_conv_set_direct(fx_conv_pack *p, int on);
 int fx_conv_pack_direct(const fx_conv_pack *p);
+/* Makes fx_conv_run run this GEMM-packed stride-1 3x3 conv as Winograd F(tile, 3) from its
+ * panels (winograd_rt.c; tile 0: off), given fx_conv_winograd_rt_scratch_bytes of scratch;
+ * partial runs (budget slices) stay GEMM. */
+void fx_conv_set_winograd_rt(fx_conv_pack *p, int tile);
+int fx_conv_pack_winograd_rt(const fx_conv_pack *p);
+size_t fx_conv_winograd_rt_scratch_bytes(const fx_conv_pack *p, const fx_conv_geom *g, int threads);
 /* As fx_conv_run_part, direct: rows [m0, m1), panels [pan0, pan1) at `panels`; no scratch. */
 void fx_conv_run_direct_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                              float *y, int act, const float *panels, int pan0, int pan1, size_t m0, size_t m1);

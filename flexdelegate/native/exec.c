@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "conv.h"
+#include "flex_api.h"
 #include "graph.h"
 #include "pool.h"
 
@@ -68,7 +69,9 @@ const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *st
   if (bd && (int)fx_shape_numel(&T(g, n->in[2])->shape) != cout) return "bias size != output channels";
   n->pack = fx_conv_pack_new(store, cout, k, n->wino_tile, wd, deferred, bd);
   if (!n->pack) return "out of memory packing weights";
-  if (n->kind == FX_OP_CONV && !n->wino_tile) { /* the same panels run direct where that measured faster */
+  if (n->kind == FX_OP_CONV && n->wino_rt) { /* Winograd from the same panels */
+    fx_conv_set_winograd_rt(n->pack, n->wino_rt);
+  } else if (n->kind == FX_OP_CONV && !n->wino_tile) { /* or direct, where that measured faster */
     fx_conv_geom geo;
     conv_geom(g, n, &geo);
     fx_conv_set_direct(n->pack, fx_conv_direct_wins(n->pack, &geo));
@@ -80,7 +83,8 @@ size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads) {
   if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) return 0;
   fx_conv_geom geo;
   conv_geom((fx_graph *)g, n, &geo);
-  return fx_conv_scratch_bytes(n->pack, &geo, threads);
+  const size_t gemm = fx_conv_scratch_bytes(n->pack, &geo, threads), rt = fx_conv_winograd_rt_scratch_bytes(n->pack, &geo, threads);
+  return rt > gemm ? rt : gemm;
 }
 
 double fx_node_flops(const fx_graph *g, const fx_node *n) {
@@ -102,8 +106,9 @@ double fx_node_flops(const fx_graph *g, const fx_node *n) {
   }
 }
 
-const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int direct,
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int kernel,
                            char *buf, size_t len) {
+  const int direct = kernel == FLEX_KERNEL_DIRECT;
   if (n->fused) {
     snprintf(buf, len, "fused %s", n->fused == FX_FUSED_SKIP ? "(skipped)" : "(copy)");
     return buf;
@@ -115,6 +120,8 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
     conv_geom((fx_graph *)g, n, &geo);
     if (fx_conv_pack_tile(pack))
       snprintf(buf, len, "winograd-f%d %s%s", fx_conv_pack_tile(pack), fx_conv_pack_kernel(pack, 0), curve);
+    else if (kernel == FLEX_KERNEL_NODE && fx_conv_pack_winograd_rt(pack)) /* a budget step runs GEMM */
+      snprintf(buf, len, "winograd-f%d-rt %s%s", fx_conv_pack_winograd_rt(pack), fx_conv_pack_kernel(pack, 0), curve);
     else if (direct || fx_conv_pack_direct(pack))
       snprintf(buf, len, "direct %s%s", fx_conv_pack_kernel(pack, 1), curve);
     else

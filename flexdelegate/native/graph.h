@@ -111,6 +111,7 @@ typedef struct {
    * the output equals tensor fuse_from (a copy, or nothing when they share a buffer). */
   int fused, fuse_from;
   int wino_tile;               /* set by fx_choose_winograd: 4 or 6 packs Winograd weights */
+  int wino_rt;                 /* or 4 / 6: Winograd from the GEMM panels, transformed per run */
   /* A conv that took the following residual ADD (fx_fuse_node) has a 4th input, in[3], and
    * computes res_act(act(conv) + in[3]); the ADD copies (or aliases) the conv's output. */
   int res_act;
@@ -138,8 +139,9 @@ int fx_fuse_node(fx_graph *g, fx_node *n);
 
 /* Which stride-1 3x3 convs pack Winograd weights (wino_tile), for the `winograd` option:
  * AUTO spends a share of the partition's weight bytes on the layers that gain most per byte
- * (wino_choice.c), ALL takes every layer where Winograd is faster, OFF none. Called once at
- * init, before weights are packed. Returns -1 when out of memory. */
+ * (wino_choice.c) and runs the others' Winograd from their plain weights where that wins
+ * (wino_rt), ALL packs every layer where Winograd is faster, OFF none. Called once at init,
+ * before weights are packed. Returns -1 when out of memory. */
 enum { FX_WINO_AUTO = 0, FX_WINO_ALL, FX_WINO_OFF };
 int fx_choose_winograd(fx_graph *g, int mode);
 
@@ -165,9 +167,9 @@ void fx_node_conv_geom(const fx_graph *g, const fx_node *n, void *geo);
 /* Floating-point operations of one run (multiply-add = 2) for the current shapes. */
 double fx_node_flops(const fx_graph *g, const fx_node *n);
 /* What runs the node, e.g. "gemm-im2col f32-gemm-8x32-avx512f", "depthwise"; pack: the packed
- * weights it runs with (n->pack, or the form a budget plan chose); direct: a budget plan runs
- * those as a direct conv. */
-const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int direct,
+ * weights it runs with (n->pack, or the form a budget plan chose); kernel: the FLEX_KERNEL_*
+ * a budget plan runs them with (FLEX_KERNEL_NODE: no plan, the node's own choice). */
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int kernel,
                            char *buf, size_t len);
 
 #endif

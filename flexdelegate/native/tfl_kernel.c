@@ -370,7 +370,7 @@ void fx_partition_op(const fx_partition *p, int i, fx_op_report *out) {
   out->builtin = n->tfl_builtin;
   int kernel;
   const struct fx_conv_pack *pack = fx_budget_plan_pack(&p->budget, &p->g, i, &kernel);
-  fx_node_kernel(&p->g, n, pack, kernel == FLEX_KERNEL_DIRECT, out->kernel, sizeof out->kernel);
+  fx_node_kernel(&p->g, n, pack, kernel, out->kernel, sizeof out->kernel);
   out->flops = n->flops;
   out->runs = n->prof_runs;
   out->time_us = n->prof_runs ? (double)n->prof_ns / 1e3 / (double)n->prof_runs : 0.0;

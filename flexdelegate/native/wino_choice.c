@@ -31,6 +31,19 @@ typedef struct {
   double density; /* estimated flops saved per extra byte */
 } candidate;
 
+/* Winograd from the plain weights (winograd/winograd_rt.c) against direct conv, 1 thread,
+ * AVX-512, warm weights (/tmp-free: bench/winograd.py --runtime): 56x56x64 3.1x (F6), 28x28
+ * x128 2.8x (F4), 14x14x256 1.7x (F4), 14x14x512 1.4x, 7x7x512 0.6x. It needs tiles enough to
+ * pay for each panel's filter transform: at least RT_MIN_TILES4 F4 tiles per image; F6 from
+ * RT_MIN_TILES6 F6 tiles (56x56 maps: F6 3.1x vs F4 2.9x; 28x28: F4 2.8x vs F6 2.6x). */
+#define RT_MIN_TILES4 16
+#define RT_MIN_TILES6 64
+
+static int runtime_tile(int oh, int ow) {
+  const long tiles4 = (long)((oh + 3) / 4) * ((ow + 3) / 4), tiles6 = (long)((oh + 5) / 6) * ((ow + 5) / 6);
+  return tiles6 >= RT_MIN_TILES6 ? 6 : tiles4 >= RT_MIN_TILES4 ? 4 : 0;
+}
+
 static int eligible(const fx_graph *g, const fx_node *n) {
   return n->kind == FX_OP_CONV && n->p.conv.kh == 3 && n->p.conv.kw == 3 && n->p.conv.stride_h == 1 &&
          n->p.conv.stride_w == 1 && n->p.conv.dil_h == 1 && n->p.conv.dil_w == 1 && n->n_in >= 2 &&
@@ -71,7 +84,7 @@ int fx_choose_winograd(fx_graph *g, int mode) {
   int nc = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     fx_node *n = &g->nodes[i];
-    n->wino_tile = 0;
+    n->wino_tile = n->wino_rt = 0;
     if (mode == FX_WINO_OFF || !eligible(g, n)) continue;
     const fx_shape *y = &g->tensors[n->out[0]].shape;
     candidate k = {n, 0, y->d[1], y->d[2], g->tensors[n->in[1]].shape.d[3], y->d[3], i, 0};
@@ -93,6 +106,12 @@ int fx_choose_winograd(fx_graph *g, int mode) {
       c[i].n->wino_tile = tile;
       left -= extra;
     }
+  }
+  for (int i = 0; i < g->n_nodes && mode == FX_WINO_AUTO; i++) {
+    fx_node *n = &g->nodes[i];
+    if (n->wino_tile || !eligible(g, n)) continue;
+    const fx_shape *y = &g->tensors[n->out[0]].shape;
+    n->wino_rt = runtime_tile(y->d[1], y->d[2]);
   }
   free(c);
   return 0;

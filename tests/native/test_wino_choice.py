@@ -34,10 +34,53 @@ def conv_kernels(stats):
 
 def test_auto_spends_its_allowance_where_it_saves_most():
     """Two 1.77 MB candidates, a 2 MiB allowance (the floor: this model's weights are tiny):
-    one is taken, and it is the one on the bigger map although it comes second."""
+    one is taken, and it is the one on the bigger map although it comes second. The other
+    runs Winograd from its plain weights."""
     kernels = conv_kernels(check(two_convs(), flex={"cache_path": ""}))
-    assert kernels[1] == "winograd-f4"
-    assert not kernels[0].startswith("winograd")
+    assert kernels == ["winograd-f4-rt", "winograd-f4"]
+
+
+def one_conv(h, cin, cout, batch=1, residual=False, act="RELU6") -> bytes:
+    """x -> CONV 3x3 SAME (-> ADD x when residual, cin == cout)."""
+    b = ModelBuilder()
+    x = b.input((batch, h, h, cin), name="x")
+    y = b.tensor((batch, h, h, cout))
+    b.op("CONV_2D", [x, b.const(rand((cout, 3, 3, cin), 1, 1 / (3 * cin ** 0.5))), b.const(rand((cout,), 2))],
+         [y], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="NONE" if residual else act)
+    if residual:
+        z = b.tensor((batch, h, h, cout))
+        b.op("ADD", [y, x], [z], fused_activation_function=act)
+        y = z
+    b.output(y)
+    return b.build()
+
+
+# Weights whose Winograd form exceeds the 2 MiB allowance floor; maps with F4 / F6 tiles enough.
+@pytest.mark.parametrize("h,cin,cout,batch,tile", [(14, 256, 256, 1, 4), (15, 300, 130, 2, 4), (48, 150, 150, 2, 6)])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_runtime_winograd_matches_stock_and_packs_nothing_more(h, cin, cout, batch, tile, threads):
+    """Past the allowance, a conv with tiles enough runs Winograd from its GEMM panels: the
+    same answers as stock TFLite, and no more packed bytes than with Winograd off."""
+    model = one_conv(h, cin, cout, batch)
+    flex = {"cache_path": "", "winograd": "auto", "num_threads": threads}
+    with_off = check(model, flex={**flex, "winograd": "off"}, num_threads=threads)
+    stats = check(model, flex=flex, num_threads=threads)
+    assert conv_kernels(stats)[0] == f"winograd-f{tile}-rt"
+    assert conv_kernels(with_off)[0] != f"winograd-f{tile}-rt"
+    assert stats["cache"]["bytes_packed"] == with_off["cache"]["bytes_packed"]
+
+
+def test_runtime_winograd_applies_a_fused_residual_add():
+    big = one_conv(14, 256, 256, residual=True)  # 7 MB of F4 weights: past the 2 MiB floor
+    stats = check(big, flex={"cache_path": ""})
+    assert [op["kernel"] for op in stats["ops"] if op["op"] == "CONV_2D"] == ["winograd-f4-rt f32-" +
+                                                                            stats["gemm_kernel"][4:] + " +add"]
+
+
+def test_small_maps_and_budgets_run_gemm_not_runtime_winograd():
+    assert not conv_kernels(check(one_conv(7, 64, 64), flex={"cache_path": ""}))[0].startswith("winograd")
+    stats = check(one_conv(14, 256, 256), flex={"cache_path": "", "budget": 4})
+    assert conv_kernels(stats)[0] in ("gemm-im2col", "direct")
 
 
 def test_all_takes_every_layer_where_winograd_is_faster():

@@ -1,7 +1,8 @@
 """Winograd F(4x4,3x3) and F(6x6,3x3) stride-1 convolution, with every GEMM microkernel this CPU
 runs (the transforms follow the kernel's ISA), against a float64 numpy direct convolution on
 awkward shapes: sizes that are not multiples of the tile, 1x1 and 2x2 inputs, SAME / VALID /
-asymmetric padding, channel counts 1..130, batch 2, fused activations, threads."""
+asymmetric padding, channel counts 1..130, batch 2, fused activations, threads; pre-transformed
+weights and the run-time transform from GEMM panels (winograd_rt.c) alike."""
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -109,13 +110,13 @@ def test_accuracy_with_512_channels(tile):
 @given(kernel=st.integers(0, len(KERNELS) - 1), tile=st.sampled_from(TILES), n=st.integers(1, 2),
        h=st.integers(1, 15), w=st.integers(1, 15), cin=st.integers(1, 40), cout=st.integers(1, 70),
        top=st.integers(0, 2), left=st.integers(0, 2), bottom=st.integers(0, 2), right=st.integers(0, 2),
-       threads=st.integers(1, 2))
-def test_random_shapes(kernel, tile, n, h, w, cin, cout, top, left, bottom, right, threads):
+       threads=st.integers(1, 2), from_gemm=st.booleans())
+def test_random_shapes(kernel, tile, n, h, w, cin, cout, top, left, bottom, right, threads, from_gemm):
     if h + top + bottom < 3 or w + left + right < 3:
         return  # no output
     x, f, b = data(n, h, w, cin, cout, seed=h * 31 + w)
     pads = (top, left, bottom, right)
-    got = _native.winograd(kernel, tile, x, f, b, pads=pads, threads=threads)
+    got = _native.winograd(kernel, tile, x, f, b, pads=pads, threads=threads, from_gemm=from_gemm)
     assert rel_err(got, direct_conv(x, f, b, pads)) <= 1e-4
 
 
@@ -138,6 +139,20 @@ def test_channel_slices_match_the_full_run(kernel, tile, act):
             np.testing.assert_array_equal(sliced, full, err_msg=f"{per} panels per slice")
 
 
+@pytest.mark.parametrize("tile", TILES)
+@pytest.mark.parametrize("kernel", range(len(KERNELS)), ids=KERNELS)
+@pytest.mark.parametrize("act", ["RELU6", "TANH", "NONE"])
+@pytest.mark.parametrize("n,h,w,cin,cout", [(2, 13, 11, 17, 130), (1, 14, 14, 256, 40), (1, 1, 2, 3, 33)])
+def test_runtime_transform_matches_direct_conv(kernel, tile, act, n, h, w, cin, cout):
+    """The filters transformed per run from the GEMM panels (short last panel, channels not a
+    multiple of the vector, a 1x2 input) give the pre-transformed run's accuracy."""
+    x, f, b = data(n, h, w, cin, cout, seed=cin)
+    want = direct_conv(x, f, b, (1, 1, 1, 1), act)
+    for threads in (1, 2):
+        got = _native.winograd(kernel, tile, x, f, b, act=act, threads=threads, from_gemm=True)
+        assert rel_err(got, want) <= 1e-4
+
+
 def test_bad_arguments_raise():
     x, f, b = data(1, 4, 4, 3, 2)
     with pytest.raises(ValueError):
@@ -148,3 +163,5 @@ def test_bad_arguments_raise():
         _native.winograd(0, 4, x, np.ones((2, 3, 3, 4), np.float32))
     with pytest.raises(ValueError):
         _native.winograd(0, 4, x, f, b, slice_panels=-1)
+    with pytest.raises(ValueError):
+        _native.winograd(0, 4, x, f, b, slice_panels=1, from_gemm=True)

@@ -67,7 +67,7 @@ int flex_vsigmoid_run(int variant, const float *x, float *y, size_t n, int swish
 int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, int cin, int cout,
                       int pad_top, int pad_left, int oh, int ow, const float *x,
                       const float *filter, const float *bias, int act, float *y, int slice_panels,
-                      int iters, double *seconds);
+                      int from_gemm, int iters, double *seconds);
 
 /* Direct (implicit-GEMM) convolution: name of the IGEMM kernel paired with GEMM kernel i (as
  * flex_gemm_kernel_at; NULL past the end or without one). flex_conv2d_run packs filter

@@ -23,10 +23,17 @@ typedef void (*fx_wg_input_fn)(const fx_wg_geom *g, const float *x, size_t t0, i
 typedef void (*fx_wg_output_fn)(const fx_wg_geom *g, const float *M, size_t ms, size_t t0, int tb,
                                 const float *bias, float lo, float hi, float *y);
 
+/* Row i of the filter transform of a GEMM panel's 3x3 weights (wg_kernels.inc). */
+typedef void (*fx_wg_filter_row_fn)(int n, const float *gi, const float *G, int cin, int nr, const float *w,
+                                    float *U, size_t us);
+
+void fx_wg_filter_row_generic(int, const float *, const float *, int, int, const float *, float *, size_t);
 void fx_wg_input_generic(const fx_wg_geom *, const float *, size_t, int, float *, size_t);
 void fx_wg_output_generic(const fx_wg_geom *, const float *, size_t, size_t, int, const float *,
                           float, float, float *);
 #if defined(__x86_64__)
+void fx_wg_filter_row_avx2(int, const float *, const float *, int, int, const float *, float *, size_t);
+void fx_wg_filter_row_avx512f(int, const float *, const float *, int, int, const float *, float *, size_t);
 void fx_wg_input_avx2(const fx_wg_geom *, const float *, size_t, int, float *, size_t);
 void fx_wg_output_avx2(const fx_wg_geom *, const float *, size_t, size_t, int, const float *,
                        float, float, float *);
@@ -34,4 +41,17 @@ void fx_wg_input_avx512f(const fx_wg_geom *, const float *, size_t, int, float *
 void fx_wg_output_avx512f(const fx_wg_geom *, const float *, size_t, size_t, int, const float *,
                           float, float, float *);
 #endif
+
+/* One ISA's transforms, chosen to match a GEMM kernel (winograd.c). */
+typedef struct {
+  const char *isa;
+  fx_wg_input_fn input;
+  fx_wg_output_fn output;
+  fx_wg_filter_row_fn filter_row;
+} wg_isa;
+struct fx_gemm_config;
+const wg_isa *fx_wg_isa_for(const struct fx_gemm_config *uk);
+
+static inline size_t pad16(int c) { return ((size_t)c + 15u) / 16u * 16u; }
+static inline int tile_ok(int tile) { return tile == 4 || tile == 6; }
 #endif

@@ -17,20 +17,14 @@
 #define WG_SCRATCH_BUDGET (512 * 1024)
 #define WG_MAX_BLOCK_TILES 64
 
-typedef struct {
-  const char *isa;
-  fx_wg_input_fn input;
-  fx_wg_output_fn output;
-} wg_isa;
-
-static const wg_isa k_generic = {"generic", fx_wg_input_generic, fx_wg_output_generic};
+static const wg_isa k_generic = {"generic", fx_wg_input_generic, fx_wg_output_generic, fx_wg_filter_row_generic};
 #if defined(__x86_64__)
-static const wg_isa k_avx2 = {"avx2", fx_wg_input_avx2, fx_wg_output_avx2};
-static const wg_isa k_avx512 = {"avx512", fx_wg_input_avx512f, fx_wg_output_avx512f};
+static const wg_isa k_avx2 = {"avx2", fx_wg_input_avx2, fx_wg_output_avx2, fx_wg_filter_row_avx2};
+static const wg_isa k_avx512 = {"avx512", fx_wg_input_avx512f, fx_wg_output_avx512f, fx_wg_filter_row_avx512f};
 #endif
 
 /* The transforms run in the ISA of the GEMM kernel (so FLEXDELEGATE_ISA narrows both). */
-static const wg_isa *isa_for(const fx_gemm_config *uk) {
+const wg_isa *fx_wg_isa_for(const fx_gemm_config *uk) {
 #if defined(__x86_64__)
   if (strstr(uk->name, "avx512")) return &k_avx512;
   if (strstr(uk->name, "avx2")) return &k_avx2;
@@ -40,9 +34,6 @@ static const wg_isa *isa_for(const fx_gemm_config *uk) {
   return &k_generic;
 }
 
-static size_t pad16(int c) { return ((size_t)c + 15u) / 16u * 16u; }
-
-static int tile_ok(int tile) { return tile == 4 || tile == 6; }
 
 size_t fx_winograd_panel_floats(int tile, int cin, int nr) {
   if (!tile_ok(tile)) return 0;
@@ -173,7 +164,7 @@ void fx_winograd_run_panels(const fx_gemm_config *uk, fx_pool *pool, int tile, c
   j.tiles = (size_t)ys->d[0] * (size_t)g->tiles_h * (size_t)g->tiles_w;
   if (j.tiles == 0 || cout <= 0 || cin <= 0) return;
   j.uk = uk;
-  j.isa = isa_for(uk);
+  j.isa = fx_wg_isa_for(uk);
   j.packed = packed; j.bias = bias ? bias + c0 : NULL; j.x = x; j.y = y + c0; j.scratch = scratch;
   j.panels = (size_t)(pan1 - pan0);
   /* Blocks and the per-thread layout as for all of cout, so any slice fits the scratch that

@@ -48,4 +48,14 @@ void fx_winograd_run_panels(const fx_gemm_config *uk, fx_pool *pool, int tile, c
                             int pan0, int pan1, int cout, int cin, const float *bias, const float *x,
                             const fx_shape *xs, int pad_top, int pad_left, float *y, const fx_shape *ys,
                             float *scratch, int act);
+
+/* Winograd from the GEMM panels themselves (winograd_rt.c): `panels` = all of a 3x3 conv's
+ * fx_gemm_pack panels for uk (K = 9 * cin in (ky, kx, cin) order), filters transformed per
+ * invoke; stride 1, no dilation; x, y, pads, bias and act as above. Scratch: the whole
+ * input transform plus per-thread buffers, fx_winograd_rt_scratch_bytes() for the run's
+ * tiles (batch * ceil(oh / tile) * ceil(ow / tile)). */
+size_t fx_winograd_rt_scratch_bytes(const fx_gemm_config *uk, int tile, int cin, size_t tiles, int threads);
+void fx_winograd_rt_run(const fx_gemm_config *uk, fx_pool *pool, int tile, const float *panels, int cout, int cin,
+                        const float *bias, const float *x, const fx_shape *xs, int pad_top, int pad_left, float *y,
+                        const fx_shape *ys, float *scratch, int act);
 #endif
