@@ -12,7 +12,8 @@
 
 typedef struct fx_partition {
   fx_delegate *d;
-  fx_subgraph *sg;  /* where it is registered */
+  const void *sg_ctx; /* the subgraph it is registered in, found by context: a pointer into
+                       * d->subgraphs would dangle once another subgraph grows that array */
   fx_graph g;
   /* Partition outputs whose value is known before invoke (folded): TFLite index, local id
    * (-1 if no node here reads it) and the load-time blob, copied out at every invoke. */
@@ -27,7 +28,7 @@ typedef struct fx_partition {
 } fx_partition;
 
 static void unregister(fx_partition *p) {
-  fx_subgraph *sg = p->sg ? fx_find_subgraph(p->d, p->sg->ctx) : NULL;
+  fx_subgraph *sg = p->sg_ctx ? fx_find_subgraph(p->d, p->sg_ctx) : NULL;
   for (int i = 0; sg && i < sg->n_parts; i++)
     if (sg->parts[i] == p) sg->parts[i] = sg->parts[--sg->n_parts];
 }
@@ -123,7 +124,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
   if (!parts) goto fail;
   sg->parts = parts;
   sg->parts[sg->n_parts++] = p;
-  p->sg = sg;
+  p->sg_ctx = sg->ctx;
   sg->partitions++;
   fx_log(FX_LOG_PARTITION, "partition %d: %d nodes (%d folded at load), %d inputs, %d outputs",
          sg->partitions - 1, params->nodes_to_replace->size, folded, params->input_tensors->size, n_out);

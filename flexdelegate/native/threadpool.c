@@ -54,8 +54,8 @@ struct fx_pool {
   atomic_int active;          /* inside an invoke: spin before sleeping */
   atomic_ulong rouse;         /* bumped when an invoke starts: parked workers wake to spin */
   atomic_int stop;
-  /* The current job: written before its claim word is published, read only by a worker
-   * that then claims a task of that job (which proves they were still this job's). */
+  /* The current job: written between closing the claim word and publishing the new one, read
+   * only by a worker that then claims a task of that job (which proves they were its). */
   atomic_size_t n;
   _Atomic(fx_tid_task_fn) fn;
   _Atomic(void *) ctx;
@@ -76,6 +76,9 @@ static void run_tasks(fx_pool *p, uint64_t job, int tid) {
   const size_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
   fx_tid_task_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
   void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
+  /* Pairs with the release fence in fx_parallel_tasks: if we read any field of a newer job,
+   * our claim below sees the closed claim word and fails. */
+  atomic_thread_fence(memory_order_acquire);
   for (;;) {
     if ((s >> JOB_SHIFT) != job || (s & TASK_MASK) >= n) return;
     if (!atomic_compare_exchange_weak(&p->claim, &s, s + 1)) continue; /* s reloaded */
@@ -171,10 +174,14 @@ void fx_parallel_tasks(fx_pool *p, size_t n, fx_tid_task_fn fn, void *ctx) {
     for (size_t t = 0; t < n; t++) fn(ctx, 0, t);
     return;
   }
-  /* Every task of the previous job is done (we waited for it), so no worker can still
-   * claim from it: the job fields are free to rewrite. */
+  /* Every task of the previous job is claimed and done, but a worker late for it may have read
+   * its claim word (all claimed) and be reading the fields we rewrite: with our larger n it
+   * would claim one past the end, run a task twice and count it as done, so we would return
+   * with a task still running. Closing the claim word first makes that claim fail. */
   const unsigned long gen = atomic_load(&p->generation) + 1;
   const uint64_t job = (uint64_t)gen & TASK_MASK;
+  atomic_store(&p->claim, (job << JOB_SHIFT) | TASK_MASK); /* nothing to claim: n <= TASK_MASK */
+  atomic_thread_fence(memory_order_release);
   atomic_store_explicit(&p->n, n, memory_order_relaxed);
   atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
   atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);

@@ -1,0 +1,26 @@
+"""One delegate serving several interpreters (several TfLiteContexts): each interpreter's
+partitions leave the delegate's reports when it is destroyed, whatever order they go in."""
+import gc
+
+from flexdelegate import load_flex
+from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
+from models import conv_net
+
+
+def test_partitions_unregister_after_subgraphs_array_grew():
+    model = conv_net(size=12)
+    stock = make_interpreter(model)
+    x = random_inputs(stock)
+    ref = invoke(stock, x)
+    d = load_flex(num_threads=2, cache_path="")
+    # Each interpreter adds a subgraph record: the array moves, a partition must not keep a
+    # pointer into it (unregister read the freed array).
+    its = [make_interpreter(model, delegate=d) for _ in range(4)]
+    for k in (0, 2, 1):
+        del its[k]
+        gc.collect()
+    assert len(d.stats()["partitions_memory"]) == 1
+    assert max_error(ref, invoke(its[0], x)) <= 1e-4
+    del its
+    gc.collect()
+    assert d.stats()["partitions_memory"] == []
