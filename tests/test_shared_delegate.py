@@ -24,3 +24,22 @@ def test_partitions_unregister_after_subgraphs_array_grew():
     del its
     gc.collect()
     assert d.stats()["partitions_memory"] == []
+
+
+def test_interpreters_at_different_thread_counts_keep_their_pools():
+    """A delegate without num_threads follows each interpreter's count: making a 2-thread
+    interpreter must not free the pool a 1-thread one runs on (it did: use after free)."""
+    model = conv_net(size=12)
+    stock = make_interpreter(model)
+    x = random_inputs(stock)
+    ref = invoke(stock, x)
+    d = load_flex(cache_path="")
+    one = make_interpreter(model, delegate=d, num_threads=1)
+    two = make_interpreter(model, delegate=d, num_threads=2)
+    assert d.stats()["threads"] == 2
+    for _ in range(20):
+        for it in (one, two):
+            assert max_error(ref, invoke(it, x)) <= 1e-4
+    del one, two, it
+    gc.collect()
+    assert d.stats()["partitions_memory"] == []

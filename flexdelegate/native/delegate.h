@@ -40,6 +40,11 @@ typedef struct fx_delegate {
   fx_options opts;
   int n_subgraphs;
   fx_subgraph *subgraphs;
+  /* One pool per thread count its interpreters asked for (never freed while the delegate
+   * lives: an interpreter at another count must not free the pool another one runs on);
+   * pool = the last one handed out (stats()["threads"]). */
+  fx_pool **pools;
+  int n_pools;
   fx_pool *pool;
   struct fx_store *store; /* packed weights: cache file or memory */
   /* Invokes hold it shared; moving weights into the cache file once a background write is
@@ -53,7 +58,7 @@ void fx_delegate_settle(fx_delegate *d, int wait);
 TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *d);
 fx_subgraph *fx_find_subgraph(fx_delegate *d, const void *ctx);
 void fx_subgraph_clear(fx_subgraph *sg);
-/* The pool for `threads` workers, rebuilt when the count changes. */
+/* The pool for `threads` workers, made on first use (NULL when out of memory). */
 fx_pool *fx_delegate_pool(fx_delegate *d, int threads);
 TfLiteRegistration fx_partition_registration(void);
 

@@ -58,7 +58,8 @@ void tflite_plugin_destroy_delegate(void *delegate) {
     free(d->subgraphs[i].parts);
   }
   free(d->subgraphs);
-  fx_pool_free(d->pool);
+  for (int i = 0; i < d->n_pools; i++) fx_pool_free(d->pools[i]);
+  free(d->pools);
   fx_store_free(d->store); /* waits for a background write */
   pthread_rwlock_destroy(&d->weights_lock);
   free(d->opts.cache_path);

@@ -42,11 +42,15 @@ void fx_subgraph_clear(fx_subgraph *sg) {
 }
 
 fx_pool *fx_delegate_pool(fx_delegate *d, int threads) {
-  if (!d->pool || fx_pool_threads(d->pool) != threads) {
-    fx_pool_free(d->pool);
-    d->pool = fx_pool_new(threads);
-  }
-  return d->pool;
+  for (int i = 0; i < d->n_pools; i++)
+    if (fx_pool_threads(d->pools[i]) == threads) return d->pool = d->pools[i];
+  fx_pool **grown = realloc(d->pools, sizeof *grown * (size_t)(d->n_pools + 1));
+  if (!grown) return NULL;
+  d->pools = grown;
+  fx_pool *pool = fx_pool_new(threads);
+  if (!pool) return NULL;
+  d->pools[d->n_pools++] = pool;
+  return d->pool = pool;
 }
 
 static void add_fallback(fx_subgraph *sg, int node, int builtin, const char *why) {
