@@ -32,16 +32,22 @@ typedef struct {
 } candidate;
 
 /* Winograd from the plain weights (winograd/winograd_rt.c) against direct conv, 1 thread,
- * AVX-512, warm weights (/tmp-free: bench/winograd.py --runtime): 56x56x64 3.1x (F6), 28x28
- * x128 2.8x (F4), 14x14x256 1.7x (F4), 14x14x512 1.4x, 7x7x512 0.6x. It needs tiles enough to
- * pay for each panel's filter transform: at least RT_MIN_TILES4 F4 tiles per image; F6 from
- * RT_MIN_TILES6 F6 tiles (56x56 maps: F6 3.1x vs F4 2.9x; 28x28: F4 2.8x vs F6 2.6x). */
+ * AVX-512, warm weights (_native.winograd(from_gemm=True) vs _native.conv2d): 56x56x64 3.1x
+ * (F6), 28x28x128 2.8x (F4), 14x14x256 1.7x (F4), 14x14x512 1.4x, 7x7x512 0.6x. It needs tiles
+ * enough to pay for each panel's filter transform: at least RT_MIN_TILES4 F4 tiles per image;
+ * F6 from RT_MIN_TILES6 F6 tiles (56x56 maps: F6 3.1x vs F4 2.9x; 28x28: F4 2.8x vs F6 2.6x).
+ * Its scratch holds the whole transformed input ((tile+2)^2 / tile^2 times the input): past
+ * RT_MAX_INPUT_BYTES (huge maps with many channels) the conv stays GEMM rather than grow the
+ * arena by more than that. */
 #define RT_MIN_TILES4 16
 #define RT_MIN_TILES6 64
+#define RT_MAX_INPUT_BYTES (8u << 20)
 
-static int runtime_tile(int oh, int ow) {
+static int runtime_tile(int batch, int oh, int ow, int cin) {
   const long tiles4 = (long)((oh + 3) / 4) * ((ow + 3) / 4), tiles6 = (long)((oh + 5) / 6) * ((ow + 5) / 6);
-  return tiles6 >= RT_MIN_TILES6 ? 6 : tiles4 >= RT_MIN_TILES4 ? 4 : 0;
+  const int tile = tiles6 >= RT_MIN_TILES6 ? 6 : tiles4 >= RT_MIN_TILES4 ? 4 : 0;
+  const double v = (double)(tile + 2) * (tile + 2) * (tile == 6 ? tiles6 : tiles4) * batch * ((cin + 15) / 16 * 16) * 4;
+  return v <= RT_MAX_INPUT_BYTES ? tile : 0;
 }
 
 static int eligible(const fx_graph *g, const fx_node *n) {
@@ -111,7 +117,7 @@ int fx_choose_winograd(fx_graph *g, int mode) {
     fx_node *n = &g->nodes[i];
     if (n->wino_tile || !eligible(g, n)) continue;
     const fx_shape *y = &g->tensors[n->out[0]].shape;
-    n->wino_rt = runtime_tile(y->d[1], y->d[2]);
+    n->wino_rt = runtime_tile(y->d[0], y->d[1], y->d[2], g->tensors[n->in[1]].shape.d[3]);
   }
   free(c);
   return 0;
