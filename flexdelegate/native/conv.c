@@ -383,20 +383,17 @@ size_t fx_conv_winograd_rt_scratch_bytes(const fx_conv_pack *p, const fx_conv_ge
 void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                       float *y, float *scratch, int act, const float *panels, int pan0, int pan1,
                       size_t m0, size_t m1, size_t tile) {
-  const int whole = m0 == 0 && m1 == g->m && pan0 == 0 && pan1 == fx_conv_panels(p);
-  if (p->rt_tile && whole && !tile) { /* a budget plan (tile > 0) runs the GEMM it sized */
+  /* Run-time Winograd only for a whole run: a budget plan (tile > 0, or a slice) runs the GEMM it sized. */
+  const int rt = p->rt_tile && !tile && m0 == 0 && m1 == g->m && pan0 == 0 && pan1 == fx_conv_panels(p);
+  if (p->tile || rt) { /* every row: Winograd slices by channels only */
     fx_shape xs = {4, {(int)(g->m / ((size_t)g->oh * g->ow)), g->ih, g->iw, g->cin}};
     fx_shape ys = {4, {xs.d[0], g->oh, g->ow, p->n}};
-    fx_winograd_rt_run(p->uk, pool, p->rt_tile, panels, p->n, g->cin, p->args.bias, x, &xs, g->pad_top, g->pad_left,
-                       y, &ys, scratch, act);
-    if (g->residual) add_residual(g, y, (size_t)p->n, 0, g->m, 0, (size_t)p->n);
-    return;
-  }
-  if (p->tile) { /* every row: Winograd slices by channels only */
-    fx_shape xs = {4, {(int)(g->m / ((size_t)g->oh * g->ow)), g->ih, g->iw, g->cin}};
-    fx_shape ys = {4, {xs.d[0], g->oh, g->ow, p->n}};
-    fx_winograd_run_panels(p->uk, pool, p->tile, panels, pan0, pan1, p->n, g->cin, p->args.bias, x, &xs,
-                           g->pad_top, g->pad_left, y, &ys, scratch, act);
+    if (rt)
+      fx_winograd_rt_run(p->uk, pool, p->rt_tile, panels, p->n, g->cin, p->args.bias, x, &xs, g->pad_top,
+                         g->pad_left, y, &ys, scratch, act);
+    else
+      fx_winograd_run_panels(p->uk, pool, p->tile, panels, pan0, pan1, p->n, g->cin, p->args.bias, x, &xs,
+                             g->pad_top, g->pad_left, y, &ys, scratch, act);
     size_t c0 = (size_t)pan0 * (size_t)p->uk->nr, c1 = (size_t)pan1 * (size_t)p->uk->nr;
     if (g->residual) add_residual(g, y, (size_t)p->n, 0, g->m, c0, c1 < (size_t)p->n ? c1 : (size_t)p->n);
     return;

@@ -17,11 +17,15 @@ static inline float32x4_t fx_clamp4_neon(float32x4_t v, float lo, float hi) {
  * through an 8-float buffer, so no access strays past column nc. */
 static inline void fx_store_row_8_neon(float *ci, const float *ri, size_t nc, float32x4_t r0, float32x4_t r1,
                                        const fx_gemm_out *o) {
-  float buf[8] = {0};
   r0 = fx_clamp4_neon(r0, o->lo, o->hi);
   r1 = fx_clamp4_neon(r1, o->lo, o->hi);
   if (ri) {
-    const float *res = nc < 8 ? memcpy(buf, ri, nc * sizeof(float)) : ri;
+    float part[8];
+    const float *res = ri;
+    if (nc < 8) { /* zero-filled past nc, only on partial rows */
+      for (size_t j = 0; j < 8; j++) part[j] = j < nc ? ri[j] : 0.0f;
+      res = part;
+    }
     r0 = fx_clamp4_neon(vaddq_f32(r0, vld1q_f32(res)), o->rlo, o->rhi);
     r1 = fx_clamp4_neon(vaddq_f32(r1, vld1q_f32(res + 4)), o->rlo, o->rhi);
   }
@@ -30,6 +34,7 @@ static inline void fx_store_row_8_neon(float *ci, const float *ri, size_t nc, fl
     vst1q_f32(ci + 4, r1);
     return;
   }
+  float buf[8];
   vst1q_f32(buf, r0);
   vst1q_f32(buf + 4, r1);
   memcpy(ci, buf, nc * sizeof(float));

@@ -17,11 +17,15 @@ FX_AVX2_INLINE __m256 fx_clamp8_avx2(__m256 v, float lo, float hi) {
 /* Output stage of one row: ri = its residual or NULL. */
 FX_AVX2_INLINE void fx_store_row_16_avx2(float *ci, const float *ri, size_t nc, __m256 r0, __m256 r1,
                                          const fx_gemm_out *o) {
-  float buf[16] = {0};
   r0 = fx_clamp8_avx2(r0, o->lo, o->hi);
   r1 = fx_clamp8_avx2(r1, o->lo, o->hi);
   if (ri) {
-    const float *res = nc < 16 ? memcpy(buf, ri, nc * sizeof(float)) : ri;
+    float part[16];
+    const float *res = ri;
+    if (nc < 16) { /* zero-filled past nc, only on partial rows */
+      for (size_t j = 0; j < 16; j++) part[j] = j < nc ? ri[j] : 0.0f;
+      res = part;
+    }
     r0 = fx_clamp8_avx2(_mm256_add_ps(r0, _mm256_loadu_ps(res)), o->rlo, o->rhi);
     r1 = fx_clamp8_avx2(_mm256_add_ps(r1, _mm256_loadu_ps(res + 8)), o->rlo, o->rhi);
   }
@@ -30,6 +34,7 @@ FX_AVX2_INLINE void fx_store_row_16_avx2(float *ci, const float *ri, size_t nc, 
     _mm256_storeu_ps(ci + 8, r1);
     return;
   }
+  float buf[16];
   _mm256_storeu_ps(buf, r0);
   _mm256_storeu_ps(buf + 8, r1);
   memcpy(ci, buf, nc * sizeof(float));

@@ -52,6 +52,11 @@ typedef struct {
 struct fx_gemm_config;
 const wg_isa *fx_wg_isa_for(const struct fx_gemm_config *uk);
 
+/* The geometry of F(tile x tile, 3x3) from x [n, H, W, cin] to y [n, OH, OW, y_cs] (its channels
+ * [0, cout)); returns the number of tiles, batch included. */
+size_t fx_wg_geom_init(fx_wg_geom *g, int tile, const int *xs, const int *ys, int cin, int cout, int pad_top,
+                       int pad_left);
+
 static inline size_t pad16(int c) { return ((size_t)c + 15u) / 16u * 16u; }
 static inline int tile_ok(int tile) { return tile == 4 || tile == 6; }
 #endif

@@ -70,6 +70,20 @@ void fx_winograd_pack(int tile, int cout, int cin, int nr, const float *w, float
   }
 }
 
+size_t fx_wg_geom_init(fx_wg_geom *g, int tile, const int *xs, const int *ys, int cin, int cout, int pad_top,
+                       int pad_left) {
+  g->m = tile;
+  g->n = tile + 2;
+  g->H = xs[1]; g->W = xs[2]; g->cin = cin;
+  g->OH = ys[1]; g->OW = ys[2]; g->cout = cout; g->y_cs = ys[3];
+  g->pad_top = pad_top; g->pad_left = pad_left;
+  g->tiles_h = (g->OH + tile - 1) / tile;
+  g->tiles_w = (g->OW + tile - 1) / tile;
+  g->cin_pad = pad16(cin);
+  g->cout_pad = pad16(cout);
+  return (size_t)ys[0] * (size_t)g->tiles_h * (size_t)g->tiles_w;
+}
+
 /* Tiles per block: a multiple of the microkernel's MR within the scratch budget. */
 static int block_tiles(int tile, int cout, int cin, int mr) {
   const size_t n = (size_t)tile + 2;
@@ -151,17 +165,7 @@ void fx_winograd_run_panels(const fx_gemm_config *uk, fx_pool *pool, int tile, c
   wg_job j;
   memset(&j, 0, sizeof j);
   const int c0 = pan0 * uk->nr, c1 = pan1 * uk->nr < cout ? pan1 * uk->nr : cout;
-  fx_wg_geom *g = &j.g;
-  g->m = tile;
-  g->n = tile + 2;
-  g->H = xs->d[1]; g->W = xs->d[2]; g->cin = cin;
-  g->OH = ys->d[1]; g->OW = ys->d[2]; g->cout = c1 - c0; g->y_cs = cout;
-  g->pad_top = pad_top; g->pad_left = pad_left;
-  g->tiles_h = (g->OH + tile - 1) / tile;
-  g->tiles_w = (g->OW + tile - 1) / tile;
-  g->cin_pad = pad16(cin);
-  g->cout_pad = pad16(g->cout);
-  j.tiles = (size_t)ys->d[0] * (size_t)g->tiles_h * (size_t)g->tiles_w;
+  j.tiles = fx_wg_geom_init(&j.g, tile, xs->d, ys->d, cin, c1 - c0, pad_top, pad_left);
   if (j.tiles == 0 || cout <= 0 || cin <= 0) return;
   j.uk = uk;
   j.isa = fx_wg_isa_for(uk);

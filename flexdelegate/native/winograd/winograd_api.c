@@ -14,35 +14,6 @@ static double seconds_since(const struct timespec *t0) {
   return (double)(t1.tv_sec - t0->tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0->tv_nsec);
 }
 
-/* fx_winograd_rt_run over the filter's GEMM panels: the transform is part of every run. */
-static int run_from_gemm(const fx_gemm_config *uk, int tile, int threads, int n, int h, int w, int cin, int cout,
-                         int pad_top, int pad_left, int oh, int ow, const float *x, const float *filter,
-                         const float *bias, int act, float *y, int iters, double *seconds) {
-  const size_t tiles = (size_t)n * (size_t)((oh + tile - 1) / tile) * (size_t)((ow + tile - 1) / tile);
-  float *packed = malloc(fx_gemm_packed_floats(cout, 9 * cin, uk->nr) * sizeof(float));
-  float *scratch = malloc(fx_winograd_rt_scratch_bytes(uk, tile, cin, tiles, threads) + sizeof(float));
-  fx_pool *pool = fx_pool_new(threads);
-  int rc = -1;
-  if (packed && scratch && pool) {
-    fx_gemm_pack(cout, 9 * cin, uk->nr, filter, bias, packed);
-    fx_shape xs = {4, {n, h, w, cin}}, ys = {4, {n, oh, ow, cout}};
-    double best = 0.0;
-    for (int it = 0; it < (iters < 1 ? 1 : iters); it++) {
-      struct timespec t0;
-      clock_gettime(CLOCK_MONOTONIC, &t0);
-      fx_winograd_rt_run(uk, pool, tile, packed, cout, cin, bias, x, &xs, pad_top, pad_left, y, &ys, scratch, act);
-      const double s = seconds_since(&t0);
-      if (it == 0 || s < best) best = s;
-    }
-    if (seconds) *seconds = best;
-    rc = 0;
-  }
-  fx_pool_free(pool);
-  free(scratch);
-  free(packed);
-  return rc;
-}
-
 int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, int cin, int cout,
                       int pad_top, int pad_left, int oh, int ow, const float *x,
                       const float *filter, const float *bias, int act, float *y, int slice_panels,
@@ -52,31 +23,39 @@ int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, i
       cout < 1 || pad_top < 0 || pad_left < 0 || oh < 0 || ow < 0 || !x || !filter || !y ||
       act < FX_ACT_NONE || act > FX_ACT_SWISH || slice_panels < 0 || (from_gemm && slice_panels))
     return -1;
-  if (from_gemm) return run_from_gemm(uk, tile, threads, n, h, w, cin, cout, pad_top, pad_left, oh, ow, x, filter,
-                                      bias, act, y, iters, seconds);
   const int panels = (cout + uk->nr - 1) / uk->nr, per = slice_panels ? slice_panels : panels;
+  /* from_gemm: the filter as GEMM panels, transformed at every run (winograd_rt.c) */
+  const size_t tiles = (size_t)n * (size_t)((oh + tile - 1) / tile) * (size_t)((ow + tile - 1) / tile);
   const size_t panel_floats = fx_winograd_panel_floats(tile, cin, uk->nr);
-  float *packed = malloc(fx_winograd_packed_floats(tile, cout, cin, uk->nr) * sizeof(float));
+  const size_t packed_floats = from_gemm ? fx_gemm_packed_floats(cout, 9 * cin, uk->nr)
+                                         : fx_winograd_packed_floats(tile, cout, cin, uk->nr);
+  const size_t scratch_bytes = from_gemm ? fx_winograd_rt_scratch_bytes(uk, tile, cin, tiles, threads)
+                                         : fx_winograd_scratch_bytes_with(uk, tile, cout, cin, threads);
+  float *packed = malloc(packed_floats * sizeof(float));
   float *part = malloc((size_t)(per < panels ? per : panels) * panel_floats * sizeof(float));
-  float *scratch = malloc(fx_winograd_scratch_bytes_with(uk, tile, cout, cin, threads));
+  float *scratch = malloc(scratch_bytes + sizeof(float));
   fx_pool *pool = fx_pool_new(threads);
   int rc = -1;
   if (packed && part && scratch && pool) {
-    fx_winograd_pack(tile, cout, cin, uk->nr, filter, packed);
+    if (from_gemm) fx_gemm_pack(cout, 9 * cin, uk->nr, filter, bias, packed);
+    else fx_winograd_pack(tile, cout, cin, uk->nr, filter, packed);
     fx_shape xs = {4, {n, h, w, cin}}, ys = {4, {n, oh, ow, cout}};
     double best = 0.0;
     if (iters < 1) iters = 1;
     for (int it = 0; it < iters; it++) {
       struct timespec t0;
       clock_gettime(CLOCK_MONOTONIC, &t0);
-      for (int pan0 = 0; pan0 < panels; pan0 += per) {
-        const int pan1 = pan0 + per < panels ? pan0 + per : panels;
-        const float *slice = packed + (size_t)pan0 * panel_floats;
-        if (slice_panels) /* a slice is one contiguous range: it runs from a copy of just that */
-          slice = memcpy(part, slice, (size_t)(pan1 - pan0) * panel_floats * sizeof(float));
-        fx_winograd_run_panels(uk, pool, tile, slice, pan0, pan1, cout, cin, bias, x, &xs, pad_top, pad_left,
-                               y, &ys, scratch, act);
-      }
+      if (from_gemm)
+        fx_winograd_rt_run(uk, pool, tile, packed, cout, cin, bias, x, &xs, pad_top, pad_left, y, &ys, scratch, act);
+      else
+        for (int pan0 = 0; pan0 < panels; pan0 += per) {
+          const int pan1 = pan0 + per < panels ? pan0 + per : panels;
+          const float *slice = packed + (size_t)pan0 * panel_floats;
+          if (slice_panels) /* a slice is one contiguous range: it runs from a copy of just that */
+            slice = memcpy(part, slice, (size_t)(pan1 - pan0) * panel_floats * sizeof(float));
+          fx_winograd_run_panels(uk, pool, tile, slice, pan0, pan1, cout, cin, bias, x, &xs, pad_top, pad_left,
+                                 y, &ys, scratch, act);
+        }
       const double s = seconds_since(&t0);
       if (it == 0 || s < best) best = s;
     }
