@@ -28,15 +28,21 @@ def _delegate_class(rt):
                 """Re-plans for a new memory budget (MB, 0 = unlimited) between invokes. An
                 infeasible budget raises ValueError naming the minimum; the old one stays."""
                 from . import _native
-                if isinstance(mb, bool) or not isinstance(mb, (int, float)) or not mb >= 0:
-                    raise ValueError(f"flexdelegate: budget must be a number of MB >= 0, got {mb!r}")
+                self._check_open()
+                if isinstance(mb, bool) or not isinstance(mb, (int, float)):
+                    raise ValueError(f"flexdelegate: budget must be a number of MB, got {mb!r}")
                 _native.set_budget(self._get_native_delegate_pointer(), mb)
 
             def stats(self) -> dict:
                 """Coverage of the last load: nodes_total, nodes_delegated, partitions,
                 fallback ([{node, op, reason}]), and the kernel/threads in use."""
                 from . import _native
+                self._check_open()
                 return _native.stats(self._get_native_delegate_pointer())
+
+            def _check_open(self):
+                if getattr(self, "_library", None) is None:  # the runtime's Delegate.__del__ ran
+                    raise ValueError("flexdelegate: this delegate was destroyed")
 
         FlexDelegate.__qualname__ = FlexDelegate.__name__ = "FlexDelegate"
         cls = _classes[rt.name] = FlexDelegate
@@ -57,6 +63,8 @@ def load_flex(*, runtime: str | None = None, **options):
             raise ValueError(f"flexdelegate: unknown option {key!r}; accepted: {', '.join(_native.OPTION_NAMES)}")
         if value is None:
             continue
+        if isinstance(value, bool) and key in ("budget", "num_threads"):
+            raise ValueError(f"flexdelegate: option {key!r} takes a number, not {value!r}")
         text = str(int(value)) if isinstance(value, bool) else str(value)
         _native.check_option(key, text)
         strings[key] = text

@@ -27,15 +27,22 @@ def check_option(key: str, value: str) -> None:
 
 def stats(delegate_ptr: int) -> dict:
     ptr = ffi.cast("void *", delegate_ptr)
-    need = lib.flex_stats_json(ptr, ffi.NULL, 0)
-    buf = ffi.new("char[]", need + 1)
-    lib.flex_stats_json(ptr, buf, need + 1)
-    return json.loads(ffi.string(buf).decode())
+    cap = 1 << 14
+    while True:  # another thread may grow the report between two calls: retry until it fits
+        buf = ffi.new("char[]", cap)
+        need = lib.flex_stats_json(ptr, buf, cap)
+        if need < cap:
+            return json.loads(ffi.string(buf).decode())
+        cap = need + 1024
 
 
 def set_budget(delegate_ptr: int, mb: float) -> None:
     msg = ffi.new("char[]", 512)
-    if lib.flex_set_budget(ffi.cast("void *", delegate_ptr), float(mb), msg, 512):
+    try:
+        mb = float(mb)
+    except OverflowError:  # an int past any float: as invalid as infinity, and said so by C
+        mb = float("inf")
+    if lib.flex_set_budget(ffi.cast("void *", delegate_ptr), mb, msg, 512):
         raise ValueError(f"flexdelegate: {ffi.string(msg).decode()}")
 
 

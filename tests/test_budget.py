@@ -84,6 +84,28 @@ def test_set_budget_replans_between_invokes(model, reference, tmp_path):
         d.set_budget(-1)
 
 
+@pytest.mark.parametrize("what", ["deleted", "replaced"])
+def test_cache_file_deleted_or_replaced_under_a_budgeted_delegate(model, reference, tmp_path, what):
+    """Budgeted runs stream weights from the file they mapped, whatever happens to its path
+    (a concurrent prune deleted it: 46 of ~832 loads failed "cannot open the cache file")."""
+    x, ref = reference
+    cache = tmp_path / "m.fxc"
+    lo = min_budget(model, cache)
+    make_interpreter(model, delegate=load_flex(cache_path=str(cache)))  # writes the file
+    d = load_flex(budget=lo + 0.5, cache_path=str(cache))
+    it = make_interpreter(model, delegate=d)
+    assert d.stats()["cache"]["blobs_mapped"] > 0
+    if what == "deleted":
+        cache.unlink()
+    else:  # another file renamed over the path: same name, other bytes
+        tmp = tmp_path / "other"
+        tmp.write_bytes(b"\0" * cache.stat().st_size)
+        tmp.rename(cache)
+    for budget in (lo + 1.5, lo):  # re-plans open nothing by path
+        d.set_budget(budget)
+        assert max_error(ref, invoke(it, x)) <= 1e-4, budget
+
+
 def test_set_budget_right_after_a_cold_unlimited_load(model, reference, tmp_path):
     """The cold load's cache write may still be running: the new plan streams from the file
     only once it is there (set_budget waits for it)."""
@@ -170,3 +192,38 @@ def test_smallest_budgets_run_a_conv_direct():
     kernels = {b: check(model, flex={"budget": b, "cache_path": ""})["ops"][0]["kernel"] for b in (low, 0)}
     assert kernels[low].startswith("direct f32-igemm"), kernels
     assert kernels[0].startswith("gemm-im2col"), kernels
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan"), -1, -1e-9, 1e7 + 1, 1e18, 2**64,
+                                 10**400, True, False])
+def test_set_budget_refuses_what_load_flex_refuses(model, tmp_path, bad):
+    """One check for both: a one-line ValueError, the old budget still in force (huge values
+    reached an overflowing float -> size_t cast and failed as "budget 0.00 MB")."""
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)
+    with pytest.raises(ValueError) as set_err:
+        d.set_budget(bad)
+    assert "\n" not in str(set_err.value)
+    with pytest.raises(ValueError):
+        load_flex(budget=bad)
+    assert d.stats()["budget_mb"] == 0
+    invoke(it, stock_reference(model, seed=1)[0])
+
+
+@pytest.mark.parametrize("edge", [1e-300, 2**-40])
+def test_tiny_positive_budget_is_infeasible_not_unlimited(model, tmp_path, edge):
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)  # noqa: F841 - its partitions are what is re-planned
+    with pytest.raises(ValueError, match="infeasible: the minimum is"):
+        d.set_budget(edge)
+    assert d.stats()["budget_mb"] == 0
+
+
+def test_largest_budget_runs_the_unlimited_plan(model, reference, tmp_path):
+    x, ref = reference
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)
+    unlimited = d.stats()["partitions_memory"]
+    d.set_budget(1e7)
+    assert d.stats()["partitions_memory"] == unlimited and d.stats()["budget_mb"] == 1e7
+    assert max_error(ref, invoke(it, x)) <= 1e-4

@@ -100,6 +100,41 @@ def test_fp16_special_values():
     check_folded(b.build(), 1, tol=0.0)
 
 
+@pytest.mark.parametrize("declared", [(1, 2, 3, 8), (1, 3, 3, 4), (8,), (1, 1, 1, 1)])
+def test_dequantize_output_takes_the_input_shape(declared):
+    """TFLite resizes DEQUANTIZE's output to its input's shape at prepare: a model declaring a
+    smaller or different output shape must fold to the input's shape (it read past a 2x3
+    filter as if it were 3x3: a heap overflow, or 5994 wrong elements)."""
+    b = ModelBuilder()
+    x = b.input((1, 7, 7, 4))
+    w = dequantized(b, b.const(rand((1, 3, 3, 8), 1, 0.3).astype(np.float16)), declared)
+    y = b.tensor((1, 7, 7, 8))
+    b.op("DEPTHWISE_CONV_2D", [x, w, b.const(rand((8,), 2))], [y], padding="SAME", stride_w=1, stride_h=1,
+         depth_multiplier=2)
+    b.output(y)
+    check_folded(b.build(), 1)
+
+
+def test_dequantized_partition_output_has_the_input_shape():
+    """A folded value that is itself a model output: TFLite sees the shape it really has."""
+    b = ModelBuilder()
+    x = b.input((1, 4))
+    w = dequantized(b, b.const(rand((3, 4), 1).astype(np.float16)), (2, 4))
+    y = b.tensor((1, 3))
+    b.op("FULLY_CONNECTED", [x, w, b.const(rand((3,), 2))], [y])
+    b.output(y)
+    b.output(w)
+    model = b.build()
+    stock = make_interpreter(model)
+    x = [rand((1, 4), 3)]
+    ref = invoke(stock, x)
+    d = load_flex(cache_path="")
+    got = invoke(make_interpreter(model, delegate=d), x)
+    assert [a.shape for a in got] == [a.shape for a in ref] == [(1, 3), (3, 4)]
+    assert max_error(ref, got) <= 1e-5
+    assert d.stats()["nodes_folded"] == 1
+
+
 # ======================================================================================
 # DEQUANTIZE int8
 # ======================================================================================

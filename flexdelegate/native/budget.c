@@ -13,7 +13,6 @@ struct fx_budget {
   fx_load_unit *units;
   int n_units;
   int *deps, deps_start;
-  int fd;
   char *arena;
   pthread_t loader;
   int started;
@@ -31,13 +30,13 @@ struct fx_budget {
 
 static int copy_unit(fx_budget *b, const fx_load_unit *u) {
   char *dst = b->arena + u->slot;
-  if (!u->from_file) {
+  if (u->fd < 0) {
     memcpy(dst, u->mem, u->bytes);
     return 0;
   }
   size_t got = 0;
   while (got < u->bytes) {
-    ssize_t r = pread(b->fd, dst + got, u->bytes - got, u->file_off + (off_t)got);
+    ssize_t r = pread(u->fd, dst + got, u->bytes - got, u->file_off + (off_t)got);
     if (r <= 0) {
       if (r < 0 && errno == EINTR) continue;
       return -1;
@@ -88,11 +87,11 @@ static void *loader_main(void *arg) {
 }
 
 fx_budget *fx_budget_new(fx_step *steps, int n_steps, fx_load_unit *units, int n_units, int *deps,
-                         int deps_start, int fd, char *arena) {
+                         int deps_start, char *arena) {
   fx_budget *b = calloc(1, sizeof *b);
   if (!b) return NULL;
   *b = (fx_budget){.steps = steps, .n_steps = n_steps, .units = units, .n_units = n_units, .deps = deps,
-                   .deps_start = deps_start, .fd = fd, .arena = arena, .done_step = -1, .loader_waits_for = -2};
+                   .deps_start = deps_start, .arena = arena, .done_step = -1, .loader_waits_for = -2};
   pthread_mutex_init(&b->mu, NULL);
   pthread_cond_init(&b->loader_cv, NULL);
   pthread_cond_init(&b->compute_cv, NULL);
@@ -117,7 +116,6 @@ void fx_budget_free(fx_budget *b) {
   pthread_mutex_destroy(&b->mu);
   pthread_cond_destroy(&b->loader_cv);
   pthread_cond_destroy(&b->compute_cv);
-  if (b->fd >= 0) close(b->fd);
   free(b->steps);
   free(b->units);
   free(b->deps);

@@ -24,7 +24,7 @@ typedef struct {
  * weights do not stay resident) or from memory (model constants, then released). */
 typedef struct {
   size_t slot, bytes;
-  int from_file;
+  int fd;          /* the cache file to pread from (the plan holds its mapping), or -1: memory */
   off_t file_off;
   const void *mem;
   int step;   /* the first step that uses it */
@@ -34,9 +34,9 @@ typedef struct {
 typedef struct fx_budget fx_budget;
 
 /* Takes ownership of steps, units and deps (deps[i]: after step i the loader may load units
- * whose step <= deps[i]; before step 0, <= deps_start). fd: the cache file (-1 if none). */
+ * whose step <= deps[i]; before step 0, <= deps_start). */
 fx_budget *fx_budget_new(fx_step *steps, int n_steps, fx_load_unit *units, int n_units, int *deps,
-                         int deps_start, int fd, char *arena);
+                         int deps_start, char *arena);
 void fx_budget_free(fx_budget *b);
 /* Loads the pinned units; 0 ok, -1 on a read error. */
 int fx_budget_load_pinned(fx_budget *b);

@@ -99,8 +99,21 @@ int fx_budget_add_gemm_forms(fx_graph *g, struct fx_store *store) {
   return added;
 }
 
+/* Keeps mapping m (and so its fd) alive for the plan's life. 0 ok, -1 out of memory. */
+static int hold_map(fx_budget_plan *bp, fx_cache_map *m) {
+  for (int i = 0; i < bp->n_maps; i++)
+    if (bp->maps[i] == m) return 0;
+  fx_cache_map **grown = realloc(bp->maps, sizeof *grown * (size_t)(bp->n_maps + 1));
+  if (!grown) return -1;
+  bp->maps = grown;
+  bp->maps[bp->n_maps++] = fx_cache_map_ref(m);
+  return 0;
+}
+
 void fx_budget_plan_free(fx_budget_plan *bp) {
-  fx_budget_free(bp->exec);
+  fx_budget_free(bp->exec); /* the loader stops before the fds it reads close */
+  for (int i = 0; i < bp->n_maps; i++) fx_cache_map_unref(bp->maps[i]);
+  free(bp->maps);
   free(bp->tensor_offset);
   memset(bp, 0, sizeof *bp);
 }
@@ -265,7 +278,6 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
   for (int t = 0; t < g->n_tensors; t++) out->tensor_offset[t] = (size_t)-1;
   for (int i = 0; i < n_td; i++) out->tensor_offset[td[i].id] = offs[i];
   int n_units = 0, last_unit_of_layer = -1, last_layer = -1;
-  const fx_cache_map *file = NULL;
   for (int i = 0; i < plan.n_steps; i++) {
     const flex_step_plan *s = &sp[i];
     const fx_node *n = &g->nodes[layers[s->layer]];
@@ -280,6 +292,7 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
     if (!s->w_bytes || (!p && !raw)) continue;
     if (!s->w_new && last_unit_of_layer >= 0) { st->unit = last_unit_of_layer; continue; }
     fx_load_unit *u = &units[n_units];
+    u->fd = -1;
     u->slot = s->w_offset;
     u->step = i;
     u->pinned = s->w_pinned;
@@ -291,9 +304,9 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
       u->bytes = (size_t)(pan1 - pan0) * fx_conv_panel_bytes(p);
       if (u->bytes > s->w_bytes) { why = "weight slot smaller than its slice"; free(steps); free(units); free(deps); goto done; }
       if (w->map) { /* stream from the file: pread, so the pages never enter our mapping */
-        u->from_file = 1;
+        if (hold_map(out, w->map)) { why = "out of memory"; free(steps); free(units); free(deps); goto done; }
+        u->fd = w->map->fd;
         u->file_off = (off_t)((const uint8_t *)w->data - w->map->base + off);
-        file = w->map;
       } else {
         u->mem = (const uint8_t *)w->data + off;
       }
@@ -303,10 +316,6 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
     }
     st->unit = last_unit_of_layer = n_units++;
   }
-  int fd = -1;
-  const char *path = fx_store_path(store);
-  if (file && path) fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (file && fd < 0) { why = "cannot open the cache file to stream weights"; free(steps); free(units); free(deps); goto done; }
   out->arena_bytes = plan.arena_bytes;
   out->min_budget_bytes = plan.min_budget_bytes;
   out->n_steps = plan.n_steps;
@@ -315,7 +324,6 @@ const char *fx_budget_plan_make(fx_graph *g, int threads, size_t budget, struct 
   out->pending_n_units = n_units;
   out->pending_deps = deps;
   out->deps_start = plan.deps_start;
-  out->fd = fd;
 done:
   free(layers);
   free(ld);
@@ -333,10 +341,9 @@ done:
 
 const char *fx_budget_plan_start(fx_budget_plan *bp, char *arena) {
   bp->exec = fx_budget_new(bp->pending_steps, bp->n_steps, bp->pending_units, bp->pending_n_units,
-                           bp->pending_deps, bp->deps_start, bp->fd, arena);
+                           bp->pending_deps, bp->deps_start, arena);
   if (!bp->exec) {
     free(bp->pending_steps); free(bp->pending_units); free(bp->pending_deps);
-    if (bp->fd >= 0) close(bp->fd);
     return "cannot start the weight loader";
   }
   bp->pending_steps = NULL;

@@ -17,7 +17,11 @@ typedef struct {
   /* filled by _make, consumed by _start */
   fx_step *pending_steps;
   fx_load_unit *pending_units;
-  int pending_n_units, *pending_deps, deps_start, fd;
+  int pending_n_units, *pending_deps, deps_start;
+  /* The cache file versions its units stream from (one reference each: their fds stay open
+   * and name the mapped bytes whatever happens to the path). */
+  struct fx_cache_map **maps;
+  int n_maps;
 } fx_budget_plan;
 
 /* Asks the planner for a plan of g (shapes inferred) under `budget` bytes and checks it.

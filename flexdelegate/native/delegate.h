@@ -18,6 +18,8 @@ typedef struct {
   int profile;       /* time every delegated node (off the hot path otherwise) */
   int winograd;      /* FX_WINO_AUTO / ALL / OFF (graph.h) */
 } fx_options;
+/* A budget checked by flex_check_budget, in bytes. */
+size_t fx_budget_bytes(double mb);
 /* Parses one key/value into opts; NULL or a message naming the accepted values. */
 const char *fx_parse_option(fx_options *opts, const char *key, const char *value);
 
@@ -37,6 +39,15 @@ typedef struct {
 
 typedef struct fx_delegate {
   TfLiteDelegate base; /* first, so a TfLiteDelegate* is an fx_delegate* */
+  /* The plugin's handle and every live partition kernel each hold a reference: the runtime
+   * may destroy the delegate before the interpreter whose kernels still point at it
+   * (interpreter exit, reference cycles, an explicit __del__). Atomic. */
+  int refs;
+  /* Guards the delegate's structure (subgraphs, partitions, their plans) against a
+   * concurrent stats(), set_budget(), Prepare or kernel free (cffi and TFLite drop the GIL).
+   * Recursive: Prepare's ReplaceNodeSubsetsWithDelegateKernels calls back into partition
+   * init and, on failure, free. Taken before weights_lock, never after. */
+  pthread_mutex_t state_lock;
   fx_options opts;
   int n_subgraphs;
   fx_subgraph *subgraphs;
@@ -51,6 +62,10 @@ typedef struct fx_delegate {
    * done (fx_store_settle) holds it exclusive, so no kernel reads a copy being freed. */
   pthread_rwlock_t weights_lock;
 } fx_delegate;
+
+fx_delegate *fx_delegate_ref(fx_delegate *d);
+/* Drops a reference; the last one frees the delegate (waiting for a background write). */
+void fx_delegate_unref(fx_delegate *d);
 
 /* Settles the store's background commit: waiting for it (wait) or only if it is done. */
 void fx_delegate_settle(fx_delegate *d, int wait);

@@ -1,9 +1,11 @@
 /* Delegate options: the one parser, used by the plugin entry and by Python's validation. */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "delegate.h"
+#include "flex_api.h"
 
 static int parse_log(const char *v, unsigned *mask) {
   static const char *const names[] = {"partition", "plan", "cache", "exec"};
@@ -34,8 +36,9 @@ const char *fx_parse_option(fx_options *o, const char *key, const char *value) {
     o->num_threads = (int)v;
   } else if (!strcmp(key, "budget")) {
     double v = strtod(value, &end);
-    if (errno || end == value || *end || !(v >= 0) || v > 1e7)
-      return "invalid budget: expected megabytes as a number >= 0 (0 = unlimited)";
+    if (end == value || *end || errno) return flex_check_budget(NAN); /* ERANGE: past a double */
+    const char *why = flex_check_budget(v);
+    if (why) return why;
     o->budget_mb = v;
   } else if (!strcmp(key, "cache_path")) {
     free(o->cache_path);
@@ -60,6 +63,17 @@ const char *fx_parse_option(fx_options *o, const char *key, const char *value) {
     return "unknown option: accepted options are budget, cache_path, num_threads, log, profile, winograd";
   }
   return NULL;
+}
+
+const char *flex_check_budget(double mb) {
+  if (!(mb >= 0 && mb <= FLEX_BUDGET_MAX_MB)) /* also NaN and infinities */
+    return "invalid budget: expected megabytes as a number from 0 (unlimited) to 10000000";
+  return NULL;
+}
+
+size_t fx_budget_bytes(double mb) {
+  /* Rounded up: a positive budget is never 0 bytes (which would read as unlimited). */
+  return (size_t)ceil(mb * 1048576.0);
 }
 
 const char *flex_check_option(const char *key, const char *value) {

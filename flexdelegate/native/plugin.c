@@ -40,6 +40,12 @@ void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
     return NULL;
   }
   pthread_rwlock_init(&d->weights_lock, NULL);
+  pthread_mutexattr_t recursive;
+  pthread_mutexattr_init(&recursive);
+  pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
+  pthread_mutex_init(&d->state_lock, &recursive);
+  pthread_mutexattr_destroy(&recursive);
+  d->refs = 1;
   fx_gemm_config_get(); /* probe the CPU once, here, under the runtime's lock */
   d->base.data_ = d;
   d->base.Prepare = fx_delegate_prepare;
@@ -50,9 +56,13 @@ void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
   return &d->base;
 }
 
-void tflite_plugin_destroy_delegate(void *delegate) {
-  fx_delegate *d = delegate;
-  if (!d) return;
+fx_delegate *fx_delegate_ref(fx_delegate *d) {
+  __atomic_add_fetch(&d->refs, 1, __ATOMIC_RELAXED);
+  return d;
+}
+
+void fx_delegate_unref(fx_delegate *d) {
+  if (!d || __atomic_sub_fetch(&d->refs, 1, __ATOMIC_ACQ_REL)) return;
   for (int i = 0; i < d->n_subgraphs; i++) {
     fx_subgraph_clear(&d->subgraphs[i]);
     free(d->subgraphs[i].parts);
@@ -62,9 +72,13 @@ void tflite_plugin_destroy_delegate(void *delegate) {
   free(d->pools);
   fx_store_free(d->store); /* waits for a background write */
   pthread_rwlock_destroy(&d->weights_lock);
+  pthread_mutex_destroy(&d->state_lock);
   free(d->opts.cache_path);
   free(d);
 }
+
+/* The runtime is done with the delegate; kernels of a live interpreter may still use it. */
+void tflite_plugin_destroy_delegate(void *delegate) { fx_delegate_unref(delegate); }
 
 void fx_delegate_settle(fx_delegate *d, int wait) {
   if (!wait && !fx_store_settling(d->store)) return;
@@ -96,8 +110,17 @@ static void put_json_string(sbuf *s, const char *str) {
   put(s, "\"");
 }
 
+static size_t stats_locked(fx_delegate *d, char *buf, size_t cap);
+
 size_t flex_stats_json(void *delegate, char *buf, size_t cap) {
   fx_delegate *d = delegate;
+  if (d) pthread_mutex_lock(&d->state_lock);
+  size_t len = stats_locked(d, buf, cap);
+  if (d) pthread_mutex_unlock(&d->state_lock);
+  return len;
+}
+
+static size_t stats_locked(fx_delegate *d, char *buf, size_t cap) {
   sbuf s = {buf, cap, 0};
   int total = 0, delegated = 0, folded = 0, parts = 0;
   for (int i = 0; d && i < d->n_subgraphs; i++) {
@@ -194,13 +217,25 @@ static int add_gemm_forms(fx_delegate *d) {
   return 0;
 }
 
+static int set_budget_locked(fx_delegate *d, double mb, char *msg, size_t msg_len);
+
 int flex_set_budget(void *delegate, double mb, char *msg, size_t msg_len) {
   fx_delegate *d = delegate;
-  if (!d || !(mb >= 0)) {
-    snprintf(msg, msg_len, "budget must be a number of megabytes >= 0");
+  const char *invalid = d ? flex_check_budget(mb) : "no delegate";
+  if (invalid) {
+    snprintf(msg, msg_len, "%s", invalid);
     return -1;
   }
+  pthread_mutex_lock(&d->state_lock);
   fx_delegate_settle(d, 1); /* a budget plan streams weights from the file */
+  pthread_rwlock_wrlock(&d->weights_lock); /* no invoke runs a plan being replaced */
+  int rc = set_budget_locked(d, mb, msg, msg_len);
+  pthread_rwlock_unlock(&d->weights_lock);
+  pthread_mutex_unlock(&d->state_lock);
+  return rc;
+}
+
+static int set_budget_locked(fx_delegate *d, double mb, char *msg, size_t msg_len) {
   if (mb > 0 && add_gemm_forms(d)) {
     snprintf(msg, msg_len, "out of memory packing the GEMM form of Winograd convolutions");
     return -1;

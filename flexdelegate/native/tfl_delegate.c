@@ -87,6 +87,30 @@ static const char *try_fold(fx_graph *g, fx_node *n, fx_blob **out) {
   return NULL;
 }
 
+/* produced_at[t] = the execution-plan position of the (last) node writing tensor t, or -1;
+ * *first_bad = the first node reading what it or a later node writes, or left alone.
+ * TFLite's partitioner crashes on a graph with such a node whatever we claim (a cycle, or
+ * nodes out of order), so then nothing is claimed and the stock interpreter runs or refuses
+ * the graph as it would without us. */
+static int producer_positions(TfLiteContext *ctx, const TfLiteIntArray *plan, int *produced_at, int nt,
+                              int *first_bad) {
+  for (int t = 0; t < nt; t++) produced_at[t] = -1;
+  for (int pass = 0; pass < 2; pass++)
+    for (int p = 0; p < plan->size; p++) {
+      TfLiteNode *node;
+      TfLiteRegistration *reg;
+      if (ctx->GetNodeAndRegistration(ctx, plan->data[p], &node, &reg) != kTfLiteOk) return -1;
+      const TfLiteIntArray *ts = pass ? node->inputs : node->outputs;
+      for (int i = 0; ts && i < ts->size; i++) {
+        int t = ts->data[i];
+        if (t < 0 || t >= nt) continue;
+        if (!pass) produced_at[t] = p;
+        else if (produced_at[t] >= p && *first_bad < 0) *first_bad = plan->data[p];
+      }
+    }
+  return 0;
+}
+
 /* A model's identity for naming its default cache file: its structure (ops, shapes, types),
  * not its weights, so a re-trained model extends the same file instead of adding one. */
 static uint64_t structure_hash(TfLiteContext *ctx, const TfLiteIntArray *plan) {
@@ -134,8 +158,18 @@ static int cache_file_for(const fx_delegate *d, TfLiteContext *ctx, const TfLite
   return 1;
 }
 
+static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d);
+
 TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   fx_delegate *d = base->data_;
+  pthread_mutex_lock(&d->state_lock);
+  TfLiteStatus status = prepare_locked(ctx, d);
+  pthread_mutex_unlock(&d->state_lock);
+  return status;
+}
+
+static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
+  TfLiteDelegate *base = &d->base;
   TfLiteIntArray *plan = NULL;
   if (ctx->GetExecutionPlan(ctx, &plan) != kTfLiteOk || !plan) return kTfLiteDelegateError;
   fx_subgraph *sg = subgraph_for(d, ctx);
@@ -153,9 +187,10 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   sg->fallback = calloc((size_t)(plan->size ? plan->size : 1), sizeof(fx_fallback));
   fx_shape *shapes = calloc((size_t)(nt ? nt : 1), sizeof(fx_shape));
   int *local = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+  int *produced_at = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
   TfLiteIntArray *claimed = malloc(sizeof(TfLiteIntArray) + sizeof(int) * (size_t)plan->size);
   TfLiteStatus status = kTfLiteDelegateError;
-  if (!sg->statics || !sg->fallback || !shapes || !local || !claimed) goto done;
+  if (!sg->statics || !sg->fallback || !shapes || !local || !produced_at || !claimed) goto done;
   for (int i = 0; i < nt; i++) {
     const TfLiteIntArray *dims = ctx->tensors[i].dims;
     if (dims && dims->size <= FX_MAX_RANK) {
@@ -164,6 +199,8 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
     }
   }
   claimed->size = 0;
+  int out_of_order = -1; /* a node reading what it or a later node writes (a cycle, or bad order) */
+  if (producer_positions(ctx, plan, produced_at, nt, &out_of_order)) goto done;
   fx_translate tr = {ctx, sg, local, shapes};
   for (int p = 0; p < plan->size; p++) {
     int idx = plan->data[p];
@@ -173,7 +210,11 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
     sg->nodes_total++;
     const char *why;
     fx_blob *folded = NULL;
-    if (reg->builtin_code == kTfLiteBuiltinDequantize || reg->builtin_code == kTfLiteBuiltinDensify) {
+    char order_msg[96];
+    if (out_of_order >= 0) {
+      snprintf(order_msg, sizeof order_msg, "node %d reads a tensor that it or a later node writes", out_of_order);
+      why = order_msg;
+    } else if (reg->builtin_code == kTfLiteBuiltinDequantize || reg->builtin_code == kTfLiteBuiltinDensify) {
       why = fx_fold_special(&tr, node, reg->builtin_code, &folded);
     } else {
       fx_graph g = {0};
@@ -217,6 +258,7 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
 done:
   free(shapes);
   free(local);
+  free(produced_at);
   free(claimed);
   return status;
 }

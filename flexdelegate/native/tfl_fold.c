@@ -30,7 +30,7 @@ static const void *const_data(fx_translate *tr, int idx, int *dtype, size_t *byt
   return t->data.raw;
 }
 
-static int out_shape(const TfLiteTensor *t, fx_shape *s) {
+static int tensor_shape(const TfLiteTensor *t, fx_shape *s) {
   if (!t->dims || t->dims->size > FX_MAX_RANK) return -1;
   s->rank = t->dims->size;
   for (int i = 0; i < s->rank; i++) {
@@ -191,10 +191,13 @@ const char *fx_fold_special(fx_translate *tr, const TfLiteNode *node, int builti
   int in = node->inputs->data[0], o = node->outputs->data[0];
   if (in < 0 || o < 0 || (size_t)in >= tr->ctx->tensors_size || (size_t)o >= tr->ctx->tensors_size)
     return "tensor index out of range";
+  /* Both ops give their output the input's (dense) shape at prepare, whatever the model
+   * declares for it: the declared shape may be smaller than the data (TFLite resizes it). */
   const TfLiteTensor *ot = &tr->ctx->tensors[o];
   fx_shape s;
   int odt = fx_tfl_dtype(ot->type);
-  if (out_shape(ot, &s)) return "output shape unknown";
+  if (tr->sg->statics[in]) s = tr->sg->statics[in]->shape;
+  else if (tensor_shape(&tr->ctx->tensors[in], &s)) return "input shape unknown";
   if (builtin == kTfLiteBuiltinDequantize && odt != FX_F32) return "dequantize to a non-float32 type";
   if (!odt || odt == FX_BOOL) return "unsupported output type";
   if (builtin == kTfLiteBuiltinDequantize) return dequantize(tr, in, &s, out);

@@ -37,6 +37,8 @@ static void partition_free(TfLiteContext *ctx, void *buffer) {
   (void)ctx;
   fx_partition *p = buffer;
   if (!p) return;
+  fx_delegate *d = p->d;
+  if (d) pthread_mutex_lock(&d->state_lock);
   unregister(p);
   fx_budget_plan_free(&p->budget);
   fx_graph_free(&p->g);
@@ -47,6 +49,10 @@ static void partition_free(TfLiteContext *ctx, void *buffer) {
   free(p->bufs);
   free(p->arena);
   free(p);
+  if (d) {
+    pthread_mutex_unlock(&d->state_lock);
+    fx_delegate_unref(d); /* may be the last reference: the runtime destroyed it already */
+  }
 }
 
 /* 0: runs at invoke; 1: folded at load (constant); 2: folded but shape-derived, so it is
@@ -76,7 +82,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
   }
   if (!sg || !p || !local || !p->outputs_static || !p->outputs_static_local || !p->static_blobs) goto fail;
   memset(local, -1, sizeof(int) * ctx->tensors_size);
-  p->d = d;
+  p->d = fx_delegate_ref(d);
   fx_translate tr = {ctx, sg, local, NULL, 1};
   int folded = 0;
   for (int i = 0; i < params->nodes_to_replace->size; i++) {
@@ -198,6 +204,22 @@ static int shape_equals_dims(const fx_shape *s, const TfLiteIntArray *dims) {
   return 1;
 }
 
+/* Gives TFLite tensor t shape s (a partition output); 0 ok, -1 failed. */
+static int resize_output(TfLiteContext *ctx, int t, const fx_shape *s) {
+  if (shape_equals_dims(s, ctx->tensors[t].dims)) return 0;
+  TfLiteIntArray *dims = malloc(sizeof(TfLiteIntArray) + sizeof(int) * (size_t)s->rank);
+  if (!dims) return -1;
+  dims->size = s->rank;
+  memcpy(dims->data, s->d, sizeof(int) * (size_t)s->rank);
+  return ctx->ResizeTensor(ctx, &ctx->tensors[t], dims) == kTfLiteOk ? 0 : -1;
+}
+
+/* The value of static partition output i: re-evaluated at prepare if shape-derived. */
+static const fx_blob *static_output(const fx_partition *p, int i) {
+  const int id = p->outputs_static_local[i];
+  return id >= 0 && p->g.tensors[id].blob ? p->g.tensors[id].blob : p->static_blobs[i];
+}
+
 /* The arena is exactly the plan's size: a smaller budget must give memory back, not keep it. */
 static int resize_arena(fx_partition *p, size_t bytes) {
   if (bytes == p->arena_size && p->arena) return 0;
@@ -210,7 +232,7 @@ static int resize_arena(fx_partition *p, size_t bytes) {
 /* Under a budget the planner lays out the whole arena (activations, weight slots, scratch). */
 static const char *plan_budget(fx_partition *p, int threads, char *msg, size_t msg_len) {
   fx_budget_plan_free(&p->budget);
-  size_t budget = (size_t)(p->d->opts.budget_mb * 1048576.0);
+  size_t budget = fx_budget_bytes(p->d->opts.budget_mb);
   const char *why = fx_budget_plan_make(&p->g, threads, budget, p->d->store, &p->budget, msg, msg_len);
   if (!why && resize_arena(p, p->budget.arena_bytes)) why = "out of memory for the arena";
   if (!why) why = fx_budget_plan_start(&p->budget, p->arena);
@@ -279,7 +301,7 @@ static const char *plan_memory(fx_partition *p, int threads, char *msg, size_t m
   const char *why = layout_unlimited(p, threads, &need);
   if (why) return why;
   if (p->d->opts.budget_mb <= 0) return start_unlimited(p, threads, need);
-  size_t budget = (size_t)(p->d->opts.budget_mb * 1048576.0), extra = fx_budget_unlimited_extra(&p->g);
+  size_t budget = fx_budget_bytes(p->d->opts.budget_mb), extra = fx_budget_unlimited_extra(&p->g);
   if (need + extra > budget) return plan_budget(p, threads, msg, msg_len);
   fx_log(FX_LOG_PLAN, "budget %.2f MB holds the unlimited plan (arena %zu + weights and reserve %zu bytes)",
          p->d->opts.budget_mb, need, extra);
@@ -298,9 +320,18 @@ const char *fx_partition_replan(struct fx_partition *p, char *msg, size_t msg_le
   return plan_memory(p, fx_pool_threads(p->pool), msg, msg_len);
 }
 
+static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p);
+
 static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
   fx_partition *p = node->user_data;
   if (!p) return kTfLiteError;
+  pthread_mutex_lock(&p->d->state_lock); /* its plan is what stats() and set_budget() read */
+  TfLiteStatus status = prepare_locked(ctx, p);
+  pthread_mutex_unlock(&p->d->state_lock);
+  return status;
+}
+
+static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p) {
   fx_graph *g = &p->g;
   /* Shapes flow from the partition inputs as TFLite has them now (resize_tensor_input). */
   for (int i = 0; i < g->n_tensors; i++) {
@@ -320,16 +351,13 @@ static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
       return kTfLiteError;
     }
   }
-  /* Partition outputs: tell TFLite the shapes we produce. */
+  /* Partition outputs: tell TFLite the shapes we produce, computed or folded at load. */
   for (int i = 0; i < g->n_nodes; i++) {
-    fx_tensor *t = &g->tensors[g->nodes[i].out[0]];
-    if (t->storage != FX_ST_EXTERNAL || shape_equals_dims(&t->shape, ctx->tensors[t->tfl].dims)) continue;
-    TfLiteIntArray *dims = malloc(sizeof(TfLiteIntArray) + sizeof(int) * (size_t)t->shape.rank);
-    if (!dims) return kTfLiteError;
-    dims->size = t->shape.rank;
-    memcpy(dims->data, t->shape.d, sizeof(int) * (size_t)t->shape.rank);
-    if (ctx->ResizeTensor(ctx, &ctx->tensors[t->tfl], dims) != kTfLiteOk) return kTfLiteError;
+    const fx_tensor *t = &g->tensors[g->nodes[i].out[0]];
+    if (t->storage == FX_ST_EXTERNAL && resize_output(ctx, t->tfl, &t->shape)) return kTfLiteError;
   }
+  for (int i = 0; i < p->n_static; i++)
+    if (resize_output(ctx, p->outputs_static[i], &static_output(p, i)->shape)) return kTfLiteError;
   int threads = p->d->opts.num_threads > 0 ? p->d->opts.num_threads
                 : ctx->recommended_num_threads > 0 ? ctx->recommended_num_threads : 1;
   p->pool = fx_delegate_pool(p->d, threads);
@@ -383,6 +411,11 @@ static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p);
 static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
   fx_partition *p = node->user_data;
   fx_graph *g = &p->g;
+  const int log_exec = fx_log_mask & FX_LOG_EXEC;
+  uint64_t t0 = log_exec ? fx_now_ns() : 0;
+  fx_delegate_settle(p->d, 0);
+  /* Held over the whole invoke: set_budget() replaces the plan and arena read here. */
+  pthread_rwlock_rdlock(&p->d->weights_lock);
   for (int i = 0; i < g->n_tensors; i++) {
     fx_tensor *t = &g->tensors[i];
     switch (t->storage) {
@@ -394,10 +427,6 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
       default: t->ptr = (void *)t->cdata;
     }
   }
-  const int log_exec = fx_log_mask & FX_LOG_EXEC;
-  uint64_t t0 = log_exec ? fx_now_ns() : 0;
-  fx_delegate_settle(p->d, 0);
-  pthread_rwlock_rdlock(&p->d->weights_lock);
   fx_pool_set_active(p->pool, 1);
   TfLiteStatus status = run_partition(ctx, p);
   fx_pool_set_active(p->pool, 0);
@@ -432,8 +461,7 @@ static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p) {
   }
   for (int i = 0; i < p->n_static; i++) {
     TfLiteTensor *t = &ctx->tensors[p->outputs_static[i]];
-    int id = p->outputs_static_local[i];
-    const fx_blob *b = id >= 0 && g->tensors[id].blob ? g->tensors[id].blob : p->static_blobs[i];
+    const fx_blob *b = static_output(p, i);
     size_t n = b->bytes < t->bytes ? b->bytes : t->bytes;
     if (t->data.raw) memcpy(t->data.raw, b->data, n);
   }

@@ -108,6 +108,17 @@ static const char *check_window(const fx_node *n, int padding) {
   return NULL;
 }
 
+/* Inputs a model may leave out (tensor index -1): biases, PADV2's value, RESHAPE's shape
+ * tensor. Any other absent input is malformed (the stock kernels reject it too). */
+static int optional_input(int kind, int i) {
+  switch (kind) {
+    case FX_OP_CONV: case FX_OP_DEPTHWISE: case FX_OP_FC: case FX_OP_PAD: return i == 2;
+    case FX_OP_TRANSPOSE_CONV: return i == 3;
+    case FX_OP_RESHAPE: return i == 1;
+    default: return 0;
+  }
+}
+
 static int op_kind(int builtin, int *sub) {
   switch (builtin) {
     case kTfLiteBuiltinConv2d: return FX_OP_CONV;
@@ -345,8 +356,8 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
                    kind == FX_OP_RESIZE_NEAREST || kind == FX_OP_GATHER || kind == FX_OP_FC ||
                    kind == FX_OP_CONV || kind == FX_OP_DEPTHWISE ? 2 : 1;
   if (n->n_in < n_required) return "missing inputs";
-  for (int i = 0; i < n_required; i++)
-    if (n->in[i] < 0) return "missing input";
+  for (int i = 0; i < n->n_in; i++)
+    if (n->in[i] < 0 && !optional_input(kind, i)) return "missing input";
   /* Deferred folds become values here, except the weights a GEMM packs (see fx_fold_recipe). */
   for (int i = 0; i < n->n_in; i++) {
     fx_tensor *t = n->in[i] >= 0 ? &g->tensors[n->in[i]] : NULL;

@@ -140,7 +140,7 @@ def fill_plan(ffi, desc, out) -> int:
         user_min = int(e.min_budget_bytes) + int(desc.reserve_bytes)
         user_budget = int(desc.budget_bytes)
         min_mb = math.ceil(user_min / 2**20 * 100) / 100
-        _write_error(ffi, out, f"budget {user_budget / 2**20:.2f} MB is infeasible: the minimum is "
+        _write_error(ffi, out, f"budget {user_budget / 2**20:.4g} MB is infeasible: the minimum is "
                                f"{min_mb:.2f} MB ({user_min} bytes); bottleneck: node {node} ({e.op})")
         out.min_budget_bytes = user_min
         return -1

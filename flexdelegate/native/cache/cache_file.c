@@ -184,9 +184,9 @@ fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len) {
     base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) why = "mmap failed";
   }
-  close(fd);
   map_impl *m = why ? NULL : calloc(1, sizeof *m);
   if (!m) {
+    close(fd);
     if (!why) why = "out of memory";
     if (base != MAP_FAILED) munmap(base, (size_t)st.st_size);
     free(entries);
@@ -195,6 +195,7 @@ fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len) {
     return NULL;
   }
   m->pub.refs = 1;
+  m->pub.fd = fd;
   m->pub.base = base;
   m->pub.size = (size_t)st.st_size;
   m->pub.entries = m->entries = entries;
@@ -219,6 +220,7 @@ void fx_cache_map_unref(fx_cache_map *m) {
   map_impl *impl = (map_impl *)m;
   fx_sigbus_unwatch(m->base);
   munmap((void *)m->base, m->size);
+  close(m->fd);
   free(impl->entries);
   free(impl->models);
   free(impl);

@@ -34,6 +34,8 @@ typedef struct {
  * weights in use keep it alive after a newer file replaces it). */
 typedef struct fx_cache_map {
   int refs;
+  int fd; /* the mapped file, open for the map's life: streamed reads (pread) see the same
+           * bytes as the mapping even once the path is deleted, pruned or replaced */
   const uint8_t *base;
   size_t size;
   const fx_cache_entry *entries; /* sorted */

@@ -22,6 +22,12 @@ int flex_set_budget(void *delegate, double mb, char *msg, size_t msg_len);
 /* Validates one option as the plugin would; returns NULL if fine, else a message. */
 const char *flex_check_option(const char *key, const char *value);
 
+/* The largest budget accepted (MB): 10 TB, far past any machine, and exact in a size_t. */
+enum { FLEX_BUDGET_MAX_MB = 10000000 };
+/* The one budget check, for the option and set_budget: NULL if mb is a number of megabytes
+ * in [0, FLEX_BUDGET_MAX_MB] (0 = unlimited), else a message. */
+const char *flex_check_budget(double mb);
+
 /* Arena planner (exposed for tests and the Python planner): buffers with byte sizes and
  * [first, last] lifetimes (inclusive node indices) get offsets; returns the arena size.
  * kind 0 = greedy by size, 1 = trivial (back to back). Returns (size_t)-1 on bad input. */
