@@ -455,7 +455,7 @@ void fx_store_commit(fx_store *s, int background) {
     finish_pending(s);
     return;
   }
-  memcpy(keys, s->keys, s->n_keys * sizeof *keys);
+  if (s->n_keys) memcpy(keys, s->keys, s->n_keys * sizeof *keys); /* s->keys is NULL before any */
   int missing = 0; /* a memory copy that could not be made: the writer packs it, here */
   for (size_t i = 0; i < s->n_pending; i++) {
     fx_wref *w = s->pending[i];
