@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["load_flex", "FlexDelegate"]
+__all__ = ["load_flex", "FlexDelegate", "library_path"]
 
 _classes: dict = {}
 
@@ -69,6 +69,13 @@ def load_flex(*, runtime: str | None = None, **options):
         _native.check_option(key, text)
         strings[key] = text
     return _delegate_class(detect(runtime))(strings)
+
+
+def library_path() -> str:
+    """The delegate's shared library: what `load_delegate(path, options)` and C++ tools'
+    `--external_delegate_path` take."""
+    from . import _native
+    return _native.library_path()
 
 
 def __getattr__(name):
