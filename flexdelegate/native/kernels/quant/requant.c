@@ -1,0 +1,76 @@
+/* QuantizeMultiplier, the activation range and the scalar output stage (requant.h). */
+#include <math.h>
+#include "requant.h"
+
+void fx_quantize_multiplier(double real, int single_rounding, int32_t *multiplier, int32_t *shift) {
+  if (real == 0.0) {
+    *multiplier = 0;
+    *shift = 0;
+    return;
+  }
+  int e;
+  const double q = frexp(real, &e);
+  int64_t fixed = (int64_t)round(q * (double)(1LL << 31)); /* exact: q has 53 bits */
+  if (fixed == (1LL << 31)) { /* the mantissa rounded up to 1.0 */
+    fixed /= 2;
+    e++;
+  }
+  if (e < -31) { /* every bit would be shifted out: TFLite flushes to zero */
+    e = 0;
+    fixed = 0;
+  }
+  if (single_rounding && e > 30) {
+    e = 30;
+    fixed = (1LL << 31) - 1;
+  }
+  *multiplier = (int32_t)fixed;
+  *shift = e;
+}
+
+/* static_cast<int32_t>(float) as the stock wheels compile it. */
+static int32_t f2i(float r) {
+#if defined(__x86_64__) || defined(__i386__)
+  return (r >= -2147483648.0f && r < 2147483648.0f) ? (int32_t)r : INT32_MIN; /* cvttss2si */
+#else
+  if (r != r) return 0; /* fcvtzs: NaN -> 0, saturating */
+  return r >= 2147483648.0f ? INT32_MAX : r < -2147483648.0f ? INT32_MIN : (int32_t)r;
+#endif
+}
+
+static int32_t quantize_bound(float f, float scale, int32_t zp) {
+  return (int32_t)((uint32_t)zp + (uint32_t)f2i(roundf(f / scale)));
+}
+
+int fx_qs8_act_range(int act, float scale, int32_t zp, int32_t qmin, int32_t qmax, int32_t *lo,
+                     int32_t *hi) {
+  int32_t a = qmin, b = qmax, q;
+  switch (act) {
+    case 0: break;                                                   /* NONE */
+    case 1: q = quantize_bound(0.0f, scale, zp); a = q > qmin ? q : qmin; break; /* RELU */
+    case 2:                                                          /* RELU_N1_TO_1 */
+      q = quantize_bound(-1.0f, scale, zp); a = q > qmin ? q : qmin;
+      q = quantize_bound(1.0f, scale, zp); b = q < qmax ? q : qmax;
+      break;
+    case 3:                                                          /* RELU6 */
+      q = quantize_bound(0.0f, scale, zp); a = q > qmin ? q : qmin;
+      q = quantize_bound(6.0f, scale, zp); b = q < qmax ? q : qmax;
+      break;
+    default: return -1;
+  }
+  *lo = a;
+  *hi = b;
+  return 0;
+}
+
+int fx_qs8_out_check(const fx_qs8_out *o) {
+  if (!o || o->rounding < FX_RQ_AWAY || o->rounding > FX_RQ_SINGLE) return -1;
+  if (o->rounding != FX_RQ_SINGLE && o->tail_rounding != FX_RQ_AWAY && o->tail_rounding != FX_RQ_UP)
+    return -1;
+  return (o->lo < -128 || o->hi > 127 || o->lo > o->hi) ? -1 : 0;
+}
+
+void fx_qs8_requant_row_scalar(size_t n, const int32_t *acc, const int32_t *m,
+                               const int32_t *shift, size_t c0, const fx_qs8_out *o, int8_t *y) {
+  for (size_t c = 0; c < n; c++)
+    y[c] = fx_qs8_out_one(acc[c], m[c], shift[c], fx_qs8_rounding_of(o, c0 + c), o);
+}
