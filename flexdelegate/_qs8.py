@@ -7,7 +7,7 @@ import numpy as np
 
 from ._native import _names_until_null, ffi, lib
 
-AWAY, UP, SINGLE = 0, 1, 2          # requant.h's FX_RQ_*
+AWAY, UP, SINGLE, AWAY_SAT = 0, 1, 2, 3   # requant.h's FX_RQ_*
 ACTS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
 NO_TAIL = 2**31 - 1
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from .tflite.writer import ModelBuilder
 
-AWAY, UP, SINGLE = 0, 1, 2  # requant.h's FX_RQ_*
+AWAY, UP, SINGLE, AWAY_SAT = 0, 1, 2, 3  # requant.h's FX_RQ_*
 OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 
 
@@ -36,7 +36,7 @@ KNOWN_X86 = {
     "tflite-runtime": {
         ("CONV_2D", "int8"): Rounding(UP), ("FULLY_CONNECTED", "int8"): Rounding(UP),
         ("DEPTHWISE_CONV_2D", "int8"): Rounding(AWAY),
-        ("CONV_2D", "uint8"): Rounding(AWAY), ("FULLY_CONNECTED", "uint8"): Rounding(AWAY),
+        ("CONV_2D", "uint8"): Rounding(AWAY_SAT), ("FULLY_CONNECTED", "uint8"): Rounding(AWAY_SAT),
         ("DEPTHWISE_CONV_2D", "uint8"): Rounding(AWAY),
     },
     "ai-edge-litert": {
@@ -47,8 +47,11 @@ KNOWN_X86 = {
     },
 }
 
-_CANDIDATES = [Rounding(AWAY), Rounding(UP), Rounding(SINGLE), Rounding(UP, AWAY, True),
-               Rounding(AWAY, UP, True)]
+_CANDIDATES = [Rounding(AWAY), Rounding(UP), Rounding(SINGLE), Rounding(AWAY_SAT),
+               Rounding(UP, AWAY, True), Rounding(AWAY, UP, True)]
+# The probes' real multipliers, as QuantizeMultiplier gives them: ties in both rounding steps,
+# then a left shift that overflows int32 for |acc| >= 64 (wrapping vs saturating).
+_PROBES = [(0.25, 1 << 30, -1), (2.0**24, 1 << 30, 25)]
 
 
 def requant(acc, m: int, shift: int, rule: int) -> np.ndarray:
@@ -59,16 +62,17 @@ def requant(acc, m: int, shift: int, rule: int) -> np.ndarray:
         r = (acc * m + (1 << (total - 1))) >> total
         return ((r + 2**31) % 2**32) - 2**31
     ls, rs = max(shift, 0), max(-shift, 0)
-    x = ((acc << ls) + 2**31) % 2**32 - 2**31
+    x = acc << ls
+    x = np.clip(x, -2**31, 2**31 - 1) if rule == AWAY_SAT else (x + 2**31) % 2**32 - 2**31
     high = (x * m + (1 << 30)) >> 31
     mask = (1 << rs) - 1
-    thr = (mask >> 1) + ((high < 0) if rule == AWAY else 0)
+    thr = (mask >> 1) + ((high < 0) if rule != UP else 0)
     return (high >> rs) + ((high & mask) > thr)
 
 
-def _probe(op: str, dtype) -> tuple[bytes, np.ndarray, np.ndarray, int]:
+def _probe(op: str, dtype, real: float) -> tuple[bytes, np.ndarray, np.ndarray, int]:
     """(model, input, int accumulators, output zero point): every value of the type through a
-    weight of 1 (w - zw), real multiplier 1/4 (m = 2^30, shift -1)."""
+    weight of 1 (w - zw), input and output scales 1, weight scale `real`."""
     u8 = dtype == np.uint8
     z = 128 if u8 else 0
     vals = np.arange(256) if u8 else np.arange(-128, 128)
@@ -78,32 +82,32 @@ def _probe(op: str, dtype) -> tuple[bytes, np.ndarray, np.ndarray, int]:
     if op == "FULLY_CONNECTED":
         xv = vals.reshape(256, 1).astype(dtype)
         x, y = b.input(xv.shape, dtype=dtype, **q), b.tensor((256, 1), dtype=dtype, **q)
-        ins = [x, b.const(one.reshape(1, 1), scale=[0.25], zero_point=[z]),
-               b.const(np.zeros(1, np.int32), scale=[0.25], zero_point=[0])]
+        ins = [x, b.const(one.reshape(1, 1), scale=[real], zero_point=[z]),
+               b.const(np.zeros(1, np.int32), scale=[real], zero_point=[0])]
         b.op(op, ins, [y])
     elif op == "CONV_2D":
         xv = vals.reshape(1, 16, 16, 1).astype(dtype)
         x, y = b.input(xv.shape, dtype=dtype, **q), b.tensor(xv.shape, dtype=dtype, **q)
-        ins = [x, b.const(one.reshape(1, 1, 1, 1), scale=[0.25], zero_point=[z]),
-               b.const(np.zeros(1, np.int32), scale=[0.25], zero_point=[0])]
+        ins = [x, b.const(one.reshape(1, 1, 1, 1), scale=[real], zero_point=[z]),
+               b.const(np.zeros(1, np.int32), scale=[real], zero_point=[0])]
         b.op(op, ins, [y], padding="VALID", stride_w=1, stride_h=1)
     else:  # 9 channels: 8 in a group of 8, one in the tail; channel c sees the values rolled by c
         xv = np.stack([np.roll(vals, 29 * c) for c in range(9)], -1).reshape(1, 16, 16, 9).astype(dtype)
         x, y = b.input(xv.shape, dtype=dtype, **q), b.tensor(xv.shape, dtype=dtype, **q)
         per = 1 if u8 else 9  # uint8 weights are per-tensor only
-        ins = [x, b.const(np.full((1, 1, 1, 9), one, dtype), scale=[0.25] * per,
+        ins = [x, b.const(np.full((1, 1, 1, 9), one, dtype), scale=[real] * per,
                           zero_point=[z] * per, quantized_dimension=3),
-               b.const(np.zeros(9, np.int32), scale=[0.25] * per, zero_point=[0] * per)]
+               b.const(np.zeros(9, np.int32), scale=[real] * per, zero_point=[0] * per)]
         b.op(op, ins, [y], padding="VALID", stride_w=1, stride_h=1, depth_multiplier=1)
     b.output(y)
     return b.build(), xv, xv.astype(np.int64) - z, z
 
 
-def _expected(acc, rule: Rounding, zp: int, lo: int, hi: int) -> np.ndarray:
+def _expected(acc, m: int, shift: int, rule: Rounding, zp: int, lo: int, hi: int) -> np.ndarray:
     c = acc.shape[-1]
     main = c - c % 8 if rule.split8 else c
-    r = np.concatenate([requant(acc[..., :main], 1 << 30, -1, rule.rounding),
-                        requant(acc[..., main:], 1 << 30, -1, rule.tail_rounding)], axis=-1)
+    r = np.concatenate([requant(acc[..., :main], m, shift, rule.rounding),
+                        requant(acc[..., main:], m, shift, rule.tail_rounding)], axis=-1)
     return np.clip(r + zp, lo, hi)
 
 
@@ -120,13 +124,14 @@ def detect(interpreter_cls=None, resolver_type=None) -> dict:
     for dtype, name in ((np.int8, "int8"), (np.uint8, "uint8")):
         lo, hi = (0, 255) if dtype == np.uint8 else (-128, 127)
         for op in OPS:
-            model, xv, acc, zp = _probe(op, dtype)
-            it = interpreter_cls(model_content=model, experimental_op_resolver_type=resolver_type)
-            it.allocate_tensors()
-            it.set_tensor(it.get_input_details()[0]["index"], xv)
-            it.invoke()
-            got = it.get_tensor(it.get_output_details()[0]["index"]).astype(np.int64)
-            cands = _CANDIDATES if op == "DEPTHWISE_CONV_2D" else _CANDIDATES[:3]
-            found[(op, name)] = next((r for r in cands
-                                      if np.array_equal(_expected(acc, r, zp, lo, hi), got.reshape(acc.shape))), None)
+            cands = _CANDIDATES if op == "DEPTHWISE_CONV_2D" else _CANDIDATES[:4]
+            for real, m, shift in _PROBES:
+                model, xv, acc, zp = _probe(op, dtype, real)
+                it = interpreter_cls(model_content=model, experimental_op_resolver_type=resolver_type)
+                it.allocate_tensors()
+                it.set_tensor(it.get_input_details()[0]["index"], xv)
+                it.invoke()
+                got = it.get_tensor(it.get_output_details()[0]["index"]).astype(np.int64).reshape(acc.shape)
+                cands = [r for r in cands if np.array_equal(_expected(acc, m, shift, r, zp, lo, hi), got)]
+            found[(op, name)] = cands[0] if cands else None
     return found

@@ -2,8 +2,9 @@
  *  - fx_quantize_multiplier on its edges (zero, a mantissa that rounds to 2^31, shifts below
  *    -31 flushed, above 30 saturated under single rounding, exact powers of two);
  *  - fx_rq_double / fx_rq_single against literal, independently written transcriptions of the
- *    three stock recipes (gemmlowp's SaturatingRoundingDoublingHighMul + RoundingDivideByPOT;
- *    ruy's x86 nudge-and-shift with its overflow substitute; TFLITE_SINGLE_ROUNDING), over
+ *    stock recipes (TFLite's SaturatingRoundingDoublingHighMul + RoundingDivideByPOT, with
+ *    gemmlowp's saturating ShiftLeft; ruy's x86 nudge-and-shift with its overflow substitute;
+ *    TFLITE_SINGLE_ROUNDING), over
  *    random accumulators, multipliers, every shift, and constructed exact ties;
  *  - the SIMD output stages of this CPU (fx_qs8_requant_row_avx2 / _neon) against the scalar
  *    one, bit for bit, in every rounding, with LiteRT's channel split, zero points at both
@@ -26,6 +27,15 @@ static int32_t lit_rdbpot(int32_t x, int e) {
   const int32_t mask = (int32_t)((1LL << e) - 1);
   const int32_t rem = x & mask, thr = (mask >> 1) + (x < 0 ? 1 : 0);
   return (x >> e) + (rem > thr ? 1 : 0);
+}
+/* gemmlowp's ShiftLeft(int32): through int64, saturated. */
+static int32_t lit_shift_left_sat(int32_t a, int offset) {
+  const int64_t wide = (int64_t)a * (1LL << offset);
+  return wide < INT32_MIN ? INT32_MIN : wide > INT32_MAX ? INT32_MAX : (int32_t)wide;
+}
+static int32_t lit_gemmlowp(int32_t x, int32_t m, int shift) {
+  const int ls = shift > 0 ? shift : 0, rs = shift > 0 ? 0 : -shift;
+  return lit_rdbpot(lit_srdhm(lit_shift_left_sat(x, ls), m), rs);
 }
 static int32_t lit_tflite_double(int32_t x, int32_t m, int shift) {
   const int ls = shift > 0 ? shift : 0, rs = shift > 0 ? 0 : -shift;
@@ -95,11 +105,12 @@ static void check_scalar_rules(long n) {
       m = 1 << 30; /* x*m/2^31 = x/2 exactly when x is even */
       if (rs < 30) x = (int32_t)((int64_t)x * 2);
     }
-    const int32_t d_away = fx_rq_double(x, m, shift, 1), d_up = fx_rq_double(x, m, shift, 0);
+    const int32_t d_away = fx_rq_double(x, m, shift, 1, 0), d_up = fx_rq_double(x, m, shift, 0, 0);
+    const int32_t d_sat = fx_rq_apply(x, m, shift, FX_RQ_AWAY_SAT);
     const int32_t single = fx_rq_single(x, m, shift);
     const int32_t want_up = lit_ruy_x86(x, m, shift);
     const int ok = d_away == lit_tflite_double(x, m, shift) && d_up == want_up &&
-                   single == lit_single(x, m, shift);
+                   single == lit_single(x, m, shift) && d_sat == lit_gemmlowp(x, m, shift);
     if (!ok) bad++;
     EXPECT(ok, "x=%d m=%d shift=%d: away %d/%d up %d/%d single %d/%d\n", x, m, shift, d_away,
            lit_tflite_double(x, m, shift), d_up, want_up, single, lit_single(x, m, shift));
@@ -117,7 +128,7 @@ static void check_simd_rows(const char *name, row_fn fn, int rows) {
     int32_t acc[71], m[71], sh[71];
     int8_t want[71], got[71];
     fx_qs8_out o = rnd_out((int)(c0 + n), 1);
-    if (rnd_in(0, 2) == 0 && o.rounding != FX_RQ_SINGLE) o.tail_from = (int32_t)(c0 + (size_t)rnd_in(0, (int)n));
+    if (rnd_in(0, 2) == 0 && o.rounding < FX_RQ_SINGLE) o.tail_from = (int32_t)(c0 + (size_t)rnd_in(0, (int)n));
     rnd_requant((int)n, 3000.0, o.rounding, m, sh);
     for (size_t c = 0; c < n; c++) {
       acc[c] = rnd_acc();

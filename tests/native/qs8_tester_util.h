@@ -46,9 +46,9 @@ static inline void rnd_requant(int n, double acc_mag, int rounding, int32_t *m, 
 static inline fx_qs8_out rnd_out(int channels, int with_tail) {
   fx_qs8_out o;
   o.zp = rnd_zp(-128, 127);
-  o.rounding = rnd_in(0, 2);
+  o.rounding = rnd_in(0, 3);
   o.tail_rounding = rnd_in(0, 1);
-  o.tail_from = with_tail && o.rounding != FX_RQ_SINGLE && rnd_in(0, 1) ? channels - channels % 8 : INT32_MAX;
+  o.tail_from = with_tail && o.rounding < FX_RQ_SINGLE && rnd_in(0, 1) ? channels - channels % 8 : INT32_MAX;
   switch (rnd_in(0, 3)) {
     case 0: o.lo = -128; o.hi = 127; break;
     case 1: o.lo = o.zp; o.hi = 127; break;                          /* RELU */

@@ -51,6 +51,7 @@ def make_case(rng, op, dtype, dyadic, act=None, per_channel=None):
         bias = rng.integers(-3000, 3000, n)
         acc = (x.astype(np.int64) - z_in) @ (w.astype(np.int64) - z_w).T + bias
         nch, info = n, f"fc b{batch} k{k} n{n}"
+        geom = dict(stride=(1, 1), dil=(1, 1), pads=(0, 0), out_hw=(1, 1), mult=1)
     else:
         h, wd = int(rng.integers(1, 8)), int(rng.integers(1, 8))
         kh, kw = (int(v) for v in rng.choice([1, 2, 3, 5], 2))
@@ -73,6 +74,7 @@ def make_case(rng, op, dtype, dyadic, act=None, per_channel=None):
         bias = rng.integers(-3000, 3000, cout)
         acc = conv_acc(x, z_in, w, z_w, bias, stride, dil, (ph, pw), (oh, ow), op == "dw", mult)
         nch = cout
+        geom = dict(stride=stride, dil=dil, pads=(ph, pw), out_hw=(oh, ow), mult=mult)
         info = f"{op} {h}x{wd}x{cin} k{kh}x{kw} s{stride} d{dil} {padding} m{mult} cout{cout}"
     acc_std = acc.reshape(-1, nch).std(axis=0) + np.abs(acc.reshape(-1, nch).mean(axis=0)) * 0.2
     s_in, s_w, s_out = _pick_scales(rng, acc_std, nch, dyadic, per_channel)
@@ -85,7 +87,7 @@ def make_case(rng, op, dtype, dyadic, act=None, per_channel=None):
         model = conv_model(x.shape, w, bias, acc.shape, q, stride, dil, padding, act)
     reals = [float(s_in) * float(s) / float(s_out) for s in np.broadcast_to(s_w, (nch,))]
     lo, hi = act_range(act, s_out, z_out, lo_t, hi_t)
-    return dict(model=model, x=x, w=w, bias=bias, acc=acc, reals=reals, z_in=z_in, z_w=z_w,
+    return dict(model=model, x=x, w=w, bias=bias, acc=acc, reals=reals, z_in=z_in, z_w=z_w, op=op, geom=geom,
                 z_out=z_out, lo=lo, hi=hi, act=act, dtype=dtype, q=q,
                 info=f"{info} {np.dtype(dtype).name} act={act} zin={z_in} zout={z_out}")
 

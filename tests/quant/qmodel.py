@@ -36,8 +36,9 @@ def _left(acc, shift):
 
 
 def requant_double(acc, m, shift):
-    """TFLite reference / gemmlowp: SaturatingRoundingDoublingHighMul (ties away from zero,
-    INT32_MIN*INT32_MIN saturates), then RoundingDivideByPOT (ties away from zero)."""
+    """TFLite reference / gemmlowp: SaturatingRoundingDoublingHighMul (nudge, then a division
+    truncating toward zero: ties toward +inf; INT32_MIN*INT32_MIN saturates), then
+    RoundingDivideByPOT (ties away from zero)."""
     x = _left(acc, shift)
     m = np.broadcast_to(np.asarray(m, np.int64), x.shape)
     ab = x * m

@@ -9,7 +9,8 @@
  * form: (high >> rs) + ((high & mask) > thr), thr = mask/2 (+1 for a negative value when the
  * lane rounds ties away from zero). FX_RQ_SINGLE shifts the 64-bit sum right by 31 - shift
  * with a logical shift of the sum biased by 2^63 (AVX2 has no 64-bit arithmetic shift), whose
- * low dword is then off by exactly the low dword of 2^(63 - total). */
+ * low dword is then off by exactly the low dword of 2^(63 - total). FX_RQ_AWAY_SAT saturates
+ * the left shift where shifting back does not give acc again. */
 #ifndef FLEX_QUANT_REQUANT_AVX2_H
 #define FLEX_QUANT_REQUANT_AVX2_H
 #include <immintrin.h>
@@ -23,14 +24,14 @@ typedef struct {
   __m256i ls, rs, mask, half, away;     /* double rounding */
   __m256i te, to, rnde, rndo, bias;     /* single rounding: per-lane 64-bit shifts and nudges */
   __m256i zp, lo, hi;
-  int single;
+  int single, sat;
 } fx_rq8_avx2;
 
 /* Lanes c0..c0+7: which round ties away from zero under o. */
 FX_RQ_AVX2 __m256i fx_rq8_away_avx2(const fx_qs8_out *o, size_t c0) {
-  const __m256i main = _mm256_set1_epi32(o->rounding == FX_RQ_AWAY ? -1 : 0);
+  const __m256i main = _mm256_set1_epi32(o->rounding == FX_RQ_UP ? 0 : -1);
   const __m256i tail = _mm256_set1_epi32(o->tail_rounding == FX_RQ_AWAY ? -1 : 0);
-  if ((int64_t)c0 + 8 <= (int64_t)o->tail_from) return main;
+  if (o->rounding >= FX_RQ_SINGLE || (int64_t)c0 + 8 <= (int64_t)o->tail_from) return main;
   const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int32_t)c0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   const __m256i is_tail = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(o->tail_from - 1));
   return _mm256_blendv_epi8(main, tail, is_tail);
@@ -45,6 +46,7 @@ FX_RQ_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *shift, 
   r.m = _mm256_loadu_si256((const __m256i *)m);
   r.m_odd = _mm256_srli_epi64(r.m, 32);
   r.single = o->rounding == FX_RQ_SINGLE;
+  r.sat = o->rounding == FX_RQ_AWAY_SAT;
   r.ls = _mm256_max_epi32(sh, zero);
   r.rs = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
   r.mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, r.rs), one);
@@ -74,7 +76,12 @@ FX_RQ_AVX2 __m256i fx_rq8_apply_avx2(__m256i acc, const fx_rq8_avx2 *r) {
     v = _mm256_sub_epi32(_mm256_blend_epi32(ue, _mm256_slli_epi64(uo, 32), 0xAA), r->bias);
   } else {
     const __m256i half30 = _mm256_set1_epi64x(1LL << 30);
-    const __m256i x = _mm256_sllv_epi32(acc, r->ls);
+    __m256i x = _mm256_sllv_epi32(acc, r->ls);
+    if (r->sat) { /* gemmlowp: where x >> ls != acc the shift overflowed: saturate */
+      const __m256i kept = _mm256_cmpeq_epi32(_mm256_srav_epi32(x, r->ls), acc);
+      const __m256i lim = _mm256_xor_si256(_mm256_srai_epi32(acc, 31), _mm256_set1_epi32(INT32_MAX));
+      x = _mm256_blendv_epi8(lim, x, kept);
+    }
     const __m256i pe = _mm256_mul_epi32(x, r->m);
     const __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(x, 32), r->m_odd);
     const __m256i he = _mm256_srli_epi64(_mm256_add_epi64(pe, half30), 31);

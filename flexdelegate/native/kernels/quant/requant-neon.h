@@ -1,6 +1,7 @@
 /* The NEON output stage (requant.h, requant-avx2.h has the derivation): 4 int32 accumulators
  * -> requant -> + zero point -> clamp, and the narrowing to int8. The products are formed in
- * 64 bits (vmull_s32) rather than with vqrdmulh, so every FX_RQ_* rule has one exact form. */
+ * 64 bits (vmull_s32) rather than with vqrdmulh, so every FX_RQ_* rule has one exact form;
+ * FX_RQ_AWAY_SAT's saturating left shift is vqshl. */
 #ifndef FLEX_QUANT_REQUANT_NEON_H
 #define FLEX_QUANT_REQUANT_NEON_H
 #include <arm_neon.h>
@@ -12,12 +13,12 @@ typedef struct {
   int32x4_t m, ls, neg_rs, mask, half, away; /* double rounding */
   int64x2_t neg_tl, neg_th, rndl, rndh;      /* single rounding: lanes 0-1 and 2-3 */
   int32x4_t zp, lo, hi;
-  int single;
+  int single, sat;
 } fx_rq4_neon;
 
 FX_RQ_NEON int32x4_t fx_rq4_away_neon(const fx_qs8_out *o, size_t c0) {
-  const int32x4_t main = vdupq_n_s32(o->rounding == FX_RQ_AWAY ? -1 : 0);
-  if ((int64_t)c0 + 4 <= (int64_t)o->tail_from) return main;
+  const int32x4_t main = vdupq_n_s32(o->rounding == FX_RQ_UP ? 0 : -1);
+  if (o->rounding >= FX_RQ_SINGLE || (int64_t)c0 + 4 <= (int64_t)o->tail_from) return main;
   const int32x4_t tail = vdupq_n_s32(o->tail_rounding == FX_RQ_AWAY ? -1 : 0);
   const int32_t idx_init[4] = {0, 1, 2, 3};
   const int32x4_t idx = vaddq_s32(vdupq_n_s32((int32_t)c0), vld1q_s32(idx_init));
@@ -32,6 +33,7 @@ FX_RQ_NEON fx_rq4_neon fx_rq4_init_neon(const int32_t *m, const int32_t *shift, 
   const int32x4_t sh = vld1q_s32(shift);
   r.m = vld1q_s32(m);
   r.single = o->rounding == FX_RQ_SINGLE;
+  r.sat = o->rounding == FX_RQ_AWAY_SAT;
   r.ls = vmaxq_s32(sh, zero);
   const int32x4_t rs = vmaxq_s32(vnegq_s32(sh), zero);
   r.neg_rs = vnegq_s32(rs);
@@ -59,7 +61,7 @@ FX_RQ_NEON int32x4_t fx_rq4_apply_neon(int32x4_t acc, const fx_rq4_neon *r) {
     v = vcombine_s32(vmovn_s64(vshlq_s64(pl, r->neg_tl)), vmovn_s64(vshlq_s64(ph, r->neg_th)));
   } else {
     const int64x2_t half30 = vdupq_n_s64(1LL << 30);
-    const int32x4_t x = vshlq_s32(acc, r->ls);
+    const int32x4_t x = r->sat ? vqshlq_s32(acc, r->ls) : vshlq_s32(acc, r->ls); /* gemmlowp saturates */
     const int64x2_t pl = vaddq_s64(vmull_s32(vget_low_s32(x), vget_low_s32(r->m)), half30);
     const int64x2_t ph = vaddq_s64(vmull_high_s32(x, r->m), half30);
     const int32x4_t high = vcombine_s32(vshrn_n_s64(pl, 31), vshrn_n_s64(ph, 31));

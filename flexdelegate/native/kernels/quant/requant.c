@@ -37,23 +37,31 @@ static int32_t f2i(float r) {
 #endif
 }
 
-static int32_t quantize_bound(float f, float scale, int32_t zp) {
-  return (int32_t)((uint32_t)zp + (uint32_t)f2i(roundf(f / scale)));
+/* zp + (int32)round(f / scale); -1 where TFLite's no_integer_overflow_from_quantization check
+ * refuses the model (the rounded float outside [INT32_MIN, INT32_MAX] as floats, or NaN). */
+static int quantize_bound(float f, float scale, int32_t zp, int32_t *q) {
+  const float r = roundf(f / scale);
+  if (!(r >= (float)INT32_MIN && r <= (float)INT32_MAX)) return -1;
+  *q = (int32_t)((uint32_t)zp + (uint32_t)f2i(r));
+  return 0;
 }
 
 int fx_qs8_act_range(int act, float scale, int32_t zp, int32_t qmin, int32_t qmax, int32_t *lo,
                      int32_t *hi) {
-  int32_t a = qmin, b = qmax, q;
+  int32_t a = qmin, b = qmax, q0, q1;
   switch (act) {
-    case 0: break;                                                   /* NONE */
-    case 1: q = quantize_bound(0.0f, scale, zp); a = q > qmin ? q : qmin; break; /* RELU */
-    case 2:                                                          /* RELU_N1_TO_1 */
-      q = quantize_bound(-1.0f, scale, zp); a = q > qmin ? q : qmin;
-      q = quantize_bound(1.0f, scale, zp); b = q < qmax ? q : qmax;
+    case 0: break; /* NONE */
+    case 1:        /* RELU */
+      if (quantize_bound(0.0f, scale, zp, &q0)) return -1;
+      a = q0 > qmin ? q0 : qmin;
       break;
-    case 3:                                                          /* RELU6 */
-      q = quantize_bound(0.0f, scale, zp); a = q > qmin ? q : qmin;
-      q = quantize_bound(6.0f, scale, zp); b = q < qmax ? q : qmax;
+    case 2: /* RELU_N1_TO_1 */
+    case 3: /* RELU6 */
+      if (quantize_bound(act == 2 ? -1.0f : 0.0f, scale, zp, &q0) ||
+          quantize_bound(act == 2 ? 1.0f : 6.0f, scale, zp, &q1))
+        return -1;
+      a = q0 > qmin ? q0 : qmin;
+      b = q1 < qmax ? q1 : qmax;
       break;
     default: return -1;
   }
@@ -63,8 +71,8 @@ int fx_qs8_act_range(int act, float scale, int32_t zp, int32_t qmin, int32_t qma
 }
 
 int fx_qs8_out_check(const fx_qs8_out *o) {
-  if (!o || o->rounding < FX_RQ_AWAY || o->rounding > FX_RQ_SINGLE) return -1;
-  if (o->rounding != FX_RQ_SINGLE && o->tail_rounding != FX_RQ_AWAY && o->tail_rounding != FX_RQ_UP)
+  if (!o || o->rounding < FX_RQ_AWAY || o->rounding > FX_RQ_AWAY_SAT) return -1;
+  if (o->rounding < FX_RQ_SINGLE && o->tail_rounding != FX_RQ_AWAY && o->tail_rounding != FX_RQ_UP)
     return -1;
   return (o->lo < -128 || o->hi > 127 || o->lo > o->hi) ? -1 : 0;
 }

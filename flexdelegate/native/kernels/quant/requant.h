@@ -16,6 +16,10 @@
  *                 of 8 channels).
  *   FX_RQ_SINGLE  TFLITE_SINGLE_ROUNDING and ruy's reference / ARM paths: one rounding,
  *                 (acc*m + 2^(30-shift)) >> (31-shift), ties toward +inf.
+ *   FX_RQ_AWAY_SAT  FX_RQ_AWAY with a saturating left shift: gemmlowp's output pipeline
+ *                 (ShiftLeft saturates), i.e. uint8 CONV_2D / FULLY_CONNECTED on
+ *                 tflite-runtime 2.14. Differs from FX_RQ_AWAY only when acc << shift
+ *                 overflows int32 (real multipliers >= 2 with large accumulators).
  * Shifts are in [-31, 30] (fx_quantize_multiplier flushes smaller ones to m = 0; larger ones,
  * i.e. M >= 2^30, are refused by the packers). */
 #ifndef FLEX_QUANT_REQUANT_H
@@ -23,12 +27,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum { FX_RQ_AWAY = 0, FX_RQ_UP = 1, FX_RQ_SINGLE = 2 };
+enum { FX_RQ_AWAY = 0, FX_RQ_UP = 1, FX_RQ_SINGLE = 2, FX_RQ_AWAY_SAT = 3 };
 
 /* The output stage of a layer. Channels c < tail_from use `rounding`, the others
  * `tail_rounding` (LiteRT's int8 depthwise: UP on the first 8*floor(C/8) channels, AWAY on the
  * rest); only the depthwise kernels look at the tail, the GEMMs use `rounding` throughout.
- * A tail may only mix AWAY and UP (FX_RQ_SINGLE is all or nothing). */
+ * A tail may only mix AWAY and UP (FX_RQ_SINGLE and FX_RQ_AWAY_SAT are all or nothing). */
 typedef struct fx_qs8_out {
   int32_t zp;             /* output zero point */
   int32_t lo, hi;         /* fused activation range, within [-128, 127] */
@@ -42,17 +46,25 @@ typedef struct fx_qs8_out {
  * single_rounding shifts above 30 saturate to (2^31 - 1, 30). */
 void fx_quantize_multiplier(double real, int single_rounding, int32_t *multiplier, int32_t *shift);
 
-/* CalculateActivationRangeQuantized for act in FX_ACT_NONE/RELU/RELU_N1_TO_1/RELU6 (0..3, the
- * TFLite enum): zp + (int)round(f / scale) in float, clamped to [qmin, qmax]. An out-of-range
- * float->int32 conversion gives INT32_MIN as x86's cvttss2si does (the stock wheels are x86
- * builds; on AArch64 fcvtzs saturates instead, see README.md). Returns -1 for other act. */
+/* CalculateActivationRangeQuantized for act in NONE/RELU/RELU_N1_TO_1/RELU6 (0..3, the TFLite
+ * enum): zp + (int)round(f / scale) in float, clamped to [qmin, qmax]. Returns -1 for another
+ * act, or where TFLite refuses the model (round(f / scale) outside int32 as floats). The one
+ * float that passes that check yet overflows the cast, 2^31, gives INT32_MIN as x86's cvttss2si
+ * does (AArch64's fcvtzs saturates). */
 int fx_qs8_act_range(int act, float scale, int32_t zp, int32_t qmin, int32_t qmax, int32_t *lo,
                      int32_t *hi);
 
+/* acc << ls saturated to int32 (gemmlowp's ShiftLeft). */
+static inline int32_t fx_shl_sat(int32_t acc, int ls) {
+  const int64_t v = (int64_t)acc * ((int64_t)1 << ls);
+  return v > INT32_MAX ? INT32_MAX : v < INT32_MIN ? INT32_MIN : (int32_t)v;
+}
+
 /* The scalar definitions every kernel is checked against. m >= 0, shift in [-31, 30]. */
-static inline int32_t fx_rq_double(int32_t acc, int32_t m, int32_t shift, int away) {
+static inline int32_t fx_rq_double(int32_t acc, int32_t m, int32_t shift, int away, int sat) {
   const int ls = shift > 0 ? shift : 0, rs = shift > 0 ? 0 : -shift;
-  const int32_t x = (int32_t)((uint32_t)acc << ls); /* TFLite: x * (1 << ls), wrapping */
+  /* TFLite / ruy: x * (1 << ls) wrapping; gemmlowp: saturating */
+  const int32_t x = sat ? fx_shl_sat(acc, ls) : (int32_t)((uint32_t)acc << ls);
   const int64_t p = (int64_t)x * (int64_t)m;
   const int32_t high = (int32_t)((p + ((int64_t)1 << 30)) >> 31); /* nearest, ties up */
   const int32_t mask = (int32_t)(((uint32_t)1 << rs) - 1u);
@@ -68,12 +80,14 @@ static inline int32_t fx_rq_single(int32_t acc, int32_t m, int32_t shift) {
 
 static inline int32_t fx_rq_apply(int32_t acc, int32_t m, int32_t shift, int rounding) {
   return rounding == FX_RQ_SINGLE ? fx_rq_single(acc, m, shift)
-                                  : fx_rq_double(acc, m, shift, rounding == FX_RQ_AWAY);
+                                  : fx_rq_double(acc, m, shift, rounding != FX_RQ_UP,
+                                                 rounding == FX_RQ_AWAY_SAT);
 }
 
-/* The rounding of channel c under o (FX_RQ_SINGLE is all or nothing: it ignores the tail). */
+/* The rounding of channel c under o (FX_RQ_SINGLE and FX_RQ_AWAY_SAT are all or nothing: they
+ * ignore the tail). */
 static inline int fx_qs8_rounding_of(const fx_qs8_out *o, size_t c) {
-  if (o->rounding == FX_RQ_SINGLE || (int64_t)c < (int64_t)o->tail_from) return o->rounding;
+  if (o->rounding >= FX_RQ_SINGLE || (int64_t)c < (int64_t)o->tail_from) return o->rounding;
   return o->tail_rounding;
 }
 
