@@ -45,8 +45,7 @@ static void naive(const problem *p, int8_t *y) {
 /* Runs variant g on p (GEMM for 1x1 stride-1 unpadded windows when use_gemm, else IGEMM). */
 static int run(const fx_qs8_gemm_config *g, const problem *p, int use_gemm, int8_t *y) {
   const fx_qs8_conv_geom *cg = &p->g;
-  const int ks = cg->kh * cg->kw;
-  const fx_qs8_gemm_geom geom = fx_qs8_gemm_geom_of(g, cg->cout, ks, cg->cin);
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg);
   void *packed = malloc(fx_qs8_gemm_packed_bytes(&geom));
   const size_t nx = (size_t)cg->batch * cg->h * cg->w * cg->cin;
   int8_t *x8 = malloc(nx + 1), *zero = malloc((size_t)cg->cin);

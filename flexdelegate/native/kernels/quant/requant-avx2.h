@@ -25,6 +25,7 @@ typedef struct {
   __m256i te, to, rnde, rndo, bias;     /* single rounding: per-lane 64-bit shifts and nudges */
   __m256i zp, lo, hi;
   int single, sat;
+  int shl, away_any; /* some lane shifts left / rounds ties away: else those steps are skipped */
 } fx_rq8_avx2;
 
 /* Lanes c0..c0+7: which round ties away from zero under o. */
@@ -52,6 +53,8 @@ FX_RQ_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *shift, 
   r.mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, r.rs), one);
   r.half = _mm256_srli_epi32(r.mask, 1);
   r.away = away;
+  r.shl = _mm256_movemask_epi8(_mm256_cmpgt_epi32(sh, zero)) != 0;
+  r.away_any = _mm256_movemask_epi8(away) != 0;
   const __m256i total = _mm256_sub_epi32(_mm256_set1_epi32(31), sh); /* 1..62 */
   r.te = _mm256_and_si256(total, _mm256_set1_epi64x(0xffffffff));
   r.to = _mm256_srli_epi64(total, 32);
@@ -76,8 +79,8 @@ FX_RQ_AVX2 __m256i fx_rq8_apply_avx2(__m256i acc, const fx_rq8_avx2 *r) {
     v = _mm256_sub_epi32(_mm256_blend_epi32(ue, _mm256_slli_epi64(uo, 32), 0xAA), r->bias);
   } else {
     const __m256i half30 = _mm256_set1_epi64x(1LL << 30);
-    __m256i x = _mm256_sllv_epi32(acc, r->ls);
-    if (r->sat) { /* gemmlowp: where x >> ls != acc the shift overflowed: saturate */
+    __m256i x = r->shl ? _mm256_sllv_epi32(acc, r->ls) : acc;
+    if (r->shl && r->sat) { /* gemmlowp: where x >> ls != acc the shift overflowed: saturate */
       const __m256i kept = _mm256_cmpeq_epi32(_mm256_srav_epi32(x, r->ls), acc);
       const __m256i lim = _mm256_xor_si256(_mm256_srai_epi32(acc, 31), _mm256_set1_epi32(INT32_MAX));
       x = _mm256_blendv_epi8(lim, x, kept);
@@ -87,7 +90,8 @@ FX_RQ_AVX2 __m256i fx_rq8_apply_avx2(__m256i acc, const fx_rq8_avx2 *r) {
     const __m256i he = _mm256_srli_epi64(_mm256_add_epi64(pe, half30), 31);
     const __m256i ho = _mm256_slli_epi64(_mm256_add_epi64(po, half30), 1);
     const __m256i high = _mm256_blend_epi32(he, ho, 0xAA);
-    const __m256i thr = _mm256_sub_epi32(r->half, _mm256_and_si256(r->away, _mm256_srai_epi32(high, 31)));
+    const __m256i thr = r->away_any ? _mm256_sub_epi32(r->half, _mm256_and_si256(r->away, _mm256_srai_epi32(high, 31)))
+                                    : r->half;
     const __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(high, r->mask), thr);
     v = _mm256_sub_epi32(_mm256_srav_epi32(high, r->rs), up);
   }
