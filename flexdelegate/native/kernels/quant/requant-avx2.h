@@ -68,10 +68,11 @@ FX_RQ_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *shift, 
   return r;
 }
 
-/* requant + zero point + clamp of 8 accumulators. */
-FX_RQ_AVX2 __m256i fx_rq8_apply_avx2(__m256i acc, const fx_rq8_avx2 *r) {
+/* requant + zero point + clamp of 8 accumulators; `single` must equal r->single (a constant
+ * lets the caller specialise its loop on it). */
+FX_RQ_AVX2 __m256i fx_rq8_apply_mode_avx2(__m256i acc, const fx_rq8_avx2 *r, const int single) {
   __m256i v;
-  if (r->single) {
+  if (single) {
     const __m256i pe = _mm256_mul_epi32(acc, r->m);
     const __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(acc, 32), r->m_odd);
     const __m256i ue = _mm256_srlv_epi64(_mm256_add_epi64(pe, r->rnde), r->te);
@@ -97,6 +98,10 @@ FX_RQ_AVX2 __m256i fx_rq8_apply_avx2(__m256i acc, const fx_rq8_avx2 *r) {
   }
   v = _mm256_add_epi32(v, r->zp);
   return _mm256_min_epi32(_mm256_max_epi32(v, r->lo), r->hi);
+}
+
+FX_RQ_AVX2 __m256i fx_rq8_apply_avx2(__m256i acc, const fx_rq8_avx2 *r) {
+  return fx_rq8_apply_mode_avx2(acc, r, r->single);
 }
 
 /* 16 clamped lanes (a: 0..7, b: 8..15) as 16 int8 in order. */
