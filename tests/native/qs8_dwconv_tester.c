@@ -59,12 +59,12 @@ int main(int argc, char **argv) {
   for (int i = 0; (v = fx_qs8_dwconv_config_at(i)); i++) printf(" %s", v->name);
   printf("\n");
   int bad = 0, fast = 0;
-  static const int ks[] = {1, 2, 3, 3, 3, 5, 5, 7};
+  static const int ks[] = {1, 2, 3, 3, 3, 5, 5, 7, 9};
   for (int n = 0; n < cases; n++) {
     dwp p;
     memset(&p, 0, sizeof p);
     fx_qs8_conv_geom *g = &p.g;
-    const int kh = ks[rnd_in(0, 7)], kw = rnd_in(0, 3) ? kh : ks[rnd_in(0, 7)];
+    const int kh = ks[rnd_in(0, 8)], kw = rnd_in(0, 3) ? kh : ks[rnd_in(0, 8)];
     const int s = rnd_in(1, 2), d = rnd_in(0, 4) ? 1 : 2, same = rnd_in(0, 3) != 0;
     g->batch = rnd_in(1, 2); g->h = rnd_in(1, 11); g->w = rnd_in(1, 11);
     g->kh = kh; g->kw = kw; g->sh = s; g->sw = rnd_in(0, 4) ? s : 3 - s; g->dh = d; g->dw = d;

@@ -53,17 +53,17 @@ void fx_qs8_dwconv_generic(int ct, const fx_qs8_conv_geom *cg, int mult, const i
   }
 }
 
-#define CT 4
-static void dw_scalar(FX_QS8_DW_ARGS) {
+void fx_qs8_dwconv_portable(size_t ct, FX_QS8_DW_ARGS) {
   for (size_t px = 0; px < pixels; px++)
     for (size_t c = 0; c < channels; c++) {
-      const dw_chan d = chan_of(w, c, CT, taps);
+      const dw_chan d = chan_of(w, c, ct, taps);
       uint32_t acc = (uint32_t)chan_bias(&d);
       for (size_t t = 0; t < taps; t++) acc += (uint32_t)(in[px * taps + t][c] * chan_w(&d, t));
       out[px * out_stride + c] = fx_qs8_out_one((int32_t)acc, chan_m(&d), chan_s(&d), fx_qs8_rounding_of(o, c), o);
     }
 }
 
-void fx_qs8_dwconv_9__scalar(FX_QS8_DW_ARGS) { dw_scalar(channels, pixels, in, taps, w, out, out_stride, o); }
-void fx_qs8_dwconv_25__scalar(FX_QS8_DW_ARGS) { dw_scalar(channels, pixels, in, taps, w, out, out_stride, o); }
-void fx_qs8_dwconv_any__scalar(FX_QS8_DW_ARGS) { dw_scalar(channels, pixels, in, taps, w, out, out_stride, o); }
+#define CT 4
+void fx_qs8_dwconv_9__scalar(FX_QS8_DW_ARGS) { fx_qs8_dwconv_portable(CT, channels, pixels, in, taps, w, out, out_stride, o); }
+void fx_qs8_dwconv_25__scalar(FX_QS8_DW_ARGS) { fx_qs8_dwconv_portable(CT, channels, pixels, in, taps, w, out, out_stride, o); }
+void fx_qs8_dwconv_any__scalar(FX_QS8_DW_ARGS) { fx_qs8_dwconv_portable(CT, channels, pixels, in, taps, w, out, out_stride, o); }

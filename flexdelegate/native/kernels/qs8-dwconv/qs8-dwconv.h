@@ -42,6 +42,12 @@ void fx_qs8_dwconv_generic(int ct, const fx_qs8_conv_geom *cg, int mult, const i
                            int32_t zp_in, const void *packed, int8_t *y, const fx_qs8_out *o,
                            size_t r0, size_t r1);
 
+/* The portable microkernel over panels of ct channels (the scalar variant; SIMD variants fall
+ * back to it for windows their kernels do not hold). */
+#define FX_QS8_DW_ARGS0 size_t channels, size_t pixels, const int8_t *const *in, size_t taps, \
+  const void *w, int8_t *out, size_t out_stride, const fx_qs8_out *o
+void fx_qs8_dwconv_portable(size_t ct, FX_QS8_DW_ARGS0);
+
 #define FX_QS8_DW_ARGS                                                                      \
   size_t channels, size_t pixels, const int8_t *const *in, size_t taps, const void *w,       \
       int8_t *out, size_t out_stride, const fx_qs8_out *o

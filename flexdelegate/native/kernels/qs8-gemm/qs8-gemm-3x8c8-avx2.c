@@ -27,7 +27,7 @@ void fx_qs8_gemm_3x8c8__avx2(FX_QS8_GEMM_ARGS) {
     wk += 64;
   }
   const int32_t *rqp = (const int32_t *)wk;
-  const fx_rq8_avx2 rq = fx_rq8_init_avx2(rqp, rqp + 8, fx_rq8_away_avx2(o, 0), o);
+  const fx_rq8_avx2 rq = fx_rq8_init_avx2(rqp, rqp + 8, fx_rq8_away_all_avx2(o), o);
   ROWS(FX_C8_FINISH)
   fx_c8_store2_avx2(c, mr > 1 ? c + c_stride : NULL, nc, v0, v1);
   if (mr > 2) fx_c8_store2_avx2(c + 2 * c_stride, NULL, nc, v2, v2);

@@ -29,8 +29,8 @@ void fx_qs8_gemm_4x16c8__avx512bw(FX_QS8_GEMM_ARGS) {
     wk += 128;
   }
   const int32_t *rqp = (const int32_t *)wk;
-  const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_avx2(o, 0), o);
-  const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_avx2(o, 8), o);
+  const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);
+  const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);
   ROWS(FX_C8Z_FINISH)
 }
 #endif

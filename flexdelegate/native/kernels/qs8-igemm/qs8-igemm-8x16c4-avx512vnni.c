@@ -29,8 +29,8 @@ void fx_qs8_igemm_8x16c4__avx512vnni(FX_QS8_IGEMM_ARGS) {
     }
   }
   const int32_t *rqp = (const int32_t *)wk;
-  const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_avx2(o, 0), o);
-  const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_avx2(o, 8), o);
+  const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);
+  const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);
   ROWS(FX_C4V_FINISH)
 }
 #endif

@@ -38,6 +38,11 @@ FX_RQ_AVX2 __m256i fx_rq8_away_avx2(const fx_qs8_out *o, size_t c0) {
   return _mm256_blendv_epi8(main, tail, is_tail);
 }
 
+/* Every lane under o->rounding (the GEMMs: one rule per call, no tail). */
+FX_RQ_AVX2 __m256i fx_rq8_away_all_avx2(const fx_qs8_out *o) {
+  return _mm256_set1_epi32(o->rounding == FX_RQ_UP ? 0 : -1);
+}
+
 /* m, shift: 8 channels' multipliers and shifts (unaligned); away: fx_rq8_away_avx2. */
 FX_RQ_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *shift, __m256i away,
                                         const fx_qs8_out *o) {
