@@ -81,6 +81,17 @@ static void check_quantize_multiplier(void) {
   EXPECT(m == 3 << 29 && s == 41, "QM(1.5*2^40) = %d %d\n", m, s);
   fx_quantize_multiplier(0.1, 0, &m, &s);
   EXPECT(m == 1717986918 && s == -3, "QM(0.1) = %d %d\n", m, s); /* round(0.8 * 2^31) */
+  /* per-channel parameters from float32 scales: the double product of the floats */
+  const float sw[3] = {0.013f, 2.5e-4f, 7.0f};
+  int32_t pm[3], ps[3];
+  EXPECT(fx_qs8_requant_params(3, 0.0157f, sw, 1, 0.031f, 0, pm, ps) == 0, "requant_params rc\n");
+  for (int c = 0; c < 3; c++) {
+    fx_quantize_multiplier((double)0.0157f * (double)sw[c] / (double)0.031f, 0, &m, &s);
+    EXPECT(pm[c] == m && ps[c] == s, "requant_params[%d] = %d %d, want %d %d\n", c, pm[c], ps[c], m, s);
+  }
+  EXPECT(fx_qs8_requant_params(3, 1.0f, sw, 0, 1e-9f, 0, pm, ps) == 0 && pm[2] == pm[0], "per-tensor\n");
+  const float huge = 1e10f;
+  EXPECT(fx_qs8_requant_params(1, 1.0f, &huge, 0, 1.0f, 0, pm, ps) == -1, "M >= 2^30 must be refused\n");
   printf("quantize_multiplier edges: %s\n", fails ? "FAIL" : "pass");
 }
 

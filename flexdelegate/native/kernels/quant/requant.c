@@ -27,6 +27,17 @@ void fx_quantize_multiplier(double real, int single_rounding, int32_t *multiplie
   *shift = e;
 }
 
+int fx_qs8_requant_params(int n, float s_in, const float *s_w, int per_channel, float s_out,
+                          int single_rounding, int32_t *m, int32_t *shift) {
+  int rc = 0;
+  for (int c = 0; c < n; c++) {
+    const double real = (double)s_in * (double)s_w[per_channel ? c : 0] / (double)s_out;
+    fx_quantize_multiplier(real, single_rounding, &m[c], &shift[c]);
+    if (shift[c] > 30) rc = -1;
+  }
+  return rc;
+}
+
 /* static_cast<int32_t>(float) as the stock wheels compile it. */
 static int32_t f2i(float r) {
 #if defined(__x86_64__) || defined(__i386__)

@@ -46,6 +46,13 @@ typedef struct fx_qs8_out {
  * single_rounding shifts above 30 saturate to (2^31 - 1, 30). */
 void fx_quantize_multiplier(double real, int single_rounding, int32_t *multiplier, int32_t *shift);
 
+/* Per-channel requant parameters from TFLite's float32 scales, as its kernels compute them:
+ * M[c] = (double)s_in * (double)s_w[per_channel ? c : 0] / (double)s_out, then
+ * fx_quantize_multiplier. Returns -1 if a multiplier needs a shift above 30 (M >= 2^30; the
+ * kernels do not take it: leave such a layer to the stock kernel), else 0. */
+int fx_qs8_requant_params(int n, float s_in, const float *s_w, int per_channel, float s_out,
+                          int single_rounding, int32_t *m, int32_t *shift);
+
 /* CalculateActivationRangeQuantized for act in NONE/RELU/RELU_N1_TO_1/RELU6 (0..3, the TFLite
  * enum): zp + (int)round(f / scale) in float, clamped to [qmin, qmax]. Returns -1 for another
  * act, or where TFLite refuses the model (round(f / scale) outside int32 as floats). The one
