@@ -64,6 +64,40 @@ static int run(const fx_qs8_gemm_config *g, const problem *p, int use_gemm, int8
   return rc;
 }
 
+/* Packing is a pure function whose panels are independent: packing twice gives the same bytes,
+ * and the byte range of panels [p0, p1) equals the packing of those channels alone (what
+ * budgeted runs slice and stream). Then the driver over split ranges (two pixel ranges x two
+ * panel ranges, as threads would take them) writes exactly the whole run's output. */
+static int check_slicing(const fx_qs8_gemm_config *g, const problem *p) {
+  const fx_qs8_conv_geom *cg = &p->g;
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg);
+  const size_t bytes = fx_qs8_gemm_packed_bytes(&geom), pb = fx_qs8_gemm_panel_bytes(&geom);
+  const size_t panels = ((size_t)cg->cout + g->nr - 1) / g->nr;
+  uint8_t *a = malloc(bytes), *b = malloc(bytes);
+  int bad = 0;
+  fx_qs8_pack_gemm(&geom, p->w, p->bias, p->zx, p->m, p->sh, a);
+  fx_qs8_pack_gemm(&geom, p->w, p->bias, p->zx, p->m, p->sh, b);
+  bad |= memcmp(a, b, bytes) != 0;
+  const size_t p0 = panels / 2, c0 = p0 * (size_t)g->nr, K = (size_t)cg->kh * cg->kw * cg->cin;
+  if (p0 > 0) {
+    fx_qs8_gemm_geom sub = geom;
+    sub.n = cg->cout - (int)c0;
+    fx_qs8_pack_gemm(&sub, p->w + c0 * K, p->bias + c0, p->zx, p->m + c0, p->sh + c0, b);
+    bad |= memcmp(a + p0 * pb, b, (panels - p0) * pb) != 0;
+  }
+  const size_t m = (size_t)cg->batch * cg->oh * cg->ow, ny = m * cg->cout, mid = m / 2 + 1;
+  int8_t *whole = malloc(ny), *split = malloc(ny), *zero = malloc((size_t)cg->cin);
+  memset(zero, p->zx, (size_t)cg->cin);
+  memset(split, 0x55, ny);
+  fx_qs8_conv_run(g, cg, p->x, zero, a, whole, 0, &p->o, 0, m, 0, panels);
+  const size_t mr[3] = {0, mid < m ? mid : m, m}, pr[3] = {0, p0, panels};
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++) fx_qs8_conv_run(g, cg, p->x, zero, a, split, 0, &p->o, mr[i], mr[i + 1], pr[j], pr[j + 1]);
+  bad |= memcmp(whole, split, ny) != 0;
+  free(a); free(b); free(whole); free(split); free(zero);
+  return bad;
+}
+
 static int same_geom(fx_qs8_conv_geom *g, int h, int w, int kh, int kw, int s, int d, int same) {
   g->h = h; g->w = w; g->kh = kh; g->kw = kw; g->sh = g->sw = s; g->dh = g->dw = d;
   const int eh = (kh - 1) * d + 1, ew = (kw - 1) * d + 1;
@@ -165,7 +199,7 @@ int main(int argc, char **argv) {
   printf("gemm shapes (m x n x k, int8 and uint8): %d/%d pass\n", shapes - shapes_bad, shapes);
   total += shapes; failed += shapes_bad;
   /* Random convolutions through the IGEMM (and 1x1 ones through the GEMM as well). */
-  int convs = 0, convs_bad = 0;
+  int convs = 0, convs_bad = 0, slices = 0, slices_bad = 0;
   for (int i = 0; i < cases; i++) {
     problem p;
     memset(&p, 0, sizeof p);
@@ -181,6 +215,14 @@ int main(int argc, char **argv) {
     fill(&p, rnd_in(0, 3) == 0, &x, &w, &bias, &m, &sh);
     convs++;
     convs_bad += check(&p, 0, "conv") != 0;
+    if (!p.u8)
+      for (int vi = 0; (v = fx_qs8_gemm_config_at(vi)); vi++) {
+        slices++;
+        if (check_slicing(v, &p)) {
+          slices_bad++;
+          fprintf(stderr, "FAIL %s: packing not deterministic/sliceable or split run differs\n", v->igemm_name);
+        }
+      }
     if (kh == 1 && kw == 1 && g->sh == 1 && g->pt == 0 && g->pl == 0) {
       convs++;
       convs_bad += check(&p, 1, "conv-1x1-gemm") != 0;
@@ -188,7 +230,8 @@ int main(int argc, char **argv) {
     release(x, w, bias, m, sh);
   }
   printf("random convolutions (igemm; 1x1 also gemm): %d/%d pass\n", convs - convs_bad, convs);
-  total += convs; failed += convs_bad;
+  printf("packing deterministic, panel ranges sliceable, split runs equal: %d/%d pass\n", slices - slices_bad, slices);
+  total += convs + slices; failed += convs_bad + slices_bad;
   if (failed) {
     printf("FAILED %d of %d\n", failed, total);
     return 1;
