@@ -31,6 +31,25 @@ FX_C4V __m512i fx_c4v_load_a_part(const int8_t *p, size_t n) {
 #define FX_C4V_ACC(i) __m512i acc##i = _mm512_setzero_si512();
 #define FX_C4V_DOT(i) acc##i = _mm512_dpbusd_epi32(acc##i, va##i, wv);
 
+#define FX_C4V_LOAD_A(i) const __m512i va##i = fx_c4v_load_a(a##i + k);
+#define FX_C4V_LOAD_A_PART(i) const __m512i va##i = fx_c4v_load_a_part(a##i + k, kc - k);
+/* The k-loop over one run of kc bytes per row: one weight load, then every row's vpdpbusd. */
+#define FX_C4V_KLOOP(ROWS)                                \
+  {                                                       \
+    size_t k = 0;                                         \
+    for (; k + 4 <= kc; k += 4, wk += 64) {               \
+      const __m512i wv = _mm512_loadu_si512(wk);          \
+      ROWS(FX_C4V_LOAD_A)                                 \
+      ROWS(FX_C4V_DOT)                                    \
+    }                                                     \
+    if (k < kc) {                                         \
+      const __m512i wv = _mm512_loadu_si512(wk);          \
+      ROWS(FX_C4V_LOAD_A_PART)                            \
+      ROWS(FX_C4V_DOT)                                    \
+      wk += 64;                                           \
+    }                                                     \
+  }
+
 /* Row i: + bias, + row correction, requantized (AVX2, two halves), stored. */
 #define FX_C4V_FINISH(i)                                                                      \
   if (mr > (i)) {                                                                             \
@@ -40,4 +59,10 @@ FX_C4V __m512i fx_c4v_load_a_part(const int8_t *p, size_t n) {
     const __m256i hi = fx_rq8_apply_avx2(_mm512_extracti64x4_epi64(v, 1), &rq1);              \
     fx_store_bytes_avx2(c + (i) * c_stride, fx_pack16_avx2(lo, hi), nc);                      \
   }
+/* After the k-loops (wk at the panel's requant parameters): every row's output stage. */
+#define FX_C4V_OUTPUT(ROWS)                                                                   \
+  const int32_t *rqp = (const int32_t *)wk;                                                   \
+  const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);        \
+  const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);    \
+  ROWS(FX_C4V_FINISH)
 #endif

@@ -54,6 +54,24 @@ FX_C8_AVX2 __m256i fx_c8_reduce_avx2(__m256i a01, __m256i a23, __m256i a45, __m2
     ROWS2(FX_C8_MADD, 3)                                        \
   } while (0)
 
+/* The k-loop over one run of kc bytes per row (a GEMM's rows, or one IGEMM tap): full k-groups,
+ * then a partial one; the rows' pointers are a0.. and wk walks the panel. */
+#define FX_C8_LOAD_A(i) const __m256i va##i = fx_c8_load_a_avx2(a##i + k);
+#define FX_C8_LOAD_A_PART(i) const __m256i va##i = fx_c8_load_a_part_avx2(a##i + k, kc - k);
+#define FX_C8_KLOOP(ROWS, ROWS2)                  \
+  {                                               \
+    size_t k = 0;                                 \
+    for (; k + 8 <= kc; k += 8, wk += 64) {       \
+      ROWS(FX_C8_LOAD_A)                          \
+      FX_C8_GROUP(ROWS2, wk);                     \
+    }                                             \
+    if (k < kc) {                                 \
+      ROWS(FX_C8_LOAD_A_PART)                     \
+      FX_C8_GROUP(ROWS2, wk);                     \
+      wk += 64;                                   \
+    }                                             \
+  }
+
 /* The output stage of one row pair (i, i + 1 share a pack; ci1 may be NULL). */
 FX_C8_AVX2 void fx_c8_store2_avx2(int8_t *ci0, int8_t *ci1, size_t nc, __m256i v0, __m256i v1) {
   const __m128i p = fx_pack16_avx2(v0, v1);
@@ -73,4 +91,12 @@ FX_C8_AVX2 void fx_c8_store2_avx2(int8_t *ci0, int8_t *ci1, size_t nc, __m256i v
   __m256i v##i = _mm256_add_epi32(fx_c8_reduce_avx2(acc##i##0, acc##i##1, acc##i##2, acc##i##3), vbias); \
   if (row_corr) v##i = _mm256_add_epi32(v##i, _mm256_set1_epi32(row_corr[(i) < mr ? (i) : 0]));  \
   v##i = fx_rq8_apply_avx2(v##i, &rq);
+
+/* After the k-loops (wk at the panel's requant parameters): the 3 rows' output stage. */
+#define FX_C8_OUTPUT_3ROWS(ROWS)                                                          \
+  const int32_t *rqp = (const int32_t *)wk;                                               \
+  const fx_rq8_avx2 rq = fx_rq8_init_avx2(rqp, rqp + 8, fx_rq8_away_all_avx2(o), o);      \
+  ROWS(FX_C8_FINISH)                                                                      \
+  fx_c8_store2_avx2(c, mr > 1 ? c + c_stride : NULL, nc, v0, v1);                         \
+  if (mr > 2) fx_c8_store2_avx2(c + 2 * c_stride, NULL, nc, v2, v2);
 #endif

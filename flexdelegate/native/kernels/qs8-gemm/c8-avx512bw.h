@@ -43,6 +43,23 @@ FX_C8Z __m512i fx_c8z_load_w(const int8_t *w) {
     ROWS2(FX_C8Z_MADD, 3)                  \
   } while (0)
 
+#define FX_C8Z_LOAD_A(i) const __m512i va##i = fx_c8z_load_a(a##i + k);
+#define FX_C8Z_LOAD_A_PART(i) const __m512i va##i = fx_c8z_load_a_part(a##i + k, kc - k);
+/* The k-loop over one run of kc bytes per row (c8-avx2.h's FX_C8_KLOOP on 128-byte groups). */
+#define FX_C8Z_KLOOP(ROWS, ROWS2)                 \
+  {                                               \
+    size_t k = 0;                                 \
+    for (; k + 8 <= kc; k += 8, wk += 128) {      \
+      ROWS(FX_C8Z_LOAD_A)                         \
+      FX_C8Z_GROUP(ROWS2, wk);                    \
+    }                                             \
+    if (k < kc) {                                 \
+      ROWS(FX_C8Z_LOAD_A_PART)                    \
+      FX_C8Z_GROUP(ROWS2, wk);                    \
+      wk += 128;                                  \
+    }                                             \
+  }
+
 #define FX_LO(z) _mm512_castsi512_si256(z)
 #define FX_HI(z) _mm512_extracti64x4_epi64((z), 1)
 /* Row i: channels 0-7 and 8-15 reduced, + bias, + row correction, requantized (AVX2). */
@@ -59,4 +76,11 @@ FX_C8Z __m512i fx_c8z_load_w(const int8_t *w) {
   if (mr > (i))                                                                                    \
     fx_store_bytes_avx2(c + (i) * c_stride,                                                        \
                         fx_pack16_avx2(fx_rq8_apply_avx2(v##i##l, &rq0), fx_rq8_apply_avx2(v##i##h, &rq1)), nc);
+
+/* After the k-loops (wk at the panel's requant parameters): every row's output stage. */
+#define FX_C8Z_OUTPUT(ROWS)                                                                   \
+  const int32_t *rqp = (const int32_t *)wk;                                                   \
+  const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);        \
+  const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);    \
+  ROWS(FX_C8Z_FINISH)
 #endif

@@ -23,6 +23,23 @@
 #define FX_DOT_BLOCK16(ROWS2) \
   FX_DOT_STEP(ROWS2, 0) FX_DOT_STEP(ROWS2, 1) FX_DOT_STEP(ROWS2, 2) FX_DOT_STEP(ROWS2, 3)
 
+#define FX_DOT_LOAD_A16(i) const int8x16_t va##i = vld1q_s8(a##i + k);
+#define FX_DOT_LOAD_A4(i) const int8x16_t va##i = fx_dot_load4(a##i + k, kc - k < 4 ? kc - k : 4);
+/* The k-loop over one run of kc bytes per row: 16 bytes a step, then single k-groups (the last
+ * one partial). */
+#define FX_DOT_KLOOP(ROWS, ROWS2)                 \
+  {                                               \
+    size_t k = 0;                                 \
+    for (; k + 16 <= kc; k += 16, wk += 256) {    \
+      ROWS(FX_DOT_LOAD_A16)                       \
+      FX_DOT_BLOCK16(ROWS2)                       \
+    }                                             \
+    for (; k < kc; k += 4, wk += 64) {            \
+      ROWS(FX_DOT_LOAD_A4)                        \
+      FX_DOT_STEP(ROWS2, 0)                       \
+    }                                             \
+  }
+
 /* Up to 4 bytes of a row (n < 4: the rest zero; their weights are 0) in lane 0. */
 static inline int8x16_t fx_dot_load4(const int8_t *p, size_t n) {
   int32_t v = 0;

@@ -43,6 +43,19 @@
     ROWS2(FX_ML_ONE, 0)                                                   \
   }
 
+/* The k-loop over one run of kc bytes per row: blocks of 8 k with lane-indexed vmlal, then
+ * single k. */
+#define FX_ML_LOAD_A(i) const int16x8_t va##i = vmovl_s8(vld1_s8(a##i + k));
+#define FX_ML_KLOOP(ROWS, ROWS2)                  \
+  {                                               \
+    size_t k = 0;                                 \
+    for (; k + 8 <= kc; k += 8, wk += 128) {      \
+      ROWS(FX_ML_LOAD_A)                          \
+      FX_ML_BLOCK8(ROWS2)                         \
+    }                                             \
+    for (; k < kc; k++, wk += 16) FX_ML_TAIL1(ROWS2) \
+  }
+
 /* The output stage of 16 channels, shared by the NEON kernels: 4 accumulators of a row. */
 typedef struct { fx_rq4_neon q[4]; int32x4_t b[4]; } fx_rq16_neon;
 
@@ -68,4 +81,8 @@ static inline void fx_rq16_store_neon(int8_t *ci, size_t nc, int32_t corr, const
 
 #define FX_NEON16_STORE(i) \
   if (mr > (i)) fx_rq16_store_neon(c + (i) * c_stride, nc, row_corr ? row_corr[i] : 0, &rq, acc##i##0, acc##i##1, acc##i##2, acc##i##3);
+/* After the k-loops (wk at the panel's requant parameters): every row's output stage. */
+#define FX_NEON16_OUTPUT(ROWS)                                                  \
+  const fx_rq16_neon rq = fx_rq16_init_neon((const int32_t *)w, (const int32_t *)wk, o); \
+  ROWS(FX_NEON16_STORE)
 #endif

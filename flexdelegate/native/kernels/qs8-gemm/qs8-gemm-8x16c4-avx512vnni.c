@@ -5,8 +5,6 @@
 #include "c4-avx512vnni.h"
 
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#define LOAD_A(i) const __m512i va##i = fx_c4v_load_a(a##i + k);
-#define LOAD_A_PART(i) const __m512i va##i = fx_c4v_load_a_part(a##i + k, kc - k);
 
 FX_C4V_TARGET
 void fx_qs8_gemm_8x16c4__avx512vnni(FX_QS8_GEMM_ARGS) {
@@ -21,21 +19,7 @@ void fx_qs8_gemm_8x16c4__avx512vnni(FX_QS8_GEMM_ARGS) {
   const __m512i vbias = _mm512_loadu_si512(w);
   const int8_t *wk = (const int8_t *)w + 64;
   ROWS(FX_C4V_ACC)
-  size_t k = 0;
-  for (; k + 4 <= kc; k += 4, wk += 64) {
-    const __m512i wv = _mm512_loadu_si512(wk);
-    ROWS(LOAD_A)
-    ROWS(FX_C4V_DOT)
-  }
-  if (k < kc) {
-    const __m512i wv = _mm512_loadu_si512(wk);
-    ROWS(LOAD_A_PART)
-    ROWS(FX_C4V_DOT)
-    wk += 64;
-  }
-  const int32_t *rqp = (const int32_t *)wk;
-  const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);
-  const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);
-  ROWS(FX_C4V_FINISH)
+  FX_C4V_KLOOP(ROWS)
+  FX_C4V_OUTPUT(ROWS)
 }
 #endif

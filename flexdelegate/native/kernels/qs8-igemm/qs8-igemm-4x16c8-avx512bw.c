@@ -4,8 +4,6 @@
 
 #define ROWS(X) X(0) X(1) X(2) X(3)
 #define ROWS2(X, q) X(0, q) X(1, q) X(2, q) X(3, q)
-#define LOAD_A(i) const __m512i va##i = fx_c8z_load_a(a##i + k);
-#define LOAD_A_PART(i) const __m512i va##i = fx_c8z_load_a_part(a##i + k, kc - k);
 
 FX_C8Z_TARGET
 void fx_qs8_igemm_4x16c8__avx512bw(FX_QS8_IGEMM_ARGS) {
@@ -15,20 +13,8 @@ void fx_qs8_igemm_4x16c8__avx512bw(FX_QS8_IGEMM_ARGS) {
   ROWS(FX_C8Z_ACC)
   for (size_t t = 0; t < ks; t++, a += 4) {
     const int8_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
-    size_t k = 0;
-    for (; k + 8 <= kc; k += 8, wk += 128) {
-      ROWS(LOAD_A)
-      FX_C8Z_GROUP(ROWS2, wk);
-    }
-    if (k < kc) {
-      ROWS(LOAD_A_PART)
-      FX_C8Z_GROUP(ROWS2, wk);
-      wk += 128;
-    }
+    FX_C8Z_KLOOP(ROWS, ROWS2)
   }
-  const int32_t *rqp = (const int32_t *)wk;
-  const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);
-  const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);
-  ROWS(FX_C8Z_FINISH)
+  FX_C8Z_OUTPUT(ROWS)
 }
 #endif

@@ -1,26 +1,10 @@
 /* Portable reference IGEMM (the direct-convolution twin of qs8-gemm-4x4-scalar, same panels):
- * per tap, MR row pointers and that tap's kc rows of the panel. */
-#include <string.h>
-#include "../qs8-gemm/qs8-gemm.h"
-
-#define MR 4
-#define NR 4
+ * per tap, 4 row pointers and that tap's kc rows of the panel. */
+#include "../qs8-gemm/scalar-4x4.h"
 
 void fx_qs8_igemm_4x4__scalar(FX_QS8_IGEMM_ARGS) {
-  uint32_t acc[MR][NR];
-  int32_t bias[NR], m[NR], sh[NR];
-  memcpy(bias, w, sizeof bias);
-  const int8_t *wk = (const int8_t *)w + sizeof bias;
-  for (size_t i = 0; i < mr; i++)
-    for (int j = 0; j < NR; j++) acc[i][j] = (uint32_t)bias[j] + (row_corr ? (uint32_t)row_corr[i] : 0u);
-  for (size_t t = 0; t < ks; t++, a += MR)
-    for (size_t k = 0; k < kc; k++, wk += NR)
-      for (size_t i = 0; i < mr; i++) {
-        const int32_t av = a[i][k];
-        for (int j = 0; j < NR; j++) acc[i][j] += (uint32_t)(av * wk[j]);
-      }
-  memcpy(m, wk, sizeof m);
-  memcpy(sh, wk + sizeof m, sizeof sh);
-  for (size_t i = 0; i < mr; i++)
-    for (size_t j = 0; j < nc; j++) c[i * c_stride + j] = fx_qs8_out_one((int32_t)acc[i][j], m[j], sh[j], o->rounding, o);
+  fx_s44 s;
+  fx_s44_init(&s, mr, w, row_corr);
+  for (size_t t = 0; t < ks; t++, a += 4) fx_s44_run(&s, mr, kc, a);
+  fx_s44_store(&s, mr, nc, c, c_stride, o);
 }

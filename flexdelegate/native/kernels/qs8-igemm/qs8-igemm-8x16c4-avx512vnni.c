@@ -4,8 +4,6 @@
 #include "../qs8-gemm/c4-avx512vnni.h"
 
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
-#define LOAD_A(i) const __m512i va##i = fx_c4v_load_a(a##i + k);
-#define LOAD_A_PART(i) const __m512i va##i = fx_c4v_load_a_part(a##i + k, kc - k);
 
 FX_C4V_TARGET
 void fx_qs8_igemm_8x16c4__avx512vnni(FX_QS8_IGEMM_ARGS) {
@@ -15,22 +13,8 @@ void fx_qs8_igemm_8x16c4__avx512vnni(FX_QS8_IGEMM_ARGS) {
   for (size_t t = 0; t < ks; t++, a += 8) {
     const int8_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
     const int8_t *a4 = a[4], *a5 = a[5], *a6 = a[6], *a7 = a[7];
-    size_t k = 0;
-    for (; k + 4 <= kc; k += 4, wk += 64) {
-      const __m512i wv = _mm512_loadu_si512(wk);
-      ROWS(LOAD_A)
-      ROWS(FX_C4V_DOT)
-    }
-    if (k < kc) {
-      const __m512i wv = _mm512_loadu_si512(wk);
-      ROWS(LOAD_A_PART)
-      ROWS(FX_C4V_DOT)
-      wk += 64;
-    }
+    FX_C4V_KLOOP(ROWS)
   }
-  const int32_t *rqp = (const int32_t *)wk;
-  const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);
-  const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);
-  ROWS(FX_C4V_FINISH)
+  FX_C4V_OUTPUT(ROWS)
 }
 #endif
