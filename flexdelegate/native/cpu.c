@@ -1,6 +1,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cpu.h"
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20) /* the kernel's bit for SDOT/UDOT (asm/hwcap.h) */
+#endif
+#endif
 
 /* Bit f set: this CPU runs ISA family f. Probed on first use; a racing first caller computes
  * the same bits. */
@@ -12,9 +18,16 @@ static unsigned cpu_isas(void) {
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) b |= 1u << FX_ISA_AVX2;
   if (__builtin_cpu_supports("avx512f")) b |= 1u << FX_ISA_AVX512F;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
+    b |= 1u << FX_ISA_AVX512BW;
+    if (__builtin_cpu_supports("avx512vnni")) b |= 1u << FX_ISA_AVX512VNNI;
+  }
 #endif
 #if defined(__aarch64__)
   b |= 1u << FX_ISA_NEON; /* Advanced SIMD is mandatory on AArch64: no probe needed */
+#if defined(__linux__)
+  if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) b |= 1u << FX_ISA_NEONDOT;
+#endif
 #endif
   bits = b;
   return b;

@@ -3,8 +3,15 @@
 #ifndef FLEX_CPU_H
 #define FLEX_CPU_H
 
-/* ISA families, slowest first: the order tables list their variants in. */
-enum { FX_ISA_SCALAR, FX_ISA_AVX2, FX_ISA_AVX512F, FX_ISA_NEON, FX_ISA_COUNT };
+/* ISA families, slowest first within an architecture: the order tables list their variants
+ * in. The integer families come last so the float menus keep their indices:
+ *   AVX512BW   = AVX-512 F + BW (byte/word ops: vpmaddwd on zmm)
+ *   AVX512VNNI = AVX512BW + VNNI (vpdpbusd)
+ *   NEONDOT    = NEON + the Armv8.2 dot product (sdot) */
+enum {
+  FX_ISA_SCALAR, FX_ISA_AVX2, FX_ISA_AVX512F, FX_ISA_NEON,
+  FX_ISA_AVX512BW, FX_ISA_AVX512VNNI, FX_ISA_NEONDOT, FX_ISA_COUNT
+};
 
 /* One kernel family's variants, by ISA family, and which of them this CPU runs. A family
  * defines one static menu with by_isa filled in (by_isa[f]: its variant for ISA f, or NULL;

@@ -135,6 +135,46 @@ def test_dequantize_int8_per_channel():
                                   quantized_dimension=0)
 
 
+def test_quantized_int8_depthwise_and_uint8_conv_run_and_read_back():
+    """Full-integer single-op models (what tests/quant builds by the hundred): int8 activations
+    with per-channel int8 weights on the depthwise axis (quantized_dimension 3) and int32 bias,
+    and the uint8 per-tensor form; they run on the stock interpreter and read back intact."""
+    rng = np.random.default_rng(0)
+    x8 = rng.integers(-128, 128, (1, 4, 4, 3)).astype(np.int8)
+    w8 = rng.integers(-127, 128, (1, 3, 3, 3)).astype(np.int8)
+    b = ModelBuilder()
+    xi = b.input(x8.shape, dtype=np.int8, scale=[0.5], zero_point=[-3])
+    wi = b.const(w8, scale=[0.01, 0.02, 0.03], zero_point=[0] * 3, quantized_dimension=3)
+    bi = b.const(np.array([10, -20, 30], np.int32), scale=[0.005, 0.01, 0.015], zero_point=[0] * 3)
+    y = b.tensor((1, 4, 4, 3), dtype=np.int8, scale=[0.25], zero_point=[7])
+    b.op("DEPTHWISE_CONV_2D", [xi, wi, bi], [y], padding="SAME", stride_w=1, stride_h=1,
+         depth_multiplier=1)
+    b.output(y)
+    out = run(b.build(), x8)[0]
+    assert out.dtype == np.int8 and out.shape == (1, 4, 4, 3)
+    m = read_model(b.build())
+    assert m.tensors[wi].quantization == dict(scale=pytest.approx([0.01, 0.02, 0.03]),
+                                              zero_point=[0] * 3, quantized_dimension=3)
+    np.testing.assert_array_equal(m.tensors[wi].data, w8)
+    np.testing.assert_array_equal(m.tensors[bi].data, [10, -20, 30])
+    assert m.tensors[y].quantization["zero_point"] == [7]
+
+    xu = rng.integers(0, 256, (1, 4, 4, 2)).astype(np.uint8)
+    wu = rng.integers(0, 256, (3, 1, 1, 2)).astype(np.uint8)
+    b = ModelBuilder()
+    xi = b.input(xu.shape, dtype=np.uint8, scale=[0.5], zero_point=[128])
+    wi = b.const(wu, scale=[0.01], zero_point=[120])
+    bi = b.const(np.array([5, 6, 7], np.int32), scale=[0.005], zero_point=[0])
+    y = b.tensor((1, 4, 4, 3), dtype=np.uint8, scale=[0.1], zero_point=[100])
+    b.op("CONV_2D", [xi, wi, bi], [y], padding="VALID", stride_w=1, stride_h=1)
+    b.output(y)
+    acc = (xu.astype(np.int64) - 128) @ (wu[:, 0, 0, :].astype(np.int64) - 120).T + [5, 6, 7]
+    ref = np.clip(np.round(acc * 0.005 / 0.1) + 100, 0, 255)  # exact rounding: tests/quant
+    got = run(b.build(), xu)[0].astype(np.int64)
+    assert np.abs(got - ref).max() <= 1
+    np.testing.assert_array_equal(read_model(b.build()).tensors[wi].data, wu)
+
+
 @pytest.mark.parametrize("block", [None, (4,)])
 def test_densify_sparse_const_matches_dense(block):
     rng = np.random.default_rng(0)

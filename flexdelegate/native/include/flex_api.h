@@ -88,6 +88,34 @@ int flex_conv2d_run(int variant, int algo, int threads, int n, int h, int w, int
                     const float *x, const float *filter, const float *bias, int act, float *y, int iters,
                     double *seconds);
 
+/* ---- integer (QS8 / QU8) kernels: test and benchmark entry points (kernels/quant/qs8_api.c) ----
+ * Variants this CPU runs (0 = the scalar reference), NULL past the end. */
+const char *flex_qs8_gemm_variant_at(int i);
+const char *flex_qs8_dwconv_variant_at(int i);
+/* TFLite's QuantizeMultiplier and CalculateActivationRangeQuantized (act: 0 NONE, 1 RELU,
+ * 2 RELU_N1_TO_1, 3 RELU6; -1 for others). */
+void flex_quantize_multiplier(double real, int single_rounding, int32_t *m, int32_t *shift);
+int flex_qs8_act_range(int act, float scale, int zp, int qmin, int qmax, int32_t *lo, int32_t *hi);
+/* CONV_2D (and FULLY_CONNECTED as a 1x1 conv of h = w = 1) on variant `variant`, single-threaded:
+ * x [n,h,w,cin], filter [cout,kh,kw,cin], int8 (u8 = 0) or uint8 (u8 = 1, with filter zero point
+ * zw), bias int32 or NULL, per-channel requant mult/shift (flex_quantize_multiplier), output zero
+ * point zy and clamp [lo, hi] in the output type, rounding 0 AWAY / 1 UP / 2 SINGLE (requant.h);
+ * 1x1 stride-1 unpadded windows run the GEMM, the others the IGEMM. `iters` runs; *seconds (if
+ * not NULL) gets the fastest, packing excluded. 0 ok, -1 bad arguments / OOM / bad requant. */
+int flex_qs8_conv_run(int variant, int u8, int n, int h, int w, int cin, int cout, int kh, int kw,
+                      int sh, int sw, int dh, int dw, int pt, int pl, int oh, int ow, const void *x,
+                      int zx, const void *filter, int zw, const int32_t *bias, const int32_t *mult,
+                      const int32_t *shift, int zy, int lo, int hi, int rounding, void *y,
+                      int iters, double *seconds);
+/* DEPTHWISE_CONV_2D likewise: filter [kh,kw,cin*mult]; channels c >= tail_from use
+ * tail_rounding (LiteRT's split; INT32_MAX for none). */
+int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int mult, int kh,
+                        int kw, int sh, int sw, int dh, int dw, int pt, int pl, int oh, int ow,
+                        const void *x, int zx, const void *filter, int zw, const int32_t *bias,
+                        const int32_t *qmult, const int32_t *shift, int zy, int lo, int hi,
+                        int rounding, int tail_rounding, int tail_from, void *y, int iters,
+                        double *seconds);
+
 /* ---- budget planning: the runtime describes a partition, Python's planner answers ---- */
 /* The ways a layer can run under a budget (flex_kernel_desc.kernel, flex_step_plan.kernel). */
 enum {

@@ -1,0 +1,92 @@
+"""Python access to the integer (QS8 / QU8) kernels' test and benchmark entry points
+(native/kernels/, flex_api.h): whole single-threaded layers on one variant, from TFLite's
+layouts and quantization parameters. Used by tests/quant and bench/qs8_gemm.py."""
+from __future__ import annotations
+
+import numpy as np
+
+from ._native import _names_until_null, ffi, lib
+
+AWAY, UP, SINGLE, AWAY_SAT = 0, 1, 2, 3   # requant.h's FX_RQ_*
+ACTS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
+NO_TAIL = 2**31 - 1
+
+
+def gemm_variants() -> list[str]:
+    """QS8 GEMM variants this CPU runs; index 0 is the scalar reference."""
+    return _names_until_null(lib.flex_qs8_gemm_variant_at)
+
+
+def dwconv_variants() -> list[str]:
+    """QS8 depthwise variants this CPU runs; index 0 is the scalar reference."""
+    return _names_until_null(lib.flex_qs8_dwconv_variant_at)
+
+
+def quantize_multiplier(real: float, single_rounding: bool = False) -> tuple[int, int]:
+    m, s = ffi.new("int32_t *"), ffi.new("int32_t *")
+    lib.flex_quantize_multiplier(float(real), int(single_rounding), m, s)
+    return int(m[0]), int(s[0])
+
+
+def act_range(act: str, scale: float, zp: int, qmin: int, qmax: int) -> tuple[int, int]:
+    lo, hi = ffi.new("int32_t *"), ffi.new("int32_t *")
+    if lib.flex_qs8_act_range(ACTS[act], float(scale), int(zp), qmin, qmax, lo, hi):
+        raise ValueError(f"no quantized range for activation {act}")
+    return int(lo[0]), int(hi[0])
+
+
+def requant_params(reals, single_rounding=False):
+    """Per-channel (multiplier, shift) int32 arrays of the real multipliers."""
+    ms = [quantize_multiplier(r, single_rounding) for r in reals]
+    return np.array([m for m, _ in ms], np.int32), np.array([s for _, s in ms], np.int32)
+
+
+def _ptr(a, kind="void *"):
+    return ffi.NULL if a is None else ffi.cast(kind, ffi.from_buffer(a))
+
+
+def _geom(x, kh, kw, stride, dilation, pads, out_hw):
+    n, h, w, c = x.shape
+    return [n, h, w, c], [kh, kw, stride[0], stride[1], dilation[0], dilation[1], pads[0], pads[1],
+                          out_hw[0], out_hw[1]]
+
+
+def conv(variant: int, x, w, bias, *, zx: int, zw: int = 0, mult, shift, zy: int, lo: int, hi: int,
+         rounding: int, stride=(1, 1), dilation=(1, 1), pads=(0, 0), out_hw=None, iters: int = 1):
+    """CONV_2D: x [n,h,w,cin] int8/uint8, w [cout,kh,kw,cin] of the same type; returns
+    (y [n,oh,ow,cout], best seconds). FULLY_CONNECTED is x [batch,1,1,k], w [n,1,1,k]."""
+    x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
+    u8 = int(x.dtype == np.uint8)
+    cout, kh, kw, cin = w.shape
+    out_hw = out_hw or x.shape[1:3]
+    (n, h, wd, c), rest = _geom(x, kh, kw, stride, dilation, pads, out_hw)
+    y = np.empty((n, out_hw[0], out_hw[1], cout), x.dtype)
+    b = None if bias is None else np.ascontiguousarray(bias, np.int32)
+    m, s = np.ascontiguousarray(mult, np.int32), np.ascontiguousarray(shift, np.int32)
+    secs = ffi.new("double *")
+    if lib.flex_qs8_conv_run(variant, u8, n, h, wd, c, cout, *rest, _ptr(x), zx, _ptr(w), zw,
+                             _ptr(b, "int32_t *"), _ptr(m, "int32_t *"), _ptr(s, "int32_t *"), zy,
+                             lo, hi, rounding, _ptr(y), iters, secs):
+        raise ValueError(f"qs8 conv: variant {variant} unavailable or bad arguments")
+    return y, float(secs[0])
+
+
+def dwconv(variant: int, x, w, bias, *, depth_mult: int = 1, zx: int, zw: int = 0, mult, shift,
+           zy: int, lo: int, hi: int, rounding: int, tail_rounding: int = AWAY,
+           tail_from: int = NO_TAIL, stride=(1, 1), dilation=(1, 1), pads=(0, 0), out_hw=None,
+           iters: int = 1):
+    """DEPTHWISE_CONV_2D: w [1,kh,kw,cin*depth_mult]; returns (y, best seconds)."""
+    x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
+    u8 = int(x.dtype == np.uint8)
+    _, kh, kw, oc = w.shape
+    out_hw = out_hw or x.shape[1:3]
+    (n, h, wd, c), rest = _geom(x, kh, kw, stride, dilation, pads, out_hw)
+    y = np.empty((n, out_hw[0], out_hw[1], oc), x.dtype)
+    b = None if bias is None else np.ascontiguousarray(bias, np.int32)
+    m, s = np.ascontiguousarray(mult, np.int32), np.ascontiguousarray(shift, np.int32)
+    secs = ffi.new("double *")
+    if lib.flex_qs8_dwconv_run(variant, u8, n, h, wd, c, depth_mult, *rest, _ptr(x), zx, _ptr(w),
+                               zw, _ptr(b, "int32_t *"), _ptr(m, "int32_t *"), _ptr(s, "int32_t *"),
+                               zy, lo, hi, rounding, tail_rounding, tail_from, _ptr(y), iters, secs):
+        raise ValueError(f"qs8 dwconv: variant {variant} unavailable or bad arguments")
+    return y, float(secs[0])

@@ -1,0 +1,68 @@
+/* The AVX-512 VNNI c4 scheme of qs8-gemm/igemm-8x16c4-avx512vnni: a panel k-group is 16
+ * channels x 4 bytes (one zmm, one int32 lane per channel), a row's 4 bytes of A are broadcast
+ * to every lane, and vpdpbusd adds the four u8 x s8 products to each channel's lane: no
+ * reduction at the end. vpdpbusd takes unsigned activations, so the kernel xors A with 0x80
+ * (a + 128) and the panel's bias carries -128 * sum(w) (a_offset = 128 in qs8-gemm.inc); the
+ * non-saturating vpdpbusd keeps every sum exact. The output stage is the AVX2 one on the two
+ * ymm halves (requant-avx2.h, tested on AVX2-only machines). */
+#ifndef FLEX_QS8_C4_AVX512VNNI_H
+#define FLEX_QS8_C4_AVX512VNNI_H
+#include <immintrin.h>
+#include <string.h>
+#include "../quant/requant-avx2.h"
+#include "qs8-gemm.h"
+
+#define FX_C4V __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vnni"), always_inline)) static inline
+#define FX_C4V_TARGET __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vnni")))
+
+/* 4 bytes of a row, +128 (as unsigned), in every lane. */
+FX_C4V __m512i fx_c4v_load_a(const int8_t *p) {
+  int32_t v;
+  memcpy(&v, p, 4);
+  return _mm512_xor_si512(_mm512_set1_epi32(v), _mm512_set1_epi32((int32_t)0x80808080u));
+}
+/* The last n < 4 bytes; the missing ones are 0 (their weights are 0: any value would do). */
+FX_C4V __m512i fx_c4v_load_a_part(const int8_t *p, size_t n) {
+  int32_t v = 0;
+  memcpy(&v, p, n);
+  return _mm512_xor_si512(_mm512_set1_epi32(v), _mm512_set1_epi32((int32_t)0x80808080u));
+}
+
+#define FX_C4V_ACC(i) __m512i acc##i = _mm512_setzero_si512();
+#define FX_C4V_DOT(i) acc##i = _mm512_dpbusd_epi32(acc##i, va##i, wv);
+
+#define FX_C4V_LOAD_A(i) const __m512i va##i = fx_c4v_load_a(a##i + k);
+#define FX_C4V_LOAD_A_PART(i) const __m512i va##i = fx_c4v_load_a_part(a##i + k, kc - k);
+/* The k-loop over one run of kc bytes per row: one weight load, then every row's vpdpbusd. */
+#define FX_C4V_KLOOP(ROWS)                                \
+  {                                                       \
+    size_t k = 0;                                         \
+    for (; k + 4 <= kc; k += 4, wk += 64) {               \
+      const __m512i wv = _mm512_loadu_si512(wk);          \
+      ROWS(FX_C4V_LOAD_A)                                 \
+      ROWS(FX_C4V_DOT)                                    \
+    }                                                     \
+    if (k < kc) {                                         \
+      const __m512i wv = _mm512_loadu_si512(wk);          \
+      ROWS(FX_C4V_LOAD_A_PART)                            \
+      ROWS(FX_C4V_DOT)                                    \
+      wk += 64;                                           \
+    }                                                     \
+  }
+
+/* Row i: + bias, + row correction, requantized (AVX2, two halves), stored. */
+#define FX_C4V_FINISH(i)                                                                      \
+  if (mr > (i)) {                                                                             \
+    __m512i v = _mm512_add_epi32(acc##i, vbias);                                              \
+    if (row_corr) v = _mm512_add_epi32(v, _mm512_set1_epi32(row_corr[i]));                    \
+    const __m256i lo = fx_rq8_apply_avx2(_mm512_castsi512_si256(v), &rq0);                    \
+    const __m256i hi = fx_rq8_apply_avx2(_mm512_extracti64x4_epi64(v, 1), &rq1);              \
+    fx_store_bytes_avx2(c + (i) * c_stride, fx_pack16_avx2(lo, hi), nc);                      \
+  }
+/* After the k-loops (wk at the panel's requant parameters): every row's output stage. */
+#define FX_C4V_OUTPUT(ROWS)                                                                   \
+  const int32_t *rqp = (const int32_t *)wk;                                                   \
+  const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);        \
+  const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);    \
+  ROWS(FX_C4V_FINISH)
+#endif

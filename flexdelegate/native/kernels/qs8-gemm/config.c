@@ -1,0 +1,25 @@
+/* The QS8 GEMM/IGEMM variants by ISA family (from qs8-gemm.inc) and the one this CPU runs. */
+#include "../../cpu.h"
+#include "qs8-gemm.h"
+
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF)                                      \
+  static const fx_qs8_gemm_config k_##suffix = {"qs8-gemm-" #tile "-" #suffix,                 \
+                                                "qs8-igemm-" #tile "-" #suffix, MR, NR, KR, AOFF, \
+                                                fx_qs8_gemm_##tile##__##suffix,                \
+                                                fx_qs8_igemm_##tile##__##suffix};
+#include "qs8-gemm.inc"
+#undef FX_QS8_GEMM
+
+static fx_isa_menu g_menu = {.by_isa = {
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF) [isa] = &k_##suffix,
+#include "qs8-gemm.inc"
+#undef FX_QS8_GEMM
+}};
+
+const fx_qs8_gemm_config *fx_qs8_gemm_config_get(void) { return fx_isa_chosen(&g_menu); }
+const fx_qs8_gemm_config *fx_qs8_gemm_config_at(int i) { return fx_isa_at(&g_menu, i); }
+
+fx_qs8_gemm_geom fx_qs8_gemm_geom_of(const fx_qs8_gemm_config *g, int n, int ks, int kc) {
+  fx_qs8_gemm_geom geom = {n, ks, kc, g->nr, g->kr, g->a_offset};
+  return geom;
+}

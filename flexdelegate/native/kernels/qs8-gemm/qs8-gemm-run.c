@@ -1,0 +1,21 @@
+/* Drives a QS8 GEMM microkernel over a whole matrix (FULLY_CONNECTED, 1x1 convs): MR-row tiles
+ * outer, the panels [p0, p1) inner, so a tile's rows stay in L1 while the panels stream. */
+#include "qs8-run.h"
+
+void fx_qs8_gemm_run(const fx_qs8_gemm_config *g, size_t m, size_t n, size_t kc, const int8_t *a,
+                     size_t a_stride, const void *packed, int8_t *c, size_t c_stride,
+                     int32_t row_factor, const fx_qs8_out *o, size_t p0, size_t p1) {
+  const fx_qs8_gemm_geom geom = fx_qs8_gemm_geom_of(g, (int)n, 1, (int)kc);
+  const size_t pb = fx_qs8_gemm_panel_bytes(&geom), nr = (size_t)g->nr, mr_max = (size_t)g->mr;
+  int32_t corr[FX_QS8_MR_MAX];
+  for (size_t m0 = 0; m0 < m; m0 += mr_max) {
+    const size_t mr = m - m0 < mr_max ? m - m0 : mr_max;
+    const int8_t *at = a + m0 * a_stride;
+    if (row_factor) fx_qs8_rowsums_gemm(mr, kc, at, a_stride, row_factor, corr);
+    for (size_t p = p0; p < p1; p++) {
+      const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;
+      g->gemm(mr, nc, kc, at, a_stride, (const uint8_t *)packed + p * pb, c + m0 * c_stride + n0,
+              c_stride, row_factor ? corr : NULL, o);
+    }
+  }
+}

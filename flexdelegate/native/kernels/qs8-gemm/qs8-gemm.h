@@ -1,0 +1,56 @@
+/* QS8 GEMM and IGEMM microkernels: int8 activations, int8 weights packed in panels of NR output
+ * channels (quant/pack.h), int32 accumulation, per-channel requantization to int8 (quant/
+ * requant.h), fused activation clamp.
+ *
+ *   GEMM   C[i][j] = out(bias'[j] + row_corr[i] + sum_k A[i][k] * W[k][j]), i < mr, j < nc
+ *          A: mr rows of kc bytes, a_stride bytes apart (FULLY_CONNECTED, 1x1 convs, im2col).
+ *   IGEMM  the same over ks taps: a holds ks groups of MR row pointers (MR = the kernel's),
+ *          a[t*MR + i] -> kc bytes of row i's input at tap t; a tap in the padding points at
+ *          a row of input zero-point bytes (the packed bias' zp*sum(w) term then cancels it).
+ *          Rows past mr may point anywhere readable (they are not stored).
+ * w points at one panel; c at the tile's first output byte, c_stride bytes between rows;
+ * row_corr: mr int32 added before requantization (QU8's weight zero point), or NULL.
+ * Kernels read A exactly (kc bytes per row and tap: no over-read) and write exactly nc bytes
+ * per row. */
+#ifndef FLEX_QS8_GEMM_H
+#define FLEX_QS8_GEMM_H
+#include <stddef.h>
+#include <stdint.h>
+#include "../quant/pack.h"
+#include "../quant/requant.h"
+
+typedef void (*fx_qs8_gemm_fn)(size_t mr, size_t nc, size_t kc, const int8_t *a, size_t a_stride,
+                               const void *w, int8_t *c, size_t c_stride, const int32_t *row_corr,
+                               const fx_qs8_out *o);
+typedef void (*fx_qs8_igemm_fn)(size_t mr, size_t nc, size_t kc, size_t ks,
+                                const int8_t *const *a, const void *w, int8_t *c,
+                                size_t c_stride, const int32_t *row_corr, const fx_qs8_out *o);
+
+typedef struct fx_qs8_gemm_config {
+  const char *name;       /* "qs8-gemm-<tile>-<isa>" */
+  const char *igemm_name; /* "qs8-igemm-<tile>-<isa>" */
+  int mr, nr, kr, a_offset;
+  fx_qs8_gemm_fn gemm;
+  fx_qs8_igemm_fn igemm;
+} fx_qs8_gemm_config;
+
+/* The variant for this CPU, probed once (FLEXDELEGATE_ISA narrows it, as for the f32 GEMM). */
+const fx_qs8_gemm_config *fx_qs8_gemm_config_get(void);
+/* Every variant this CPU runs (index 0 = the scalar reference); NULL past the end. */
+const fx_qs8_gemm_config *fx_qs8_gemm_config_at(int i);
+/* The packing geometry of variant g for n channels, ks taps of kc channels. */
+fx_qs8_gemm_geom fx_qs8_gemm_geom_of(const fx_qs8_gemm_config *g, int n, int ks, int kc);
+
+#define FX_QS8_GEMM_ARGS                                                                    \
+  size_t mr, size_t nc, size_t kc, const int8_t *a, size_t a_stride, const void *w, int8_t *c, \
+      size_t c_stride, const int32_t *row_corr, const fx_qs8_out *o
+#define FX_QS8_IGEMM_ARGS                                                                    \
+  size_t mr, size_t nc, size_t kc, size_t ks, const int8_t *const *a, const void *w, int8_t *c, \
+      size_t c_stride, const int32_t *row_corr, const fx_qs8_out *o
+
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF)            \
+  void fx_qs8_gemm_##tile##__##suffix(FX_QS8_GEMM_ARGS);            \
+  void fx_qs8_igemm_##tile##__##suffix(FX_QS8_IGEMM_ARGS);
+#include "qs8-gemm.inc"
+#undef FX_QS8_GEMM
+#endif

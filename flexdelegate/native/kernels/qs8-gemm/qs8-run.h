@@ -1,0 +1,36 @@
+/* Whole-layer drivers over the QS8 microkernels, single-threaded over a caller-chosen range
+ * (the delegate splits output rows / pixels and panels across threads and budget slices). */
+#ifndef FLEX_QS8_RUN_H
+#define FLEX_QS8_RUN_H
+#include "qs8-gemm.h"
+
+#define FX_QS8_MR_MAX 8 /* the largest MR of qs8-gemm.inc */
+
+/* C[m][n] = out(A[m][kc] x panels [p0, p1)); row_factor != 0 adds row_factor * (row sum of A)
+ * per row (QU8: fx_qu8_row_factor). */
+void fx_qs8_gemm_run(const fx_qs8_gemm_config *g, size_t m, size_t n, size_t kc, const int8_t *a,
+                     size_t a_stride, const void *packed, int8_t *c, size_t c_stride,
+                     int32_t row_factor, const fx_qs8_out *o, size_t p0, size_t p1);
+
+/* An NHWC convolution: input [batch][h][w][cin], output [batch][oh][ow][cout], window
+ * kh x kw, strides, dilations, top/left padding (bottom/right follow from the sizes). */
+typedef struct {
+  int batch, h, w, cin;
+  int kh, kw, sh, sw, dh, dw, pt, pl;
+  int oh, ow, cout;
+} fx_qs8_conv_geom;
+
+/* The packing geometry of a convolution on variant g: K = kh*kw taps of cin channels, or, when
+ * cin is too small to fill the kernel's k-groups (the 3-channel stem of most CNNs: 3 of every 8
+ * bytes would be padding), one flat K = kh*kw*cin that the driver gathers per tile (im2col
+ * rows) and runs through the GEMM. Pack with this geometry; fx_qs8_conv_run follows it. */
+fx_qs8_gemm_geom fx_qs8_conv_pack_geom(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg);
+
+/* Output pixels [m0, m1) (over batch*oh*ow), channel panels [p0, p1), through the IGEMM with
+ * padding taps reading zero_row (cin bytes of the input zero point), or through im2col tiles and
+ * the GEMM (see fx_qs8_conv_pack_geom). 0, or -1 when a huge window's scratch cannot be
+ * allocated. */
+int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x,
+                     const int8_t *zero_row, const void *packed, int8_t *y, int32_t row_factor,
+                     const fx_qs8_out *o, size_t m0, size_t m1, size_t p0, size_t p1);
+#endif

@@ -1,0 +1,77 @@
+/* Drives a QS8 IGEMM microkernel over an NHWC convolution (qs8-run.h): per tile of MR output
+ * pixels, one indirection buffer of ks x MR row pointers (the zero row for taps in the padding),
+ * then every panel of the range; small-cin layers gather im2col rows instead. */
+#include <stdlib.h>
+#include <string.h>
+#include "../qs8-gemm/qs8-run.h"
+
+static int use_im2col(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg) {
+  return cg->kh * cg->kw > 1 && cg->cin % g->kr != 0 && cg->cin < 2 * g->kr;
+}
+
+fx_qs8_gemm_geom fx_qs8_conv_pack_geom(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg) {
+  const int taps = cg->kh * cg->kw;
+  return use_im2col(g, cg) ? fx_qs8_gemm_geom_of(g, cg->cout, 1, taps * cg->cin)
+                           : fx_qs8_gemm_geom_of(g, cg->cout, taps, cg->cin);
+}
+
+static void fill_tile(const fx_qs8_conv_geom *cg, const int8_t *x, const int8_t *zero_row,
+                      size_t pix0, size_t mr, size_t mr_max, const int8_t **ptrs) {
+  const size_t ohw = (size_t)cg->oh * (size_t)cg->ow;
+  for (size_t i = 0; i < mr_max; i++) {
+    const size_t pix = pix0 + (i < mr ? i : 0); /* rows past mr repeat the first: readable */
+    const int b = (int)(pix / ohw), oy = (int)(pix % ohw / (size_t)cg->ow), ox = (int)(pix % (size_t)cg->ow);
+    for (int ky = 0; ky < cg->kh; ky++)
+      for (int kx = 0; kx < cg->kw; kx++) {
+        const int iy = oy * cg->sh - cg->pt + ky * cg->dh, ix = ox * cg->sw - cg->pl + kx * cg->dw;
+        const size_t t = (size_t)ky * (size_t)cg->kw + (size_t)kx;
+        ptrs[t * mr_max + i] = (iy < 0 || iy >= cg->h || ix < 0 || ix >= cg->w)
+                                   ? zero_row
+                                   : x + (((size_t)b * (size_t)cg->h + (size_t)iy) * (size_t)cg->w + (size_t)ix) * (size_t)cg->cin;
+      }
+  }
+}
+
+int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x,
+                     const int8_t *zero_row, const void *packed, int8_t *y, int32_t row_factor,
+                     const fx_qs8_out *o, size_t m0, size_t m1, size_t p0, size_t p1) {
+  const size_t ks = (size_t)cg->kh * (size_t)cg->kw, kc = (size_t)cg->cin, n = (size_t)cg->cout;
+  const size_t mr_max = (size_t)g->mr, nr = (size_t)g->nr;
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg);
+  const size_t pb = fx_qs8_gemm_panel_bytes(&geom);
+  const int im2col = use_im2col(g, cg);
+  const size_t K = ks * kc;
+  const int8_t *local[1024], **ptrs = local;
+  int8_t *rows = NULL;
+  if (ks * mr_max > sizeof local / sizeof local[0]) {
+    ptrs = (const int8_t **)malloc(ks * mr_max * sizeof *ptrs);
+    if (!ptrs) return -1;
+  }
+  if (im2col && !(rows = (int8_t *)malloc(mr_max * K))) {
+    if (ptrs != local) free((void *)ptrs);
+    return -1;
+  }
+  int32_t corr[FX_QS8_MR_MAX];
+  for (size_t pix = m0; pix < m1; pix += mr_max) {
+    const size_t mr = m1 - pix < mr_max ? m1 - pix : mr_max;
+    fill_tile(cg, x, zero_row, pix, mr, mr_max, ptrs);
+    if (im2col) { /* row i = its taps' cin bytes back to back */
+      for (size_t i = 0; i < mr; i++)
+        for (size_t t = 0; t < ks; t++) memcpy(rows + i * K + t * kc, ptrs[t * mr_max + i], kc);
+      if (row_factor) fx_qs8_rowsums_gemm(mr, K, rows, K, row_factor, corr);
+    } else if (row_factor) {
+      fx_qs8_rowsums_igemm(mr, kc, ks, ptrs, mr_max, row_factor, corr);
+    }
+    for (size_t p = p0; p < p1; p++) {
+      const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;
+      const void *w = (const uint8_t *)packed + p * pb;
+      if (im2col)
+        g->gemm(mr, nc, K, rows, K, w, y + pix * n + n0, n, row_factor ? corr : NULL, o);
+      else
+        g->igemm(mr, nc, kc, ks, ptrs, w, y + pix * n + n0, n, row_factor ? corr : NULL, o);
+    }
+  }
+  if (ptrs != local) free((void *)ptrs);
+  free(rows);
+  return 0;
+}

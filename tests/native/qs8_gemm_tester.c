@@ -1,0 +1,241 @@
+/* Checks every QS8 GEMM / IGEMM variant this CPU runs (scalar reference included) against a
+ * naive convolution written here, over GEMM shapes (m, n, k at 1, tile edges and large k),
+ * random NHWC convolutions through the IGEMM driver (padding, strides, dilations), zero points
+ * at both ends, tiny and huge multipliers, every clamp and every rounding, and the QU8 path
+ * (uint8 data, weight zero point). Prints one line per group and "ALL PASS".
+ *   qs8_gemm_tester [cases]      (FLEXDELEGATE_ISA narrows nothing here: all variants run) */
+#include <string.h>
+#include "kernels/qs8-gemm/qs8-run.h"
+#include "qs8_tester_util.h"
+
+typedef struct {
+  fx_qs8_conv_geom g;
+  int u8;                 /* QU8: x, w are uint8 bytes; zp/zw in [0, 255] */
+  int zx, zw;
+  const int8_t *x, *w;    /* x [batch][h][w][cin], w [cout][kh][kw][cin] */
+  const int32_t *bias, *m, *sh;
+  fx_qs8_out o;           /* for QU8: in the int8 domain (zp, lo, hi shifted by -128) */
+} problem;
+
+/* The definition: acc = bias + sum over in-bounds taps (x - zx)(w - zw), requant, clamp. */
+static void naive(const problem *p, int8_t *y) {
+  const fx_qs8_conv_geom *g = &p->g;
+  for (int b = 0; b < g->batch; b++)
+    for (int oy = 0; oy < g->oh; oy++)
+      for (int ox = 0; ox < g->ow; ox++)
+        for (int co = 0; co < g->cout; co++) {
+          uint32_t acc = (uint32_t)p->bias[co];
+          for (int ky = 0; ky < g->kh; ky++)
+            for (int kx = 0; kx < g->kw; kx++) {
+              const int iy = oy * g->sh - g->pt + ky * g->dh, ix = ox * g->sw - g->pl + kx * g->dw;
+              if (iy < 0 || iy >= g->h || ix < 0 || ix >= g->w) continue;
+              for (int ci = 0; ci < g->cin; ci++) {
+                const size_t xi = (((size_t)b * g->h + iy) * g->w + ix) * g->cin + ci;
+                const size_t wi = (((size_t)co * g->kh + ky) * g->kw + kx) * g->cin + ci;
+                const int xv = p->u8 ? ((const uint8_t *)p->x)[xi] : p->x[xi];
+                const int wv = p->u8 ? ((const uint8_t *)p->w)[wi] : p->w[wi];
+                acc += (uint32_t)((xv - p->zx) * (wv - p->zw));
+              }
+            }
+          const size_t yi = (((size_t)b * g->oh + oy) * g->ow + ox) * g->cout + co;
+          y[yi] = fx_qs8_out_one((int32_t)acc, p->m[co], p->sh[co], p->o.rounding, &p->o);
+        }
+}
+
+/* Runs variant g on p (GEMM for 1x1 stride-1 unpadded windows when use_gemm, else IGEMM). */
+static int run(const fx_qs8_gemm_config *g, const problem *p, int use_gemm, int8_t *y) {
+  const fx_qs8_conv_geom *cg = &p->g;
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg);
+  void *packed = malloc(fx_qs8_gemm_packed_bytes(&geom));
+  const size_t nx = (size_t)cg->batch * cg->h * cg->w * cg->cin;
+  int8_t *x8 = malloc(nx + 1), *zero = malloc((size_t)cg->cin);
+  int rc = p->u8 ? fx_qu8_pack_gemm(&geom, (const uint8_t *)p->w, p->zw, p->bias, p->zx, p->m, p->sh, packed)
+                 : fx_qs8_pack_gemm(&geom, p->w, p->bias, p->zx, p->m, p->sh, packed);
+  if (p->u8) fx_qu8_flip((const uint8_t *)p->x, x8, nx); else memcpy(x8, p->x, nx);
+  memset(zero, p->u8 ? p->zx - 128 : p->zx, (size_t)cg->cin);
+  const int32_t factor = p->u8 ? fx_qu8_row_factor(p->zw) : 0;
+  const size_t m = (size_t)cg->batch * cg->oh * cg->ow, panels = ((size_t)cg->cout + g->nr - 1) / g->nr;
+  if (rc == 0 && use_gemm)
+    fx_qs8_gemm_run(g, m, (size_t)cg->cout, (size_t)cg->cin, x8, (size_t)cg->cin, packed, y,
+                    (size_t)cg->cout, factor, &p->o, 0, panels);
+  else if (rc == 0)
+    rc = fx_qs8_conv_run(g, cg, x8, zero, packed, y, factor, &p->o, 0, m, 0, panels);
+  free(packed); free(x8); free(zero);
+  return rc;
+}
+
+/* Packing is a pure function whose panels are independent: packing twice gives the same bytes,
+ * and the byte range of panels [p0, p1) equals the packing of those channels alone (what
+ * budgeted runs slice and stream). Then the driver over split ranges (two pixel ranges x two
+ * panel ranges, as threads would take them) writes exactly the whole run's output. */
+static int check_slicing(const fx_qs8_gemm_config *g, const problem *p) {
+  const fx_qs8_conv_geom *cg = &p->g;
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg);
+  const size_t bytes = fx_qs8_gemm_packed_bytes(&geom), pb = fx_qs8_gemm_panel_bytes(&geom);
+  const size_t panels = ((size_t)cg->cout + g->nr - 1) / g->nr;
+  uint8_t *a = malloc(bytes), *b = malloc(bytes);
+  int bad = 0;
+  fx_qs8_pack_gemm(&geom, p->w, p->bias, p->zx, p->m, p->sh, a);
+  fx_qs8_pack_gemm(&geom, p->w, p->bias, p->zx, p->m, p->sh, b);
+  bad |= memcmp(a, b, bytes) != 0;
+  const size_t p0 = panels / 2, c0 = p0 * (size_t)g->nr, K = (size_t)cg->kh * cg->kw * cg->cin;
+  if (p0 > 0) {
+    fx_qs8_gemm_geom sub = geom;
+    sub.n = cg->cout - (int)c0;
+    fx_qs8_pack_gemm(&sub, p->w + c0 * K, p->bias + c0, p->zx, p->m + c0, p->sh + c0, b);
+    bad |= memcmp(a + p0 * pb, b, (panels - p0) * pb) != 0;
+  }
+  const size_t m = (size_t)cg->batch * cg->oh * cg->ow, ny = m * cg->cout, mid = m / 2 + 1;
+  int8_t *whole = malloc(ny), *split = malloc(ny), *zero = malloc((size_t)cg->cin);
+  memset(zero, p->zx, (size_t)cg->cin);
+  memset(split, 0x55, ny);
+  fx_qs8_conv_run(g, cg, p->x, zero, a, whole, 0, &p->o, 0, m, 0, panels);
+  const size_t mr[3] = {0, mid < m ? mid : m, m}, pr[3] = {0, p0, panels};
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++) fx_qs8_conv_run(g, cg, p->x, zero, a, split, 0, &p->o, mr[i], mr[i + 1], pr[j], pr[j + 1]);
+  bad |= memcmp(whole, split, ny) != 0;
+  free(a); free(b); free(whole); free(split); free(zero);
+  return bad;
+}
+
+static int same_geom(fx_qs8_conv_geom *g, int h, int w, int kh, int kw, int s, int d, int same) {
+  g->h = h; g->w = w; g->kh = kh; g->kw = kw; g->sh = g->sw = s; g->dh = g->dw = d;
+  const int eh = (kh - 1) * d + 1, ew = (kw - 1) * d + 1;
+  if (same) {
+    g->oh = (h + s - 1) / s; g->ow = (w + s - 1) / s;
+    const int ph = (g->oh - 1) * s + eh - h, pw = (g->ow - 1) * s + ew - w;
+    g->pt = ph > 0 ? ph / 2 : 0; g->pl = pw > 0 ? pw / 2 : 0;
+  } else {
+    if (eh > h || ew > w) return 0;
+    g->oh = (h - eh) / s + 1; g->ow = (w - ew) / s + 1; g->pt = g->pl = 0;
+  }
+  return 1;
+}
+
+/* One random problem on every variant; returns the number of variants that failed. */
+static int check(problem *p, int use_gemm, const char *what) {
+  const fx_qs8_conv_geom *g = &p->g;
+  const size_t ny = (size_t)g->batch * g->oh * g->ow * g->cout;
+  int8_t *want = malloc(ny), *got = malloc(ny);
+  naive(p, want);
+  if (p->u8) { /* the naive result is the uint8 value minus 128 in the int8 domain */ }
+  int bad = 0;
+  const fx_qs8_gemm_config *v;
+  for (int i = 0; (v = fx_qs8_gemm_config_at(i)); i++) {
+    memset(got, 0x55, ny);
+    if (run(v, p, use_gemm, got) != 0 || memcmp(got, want, ny) != 0) {
+      size_t e = 0;
+      while (e < ny && got[e] == want[e]) e++;
+      fprintf(stderr, "FAIL %s %s: b%d %dx%dx%d k%dx%d s%d d%d p%d,%d -> %dx%dx%d u8=%d zx=%d zw=%d "
+              "rnd=%d zp=%d [%d,%d] first diff @%zu got %d want %d\n", use_gemm ? v->name : v->igemm_name, what,
+              g->batch, g->h, g->w, g->cin, g->kh, g->kw, g->sh, g->dh, g->pt, g->pl, g->oh, g->ow, g->cout,
+              p->u8, p->zx, p->zw, p->o.rounding, p->o.zp, p->o.lo, p->o.hi, e, e < ny ? got[e] : 0, e < ny ? want[e] : 0);
+      bad++;
+    }
+  }
+  free(want); free(got);
+  return bad;
+}
+
+/* Random data and parameters for geometry p->g. */
+static void fill(problem *p, int u8, int8_t **x, int8_t **w, int32_t **bias, int32_t **m, int32_t **sh) {
+  const fx_qs8_conv_geom *g = &p->g;
+  const size_t nx = (size_t)g->batch * g->h * g->w * g->cin, nw = (size_t)g->cout * g->kh * g->kw * g->cin;
+  *x = malloc(nx + 1); *w = malloc(nw + 1);
+  *bias = malloc(sizeof(int32_t) * g->cout); *m = malloc(sizeof(int32_t) * g->cout); *sh = malloc(sizeof(int32_t) * g->cout);
+  p->u8 = u8;
+  const int wide = rnd_in(0, 3) != 0; /* else small weights: accumulators near the tie region */
+  if (u8) {
+    p->zx = rnd_zp(0, 255); p->zw = rnd_zp(0, 255);
+    for (size_t i = 0; i < nx; i++) (*x)[i] = (int8_t)rnd_in(0, 255);
+    for (size_t i = 0; i < nw; i++) (*w)[i] = (int8_t)(wide ? rnd_in(0, 255) : rnd_in(p->zw > 2 ? p->zw - 2 : 0, p->zw < 253 ? p->zw + 2 : 255));
+  } else {
+    p->zx = rnd_zp(-128, 127); p->zw = 0;
+    rnd_i8(*x, nx, -128, 127);
+    if (wide) rnd_i8(*w, nw, -128, 127); else rnd_i8(*w, nw, -2, 2);
+  }
+  const int K = g->kh * g->kw * g->cin;
+  for (int c = 0; c < g->cout; c++) (*bias)[c] = rnd_in(0, 7) ? rnd_in(-40000, 40000) : (int32_t)rnd32();
+  p->o = rnd_out(g->cout, 1); /* a tail the GEMMs must ignore */
+  rnd_requant(g->cout, (wide ? 128.0 * 100 : 128.0 * 2) * sqrt((double)K), p->o.rounding, *m, *sh);
+  if (u8) { /* uint8 outputs in the int8 domain */
+    const int zo = rnd_zp(0, 255);
+    p->o.zp = zo - 128;
+    if (p->o.lo > p->o.zp) p->o.lo = p->o.zp;
+  }
+  p->x = *x; p->w = *w; p->bias = *bias; p->m = *m; p->sh = *sh;
+}
+
+static void release(int8_t *x, int8_t *w, int32_t *bias, int32_t *m, int32_t *sh) {
+  free(x); free(w); free(bias); free(m); free(sh);
+}
+
+int main(int argc, char **argv) {
+  const int cases = argc > 1 ? atoi(argv[1]) : 300;
+  int total = 0, failed = 0;
+  const fx_qs8_gemm_config *v;
+  printf("variants:");
+  for (int i = 0; (v = fx_qs8_gemm_config_at(i)); i++) printf(" %s/%s", v->name, v->igemm_name);
+  printf("\n");
+  /* GEMM shapes: every m, n, k edge of the tiles in use (1, MR/NR/KR +-1, large k). */
+  static const int ms[] = {1, 2, 3, 4, 5, 7, 8, 9, 17};
+  static const int ns[] = {1, 3, 4, 7, 8, 9, 15, 16, 17, 33};
+  static const int ksz[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 64, 100, 1000};
+  int shapes = 0, shapes_bad = 0;
+  for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
+    for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
+      for (size_t c = 0; c < sizeof ksz / sizeof *ksz; c++) {
+        problem p;
+        memset(&p, 0, sizeof p);
+        fx_qs8_conv_geom *g = &p.g;
+        g->batch = 1; g->cin = ksz[c]; g->cout = ns[b];
+        same_geom(g, 1, ms[a], 1, 1, 1, 1, 0);
+        int8_t *x, *w; int32_t *bias, *m, *sh;
+        fill(&p, (a + b + c) % 4 == 0, &x, &w, &bias, &m, &sh);
+        shapes++;
+        shapes_bad += check(&p, 1, "gemm-shape") != 0;
+        release(x, w, bias, m, sh);
+      }
+  printf("gemm shapes (m x n x k, int8 and uint8): %d/%d pass\n", shapes - shapes_bad, shapes);
+  total += shapes; failed += shapes_bad;
+  /* Random convolutions through the IGEMM (and 1x1 ones through the GEMM as well). */
+  int convs = 0, convs_bad = 0, slices = 0, slices_bad = 0;
+  for (int i = 0; i < cases; i++) {
+    problem p;
+    memset(&p, 0, sizeof p);
+    fx_qs8_conv_geom *g = &p.g;
+    g->batch = rnd_in(1, 2); g->cin = rnd_in(0, 3) ? rnd_in(1, 24) : rnd_in(25, 70); g->cout = rnd_in(1, 40);
+    static const int kszs[] = {1, 1, 2, 3, 3, 5, 7};
+    const int kh = kszs[rnd_in(0, 6)], kw = rnd_in(0, 2) ? kh : kszs[rnd_in(0, 6)];
+    if (!same_geom(g, rnd_in(1, 9), rnd_in(1, 9), kh, kw, rnd_in(1, 2), rnd_in(0, 3) ? 1 : 2, rnd_in(0, 2) != 0)) {
+      i--;
+      continue;
+    }
+    int8_t *x, *w; int32_t *bias, *m, *sh;
+    fill(&p, rnd_in(0, 3) == 0, &x, &w, &bias, &m, &sh);
+    convs++;
+    convs_bad += check(&p, 0, "conv") != 0;
+    if (!p.u8)
+      for (int vi = 0; (v = fx_qs8_gemm_config_at(vi)); vi++) {
+        slices++;
+        if (check_slicing(v, &p)) {
+          slices_bad++;
+          fprintf(stderr, "FAIL %s: packing not deterministic/sliceable or split run differs\n", v->igemm_name);
+        }
+      }
+    if (kh == 1 && kw == 1 && g->sh == 1 && g->pt == 0 && g->pl == 0) {
+      convs++;
+      convs_bad += check(&p, 1, "conv-1x1-gemm") != 0;
+    }
+    release(x, w, bias, m, sh);
+  }
+  printf("random convolutions (igemm; 1x1 also gemm): %d/%d pass\n", convs - convs_bad, convs);
+  printf("packing deterministic, panel ranges sliceable, split runs equal: %d/%d pass\n", slices - slices_bad, slices);
+  total += convs + slices; failed += convs_bad + slices_bad;
+  if (failed) {
+    printf("FAILED %d of %d\n", failed, total);
+    return 1;
+  }
+  printf("ALL PASS (%d problems x every variant)\n", total);
+  return 0;
+}
