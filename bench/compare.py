@@ -118,7 +118,7 @@ class _InterpreterEngine:
     flexdelegate and leaves what it does not take to the stock kernels, as
     flexdelegate.run.make_interpreter does."""
 
-    def __init__(self, model, threads, kind, cache=None):
+    def __init__(self, model, threads, kind):
         rt = _runtime()
         kwargs, self.delegate, self.kind = {}, None, kind
         if kind != "xnnpack":
@@ -342,8 +342,10 @@ class Workers:
 
 
 def _why(err) -> str:
-    """The first line of a worker's error: the runtime's reason, or how the worker exited."""
-    return str(err).strip().splitlines()[0][:200]
+    """The first sentence of a worker's error (the runtime's reason, or how the worker exited),
+    without the worker's label."""
+    line = str(err).strip().splitlines()[0].split(": ", 1)[-1]
+    return line.split(". ")[0][:120]
 
 
 def run_model(name, path, threads, args, workers, cache_dir):
