@@ -14,6 +14,8 @@ and relative (max |err| / max |ref|) error of flex and of XNNPack against the st
 (the same runtime's Interpreter with BUILTIN_WITHOUT_DEFAULT_DELEGATES: the stock kernels; for a
 model tflite-runtime cannot load, LiteRT's, and "xnn err" is then lrt-i's), and flexdelegate's
 coverage from delegate.stats() (nodes delegated / total, partitions); then the min latencies.
+Errors are in output units: for an INT8 model that is the DEQUANTIZE'd value, whose step is
+the output scale (1/256 for a softmax, where a 1-step difference is a relative error of 1).
 On a 2-core machine the 2-thread medians stay sensitive to the other engines' idle thread
 pools: look at the mins too, and repeat.
 
