@@ -449,6 +449,9 @@ def print_row(rec, header=False):
 
 
 def print_coverage(rec):
+    if not rec.get("ops"):
+        print(f"\n{rec['model']}: not run: {'; '.join(rec.get('notes', []))}")
+        return
     fl = rec.get("flex") or {}
     print(f"\n{rec['model']}: {sum(rec.get('ops', {}).values())} ops: "
           + ", ".join(f"{op} {n}" for op, n in sorted(rec.get("ops", {}).items(), key=lambda kv: -kv[1])))
