@@ -1,0 +1,8 @@
+/* GELU, neon: vgelu_impl.inc on simd-neon.h vectors. */
+#if defined(__aarch64__)
+#include "../simd/simd-neon.h"
+#include "gelu_math.h"
+#include "vgelu.h"
+#include "../simd/vexp.inc"
+#include "vgelu_impl.inc"
+#endif
