@@ -20,6 +20,7 @@
 #define FXV_LOADT(p, t) _mm256_maskload_ps((p), (t)) /* zero past the tail, no access there */
 #define FXV_STORE(p, v) _mm256_storeu_ps((p), (v))
 #define FXV_STORET(p, v, t) _mm256_maskstore_ps((p), (t), (v))
+#define FXV_TAIL_KEEP(v, t) _mm256_and_ps((v), _mm256_castsi256_ps(t)) /* zero past the tail */
 
 #define FXV_SET1(f) _mm256_set1_ps(f)
 #define FXV_ZERO() _mm256_setzero_ps()

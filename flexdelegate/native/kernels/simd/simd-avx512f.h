@@ -20,6 +20,7 @@
 #define FXV_LOADT(p, t) _mm512_maskz_loadu_ps((t), (p))
 #define FXV_STORE(p, v) _mm512_storeu_ps((p), (v))
 #define FXV_STORET(p, v, t) _mm512_mask_storeu_ps((p), (t), (v))
+#define FXV_TAIL_KEEP(v, t) _mm512_maskz_mov_ps((t), (v))
 
 #define FXV_SET1(f) _mm512_set1_ps(f)
 #define FXV_ZERO() _mm512_setzero_ps()

@@ -31,6 +31,12 @@ FXV_FN void fxv_storet_neon(float *p, float32x4_t v, int n) {
 #define FXV_LOADT(p, t) fxv_loadt_neon((p), (t))
 #define FXV_STORE(p, v) vst1q_f32((p), (v))
 #define FXV_STORET(p, v, t) fxv_storet_neon((p), (v), (t))
+FXV_FN float32x4_t fxv_tail_keep_neon(float32x4_t v, int n) {
+  const uint32_t lanes[4] = {0, 1, 2, 3};
+  const uint32x4_t m = vcltq_u32(vld1q_u32(lanes), vdupq_n_u32((uint32_t)n));
+  return vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(v), m));
+}
+#define FXV_TAIL_KEEP(v, t) fxv_tail_keep_neon((v), (t))
 
 #define FXV_SET1(f) vdupq_n_f32(f)
 #define FXV_ZERO() vdupq_n_f32(0.0f)
