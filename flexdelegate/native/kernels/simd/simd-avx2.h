@@ -50,6 +50,9 @@ FXV_FN __m256 fxv_scale2_avx2(__m256 a, __m256 n) {
   return _mm256_mul_ps(a, _mm256_castsi256_ps(e));
 }
 #define FXV_SCALE2(a, n) fxv_scale2_avx2((a), (n))
+/* The float whose bits are v's shifted left by 23: 2^(n - 127) when v holds a float whose low
+ * mantissa bits are the integer n (the round-by-adding-1.5*2^23 trick). */
+#define FXV_SHL23(v) _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(v), 23))
 
 FXV_FN float fxv_hsum_avx2(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -62,5 +65,36 @@ FXV_FN float fxv_hmax_avx2(__m256 v) {
   return _mm_cvtss_f32(_mm_max_ss(s, _mm_movehdup_ps(s)));
 }
 #define FXV_HSUM(v) fxv_hsum_avx2(v)
+/* Lane indices 0..7 as floats, and the lanes whose byte p[j] is nonzero (8 bytes read). */
+#define FXV_IOTA() _mm256_setr_ps(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f)
+FXV_FN __m256 fxv_mask_u8_avx2(const unsigned char *p) {
+  const __m256i b = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p));
+  return _mm256_castsi256_ps(_mm256_cmpgt_epi32(b, _mm256_setzero_si256()));
+}
+#define FXV_MASK_U8(p) fxv_mask_u8_avx2(p)
+
+/* dst[c * ds + r] = src[r * ss + c] for r, c < 8: an 8 x 8 block transposed in registers. */
+FXV_FN void fxv_transpose_avx2(const float *src, ptrdiff_t ss, float *dst, ptrdiff_t ds) {
+  __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ss), r2 = _mm256_loadu_ps(src + 2 * ss);
+  __m256 r3 = _mm256_loadu_ps(src + 3 * ss), r4 = _mm256_loadu_ps(src + 4 * ss), r5 = _mm256_loadu_ps(src + 5 * ss);
+  __m256 r6 = _mm256_loadu_ps(src + 6 * ss), r7 = _mm256_loadu_ps(src + 7 * ss);
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  r0 = _mm256_shuffle_ps(t0, t2, 0x44), r1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  r2 = _mm256_shuffle_ps(t1, t3, 0x44), r3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  r4 = _mm256_shuffle_ps(t4, t6, 0x44), r5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  r6 = _mm256_shuffle_ps(t5, t7, 0x44), r7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(dst, _mm256_permute2f128_ps(r0, r4, 0x20));
+  _mm256_storeu_ps(dst + ds, _mm256_permute2f128_ps(r1, r5, 0x20));
+  _mm256_storeu_ps(dst + 2 * ds, _mm256_permute2f128_ps(r2, r6, 0x20));
+  _mm256_storeu_ps(dst + 3 * ds, _mm256_permute2f128_ps(r3, r7, 0x20));
+  _mm256_storeu_ps(dst + 4 * ds, _mm256_permute2f128_ps(r0, r4, 0x31));
+  _mm256_storeu_ps(dst + 5 * ds, _mm256_permute2f128_ps(r1, r5, 0x31));
+  _mm256_storeu_ps(dst + 6 * ds, _mm256_permute2f128_ps(r2, r6, 0x31));
+  _mm256_storeu_ps(dst + 7 * ds, _mm256_permute2f128_ps(r3, r7, 0x31));
+}
+#define FXV_TRANSPOSE(src, ss, dst, ds) fxv_transpose_avx2((src), (ss), (dst), (ds))
 #define FXV_HMAX(v) fxv_hmax_avx2(v)
 #endif

@@ -44,7 +44,41 @@
 
 /* a * 2^n for integral n (any range: vscalefps, exact). */
 #define FXV_SCALE2(a, n) _mm512_scalef_ps((a), (n))
+#define FXV_SHL23(v) _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_castps_si512(v), 23))
 
 #define FXV_HSUM(v) _mm512_reduce_add_ps(v)
+#define FXV_IOTA() _mm512_setr_ps(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f, 9.0f, 10.0f, 11.0f, 12.0f, 13.0f, 14.0f, 15.0f)
+/* The lanes whose byte p[j] is nonzero (16 bytes read). */
+/* dst[c * ds + r] = src[r * ss + c] for r, c < 16: four 8 x 8 blocks transposed in ymm registers
+ * (AVX-512F implies AVX2's shuffles; the same sequence as simd-avx2.h's). */
+FXV_FN void fxv_transpose8_avx512f(const float *src, ptrdiff_t ss, float *dst, ptrdiff_t ds) {
+  __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ss), r2 = _mm256_loadu_ps(src + 2 * ss);
+  __m256 r3 = _mm256_loadu_ps(src + 3 * ss), r4 = _mm256_loadu_ps(src + 4 * ss), r5 = _mm256_loadu_ps(src + 5 * ss);
+  __m256 r6 = _mm256_loadu_ps(src + 6 * ss), r7 = _mm256_loadu_ps(src + 7 * ss);
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  r0 = _mm256_shuffle_ps(t0, t2, 0x44), r1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  r2 = _mm256_shuffle_ps(t1, t3, 0x44), r3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  r4 = _mm256_shuffle_ps(t4, t6, 0x44), r5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  r6 = _mm256_shuffle_ps(t5, t7, 0x44), r7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(dst, _mm256_permute2f128_ps(r0, r4, 0x20));
+  _mm256_storeu_ps(dst + ds, _mm256_permute2f128_ps(r1, r5, 0x20));
+  _mm256_storeu_ps(dst + 2 * ds, _mm256_permute2f128_ps(r2, r6, 0x20));
+  _mm256_storeu_ps(dst + 3 * ds, _mm256_permute2f128_ps(r3, r7, 0x20));
+  _mm256_storeu_ps(dst + 4 * ds, _mm256_permute2f128_ps(r0, r4, 0x31));
+  _mm256_storeu_ps(dst + 5 * ds, _mm256_permute2f128_ps(r1, r5, 0x31));
+  _mm256_storeu_ps(dst + 6 * ds, _mm256_permute2f128_ps(r2, r6, 0x31));
+  _mm256_storeu_ps(dst + 7 * ds, _mm256_permute2f128_ps(r3, r7, 0x31));
+}
+FXV_FN void fxv_transpose_avx512f(const float *src, ptrdiff_t ss, float *dst, ptrdiff_t ds) {
+  fxv_transpose8_avx512f(src, ss, dst, ds);
+  fxv_transpose8_avx512f(src + 8, ss, dst + 8 * ds, ds);
+  fxv_transpose8_avx512f(src + 8 * ss, ss, dst + 8, ds);
+  fxv_transpose8_avx512f(src + 8 * ss + 8, ss, dst + 8 * ds + 8, ds);
+}
+#define FXV_TRANSPOSE(src, ss, dst, ds) fxv_transpose_avx512f((src), (ss), (dst), (ds))
+#define FXV_MASK_U8(p) _mm512_test_epi32_mask(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(p))), _mm512_set1_epi32(0xFF))
 #define FXV_HMAX(v) _mm512_reduce_max_ps(v)
 #endif

@@ -64,7 +64,32 @@ FXV_FN float32x4_t fxv_scale2_neon(float32x4_t a, float32x4_t n) {
   return vmulq_f32(a, vreinterpretq_f32_s32(e));
 }
 #define FXV_SCALE2(a, n) fxv_scale2_neon((a), (n))
+#define FXV_SHL23(v) vreinterpretq_f32_s32(vshlq_n_s32(vreinterpretq_s32_f32(v), 23))
 
 #define FXV_HSUM(v) vaddvq_f32(v)
+FXV_FN float32x4_t fxv_iota_neon(void) {
+  const float i[4] = {0.0f, 1.0f, 2.0f, 3.0f};
+  return vld1q_f32(i);
+}
+#define FXV_IOTA() fxv_iota_neon()
+/* The lanes whose byte p[j] is nonzero (4 bytes read). */
+FXV_FN uint32x4_t fxv_mask_u8_neon(const unsigned char *p) {
+  uint32_t w;
+  memcpy(&w, p, 4);
+  const uint16x4_t h = vget_low_u16(vmovl_u8(vreinterpret_u8_u32(vdup_n_u32(w))));
+  return vcgtq_u32(vmovl_u16(h), vdupq_n_u32(0));
+}
+#define FXV_MASK_U8(p) fxv_mask_u8_neon(p)
+
+/* dst[c * ds + r] = src[r * ss + c] for r, c < 4. */
+FXV_FN void fxv_transpose_neon(const float *src, ptrdiff_t ss, float *dst, ptrdiff_t ds) {
+  const float32x4x2_t a = vtrnq_f32(vld1q_f32(src), vld1q_f32(src + ss));
+  const float32x4x2_t b = vtrnq_f32(vld1q_f32(src + 2 * ss), vld1q_f32(src + 3 * ss));
+  vst1q_f32(dst, vcombine_f32(vget_low_f32(a.val[0]), vget_low_f32(b.val[0])));
+  vst1q_f32(dst + ds, vcombine_f32(vget_low_f32(a.val[1]), vget_low_f32(b.val[1])));
+  vst1q_f32(dst + 2 * ds, vcombine_f32(vget_high_f32(a.val[0]), vget_high_f32(b.val[0])));
+  vst1q_f32(dst + 3 * ds, vcombine_f32(vget_high_f32(a.val[1]), vget_high_f32(b.val[1])));
+}
+#define FXV_TRANSPOSE(src, ss, dst, ds) fxv_transpose_neon((src), (ss), (dst), (ds))
 #define FXV_HMAX(v) vmaxvq_f32(v)
 #endif

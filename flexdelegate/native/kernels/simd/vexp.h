@@ -21,6 +21,9 @@
 /* Below this the flushing exp returns 0 (e^-87.3 = 1.2e-38, the smallest normal's scale);
  * below FX_EXP_MIN_DD the exact one does (e^-104 is under half the smallest subnormal). */
 #define FX_EXP_FTZ_MIN (-87.3f)
+/* 1.5 * 2^23 + 127: x * log2e + this rounds to the integer n in the low mantissa bits, with
+ * the exponent bias already added (vexp.inc's flushing exp builds 2^n from them directly). */
+#define FX_EXP_MAGIC 12583039.0f
 #define FX_EXP_DD_MIN (-110.0f)
 
 /* e^r for |r| <= ln2/2 (plus a little). */
