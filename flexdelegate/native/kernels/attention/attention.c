@@ -46,7 +46,7 @@ typedef struct {
   size_t dpanels;            /* panels of nr output features */
   size_t kpack, vpack;       /* floats per packed K / V head */
   float *tbuf;               /* per thread: packed K, packed V, scores, m, l, corr */
-  long long *packed;         /* per thread: the (batch, head) whose K and V it holds, or -1 */
+  const float **packed;      /* per thread: the K and V heads (first rows) it holds packed */
   size_t tfloats, qb, nqb;   /* per-thread floats, query rows per task, query blocks per head */
   fx_gemm_out none;
 } attn_job;
@@ -79,7 +79,7 @@ size_t fx_attention_scratch_bytes(const fx_attention_config *cfg, const fx_attn_
   if (threads < 1) threads = 1;
   attn_job j;
   layout(&j, cfg, p, threads);
-  return ((size_t)threads * j.tfloats + FX_ALIGN) * sizeof(float) + (size_t)threads * sizeof(long long);
+  return ((size_t)threads * j.tfloats + FX_ALIGN) * sizeof(float) + 2 * (size_t)threads * sizeof(const float *);
 }
 
 /* The mask row of query i for keys [j0, ...), or NULL. */
@@ -172,15 +172,15 @@ static void attn_task(void *arg, int tid, size_t task) {
   a.i0 = blk * j->qb;
   const size_t i1 = a.i0 + j->qb < (size_t)p->q_len ? a.i0 + j->qb : (size_t)p->q_len;
   float *kp = j->tbuf + (size_t)tid * j->tfloats, *vp = kp + j->kpack;
-  if (j->packed[tid] != (long long)bh) { /* K and V views with a zero stride share one head */
-    const fx_attn_in *k = &j->k, *v = &j->v;
+  const float *kh = j->k.data + (ptrdiff_t)a.b * j->k.batch + (ptrdiff_t)a.h * j->k.head;
+  const float *vh = j->v.data + (ptrdiff_t)a.b * j->v.batch + (ptrdiff_t)a.h * j->v.head;
+  if (j->packed[2 * tid] != kh || j->packed[2 * tid + 1] != vh) { /* heads shared by zero strides: once */
     const size_t nr = (size_t)j->cfg->nr, sk = (size_t)p->kv_len;
-    j->cfg->pack_k(k->data + (ptrdiff_t)a.b * k->batch + (ptrdiff_t)a.h * k->head, k->seq, sk, (size_t)p->head_dim, nr, kp);
-    const float *vh = v->data + (ptrdiff_t)a.b * v->batch + (ptrdiff_t)a.h * v->head;
+    j->cfg->pack_k(kh, j->k.seq, sk, (size_t)p->head_dim, nr, kp);
     for (size_t t0 = 0, t = 0; t0 < sk; t0 += j->kt, t++) /* per key tile */
-      j->cfg->pack_v(vh + (ptrdiff_t)t0 * v->seq, v->seq, sk - t0 < j->kt ? sk - t0 : j->kt, (size_t)p->value_dim, nr,
-                     vp + t * vtile_floats(j, j->kt));
-    j->packed[tid] = (long long)bh;
+      j->cfg->pack_v(vh + (ptrdiff_t)t0 * j->v.seq, j->v.seq, sk - t0 < j->kt ? sk - t0 : j->kt, (size_t)p->value_dim,
+                     nr, vp + t * vtile_floats(j, j->kt));
+    j->packed[2 * tid] = kh, j->packed[2 * tid + 1] = vh;
   }
   a.kp = kp, a.vp = vp;
   a.qh = j->q.data + (ptrdiff_t)a.b * j->q.batch + (ptrdiff_t)a.h * j->q.head;
@@ -216,8 +216,8 @@ int fx_attention_f32(const fx_attention_config *cfg, fx_pool *pool, const fx_att
   j.q = q, j.k = k, j.v = v, j.o = o;
   j.none = fx_gemm_out_clamp(-INFINITY, INFINITY);
   j.tbuf = (float *)(((uintptr_t)scratch + 63) & ~(uintptr_t)63);
-  j.packed = (long long *)(j.tbuf + (size_t)threads * j.tfloats);
-  for (int t = 0; t < threads; t++) j.packed[t] = -1;
+  j.packed = (const float **)(j.tbuf + (size_t)threads * j.tfloats);
+  for (int t = 0; t < 2 * threads; t++) j.packed[t] = NULL;
   const size_t tasks = (size_t)p->batch * (size_t)p->heads * j.nqb;
   if (pool) fx_parallel_tasks(pool, tasks, attn_task, &j);
   else

@@ -87,7 +87,9 @@ typedef struct {
 const fx_attention_config *fx_attention_config_get(void); /* this CPU's ($FLEXDELEGATE_ISA narrows) */
 const fx_attention_config *fx_attention_config_at(int i); /* 0 = scalar reference; NULL past the end */
 
-/* Scratch bytes fx_attention_f32 needs for p on `threads` threads (cfg NULL: this CPU's). */
+/* Scratch bytes fx_attention_f32 needs for p (cfg NULL: this CPU's) on `threads` threads: the
+ * pool's fx_pool_threads (1 without a pool). Per thread, one head's packed K and V, a row tile's
+ * scores and a query block's running max / sum: it does not grow with the heads or the batch. */
 size_t fx_attention_scratch_bytes(const fx_attention_config *cfg, const fx_attn_params *p, int threads);
 
 /* o = attention(q, k, v) on the pool (NULL: inline). scratch: fx_attention_scratch_bytes(), 64-byte
