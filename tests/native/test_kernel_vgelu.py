@@ -20,7 +20,7 @@ def test_every_variant_here(tmp_path):
     exe = kb.build("vgelu_check.c", kb.sources("vgelu"), tmp_path / "vgelu_check")
     out = _check_output(exe.run())
     for form in ("exact", "tanh"):
-        assert re.search(rf"f32-vgelu-x1-scalar {form}: max [0-4]\.\d+ ulp vs float64", out), out
+        assert re.search(rf"f32-vgelu-x1-scalar {form}: max [0-5]\.\d+ ulp vs float64", out), out
     if "avx2" in open("/proc/cpuinfo").read():
         assert "f32-vgelu-x8-avx2 exact" in out and "f32-vgelu-x8-avx2 tanh" in out, out
 

@@ -1,5 +1,6 @@
 /* GELU, avx512f: vgelu_impl.inc on simd-avx512f.h vectors. */
 #if defined(__x86_64__)
+#include <float.h>
 #include "../simd/simd-avx512f.h"
 #include "gelu_math.h"
 #include "vgelu.h"
