@@ -58,7 +58,7 @@ def lib(tmp_path_factory):
     return so
 
 
-def converter_graph(b, s, h, d, mask):
+def converter_graph(b, s, h, d, mask, fill=FILL):
     """Keras MultiHeadAttention's core as the converter emits it: inputs Q, K, V [B,S,H,D] (and a
     bool [B,1,1,S] padding mask / float [B,1,S,S] additive mask), output [B,S,H,D]."""
     from flexdelegate.tflite.writer import ModelBuilder
@@ -79,7 +79,7 @@ def converter_graph(b, s, h, d, mask):
         ss = sel
     elif mask == "padding":
         keep, sel = mb.input((b, 1, 1, s), dtype=np.bool_), mb.tensor((b, h, s, s))
-        mb.op("SELECT_V2", [keep, ss, mb.const(FILL)], [sel])
+        mb.op("SELECT_V2", [keep, ss, mb.const(np.asarray(fill, np.float32))], [sel])
         ss = sel
     elif mask == "add":
         add, summed = mb.input((b, 1, s, s)), mb.tensor((b, h, s, s))
@@ -138,3 +138,28 @@ def test_causal_mask_recognised(lib):
     # every key kept: causal with an offset that hides nothing (the flag then skips nothing)
     assert lib.fx_attn_mask_is_causal(np.ones((4, 4), np.uint8).ctypes.data, 4, 4, 4, ctypes.byref(off)) == 1
     assert off.value == 3
+
+
+@pytest.mark.parametrize("fill", [FILL, -np.inf], ids=["keras-fill", "minus-inf"])
+def test_fully_masked_rows_as_stock(lib, fill):
+    """A batch whose keys are all masked: stock's SOFTMAX of equal fills is uniform (the mean of V),
+    of -inf NaN (which tflite-runtime 2.14's BATCH_MATMUL then clamps to +inf; LiteRT 2.3 keeps NaN,
+    as the kernel does); the other batch is untouched by it."""
+    from flexdelegate.run import invoke, make_interpreter
+
+    b, s, h, d = 2, 24, 2, 16
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((b, s, h, d)).astype(np.float32) for _ in range(3))
+    keep = rng.random((b, 1, 1, s)) < 0.7
+    keep[1] = False
+    want = invoke(make_interpreter(converter_graph(b, s, h, d, "padding", fill)), [q, k, v, keep])[0]
+    o = np.empty_like(q)
+    views = [In(a.ctypes.data, s * h * d, d, h * d) for a in (q, k, v, o)]
+    p = Params(b, h, s, s, d, d, 1 / np.sqrt(d), 0, 0, fill, 1, keep.ctypes.data, s, 0, 0)
+    scratch = np.empty(lib.fx_attention_scratch_bytes(None, ctypes.byref(p), 1) // 4 + 16, np.float32)
+    assert lib.fx_attention_f32(None, None, ctypes.byref(p), *views, scratch.ctypes.data) == 0
+    if fill == -np.inf:
+        assert np.isnan(o[1]).all() and not np.isfinite(want[1]).any()
+    else:
+        np.testing.assert_allclose(o[1], want[1], rtol=0, atol=2e-6)
+    np.testing.assert_allclose(o[0], want[0], rtol=0, atol=2e-6)
