@@ -15,8 +15,9 @@ CHECK = Path(__file__).resolve().parent / "igemm_neon_check.c"
 @needs_run
 def test_neon_igemm_matches_scalar_reference_on_convs(tmp_path):
     out = tmp_path / "igemm_neon_check"
-    srcs = [CHECK, NATIVE / "cpu.c", NATIVE / "conv_direct.c", NATIVE / "gemm" / "config.c",
-            *sorted((NATIVE / "gemm").glob("f32-gemm-*.c")), *sorted((NATIVE / "igemm").glob("*.c"))]
+    kernels = NATIVE / "kernels"
+    srcs = [CHECK, NATIVE / "runtime" / "cpu.c", NATIVE / "conv" / "direct.c", kernels / "gemm" / "gemm_config.c",
+            *sorted((kernels / "gemm").glob("f32-gemm-*.c")), *sorted((kernels / "igemm").glob("*.c"))]
     base = [CC, "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-Wno-unused-parameter", "-I", str(NATIVE),
             *map(str, srcs), "-o", str(out), "-lm"]
     env = {}

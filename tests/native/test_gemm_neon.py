@@ -49,8 +49,8 @@ needs_run = pytest.mark.skipif(RUN is None, reason="cannot run AArch64 binaries 
 @pytest.fixture(scope="module")
 def check_exe(tmp_path_factory):
     out = tmp_path_factory.mktemp("neon") / "gemm_neon_check"
-    gemm = NATIVE / "gemm"
-    srcs = [str(CHECK), str(NATIVE / "cpu.c"), str(gemm / "config.c"), *sorted(str(p) for p in gemm.glob("f32-gemm-*.c"))]
+    gemm = NATIVE / "kernels" / "gemm"
+    srcs = [str(CHECK), str(NATIVE / "runtime" / "cpu.c"), str(gemm / "gemm_config.c"), *sorted(str(p) for p in gemm.glob("f32-gemm-*.c"))]
     base = [CC, "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-I", str(NATIVE), *srcs,
             "-o", str(out), "-lm"]
     env = dict(os.environ)

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-OPS_DIR = ROOT / "flexdelegate" / "native" / "ops"
+NATIVE = ROOT / "flexdelegate" / "native"
+OPS_DIR = NATIVE / "kernels" / "ops"
 SELFTEST = Path(__file__).resolve().parent / "ops_selftest.c"
 
 # A definition (not a declaration) of fx_parallel_for: the self-test brings its
@@ -30,11 +31,14 @@ def _find_cc():
 
 def _kernel_sources():
     srcs = []
-    for path in sorted(OPS_DIR.glob("*.c")):
+    # the op kernels and the variant families they call (depthwise conv, sigmoid)
+    kernels = [*OPS_DIR.glob("*.c"), *(NATIVE / "kernels" / "dwconv").glob("*.c"),
+               *(NATIVE / "kernels" / "vsigmoid").glob("*.c")]
+    for path in sorted(kernels):
         if _PARALLEL_FOR_DEF.search(path.read_text(errors="replace")):
             continue
         srcs.append(str(path))
-    return srcs + [str(OPS_DIR.parent / "cpu.c")]  # the CPU probe the variant tables share
+    return srcs + [str(NATIVE / "runtime" / "cpu.c")]  # the CPU probe the variant tables share
 
 
 def test_ops_selftest(tmp_path):
@@ -42,7 +46,7 @@ def test_ops_selftest(tmp_path):
     if cc is None:
         pytest.skip("no C compiler found")
     exe = tmp_path / "ops_selftest"
-    cmd = [cc, "-std=c11", "-O1", "-Wall", "-Werror", "-I", str(OPS_DIR), str(SELFTEST),
+    cmd = [cc, "-std=c11", "-O1", "-Wall", "-Werror", "-I", str(OPS_DIR), "-I", str(NATIVE), str(SELFTEST),
            *_kernel_sources(), "-o", str(exe), "-lm"]
     build = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     assert build.returncode == 0, (

@@ -21,7 +21,7 @@ def stress_exe(tmp_path_factory):
         pytest.skip("no C compiler found")
     exe = tmp_path_factory.mktemp("pool") / "pool_stress"
     cmd = [cc, "-std=gnu11", "-O2", "-Wall", "-Werror", "-pthread", "-I", str(NATIVE), str(STRESS),
-           str(NATIVE / "threadpool.c"), "-o", str(exe)]
+           str(NATIVE / "runtime" / "threadpool.c"), "-o", str(exe)]
     build = subprocess.run(cmd, capture_output=True, text=True)
     assert build.returncode == 0, " ".join(cmd) + "\n" + build.stdout + build.stderr
     return exe

@@ -1,0 +1,280 @@
+/* Execution of IR nodes: translates each node into its kernel call. The same function runs
+ * nodes at invoke and at load-time folding. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "conv/conv.h"
+#include "flex_api.h"
+#include "graph.h"
+#include "runtime/pool.h"
+
+static void conv_geom(fx_graph *g, const fx_node *n, fx_conv_geom *geo);
+
+static fx_tensor *T(fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
+static const float *F(fx_graph *g, int id) { return id >= 0 ? (const float *)g->tensors[id].ptr : NULL; }
+static const void *cdata_of(fx_graph *g, int id) {
+  fx_tensor *t = T(g, id);
+  return t && t->storage == FX_ST_CONST ? t->cdata : NULL;
+}
+
+void fx_node_conv_geom(const fx_graph *g, const fx_node *n, void *geo) { conv_geom((fx_graph *)g, n, geo); }
+
+static void conv_geom(fx_graph *g, const fx_node *n, fx_conv_geom *geo) {
+  const fx_shape *x = &T(g, n->in[0])->shape, *y = &T(g, n->out[0])->shape;
+  memset(geo, 0, sizeof *geo);
+  if (n->n_in > 3 && n->in[3] >= 0) {
+    geo->residual = F(g, n->in[3]);
+    geo->residual_act = n->res_act;
+  }
+  if (n->kind == FX_OP_FC) {
+    const fx_shape *w = &T(g, n->in[1])->shape;
+    geo->m = fx_shape_numel(x) / (size_t)w->d[1];
+    geo->direct = 1;
+    return;
+  }
+  int oh, ow;
+  geo->ih = x->d[1]; geo->iw = x->d[2]; geo->cin = x->d[3];
+  geo->kh = n->p.conv.kh; geo->kw = n->p.conv.kw;
+  geo->stride_h = n->p.conv.stride_h; geo->stride_w = n->p.conv.stride_w;
+  geo->dil_h = n->p.conv.dil_h; geo->dil_w = n->p.conv.dil_w;
+  fx_same_valid(n->p.conv.same, geo->ih, geo->kh, geo->stride_h, geo->dil_h, &oh, &geo->pad_top);
+  fx_same_valid(n->p.conv.same, geo->iw, geo->kw, geo->stride_w, geo->dil_w, &ow, &geo->pad_left);
+  geo->oh = y->d[1]; geo->ow = y->d[2];
+  geo->m = (size_t)y->d[0] * (size_t)oh * (size_t)ow;
+  geo->direct = geo->kh == 1 && geo->kw == 1 && geo->stride_h == 1 && geo->stride_w == 1 &&
+                geo->pad_top == 0 && geo->pad_left == 0;
+}
+
+static fx_window window_of(fx_graph *g, const fx_node *n) {
+  const fx_shape *x = &T(g, n->in[0])->shape;
+  fx_window w = {n->p.conv.stride_h, n->p.conv.stride_w, n->p.conv.dil_h, n->p.conv.dil_w,
+                 n->p.conv.kh, n->p.conv.kw, 0, 0};
+  int o;
+  fx_same_valid(n->p.conv.same, x->d[1], w.kh, w.stride_h, w.dil_h, &o, &w.pad_top);
+  fx_same_valid(n->p.conv.same, x->d[2], w.kw, w.stride_w, w.dil_w, &o, &w.pad_left);
+  return w;
+}
+
+const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store) {
+  if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC) return NULL;
+  if (n->pack) return NULL;
+  const fx_tensor *w = T(g, n->in[1]);
+  const float *wd = cdata_of(g, n->in[1]);
+  const float *bd = n->n_in > 2 ? cdata_of(g, n->in[2]) : NULL;
+  fx_blob *deferred = !wd && w->storage == FX_ST_CONST && w->blob && w->blob->deferred ? w->blob : NULL;
+  if (!wd && !deferred) return "weights are not constant";
+  if (n->n_in > 2 && n->in[2] >= 0 && !bd) return "bias is not constant";
+  int cout = w->shape.d[0];
+  int k = (int)(fx_shape_numel(&w->shape) / (size_t)(cout ? cout : 1));
+  if (bd && (int)fx_shape_numel(&T(g, n->in[2])->shape) != cout) return "bias size != output channels";
+  n->pack = fx_conv_pack_new(store, cout, k, n->wino_tile, wd, deferred, bd);
+  if (!n->pack) return "out of memory packing weights";
+  if (n->kind == FX_OP_CONV && n->wino_rt) { /* Winograd from the same panels */
+    fx_conv_set_winograd_rt(n->pack, n->wino_rt);
+  } else if (n->kind == FX_OP_CONV && !n->wino_tile) { /* or direct, where that measured faster */
+    fx_conv_geom geo;
+    conv_geom(g, n, &geo);
+    fx_conv_set_direct(n->pack, fx_conv_direct_wins(n->pack, &geo));
+  }
+  return NULL;
+}
+
+size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads) {
+  if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) return 0;
+  fx_conv_geom geo;
+  conv_geom((fx_graph *)g, n, &geo);
+  const size_t gemm = fx_conv_scratch_bytes(n->pack, &geo, threads), rt = fx_conv_winograd_rt_scratch_bytes(n->pack, &geo, threads);
+  return rt > gemm ? rt : gemm;
+}
+
+double fx_node_flops(const fx_graph *g, const fx_node *n) {
+  const fx_shape *ys = &g->tensors[n->out[0]].shape;
+  double out = (double)fx_shape_numel(ys);
+  switch (n->kind) {
+    case FX_OP_CONV: case FX_OP_FC: {
+      const fx_shape *w = &g->tensors[n->in[1]].shape;
+      return 2.0 * out * (double)(fx_shape_numel(w) / (size_t)(w->d[0] ? w->d[0] : 1));
+    }
+    case FX_OP_DEPTHWISE: case FX_OP_POOL:
+      return 2.0 * out * n->p.conv.kh * n->p.conv.kw;
+    case FX_OP_TRANSPOSE_CONV: {
+      const fx_shape *f = &g->tensors[n->in[1]].shape, *x = &g->tensors[n->in[2]].shape;
+      return 2.0 * (double)fx_shape_numel(x) * f->d[0] * f->d[1] * f->d[2];
+    }
+    default:
+      return out;
+  }
+}
+
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int kernel,
+                           char *buf, size_t len) {
+  const int direct = kernel == FLEX_KERNEL_DIRECT;
+  if (n->fused) {
+    snprintf(buf, len, "fused %s", n->fused == FX_FUSED_SKIP ? "(skipped)" : "(copy)");
+    return buf;
+  }
+  const char *curve = n->act == FX_ACT_SWISH ? " +swish" : n->act == FX_ACT_SIGMOID ? " +sigmoid"
+                      : n->n_in > 3 && n->in[3] >= 0 ? " +add" : "";
+  if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && pack) {
+    fx_conv_geom geo;
+    conv_geom((fx_graph *)g, n, &geo);
+    if (fx_conv_pack_tile(pack))
+      snprintf(buf, len, "winograd-f%d %s%s", fx_conv_pack_tile(pack), fx_conv_pack_kernel(pack, 0), curve);
+    else if (kernel == FLEX_KERNEL_NODE && fx_conv_pack_winograd_rt(pack)) /* a budget step runs GEMM */
+      snprintf(buf, len, "winograd-f%d-rt %s%s", fx_conv_pack_winograd_rt(pack), fx_conv_pack_kernel(pack, 0), curve);
+    else if (direct || fx_conv_pack_direct(pack))
+      snprintf(buf, len, "direct %s%s", fx_conv_pack_kernel(pack, 1), curve);
+    else
+      snprintf(buf, len, "gemm-%s %s%s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(pack, 0), curve);
+  } else {
+    snprintf(buf, len, "%s%s", fx_op_name(n->kind), curve);
+  }
+  return buf;
+}
+
+int fx_node_repair(fx_node *n) { return n->pack ? fx_conv_pack_repair(n->pack) : 0; }
+
+void fx_node_release(fx_node *n) {
+  fx_conv_pack_free(n->pack);
+  fx_conv_pack_free(n->gemm_pack);
+  n->pack = n->gemm_pack = NULL;
+}
+
+static void cast(const fx_tensor *x, fx_tensor *y) {
+  size_t count = fx_shape_numel(&x->shape);
+  for (size_t i = 0; i < count; i++) {
+    double v;
+    switch (x->dtype) {
+      case FX_F32: v = ((const float *)x->ptr)[i]; break;
+      case FX_I32: v = ((const int32_t *)x->ptr)[i]; break;
+      case FX_I64: v = (double)((const int64_t *)x->ptr)[i]; break;
+      default: v = 0;
+    }
+    switch (y->dtype) {
+      case FX_F32: ((float *)y->ptr)[i] = (float)v; break;
+      case FX_I32: ((int32_t *)y->ptr)[i] = (int32_t)v; break;
+      case FX_I64: ((int64_t *)y->ptr)[i] = (int64_t)v; break;
+    }
+  }
+}
+
+int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_tensor *xt = T(g, n->in[0]), *yt = T(g, n->out[0]);
+  const fx_shape *xs = &xt->shape, *ys = &yt->shape;
+  float *y = (float *)yt->ptr;
+  size_t es = fx_dtype_size(xt->dtype);
+  if (n->fused) { /* the producer's fused activation did the work (fuse.c) */
+    const void *from = T(g, n->fuse_from)->ptr;
+    if (n->fused == FX_FUSED_COPY && from != yt->ptr) memmove(yt->ptr, from, fx_shape_numel(ys) * es);
+    return 0;
+  }
+  switch (n->kind) {
+    case FX_OP_CONV: case FX_OP_FC: {
+      if (fx_conv_pack_check(n->pack)) return -1;
+      fx_conv_geom geo;
+      conv_geom(g, n, &geo);
+      float *scratch = n->scratch >= 0 ? (float *)g->tensors[n->scratch].ptr : NULL;
+      fx_conv_run(pool, n->pack, &geo, F(g, n->in[0]), y, scratch, n->act);
+      return 0;
+    }
+    case FX_OP_DEPTHWISE: {
+      fx_window w = window_of(g, n);
+      fx_depthwise_f32(pool, F(g, n->in[0]), xs, F(g, n->in[1]), n->n_in > 2 ? F(g, n->in[2]) : NULL,
+                       n->p.conv.mult, &w, y, ys, n->act);
+      return 0;
+    }
+    case FX_OP_POOL: {
+      fx_window w = window_of(g, n);
+      fx_pool2d_f32(pool, n->p.conv.is_max, F(g, n->in[0]), xs, &w, y, ys, n->act);
+      return 0;
+    }
+    case FX_OP_TRANSPOSE_CONV: {
+      const fx_tensor *x = T(g, n->in[2]), *f = T(g, n->in[1]);
+      int oh, ow, pt, pl;
+      /* TFLite derives the padding from the output size as if running the forward conv. */
+      fx_same_valid(n->p.conv.same, ys->d[1], f->shape.d[1], n->p.conv.stride_h, 1, &oh, &pt);
+      fx_same_valid(n->p.conv.same, ys->d[2], f->shape.d[2], n->p.conv.stride_w, 1, &ow, &pl);
+      fx_transpose_conv_f32(pool, x->ptr, &x->shape, f->ptr, &f->shape,
+                            n->n_in > 3 ? F(g, n->in[3]) : NULL, n->p.conv.stride_h,
+                            n->p.conv.stride_w, pt, pl, y, ys, n->act);
+      return 0;
+    }
+    case FX_OP_BINARY: {
+      fx_tensor *bt = T(g, n->in[1]);
+      fx_binary_f32(pool, n->p.bin.op, xt->ptr, xs, bt->ptr, &bt->shape, y, ys, n->act);
+      return 0;
+    }
+    case FX_OP_UNARY:
+      fx_unary_f32_pool(pool, n->p.un.kind, n->p.un.alpha, xt->ptr, y, fx_shape_numel(xs));
+      return 0;
+    case FX_OP_MEAN:
+      fx_mean_f32_pool(pool, xt->ptr, xs, (unsigned)n->pads[0], y);
+      return 0;
+    case FX_OP_SOFTMAX: {
+      int cols = xs->d[xs->rank - 1];
+      fx_softmax_f32(xt->ptr, fx_shape_numel(xs) / (size_t)(cols ? cols : 1), cols, n->p.softmax.beta, y);
+      return 0;
+    }
+    case FX_OP_PAD: {
+      const void *value = n->n_in > 2 && n->in[2] >= 0 ? T(g, n->in[2])->ptr : NULL;
+      fx_pad(xt->ptr, xs, n->pads, value, es, y);
+      return 0;
+    }
+    case FX_OP_CONCAT: {
+      const void *ptrs[64];
+      const fx_shape *shapes[64];
+      fx_shape packed[64];
+      if (n->n_in > 64) return -1;
+      for (int i = 0; i < n->n_in; i++) {
+        fx_tensor *t = T(g, n->in[i]);
+        ptrs[i] = t->ptr;
+        if (n->p.concat.pack) { /* the packed axis becomes a size-1 dim of every input */
+          packed[i] = *ys;
+          packed[i].d[n->p.concat.axis] = 1;
+          shapes[i] = &packed[i];
+        } else {
+          shapes[i] = &t->shape;
+        }
+      }
+      fx_concat(n->n_in, ptrs, shapes, n->p.concat.axis, es, y);
+      if (yt->dtype == FX_F32) fx_apply_act(n->act, y, fx_shape_numel(ys));
+      return 0;
+    }
+    case FX_OP_RESHAPE:
+      if (yt->ptr != xt->ptr) memmove(yt->ptr, xt->ptr, fx_shape_numel(xs) * es);
+      return 0;
+    case FX_OP_TRANSPOSE:
+      fx_transpose(xt->ptr, xs, n->perm, es, y);
+      return 0;
+    case FX_OP_STRIDED_SLICE:
+      fx_strided_slice(xt->ptr, xs, &n->slice, es, y);
+      return 0;
+    case FX_OP_RESIZE_BILINEAR:
+      fx_resize_bilinear_f32(xt->ptr, xs, y, ys, n->p.resize.align_corners, n->p.resize.half_pixel);
+      return 0;
+    case FX_OP_RESIZE_NEAREST:
+      fx_resize_nearest_f32(xt->ptr, xs, y, ys, n->p.resize.align_corners, n->p.resize.half_pixel);
+      return 0;
+    case FX_OP_DEPTH_TO_SPACE:
+      fx_depth_to_space(xt->ptr, xs, n->p.block.block, es, y);
+      return 0;
+    case FX_OP_SPACE_TO_DEPTH:
+      fx_space_to_depth(xt->ptr, xs, n->p.block.block, es, y);
+      return 0;
+    case FX_OP_GATHER: {
+      fx_tensor *it = T(g, n->in[1]);
+      return fx_gather(xt->ptr, xs, it->ptr, it->dtype == FX_I64, &it->shape, n->p.gather.axis,
+                       n->p.gather.batch_dims, es, y);
+    }
+    case FX_OP_SHAPE:
+      for (int i = 0; i < xs->rank; i++) {
+        if (yt->dtype == FX_I64) ((int64_t *)yt->ptr)[i] = xs->d[i];
+        else ((int32_t *)yt->ptr)[i] = xs->d[i];
+      }
+      return 0;
+    case FX_OP_CAST:
+      cast(xt, yt);
+      return 0;
+  }
+  return -1;
+}

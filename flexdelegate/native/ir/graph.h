@@ -1,0 +1,175 @@
+/* Partition IR: what the runtime executes, free of TfLite types. The TfLite glue
+ * (tfl_*.c) translates nodes into fx_node; folding, shape inference and execution work
+ * on this IR only, so one code path serves load-time folding and invoke. */
+#ifndef FLEX_GRAPH_H
+#define FLEX_GRAPH_H
+#include "kernels/ops/ops.h"
+
+/* Element types: TfLiteType values for the ones we handle. */
+enum fx_dtype { FX_F32 = 1, FX_I32 = 2, FX_U8 = 3, FX_I64 = 4, FX_BOOL = 6, FX_I16 = 7,
+                FX_I8 = 9, FX_F16 = 10 };
+size_t fx_dtype_size(int dtype);
+
+/* A fold computed on first use: DEQUANTIZE of a model constant. Packed weights derived from
+ * it are keyed by its source bytes and parameters, not its value, so a warm load, which finds
+ * them in the cache, never computes it (no float32 copy of an fp16/int8 model in memory). */
+typedef struct {
+  void (*make)(const void *params, const void *src, void *dst); /* cannot fail */
+  const void *src;   /* the model bytes it reads (live as long as the interpreter) */
+  size_t src_len;
+  void *params;      /* owned; hashed with src into derived keys */
+  size_t params_len;
+} fx_fold_recipe;
+
+/* A refcounted immutable buffer: folded constants (dequantized / densified weights,
+ * static shape values) and packed weights. Data is 64-byte aligned. */
+typedef struct fx_blob {
+  int refs;
+  int shape_dependent; /* derived from a SHAPE: re-evaluated when input shapes change */
+  int dtype;
+  fx_shape shape;
+  size_t bytes;
+  void *data;              /* NULL until a deferred blob is first used: read it with fx_blob_data */
+  fx_fold_recipe *deferred; /* how to compute it, or NULL */
+} fx_blob;
+fx_blob *fx_blob_new(int dtype, const fx_shape *shape);  /* zero-filled; NULL on OOM */
+/* A blob computed by `recipe` (taken over, also on failure) when first read. */
+fx_blob *fx_blob_new_deferred(int dtype, const fx_shape *shape, fx_fold_recipe *recipe);
+/* The blob's data, computing a deferred one now; NULL on OOM. */
+void *fx_blob_data(fx_blob *b);
+/* A deferred blob's value in a fresh buffer the caller frees, the blob left as it is (packing
+ * needs the value once, not for the blob's lifetime); NULL on OOM. */
+void *fx_blob_compute(const fx_blob *b);
+fx_blob *fx_blob_ref(fx_blob *b);
+void fx_blob_unref(fx_blob *b);
+
+enum fx_storage {
+  FX_ST_CONST,    /* read-only data outside the arena (model mmap or a blob) */
+  FX_ST_EXTERNAL, /* owned by TFLite: partition inputs and outputs */
+  FX_ST_ARENA,    /* internal to the partition: lives at `offset` in the arena */
+};
+
+typedef struct {
+  int tfl;          /* TfLite tensor index, or -1 for partition scratch */
+  int dtype;
+  fx_shape shape;
+  int storage;
+  const void *cdata; /* FX_ST_CONST */
+  fx_blob *blob;     /* FX_ST_CONST from a blob (one reference held) */
+  size_t offset;     /* FX_ST_ARENA */
+  void *ptr;         /* resolved data pointer for the current invoke */
+} fx_tensor;
+
+enum fx_opkind {
+  FX_OP_CONV, FX_OP_DEPTHWISE, FX_OP_FC, FX_OP_TRANSPOSE_CONV,
+  FX_OP_BINARY, FX_OP_UNARY, FX_OP_POOL, FX_OP_MEAN, FX_OP_SOFTMAX,
+  FX_OP_PAD, FX_OP_CONCAT, FX_OP_RESHAPE, FX_OP_TRANSPOSE, FX_OP_STRIDED_SLICE,
+  FX_OP_RESIZE_BILINEAR, FX_OP_RESIZE_NEAREST, FX_OP_DEPTH_TO_SPACE, FX_OP_SPACE_TO_DEPTH,
+  FX_OP_GATHER, FX_OP_SHAPE, FX_OP_CAST,
+  FX_OP_COUNT
+};
+const char *fx_op_name(int kind);
+
+struct fx_conv_pack;    /* conv/conv.c */
+
+typedef struct {
+  int kind;
+  int tfl_node;       /* node index in the TFLite graph (for logs and stats) */
+  int tfl_builtin;    /* its TFLite builtin code */
+  int n_in, n_out;
+  int *in, *out;      /* local tensor ids; -1 = optional input absent */
+  int act;            /* fused activation (enum fx_act) */
+  int at_prepare;     /* computes a shape-derived value: runs at prepare, not at invoke */
+  double flops;       /* per run, for the current shapes (set at prepare) */
+  uint64_t prof_ns, prof_runs; /* accumulated when profiling */
+  union {
+    /* conv, depthwise, pool (is_max), transpose conv */
+    struct { int same, stride_h, stride_w, dil_h, dil_w, mult, kh, kw, is_max; } conv;
+    struct { int op; } bin;
+    struct { int kind; float alpha; } un;
+    struct { int keep_num_dims; } fc;
+    struct { int keep_dims; } mean;
+    struct { float beta; } softmax;
+    struct { int axis, pack; } concat;                  /* pack: inputs gain a new dim at axis */
+    struct { int axis, batch_dims; } gather;
+    struct { int align_corners, half_pixel; } resize;
+    struct { int block; } block;
+    struct { int begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask, offset; } ss;
+    struct { int out_type; } shape;
+    struct { int n_dims; int dims[FX_MAX_RANK]; int squeeze; unsigned squeeze_mask; } reshape;
+  } p;
+  /* Filled at prepare/init by the kernels that need them. */
+  struct fx_conv_pack *pack;   /* packed weights for conv / fc */
+  struct fx_conv_pack *gemm_pack; /* a Winograd conv's im2col GEMM form: packed only under a
+                                     budget (the plan may run it instead), else NULL */
+  int scratch;                 /* local tensor id of per-node scratch, or -1 */
+  fx_slice_plan slice;         /* strided slice, resolved at shape inference */
+  int perm[FX_MAX_RANK];       /* transpose permutation, resolved at shape inference */
+  int pads[2 * FX_MAX_RANK];   /* pad amounts, resolved at shape inference */
+  /* Set at init by fx_fuse_node (fuse.c) when a producer took this node's work into its
+   * fused activation: FX_FUSED_SKIP, nothing to do (nobody reads the output); FX_FUSED_COPY,
+   * the output equals tensor fuse_from (a copy, or nothing when they share a buffer). */
+  int fused, fuse_from;
+  int wino_tile;               /* set by fx_choose_winograd: 4 or 6 packs Winograd weights */
+  int wino_rt;                 /* or 4 / 6: Winograd from the GEMM panels, transformed per run */
+  /* A conv that took the following residual ADD (fx_fuse_node) has a 4th input, in[3], and
+   * computes res_act(act(conv) + in[3]); the ADD copies (or aliases) the conv's output. */
+  int res_act;
+} fx_node;
+
+enum { FX_FUSED_NONE = 0, FX_FUSED_SKIP, FX_FUSED_COPY };
+
+typedef struct {
+  int n_tensors, n_nodes;
+  fx_tensor *tensors;
+  fx_node *nodes;
+  int cap_tensors, cap_nodes;
+} fx_graph;
+
+int fx_graph_add_tensor(fx_graph *g, const fx_tensor *t);  /* returns id or -1 */
+fx_node *fx_graph_add_node(fx_graph *g, int kind, int n_in, int n_out);
+void fx_graph_free(fx_graph *g);
+
+/* If n is a conv / FC / depthwise whose output feeds only LOGISTIC (and MUL by itself), turns
+ * that tail into n's activation (FX_ACT_SIGMOID / FX_ACT_SWISH) and marks the tail fused;
+ * if n is a conv whose output feeds only an ADD of an equal-shaped tensor computed earlier,
+ * n adds it (in[3], res_act) and the ADD is marked fused. Called once per node at init, in
+ * node order, after partition inputs/outputs are marked. Returns -1 when out of memory. */
+int fx_fuse_node(fx_graph *g, fx_node *n);
+
+/* Which stride-1 3x3 convs pack Winograd weights (wino_tile), for the `winograd` option:
+ * AUTO spends a share of the partition's weight bytes on the layers that gain most per byte
+ * (conv/choose.c) and runs the others' Winograd from their plain weights where that wins
+ * (wino_rt), ALL packs every layer where Winograd is faster, OFF none. Called once at init,
+ * before weights are packed. Returns -1 when out of memory. */
+enum { FX_WINO_AUTO = 0, FX_WINO_ALL, FX_WINO_OFF };
+int fx_choose_winograd(fx_graph *g, int mode);
+
+/* Output shapes (and per-node resolved plans) from input shapes and constant inputs.
+ * Returns NULL on success or a static message naming why the node cannot run. */
+const char *fx_infer_node(fx_graph *g, fx_node *n);
+
+/* Weight packing for conv/fc at init (constant weights), through the weight store (cache
+ * file or memory); NULL ok else message. */
+struct fx_store;
+const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store);
+/* Repacks weights whose cache mapping was truncated under us: 1 repaired, 0 fine, -1 OOM. */
+int fx_node_repair(fx_node *n);
+/* Scratch bytes a node needs for `threads` workers (0 if none). */
+size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads);
+
+/* Runs one node; tensors' ptr must be resolved. Returns 0, or -1 on a runtime data error
+ * (e.g. a GATHER index out of range). */
+int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool);
+void fx_node_release(fx_node *n);
+/* The GEMM geometry of a conv/fc node for the current shapes (conv/conv.h's fx_conv_geom). */
+void fx_node_conv_geom(const fx_graph *g, const fx_node *n, void *geo);
+/* Floating-point operations of one run (multiply-add = 2) for the current shapes. */
+double fx_node_flops(const fx_graph *g, const fx_node *n);
+/* What runs the node, e.g. "gemm-im2col f32-gemm-8x32-avx512f", "depthwise"; pack: the packed
+ * weights it runs with (n->pack, or the form a budget plan chose); kernel: the FLEX_KERNEL_*
+ * a budget plan runs them with (FLEX_KERNEL_NODE: no plan, the node's own choice). */
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int kernel,
+                           char *buf, size_t len);
+
+#endif

@@ -1,0 +1,482 @@
+/* TfLite glue, part 4: one partition kernel (init / prepare / invoke / free). Init builds
+ * the IR and packs weights; prepare infers shapes, resizes partition outputs and plans the
+ * arena; invoke only resolves pointers and runs kernels (no allocation). */
+#include <stdlib.h>
+#include <string.h>
+#include "plan/greedy.h"
+#include "plan/budget.h"
+#include "store/sigbus.h"
+#include "runtime/clock.h"
+#include "delegate.h"
+#include "flex_api.h"
+
+typedef struct fx_partition {
+  fx_delegate *d;
+  const void *sg_ctx; /* the subgraph it is registered in, found by context: a pointer into
+                       * d->subgraphs would dangle once another subgraph grows that array */
+  fx_graph g;
+  /* Partition outputs whose value is known before invoke (folded): TFLite index, local id
+   * (-1 if no node here reads it) and the load-time blob, copied out at every invoke. */
+  int *outputs_static, *outputs_static_local;
+  fx_blob **static_blobs;
+  int n_static;
+  fx_arena_buf *bufs;  /* one per tensor (size 0 if not in the arena) */
+  void *arena;
+  size_t arena_size;
+  fx_pool *pool;
+  fx_budget_plan budget; /* when the delegate runs under a memory budget */
+} fx_partition;
+
+static void unregister(fx_partition *p) {
+  fx_subgraph *sg = p->sg_ctx ? fx_find_subgraph(p->d, p->sg_ctx) : NULL;
+  for (int i = 0; sg && i < sg->n_parts; i++)
+    if (sg->parts[i] == p) sg->parts[i] = sg->parts[--sg->n_parts];
+}
+
+static void partition_free(TfLiteContext *ctx, void *buffer) {
+  (void)ctx;
+  fx_partition *p = buffer;
+  if (!p) return;
+  fx_delegate *d = p->d;
+  if (d) pthread_mutex_lock(&d->state_lock);
+  unregister(p);
+  fx_budget_plan_free(&p->budget);
+  fx_graph_free(&p->g);
+  for (int i = 0; i < p->n_static; i++) fx_blob_unref(p->static_blobs[i]);
+  free(p->static_blobs);
+  free(p->outputs_static);
+  free(p->outputs_static_local);
+  free(p->bufs);
+  free(p->arena);
+  free(p);
+  if (d) {
+    pthread_mutex_unlock(&d->state_lock);
+    fx_delegate_unref(d); /* may be the last reference: the runtime destroyed it already */
+  }
+}
+
+/* 0: runs at invoke; 1: folded at load (constant); 2: folded but shape-derived, so it is
+ * re-evaluated at every prepare (input shapes may change without a new delegate Prepare). */
+static int folded_kind(const fx_subgraph *sg, const TfLiteNode *node) {
+  int kind = 1;
+  for (int i = 0; i < node->outputs->size; i++) {
+    int o = node->outputs->data[i];
+    if (o < 0 || o >= sg->n_tensors || !sg->statics[o]) return 0;
+    if (sg->statics[o]->shape_dependent) kind = 2;
+  }
+  return kind;
+}
+
+static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t length) {
+  (void)length;
+  const TfLiteDelegateParams *params = (const TfLiteDelegateParams *)buffer;
+  fx_delegate *d = params->delegate->data_;
+  fx_subgraph *sg = fx_find_subgraph(d, ctx);
+  fx_partition *p = calloc(1, sizeof *p);
+  int *local = malloc(sizeof(int) * (ctx->tensors_size ? ctx->tensors_size : 1));
+  const int n_out = params->output_tensors->size;
+  if (p) {
+    p->outputs_static = calloc((size_t)(n_out ? n_out : 1), sizeof(int));
+    p->outputs_static_local = calloc((size_t)(n_out ? n_out : 1), sizeof(int));
+    p->static_blobs = calloc((size_t)(n_out ? n_out : 1), sizeof(fx_blob *));
+  }
+  if (!sg || !p || !local || !p->outputs_static || !p->outputs_static_local || !p->static_blobs) goto fail;
+  memset(local, -1, sizeof(int) * ctx->tensors_size);
+  p->d = fx_delegate_ref(d);
+  fx_translate tr = {ctx, sg, local, NULL, 1};
+  int folded = 0;
+  for (int i = 0; i < params->nodes_to_replace->size; i++) {
+    int idx = params->nodes_to_replace->data[i];
+    TfLiteNode *node;
+    TfLiteRegistration *reg;
+    if (ctx->GetNodeAndRegistration(ctx, idx, &node, &reg) != kTfLiteOk) goto fail;
+    int fk = folded_kind(sg, node);
+    if (fk == 1) { folded++; continue; }
+    const char *why = fx_translate_node(&tr, &p->g, idx, node, reg);
+    if (why) {
+      ctx->ReportError(ctx, "flexdelegate: node %d (%s): %s", idx, fx_builtin_name(reg->builtin_code), why);
+      goto fail;
+    }
+    p->g.nodes[p->g.n_nodes - 1].at_prepare = fk == 2;
+  }
+  for (int i = 0; i < params->input_tensors->size; i++) {
+    int t = params->input_tensors->data[i];
+    if (t >= 0 && local[t] >= 0 && p->g.tensors[local[t]].storage == FX_ST_ARENA)
+      p->g.tensors[local[t]].storage = FX_ST_EXTERNAL;
+  }
+  for (int i = 0; i < n_out; i++) {
+    int t = params->output_tensors->data[i];
+    if (t < 0) continue;
+    if (sg->statics[t]) {
+      if (!fx_blob_data(sg->statics[t])) goto fail; /* copied out at every invoke: a value now */
+      p->outputs_static[p->n_static] = t;
+      p->outputs_static_local[p->n_static] = local[t];
+      p->static_blobs[p->n_static++] = fx_blob_ref(sg->statics[t]);
+    } else if (local[t] >= 0) {
+      p->g.tensors[local[t]].storage = FX_ST_EXTERNAL;
+    }
+  }
+  if (fx_choose_winograd(&p->g, d->opts.winograd)) goto fail;
+  for (int i = 0; i < p->g.n_nodes; i++) {
+    /* partition inputs/outputs are marked by now */
+    const char *why = fx_fuse_node(&p->g, &p->g.nodes[i]) ? "out of memory" : NULL;
+    if (!why) why = fx_prepare_node_weights(&p->g, &p->g.nodes[i], d->store);
+    if (why) {
+      ctx->ReportError(ctx, "flexdelegate: node %d: %s", p->g.nodes[i].tfl_node, why);
+      goto fail;
+    }
+  }
+  fx_partition **parts = realloc(sg->parts, sizeof *parts * (size_t)(sg->n_parts + 1));
+  if (!parts) goto fail;
+  sg->parts = parts;
+  sg->parts[sg->n_parts++] = p;
+  p->sg_ctx = sg->ctx;
+  sg->partitions++;
+  fx_log(FX_LOG_PARTITION, "partition %d: %d nodes (%d folded at load), %d inputs, %d outputs",
+         sg->partitions - 1, params->nodes_to_replace->size, folded, params->input_tensors->size, n_out);
+  free(local);
+  return p;
+fail:
+  free(local);
+  partition_free(ctx, p);
+  return NULL;
+}
+
+/* Recomputes a shape-derived value for the shapes just inferred (inputs are constants, or
+ * for SHAPE only the input's shape matters). */
+static const char *eval_at_prepare(fx_graph *g, fx_node *n) {
+  for (int i = 0; i < n->n_in; i++)
+    if (n->in[i] >= 0) g->tensors[n->in[i]].ptr = (void *)g->tensors[n->in[i]].cdata;
+  fx_tensor *y = &g->tensors[n->out[0]];
+  fx_blob *b = fx_blob_new(y->dtype, &y->shape);
+  if (!b) return "out of memory";
+  b->shape_dependent = 1;
+  y->ptr = b->data;
+  if (fx_run_node(g, n, NULL)) {
+    fx_blob_unref(b);
+    return "invalid shape computation";
+  }
+  fx_blob_unref(y->blob);
+  y->blob = b;
+  y->cdata = b->data;
+  return NULL;
+}
+
+/* Element-wise ops may write their output over an input that dies at that node (same size,
+ * not broadcast): the residual ADDs of ResNets then need no third buffer. alias[t] = the
+ * tensor whose buffer t shares (-1: its own); that buffer's lifetime grows to cover t's. */
+static int in_place_ok(const fx_graph *g, const fx_node *n, int k) {
+  const fx_tensor *x = &g->tensors[n->in[k]], *y = &g->tensors[n->out[0]];
+  if (fx_dtype_size(x->dtype) != fx_dtype_size(y->dtype)) return 0;
+  switch (n->kind) {
+    case FX_OP_BINARY: /* the aliased side must not be broadcast */
+      return fx_shape_equal(&x->shape, &y->shape);
+    case FX_OP_UNARY: case FX_OP_RESHAPE: case FX_OP_CAST:
+      return k == 0 && fx_shape_numel(&x->shape) == fx_shape_numel(&y->shape);
+    default:
+      return 0;
+  }
+}
+
+static void plan_in_place(const fx_graph *g, fx_arena_buf *bufs, int *alias) {
+  for (int i = 0; i < g->n_tensors; i++) alias[i] = -1;
+  for (int i = 0; i < g->n_nodes; i++) {
+    const fx_node *n = &g->nodes[i];
+    int out = n->out[0];
+    if (n->at_prepare || g->tensors[out].storage != FX_ST_ARENA) continue;
+    for (int k = 0; k < n->n_in && k < 2; k++) {
+      int in = n->in[k];
+      if (in < 0 || g->tensors[in].storage != FX_ST_ARENA || !in_place_ok(g, n, k)) continue;
+      int root = alias[in] >= 0 ? alias[in] : in;
+      if (bufs[root].last != i || (k == 1 && n->in[0] == in)) continue; /* still read later */
+      bufs[root].last = bufs[out].last;
+      alias[out] = root;
+      bufs[out] = (fx_arena_buf){0, 0, 0, 0};
+      break;
+    }
+  }
+}
+
+static int shape_equals_dims(const fx_shape *s, const TfLiteIntArray *dims) {
+  if (!dims || dims->size != s->rank) return 0;
+  for (int i = 0; i < s->rank; i++)
+    if (dims->data[i] != s->d[i]) return 0;
+  return 1;
+}
+
+/* Gives TFLite tensor t shape s (a partition output); 0 ok, -1 failed. */
+static int resize_output(TfLiteContext *ctx, int t, const fx_shape *s) {
+  if (shape_equals_dims(s, ctx->tensors[t].dims)) return 0;
+  TfLiteIntArray *dims = malloc(sizeof(TfLiteIntArray) + sizeof(int) * (size_t)s->rank);
+  if (!dims) return -1;
+  dims->size = s->rank;
+  memcpy(dims->data, s->d, sizeof(int) * (size_t)s->rank);
+  return ctx->ResizeTensor(ctx, &ctx->tensors[t], dims) == kTfLiteOk ? 0 : -1;
+}
+
+/* The value of static partition output i: re-evaluated at prepare if shape-derived. */
+static const fx_blob *static_output(const fx_partition *p, int i) {
+  const int id = p->outputs_static_local[i];
+  return id >= 0 && p->g.tensors[id].blob ? p->g.tensors[id].blob : p->static_blobs[i];
+}
+
+/* The arena is exactly the plan's size: a smaller budget must give memory back, not keep it. */
+static int resize_arena(fx_partition *p, size_t bytes) {
+  if (bytes == p->arena_size && p->arena) return 0;
+  free(p->arena);
+  p->arena = aligned_alloc(FX_ARENA_ALIGN, (bytes + FX_ARENA_ALIGN - 1) / FX_ARENA_ALIGN * FX_ARENA_ALIGN + FX_ARENA_ALIGN);
+  p->arena_size = p->arena ? bytes : 0;
+  return p->arena ? 0 : -1;
+}
+
+/* Under a budget the planner lays out the whole arena (activations, weight slots, scratch). */
+static const char *plan_budget(fx_partition *p, int threads, char *msg, size_t msg_len) {
+  fx_budget_plan_free(&p->budget);
+  size_t budget = fx_budget_bytes(p->d->opts.budget_mb);
+  const char *why = fx_budget_plan_make(&p->g, threads, budget, p->d->store, &p->budget, msg, msg_len);
+  if (!why && resize_arena(p, p->budget.arena_bytes)) why = "out of memory for the arena";
+  if (!why) why = fx_budget_plan_start(&p->budget, p->arena);
+  if (why) {
+    fx_budget_plan_free(&p->budget);
+    return why;
+  }
+  fx_log(FX_LOG_PLAN, "partition under budget %.2f MB: arena %zu bytes, %d steps (min budget %.2f MB)",
+         p->d->opts.budget_mb, p->budget.arena_bytes, p->budget.n_steps, p->budget.min_budget_bytes / 1048576.0);
+  return NULL;
+}
+
+/* Without a budget: scratch joins the tensors, the greedy planner packs them by lifetime.
+ * Sets p->bufs; *need is the arena it takes. */
+static const char *layout_unlimited(fx_partition *p, int threads, size_t *need) {
+  fx_graph *g = &p->g;
+  /* Scratch tensors (im2col tiles) join the arena with a one-node lifetime. */
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    size_t bytes = fx_node_scratch_bytes(g, n, threads);
+    if (!bytes) continue;
+    if (n->scratch < 0) {
+      fx_tensor sc = {.tfl = -1, .dtype = FX_F32, .storage = FX_ST_ARENA};
+      if ((n->scratch = fx_graph_add_tensor(g, &sc)) < 0) return "out of memory";
+    }
+    g->tensors[n->scratch].shape = (fx_shape){1, {(int)((bytes + 3) / 4)}};
+  }
+  free(p->bufs);
+  p->bufs = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof(fx_arena_buf));
+  if (!p->bufs) return "out of memory";
+  for (int i = 0; i < g->n_tensors; i++) p->bufs[i] = (fx_arena_buf){0, -1, -1, 0};
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    for (int k = -1; k < n->n_in + n->n_out; k++) {
+      int id = k < 0 ? n->scratch : k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+      if (id < 0 || g->tensors[id].storage != FX_ST_ARENA) continue;
+      fx_arena_buf *b = &p->bufs[id];
+      if (b->first < 0) b->first = i;
+      b->last = i;
+      b->size = fx_shape_numel(&g->tensors[id].shape) * fx_dtype_size(g->tensors[id].dtype);
+    }
+  }
+  for (int i = 0; i < g->n_tensors; i++)
+    if (p->bufs[i].first < 0) p->bufs[i] = (fx_arena_buf){0, 0, 0, 0};
+  int *alias = malloc(sizeof(int) * (size_t)(g->n_tensors ? g->n_tensors : 1));
+  if (!alias) return "out of memory";
+  plan_in_place(g, p->bufs, alias);
+  *need = fx_arena_plan_greedy(p->bufs, g->n_tensors);
+  for (int i = 0; i < g->n_tensors; i++)
+    if (alias[i] >= 0) p->bufs[i].offset = p->bufs[alias[i]].offset;
+  free(alias);
+  return *need == (size_t)-1 ? "arena planning failed" : NULL;
+}
+
+static const char *start_unlimited(fx_partition *p, int threads, size_t need) {
+  fx_budget_plan_free(&p->budget);
+  if (resize_arena(p, need)) return "out of memory for the arena";
+  fx_log(FX_LOG_PLAN, "partition arena: %zu bytes for %d tensors, %d threads", need, p->g.n_tensors, threads);
+  return NULL;
+}
+
+/* A budget that holds the unlimited plan (arena, every weight resident) runs it unchanged:
+ * nothing to stream, and the same speed as no budget at all. */
+static const char *plan_memory(fx_partition *p, int threads, char *msg, size_t msg_len) {
+  size_t need;
+  const char *why = layout_unlimited(p, threads, &need);
+  if (why) return why;
+  if (p->d->opts.budget_mb <= 0) return start_unlimited(p, threads, need);
+  size_t budget = fx_budget_bytes(p->d->opts.budget_mb), extra = fx_budget_unlimited_extra(&p->g);
+  if (need + extra > budget) return plan_budget(p, threads, msg, msg_len);
+  fx_log(FX_LOG_PLAN, "budget %.2f MB holds the unlimited plan (arena %zu + weights and reserve %zu bytes)",
+         p->d->opts.budget_mb, need, extra);
+  return start_unlimited(p, threads, need);
+}
+
+int fx_partition_add_gemm_forms(fx_partition *p) { return fx_budget_add_gemm_forms(&p->g, p->d->store); }
+
+void fx_partition_budget(const fx_partition *p, size_t *arena, size_t *min_budget, int *steps) {
+  *arena = p->budget.exec ? p->budget.arena_bytes : p->arena_size;
+  *min_budget = p->budget.min_budget_bytes;
+  *steps = p->budget.exec ? p->budget.n_steps : p->g.n_nodes;
+}
+
+const char *fx_partition_replan(struct fx_partition *p, char *msg, size_t msg_len) {
+  return plan_memory(p, fx_pool_threads(p->pool), msg, msg_len);
+}
+
+static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p);
+
+static TfLiteStatus partition_prepare(TfLiteContext *ctx, TfLiteNode *node) {
+  fx_partition *p = node->user_data;
+  if (!p) return kTfLiteError;
+  pthread_mutex_lock(&p->d->state_lock); /* its plan is what stats() and set_budget() read */
+  TfLiteStatus status = prepare_locked(ctx, p);
+  pthread_mutex_unlock(&p->d->state_lock);
+  return status;
+}
+
+static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p) {
+  fx_graph *g = &p->g;
+  /* Shapes flow from the partition inputs as TFLite has them now (resize_tensor_input). */
+  for (int i = 0; i < g->n_tensors; i++) {
+    fx_tensor *t = &g->tensors[i];
+    if (t->storage != FX_ST_EXTERNAL) continue;
+    const TfLiteIntArray *dims = ctx->tensors[t->tfl].dims;
+    if (!dims || dims->size > FX_MAX_RANK) return kTfLiteError;
+    t->shape.rank = dims->size;
+    memcpy(t->shape.d, dims->data, sizeof(int) * (size_t)dims->size);
+  }
+  for (int i = 0; i < g->n_nodes; i++) {
+    const char *why = fx_infer_node(g, &g->nodes[i]);
+    if (!why && g->nodes[i].at_prepare) why = eval_at_prepare(g, &g->nodes[i]);
+    g->nodes[i].flops = why ? 0 : fx_node_flops(g, &g->nodes[i]);
+    if (why) {
+      ctx->ReportError(ctx, "flexdelegate: node %d: %s", g->nodes[i].tfl_node, why);
+      return kTfLiteError;
+    }
+  }
+  /* Partition outputs: tell TFLite the shapes we produce, computed or folded at load. */
+  for (int i = 0; i < g->n_nodes; i++) {
+    const fx_tensor *t = &g->tensors[g->nodes[i].out[0]];
+    if (t->storage == FX_ST_EXTERNAL && resize_output(ctx, t->tfl, &t->shape)) return kTfLiteError;
+  }
+  for (int i = 0; i < p->n_static; i++)
+    if (resize_output(ctx, p->outputs_static[i], &static_output(p, i)->shape)) return kTfLiteError;
+  int threads = p->d->opts.num_threads > 0 ? p->d->opts.num_threads
+                : ctx->recommended_num_threads > 0 ? ctx->recommended_num_threads : 1;
+  p->pool = fx_delegate_pool(p->d, threads);
+  if (!p->pool) return kTfLiteError;
+  char msg[512];
+  const char *why = plan_memory(p, threads, msg, sizeof msg);
+  if (why) {
+    ctx->ReportError(ctx, "flexdelegate: %s", why);
+    return kTfLiteError;
+  }
+  return kTfLiteOk;
+}
+
+static TfLiteStatus run_nodes(TfLiteContext *ctx, fx_partition *p) {
+  fx_graph *g = &p->g;
+  const int profile = p->d->opts.profile;
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    if (n->at_prepare) continue;
+    uint64_t t0 = profile ? fx_now_ns() : 0;
+    if (fx_run_node(g, n, p->pool)) {
+      ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data", n->tfl_node,
+                       fx_op_name(n->kind));
+      return kTfLiteError;
+    }
+    if (profile) {
+      n->prof_ns += fx_now_ns() - t0;
+      n->prof_runs++;
+    }
+  }
+  return kTfLiteOk;
+}
+
+int fx_partition_n_ops(const fx_partition *p) { return p->g.n_nodes; }
+
+void fx_partition_op(const fx_partition *p, int i, fx_op_report *out) {
+  const fx_node *n = &p->g.nodes[i];
+  out->node = n->tfl_node;
+  out->builtin = n->tfl_builtin;
+  int kernel;
+  const struct fx_conv_pack *pack = fx_budget_plan_pack(&p->budget, &p->g, i, &kernel);
+  fx_node_kernel(&p->g, n, pack, kernel, out->kernel, sizeof out->kernel);
+  out->flops = n->flops;
+  out->runs = n->prof_runs;
+  out->time_us = n->prof_runs ? (double)n->prof_ns / 1e3 / (double)n->prof_runs : 0.0;
+  out->slices = fx_budget_plan_slices(&p->budget, i);
+}
+
+static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p);
+
+static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
+  fx_partition *p = node->user_data;
+  fx_graph *g = &p->g;
+  const int log_exec = fx_log_mask & FX_LOG_EXEC;
+  uint64_t t0 = log_exec ? fx_now_ns() : 0;
+  fx_delegate_settle(p->d, 0);
+  /* Held over the whole invoke: set_budget() replaces the plan and arena read here. */
+  pthread_rwlock_rdlock(&p->d->weights_lock);
+  for (int i = 0; i < g->n_tensors; i++) {
+    fx_tensor *t = &g->tensors[i];
+    switch (t->storage) {
+      case FX_ST_EXTERNAL: t->ptr = ctx->tensors[t->tfl].data.raw; break;
+      case FX_ST_ARENA:
+        if (!p->budget.exec) t->ptr = (char *)p->arena + p->bufs[i].offset;
+        else t->ptr = p->budget.tensor_offset[i] == (size_t)-1 ? NULL : (char *)p->arena + p->budget.tensor_offset[i];
+        break;
+      default: t->ptr = (void *)t->cdata;
+    }
+  }
+  fx_pool_set_active(p->pool, 1);
+  TfLiteStatus status = run_partition(ctx, p);
+  fx_pool_set_active(p->pool, 0);
+  pthread_rwlock_unlock(&p->d->weights_lock);
+  if (log_exec)
+    fx_log(FX_LOG_EXEC, "partition %p: %d nodes, %d threads%s, %.1f us%s", (void *)p, g->n_nodes,
+           fx_pool_threads(p->pool), p->budget.exec ? ", budgeted" : "", (fx_now_ns() - t0) / 1e3,
+           status == kTfLiteOk ? "" : " (failed)");
+  return status;
+}
+
+static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p) {
+  fx_graph *g = &p->g;
+  if (p->budget.exec) {
+    if (fx_budget_plan_run(&p->budget, g, p->pool, p->arena, p->d->opts.profile)) {
+      ctx->ReportError(ctx, "flexdelegate: a budgeted run failed (weight streaming or kernel error)");
+      return kTfLiteError;
+    }
+  } else if (run_nodes(ctx, p) != kTfLiteOk) {
+    return kTfLiteError;
+  }
+  /* A cache file truncated under our mapping reads as zeros (see store/sigbus.h): never hand
+   * out results computed from it. Repack what was hit and run again (inputs are untouched). */
+  if (fx_sigbus_any()) {
+    int repaired = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+      int r = fx_node_repair(&g->nodes[i]);
+      if (r < 0) return kTfLiteError;
+      repaired |= r;
+    }
+    if (repaired && run_nodes(ctx, p) != kTfLiteOk) return kTfLiteError;
+  }
+  for (int i = 0; i < p->n_static; i++) {
+    TfLiteTensor *t = &ctx->tensors[p->outputs_static[i]];
+    const fx_blob *b = static_output(p, i);
+    size_t n = b->bytes < t->bytes ? b->bytes : t->bytes;
+    if (t->data.raw) memcpy(t->data.raw, b->data, n);
+  }
+  return kTfLiteOk;
+}
+
+TfLiteRegistration fx_partition_registration(void) {
+  TfLiteRegistration r;
+  memset(&r, 0, sizeof r); /* every field of the largest layout, including later additions */
+  r.init = partition_init;
+  r.free = partition_free;
+  r.prepare = partition_prepare;
+  r.invoke = partition_invoke;
+  r.builtin_code = kTfLiteBuiltinDelegate;
+  r.custom_name = "FlexDelegate";
+  r.version = 1;
+  return r;
+}
