@@ -4,11 +4,11 @@ FLEXDELEGATE_DIRECT=all, and always equal to stock TFLite, unbudgeted and under 
 import pytest
 
 from budgetcheck import heavy_model
-from flexdelegate import _native, load_flex
+from flexdelegate import _native_testing as testing, load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 from opcheck import check, conv_model
 
-GEMM = _native.gemm_kernel_name()
+GEMM = testing.chosen("gemm")
 # conv_direct_table.c has measured rules for the AVX-512 and AVX2 tiles only.
 MEASURED_DIRECT = {"f32-gemm-8x32-avx512f": "direct f32-igemm-8x32-avx512f",
                    "f32-gemm-6x16-avx2": "direct f32-igemm-6x16-avx2"}

@@ -4,7 +4,7 @@
  *
  * Build (see test_ops_selftest.py): cc -std=c11 -O1 -Wall -Werror
  *   -I flexdelegate/native/ops tests/native/ops_selftest.c <every ops .c file> -lm */
-#include "ops.h"
+#include "kernels/ops/ops.h"
 
 #include <float.h>
 #include <math.h>

@@ -6,7 +6,7 @@ import pytest
 from flexdelegate.planner import MB, min_budget, plan, replan, simulate
 from flexdelegate.planner.check import verify
 from flexdelegate.planner.replan import resliced
-from flexdelegate.planner.synthetic import mobilenet_v2, resnet152, vgg19
+from synthetic import mobilenet_v2, resnet152, vgg19
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ from flexdelegate.planner import MB, BudgetError, min_budget, plan, replan, simu
 from flexdelegate.planner.arena import layout
 from flexdelegate.planner.check import verify
 from flexdelegate.planner.slicing import split
-from flexdelegate.planner.synthetic import random_graph
+from synthetic import random_graph
 
 SETTINGS = settings(max_examples=120, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow])
@@ -75,7 +75,7 @@ def test_verify_rejects_broken_plans():
     import copy
 
     from flexdelegate.planner.check import PlanInvalid
-    from flexdelegate.planner.synthetic import vgg19
+    from synthetic import vgg19
     g = vgg19(fuse=True)
     good = plan(g, 60 * MB)
     verify(good, g)

@@ -28,65 +28,8 @@ enum { FLEX_BUDGET_MAX_MB = 10000000 };
  * in [0, FLEX_BUDGET_MAX_MB] (0 = unlimited), else a message. */
 const char *flex_check_budget(double mb);
 
-/* Arena planner (exposed for tests and the Python planner): buffers with byte sizes and
- * [first, last] lifetimes (inclusive node indices) get offsets; returns the arena size.
- * kind 0 = greedy by size, 1 = trivial (back to back). Returns (size_t)-1 on bad input. */
-size_t flex_plan_arena(int kind, int n, const size_t *sizes, const int *first, const int *last,
-                       size_t *offsets);
-
-/* Name of the GEMM microkernel chosen for this CPU, e.g. "f32-gemm-8x32-avx512f". */
-const char *flex_gemm_kernel_name(void);
-/* Name of the i-th microkernel this CPU can run (0 = scalar reference), NULL past the end. */
-const char *flex_gemm_kernel_at(int i);
-/* c[m x n] = clamp(a[m x k] * w[n x k]^T + bias, lo, hi) with the i-th microkernel, packing
- * w as the delegate does (for tests against the scalar reference); then, with res [m x n],
- * c = clamp(c + res, rlo, rhi) (a fused residual ADD). 0 ok, -1 bad args/OOM. */
-int flex_gemm_run(int i, int m, int n, int k, const float *a, const float *w, const float *bias,
-                  float *c, float lo, float hi, const float *res, float rlo, float rhi);
-
 /* The weight cache's 64-bit content hash (cache/FORMAT.md), for the Python cache tools. */
 uint64_t flex_hash64(const void *data, size_t len, uint64_t seed);
-
-/* Depthwise convolution variants (0 = the portable scalar reference): name of the i-th this CPU
- * can run, NULL past the end. flex_dwconv_run runs variant `variant` on x [n,h,w,cin] with
- * filter [kh,kw,cin*mult] and optional bias into y [n,oh,ow,cin*mult] (oh/ow must match TFLite's
- * SAME/VALID sizes), single-threaded, `iters` times; *seconds (if not NULL) gets the fastest.
- * 0 ok, -1 bad arguments or variant unavailable. */
-const char *flex_dwconv_variant_at(int i);
-int flex_dwconv_run(int variant, int n, int h, int w, int cin, int mult, int kh, int kw,
-                    int stride_h, int stride_w, int dil_h, int dil_w, int same, const float *x,
-                    const float *filter, const float *bias, int act, float *y, int oh, int ow,
-                    int iters, double *seconds);
-
-/* Sigmoid / swish variants (0 = the portable scalar reference): name of the i-th this CPU can
- * run, NULL past the end; flex_vsigmoid_run applies variant `variant` to n floats (swish = 1:
- * x * sigmoid(x)). 0 ok, -1 variant unavailable. */
-const char *flex_vsigmoid_variant_at(int i);
-int flex_vsigmoid_run(int variant, const float *x, float *y, size_t n, int swish);
-
-/* Winograd F(tile x tile, 3x3) stride-1 convolution (tile 4 or 6) with GEMM microkernel
- * `variant` (as flex_gemm_kernel_at): packs filter [cout][3][3][cin], then runs x [n,h,w,cin]
- * into y [n,oh,ow,cout] (pad_top/pad_left leading zeros; oh/ow as given) on `threads` threads,
- * `iters` times; *seconds (if not NULL) gets the fastest run. slice_panels > 0 runs it as a
- * budget plan does: slices of that many GEMM panels, each from its own copy of its packed byte
- * range. 0 ok, -1 bad arguments/OOM. */
-int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, int cin, int cout,
-                      int pad_top, int pad_left, int oh, int ow, const float *x,
-                      const float *filter, const float *bias, int act, float *y, int slice_panels,
-                      int from_gemm, int iters, double *seconds);
-
-/* Direct (implicit-GEMM) convolution: name of the IGEMM kernel paired with GEMM kernel i (as
- * flex_gemm_kernel_at; NULL past the end or without one). flex_conv2d_run packs filter
- * [cout][kh][kw][cin] for GEMM kernel `variant` and runs CONV_2D of x [n,h,w,cin] into
- * y [n,oh,ow,cout] (pad_top/pad_left leading zeros; oh/ow as given) as im2col GEMM (algo 0) or
- * direct conv over the same packed weights (algo 1), on `threads` threads, `iters` times;
- * seconds (if not NULL, room for max(iters, 1)) gets each run's time. 0 ok, -1 bad arguments,
- * unsupported or OOM. */
-const char *flex_igemm_kernel_at(int i);
-int flex_conv2d_run(int variant, int algo, int threads, int n, int h, int w, int cin, int cout, int kh, int kw,
-                    int stride_h, int stride_w, int dil_h, int dil_w, int pad_top, int pad_left, int oh, int ow,
-                    const float *x, const float *filter, const float *bias, int act, float *y, int iters,
-                    double *seconds);
 
 /* ---- budget planning: the runtime describes a partition, Python's planner answers ---- */
 /* The ways a layer can run under a budget (flex_kernel_desc.kernel, flex_step_plan.kernel). */

@@ -1,6 +1,5 @@
 #include <stdlib.h>
 #include "greedy.h"
-#include "flex_api.h"
 
 static size_t align_up(size_t v) { return (v + FX_ARENA_ALIGN - 1) / FX_ARENA_ALIGN * FX_ARENA_ALIGN; }
 
@@ -61,19 +60,5 @@ size_t fx_arena_plan_greedy(fx_arena_buf *bufs, int n) {
     if (best + size > total) total = best + size;
   }
   free(order);
-  return total;
-}
-
-size_t flex_plan_arena(int kind, int n, const size_t *sizes, const int *first, const int *last,
-                       size_t *offsets) {
-  if (n < 0 || (n > 0 && (!sizes || !first || !last || !offsets)) || (kind != 0 && kind != 1))
-    return (size_t)-1;
-  fx_arena_buf *bufs = calloc((size_t)(n ? n : 1), sizeof *bufs);
-  if (!bufs) return (size_t)-1;
-  for (int i = 0; i < n; i++) bufs[i] = (fx_arena_buf){sizes[i], first[i], last[i], 0};
-  size_t total = kind == 0 ? fx_arena_plan_greedy(bufs, n) : fx_arena_plan_trivial(bufs, n);
-  if (total != (size_t)-1)
-    for (int i = 0; i < n; i++) offsets[i] = bufs[i].offset;
-  free(bufs);
   return total;
 }

@@ -277,7 +277,7 @@ static const char *layout_unlimited(fx_partition *p, int threads, size_t *need) 
   }
   for (int i = 0; i < g->n_tensors; i++)
     if (p->bufs[i].first < 0) p->bufs[i] = (fx_arena_buf){0, 0, 0, 0};
-  int *alias = malloc(sizeof(int) * (size_t)(g->n_tensors ? g->n_tensors : 1));
+  int *alias = malloc(sizeof(int) * (size_t)(g->n_tensors > 0 ? g->n_tensors : 1));
   if (!alias) return "out of memory";
   plan_in_place(g, p->bufs, alias);
   *need = fx_arena_plan_greedy(p->bufs, g->n_tensors);

@@ -190,8 +190,6 @@ static size_t stats_locked(fx_delegate *d, char *buf, size_t cap) {
   return s.len;
 }
 
-const char *flex_gemm_kernel_name(void) { return fx_gemm_config_get()->name; }
-
 /* Lays out every partition again for d's current budget; the first failure, or NULL. With
  * keep_going the others are still re-planned (restoring the old budget must reach them all). */
 static const char *replan_all(fx_delegate *d, int keep_going, char *msg, size_t msg_len) {

@@ -135,22 +135,11 @@ static fx_isa_menu g_menu = {.by_isa = {[FX_ISA_SCALAR] = &k_ref,
 
 const fx_vsigmoid_config *fx_vsigmoid_config_at(int i) { return fx_isa_at(&g_menu, i); }
 
+const fx_vsigmoid_config *fx_vsigmoid_config_get(void) { return fx_isa_chosen(&g_menu); }
+
 int fx_vsigmoid(const float *x, float *y, size_t n, int swish) {
-  const fx_vsigmoid_config *c = fx_isa_chosen(&g_menu);
+  const fx_vsigmoid_config *c = fx_vsigmoid_config_get();
   if (c == &k_ref) return 0; /* elementwise.c's loop: vectorised by the compiler */
   c->fn(x, y, n, swish);
   return 1;
-}
-
-/* Test entry (flex_api.h): variant i over n floats. */
-const char *flex_vsigmoid_variant_at(int i) {
-  const fx_vsigmoid_config *c = fx_vsigmoid_config_at(i);
-  return c ? c->name : NULL;
-}
-
-int flex_vsigmoid_run(int variant, const float *x, float *y, size_t n, int swish) {
-  const fx_vsigmoid_config *c = fx_vsigmoid_config_at(variant);
-  if (!c) return -1;
-  c->fn(x, y, n, swish);
-  return 0;
 }

@@ -1,6 +1,6 @@
-"""Synthetic graphs with realistic sizes and cost estimates, for tests and benchmarks.
+"""Synthetic graphs with realistic sizes and cost estimates, for the planner tests.
 
-FP32 NHWC. Costs: GEMM 80 GFLOP/s (one Zen 4 core, REFERENCE.md), Winograd F(6,3) 2.6x and
+FP32 NHWC. Costs: GEMM 80 GFLOP/s (one Zen 4 core), Winograd F(6,3) 2.6x and
 F(4,3) 2x faster than im2col on 3x3 s1, direct 0.9x (the runtime's DIRECT_SLOWDOWN: measured
 0.93-1.07x im2col's time where im2col is kept), depthwise 10 GFLOP/s, elementwise and FC
 weight streaming 10/20 GB/s, weight loading from the cache 2 GB/s. Like FlexNN, F(6,3) is offered
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import random
 
-from .graph import Graph, KernelOption, Layer, Tensor
+from flexdelegate.planner.graph import Graph, KernelOption, Layer, Tensor
 
 GEMM_FLOP_US = 80e3
 WINO_SPEEDUP = {6: 2.6, 4: 2.0}
