@@ -52,8 +52,8 @@ static int pack_weights(void *ctx, void *dst) {
 /* Stride-1 3x3 kernel choice, from bench/winograd.py on this project's CPUs (GFLOP/s per
  * shape): with AVX-512 GEMM, im2col wins when an image has under ~8 4x4 tiles (7x7 maps),
  * F(6,3) on big maps of up to 128x128 channels, F(4,3) elsewhere; with slower GEMMs (AVX2,
- * scalar, NEON) Winograd wins everywhere. */
-#define WINO_MIN_TILES4 8
+ * scalar, NEON) Winograd wins everywhere. By the ISA family of the GEMM kernel: */
+static const int k_wino_min_tiles4[FX_ISA_COUNT] = {[FX_ISA_AVX512F] = 8};
 #define WINO6_MIN_TILES 36
 #define WINO6_MAX_CHANNELS2 (128 * 128)
 
@@ -65,9 +65,8 @@ size_t fx_conv_winograd_extra_bytes(int tile, int cin, int cout) {
 }
 
 int fx_conv_fastest_tile(int oh, int ow, int cin, int cout) {
-  const int fast_gemm = fx_gemm_config_get()->nr >= 32;
   long tiles4 = (long)((oh + 3) / 4) * ((ow + 3) / 4), tiles6 = (long)((oh + 5) / 6) * ((ow + 5) / 6);
-  if (fast_gemm && tiles4 < WINO_MIN_TILES4) return 0;
+  if (tiles4 < k_wino_min_tiles4[fx_gemm_config_get()->isa]) return 0;
   return tiles6 >= WINO6_MIN_TILES && (long)cin * cout <= WINO6_MAX_CHANNELS2 ? 6 : 4;
 }
 
@@ -315,6 +314,7 @@ static void conv_task(void *arg, int tid, size_t task) {
 
 int fx_conv_panels(const fx_conv_pack *p) { return (p->n + p->uk->nr - 1) / p->uk->nr; }
 int fx_conv_nr(const fx_conv_pack *p) { return p->uk->nr; }
+int fx_conv_isa(const fx_conv_pack *p) { return p->uk->isa; }
 size_t fx_conv_panel_bytes(const fx_conv_pack *p) {
   if (p->tile) return fx_winograd_panel_floats(p->tile, p->k / 9, p->uk->nr) * sizeof(float);
   return (size_t)p->uk->nr * (size_t)(p->k + 1) * sizeof(float);

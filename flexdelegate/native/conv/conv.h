@@ -55,6 +55,7 @@ void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *
                       size_t m0, size_t m1, size_t tile);
 int fx_conv_panels(const fx_conv_pack *p);
 int fx_conv_nr(const fx_conv_pack *p);
+int fx_conv_isa(const fx_conv_pack *p); /* the ISA family of its GEMM kernel (runtime/cpu.h) */
 size_t fx_conv_panel_bytes(const fx_conv_pack *p);
 size_t fx_conv_row_bytes(const fx_conv_pack *p); /* im2col bytes per output row per thread */
 struct fx_wref;

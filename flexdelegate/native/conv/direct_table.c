@@ -3,8 +3,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include "conv.h"
+#include "runtime/cpu.h"
 
-/* Layers that run direct by default, per GEMM tile width (i.e. ISA), from
+/* Layers that run direct by default, per ISA family of the GEMM kernel, from
  * `python bench/direct_conv.py --rounds 9 [--kernel f32-gemm-6x16-avx2]` (1 thread, medians of
  * alternating runs, direct / im2col time) on this project's AVX-512 machine (Zen 5):
  *   AVX-512 (32 columns): 3x3 s1 at cin 64..256: 0.81-0.97 (ResNet-50 56/28/14 maps:
@@ -16,10 +17,10 @@
  * Scalar and NEON are not measured: never by default. 3x3 s1 layers that take Winograd never
  * get here (their weights are not GEMM panels).
  * FLEXDELEGATE_DIRECT=all runs every supported conv direct, =none none (tests, benches). */
-typedef struct { int nr, min_taps, min_cin, max_cin; } direct_rule;
+typedef struct { int isa, min_taps, min_cin, max_cin; } direct_rule;
 static const direct_rule k_direct_rules[] = {
-    {32, 9, 64, 256}, {32, 49, 1, 64}, /* AVX-512 */
-    {16, 9, 64, 512}, {16, 49, 1, 64}, /* AVX2 */
+    {FX_ISA_AVX512F, 9, 64, 256}, {FX_ISA_AVX512F, 49, 1, 64},
+    {FX_ISA_AVX2, 9, 64, 512}, {FX_ISA_AVX2, 49, 1, 64},
 };
 
 int fx_conv_direct_wins(const fx_conv_pack *p, const fx_conv_geom *g) {
@@ -28,7 +29,7 @@ int fx_conv_direct_wins(const fx_conv_pack *p, const fx_conv_geom *g) {
   if (force && *force) return strcmp(force, "all") == 0;
   for (size_t i = 0; i < sizeof k_direct_rules / sizeof *k_direct_rules; i++) {
     const direct_rule *r = &k_direct_rules[i];
-    if (r->nr == fx_conv_nr(p) && g->kh * g->kw >= r->min_taps && g->cin >= r->min_cin && g->cin <= r->max_cin)
+    if (r->isa == fx_conv_isa(p) && g->kh * g->kw >= r->min_taps && g->cin >= r->min_cin && g->cin <= r->max_cin)
       return 1;
   }
   return 0;

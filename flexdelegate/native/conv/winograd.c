@@ -17,24 +17,6 @@
 #define WG_SCRATCH_BUDGET (512 * 1024)
 #define WG_MAX_BLOCK_TILES 64
 
-static const wg_isa k_generic = {"generic", fx_wg_input_generic, fx_wg_output_generic, fx_wg_filter_row_generic};
-#if defined(__x86_64__)
-static const wg_isa k_avx2 = {"avx2", fx_wg_input_avx2, fx_wg_output_avx2, fx_wg_filter_row_avx2};
-static const wg_isa k_avx512 = {"avx512", fx_wg_input_avx512f, fx_wg_output_avx512f, fx_wg_filter_row_avx512f};
-#endif
-
-/* The transforms run in the ISA of the GEMM kernel (so FLEXDELEGATE_ISA narrows both). */
-const wg_isa *fx_wg_isa_for(const fx_gemm_config *uk) {
-#if defined(__x86_64__)
-  if (strstr(uk->name, "avx512")) return &k_avx512;
-  if (strstr(uk->name, "avx2")) return &k_avx2;
-#else
-  (void)uk;
-#endif
-  return &k_generic;
-}
-
-
 size_t fx_winograd_panel_floats(int tile, int cin, int nr) {
   if (!tile_ok(tile)) return 0;
   const size_t n = (size_t)tile + 2;
@@ -117,7 +99,7 @@ size_t fx_winograd_scratch_bytes(int tile, int cout, int cin, int threads) {
 
 typedef struct {
   const fx_gemm_config *uk;
-  const wg_isa *isa;
+  const fx_wg_transforms *tf;
   fx_wg_geom g;             /* g.cout: the channels this run computes (a slice of panels) */
   const float *packed, *bias, *x; /* packed: the run's first panel; bias, y: at its first channel */
   float *y, *scratch;
@@ -136,7 +118,7 @@ static void wg_block(void *arg, int tid, size_t blk) {
   float *V = j->scratch + (size_t)tid * j->per_thread;
   const size_t vs = point_stride(j->tb, g->cin_pad), ms = point_stride(j->tb, g->cout_pad);
   float *M = V + (size_t)nn * vs;
-  j->isa->input(g, j->x, t0, tb, V, vs);
+  j->tf->input(g, j->x, t0, tb, V, vs);
   /* Panel by panel, point by point: the weights are read in their (panel-major) memory order,
    * one sequential stream, which matters where they outweigh the tiles (7x7 maps). */
   const size_t point = (size_t)nr * (size_t)(cin + 1);
@@ -153,7 +135,7 @@ static void wg_block(void *arg, int tid, size_t blk) {
                g->cin_pad, W, C + (size_t)r * g->cout_pad, g->cout_pad, NULL, &raw);
     }
   }
-  j->isa->output(g, M, ms, t0, tb, j->bias, j->lo, j->hi, j->y);
+  j->tf->output(g, M, ms, t0, tb, j->bias, j->lo, j->hi, j->y);
 }
 
 void fx_winograd_run_panels(const fx_gemm_config *uk, fx_pool *pool, int tile, const float *packed,
@@ -168,7 +150,7 @@ void fx_winograd_run_panels(const fx_gemm_config *uk, fx_pool *pool, int tile, c
   j.tiles = fx_wg_geom_init(&j.g, tile, xs->d, ys->d, cin, c1 - c0, pad_top, pad_left);
   if (j.tiles == 0 || cout <= 0 || cin <= 0) return;
   j.uk = uk;
-  j.isa = fx_wg_isa_for(uk);
+  j.tf = fx_wg_transforms_for(uk);
   j.packed = packed; j.bias = bias ? bias + c0 : NULL; j.x = x; j.y = y + c0; j.scratch = scratch;
   j.panels = (size_t)(pan1 - pan0);
   /* Blocks and the per-thread layout as for all of cout, so any slice fits the scratch that

@@ -22,7 +22,7 @@
 
 typedef struct {
   const fx_gemm_config *uk;
-  const wg_isa *isa;
+  const fx_wg_transforms *tf;
   fx_wg_geom g;
   const float *panels, *bias, *x;
   float *y, *V, *scratch;
@@ -49,7 +49,7 @@ static void rt_input(void *arg, int tid, size_t blk) {
   const rt_job *j = arg;
   const size_t t0 = blk * j->tb;
   const int tb = (int)(j->tiles - t0 < j->tb ? j->tiles - t0 : j->tb);
-  j->isa->input(&j->g, j->x, t0, tb, j->V + t0 * j->g.cin_pad, j->vs);
+  j->tf->input(&j->g, j->x, t0, tb, j->V + t0 * j->g.cin_pad, j->vs);
 }
 
 static void rt_panel(void *arg, int tid, size_t pan) {
@@ -63,7 +63,7 @@ static void rt_panel(void *arg, int tid, size_t pan) {
   const fx_gemm_out raw = fx_gemm_out_clamp(-INFINITY, INFINITY); /* bias and clamp come after */
   for (int p = 0; p < n; p++) memset(U + (size_t)p * point, 0, (size_t)nr * sizeof(float)); /* bias rows */
   for (int i = 0; i < n; i++) {
-    j->isa->filter_row(n, j->G + 3 * i, j->G, cin, nr, w, U, point);
+    j->tf->filter_row(n, j->G + 3 * i, j->G, cin, nr, w, U, point);
     for (int c = 0; c < n; c++) {
       const size_t xi = (size_t)(i * n + c);
       for (size_t r = 0; r < j->tiles; r += (size_t)mr)
@@ -75,7 +75,7 @@ static void rt_panel(void *arg, int tid, size_t pan) {
   fx_wg_geom g = j->g; /* this panel's channels */
   g.cout = (int)nc;
   g.cout_pad = pad16(nr);
-  j->isa->output(&g, M, j->ms, 0, (int)j->tiles, j->bias ? j->bias + n0 : NULL, j->lo, j->hi, j->y + n0);
+  j->tf->output(&g, M, j->ms, 0, (int)j->tiles, j->bias ? j->bias + n0 : NULL, j->lo, j->hi, j->y + n0);
 }
 
 void fx_winograd_rt_run(const fx_gemm_config *uk, fx_pool *pool, int tile, const float *panels, int cout, int cin,
@@ -88,7 +88,7 @@ void fx_winograd_rt_run(const fx_gemm_config *uk, fx_pool *pool, int tile, const
   if (!j.tiles) return;
   const fx_wg_geom *g = &j.g;
   j.uk = uk;
-  j.isa = fx_wg_isa_for(uk);
+  j.tf = fx_wg_transforms_for(uk);
   j.panels = panels; j.bias = bias; j.x = x; j.y = y;
   j.vs = j.tiles * g->cin_pad + 16;
   j.ms = m_stride(j.tiles, uk->nr);

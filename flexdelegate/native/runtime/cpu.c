@@ -2,29 +2,42 @@
 #include <string.h>
 #include "cpu.h"
 
+#if defined(__x86_64__)
+#define FX_X86_HAS(feature) __builtin_cpu_supports(feature)
+#else
+#define FX_X86_HAS(feature) 0
+#endif
+#if defined(__aarch64__)
+#include <sys/auxv.h>
+#define FX_AARCH64 1
+#define FX_AARCH64_HWCAP(bit) ((getauxval(AT_HWCAP) & (bit)) != 0)
+#else
+#define FX_AARCH64 0
+#define FX_AARCH64_HWCAP(bit) 0
+#endif
+
 /* Bit f set: this CPU runs ISA family f. Probed on first use; a racing first caller computes
  * the same bits. */
 static unsigned cpu_isas(void) {
   static unsigned bits;
   if (bits) return bits;
-  unsigned b = 1u << FX_ISA_SCALAR;
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) b |= 1u << FX_ISA_AVX2;
-  if (__builtin_cpu_supports("avx512f")) b |= 1u << FX_ISA_AVX512F;
 #endif
-#if defined(__aarch64__)
-  b |= 1u << FX_ISA_NEON; /* Advanced SIMD is mandatory on AArch64: no probe needed */
-#endif
+  unsigned b = 0;
+#define FX_ISA_PROBE(name, probe) if (probe) b |= 1u << FX_ISA_##name;
+  FX_ISA_FAMILIES(FX_ISA_PROBE)
+#undef FX_ISA_PROBE
   bits = b;
   return b;
 }
 
+int fx_isa_runs(int isa) { return isa >= 0 && isa < FX_ISA_COUNT && (cpu_isas() >> isa & 1u); }
+
 static void fill(fx_isa_menu *m) {
-  const unsigned bits = cpu_isas();
   int n = 0;
   for (int f = 0; f < FX_ISA_COUNT; f++)
-    if (m->by_isa[f] && (bits >> f & 1u)) m->avail[n++] = m->by_isa[f];
+    if (m->by_isa[f] && fx_isa_runs(f)) m->avail[n++] = m->by_isa[f];
   const void *chosen = m->avail[n - 1];
   const char *isa = getenv("FLEXDELEGATE_ISA");
   if (isa && *isa)
@@ -42,4 +55,8 @@ const void *fx_isa_chosen(fx_isa_menu *m) {
 const void *fx_isa_at(fx_isa_menu *m, int i) {
   if (!m->chosen) fill(m);
   return i >= 0 && i < m->count ? m->avail[i] : NULL;
+}
+
+const void *fx_isa_variant(const fx_isa_menu *m, int isa) {
+  return fx_isa_runs(isa) ? m->by_isa[isa] : NULL;
 }

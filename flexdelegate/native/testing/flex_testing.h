@@ -14,7 +14,8 @@
 /* Kernel families with one variant per ISA (kernels/). */
 enum { FLEX_FAMILY_GEMM = 0, FLEX_FAMILY_IGEMM = 1, FLEX_FAMILY_DWCONV = 2, FLEX_FAMILY_VSIGMOID = 3 };
 /* Name of variant i of a family this CPU runs, NULL past the end; i = -1: the one the delegate
- * runs. IGEMM variant i is the direct-conv kernel that reads GEMM variant i's panels. */
+ * runs. Families list their variants by ISA family alike, so IGEMM variant i is the direct-conv
+ * kernel that reads GEMM variant i's panels. */
 const char *flex_variant(int family, int i);
 
 /* c[m x n] = clamp(a[m x k] * w[n x k]^T + bias, lo, hi), w packed as the delegate packs it;

@@ -16,25 +16,10 @@ void fx_tester_time(int iters, double *seconds, void (*run)(void *ctx), void *ct
 }
 
 const char *flex_variant(int family, int i) {
-  switch (family) {
-    case FLEX_FAMILY_GEMM: {
-      const fx_gemm_config *c = i < 0 ? fx_gemm_config_get() : fx_gemm_config_at(i);
-      return c ? c->name : NULL;
-    }
-    case FLEX_FAMILY_IGEMM: {
-      const fx_gemm_config *g = i < 0 ? fx_gemm_config_get() : fx_gemm_config_at(i);
-      const fx_igemm_config *c = g ? fx_igemm_config_for(g) : NULL;
-      return c ? c->name : NULL;
-    }
-    case FLEX_FAMILY_DWCONV: {
-      const fx_dwconv_config *c = i < 0 ? fx_dwconv_config_get() : fx_dwconv_config_at(i);
-      return c ? c->name : NULL;
-    }
-    case FLEX_FAMILY_VSIGMOID: {
-      const fx_vsigmoid_config *c = i < 0 ? fx_vsigmoid_config_get() : fx_vsigmoid_config_at(i);
-      return c ? c->name : NULL;
-    }
-    default:
-      return NULL;
-  }
+  static fx_isa_menu *const families[] = {[FLEX_FAMILY_GEMM] = &fx_gemm_menu, [FLEX_FAMILY_IGEMM] = &fx_igemm_menu,
+                                          [FLEX_FAMILY_DWCONV] = &fx_dwconv_menu,
+                                          [FLEX_FAMILY_VSIGMOID] = &fx_vsigmoid_menu};
+  if (family < 0 || family >= (int)(sizeof families / sizeof *families)) return NULL;
+  const void *v = i < 0 ? fx_isa_chosen(families[family]) : fx_isa_at(families[family], i);
+  return v ? *(const char *const *)v : NULL; /* every variant's first member is its name */
 }

@@ -5,36 +5,27 @@
 #ifndef FLEX_DEPTHWISE_H
 #define FLEX_DEPTHWISE_H
 #include "kernels/ops/ops.h"
+#include "runtime/cpu.h"
 
-typedef void (*fx_dwconv_fn)(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
-                             const float *bias, int mult, const fx_window *w, float *y,
-                             const fx_shape *ys, int act);
+#define FX_DWCONV_ARGS                                                                       \
+  fx_pool *pool, const float *x, const fx_shape *xs, const float *filter, const float *bias, int mult, \
+      const fx_window *w, float *y, const fx_shape *ys, int act
+typedef void (*fx_dwconv_fn)(FX_DWCONV_ARGS);
 
 typedef struct {
   const char *name; /* dtype-op-isa, e.g. "f32-dwconv-avx512f" */
+  int isa;          /* its ISA family (runtime/cpu.h FX_ISA_*) */
   fx_dwconv_fn fn;
 } fx_dwconv_config;
 
+/* The variants of f32-dwconv.inc (dwconv_config.c). */
+extern fx_isa_menu fx_dwconv_menu;
 /* The variant for this CPU, probed once (FLEXDELEGATE_ISA=scalar|avx2|avx512 narrows it). */
 const fx_dwconv_config *fx_dwconv_config_get(void);
 /* Every variant this CPU can run (index 0 = the portable scalar reference); NULL past the end. */
 const fx_dwconv_config *fx_dwconv_config_at(int i);
 
-/* The portable reference (plain C, any target). */
-void fx_depthwise_f32_ref(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
-                          const float *bias, int mult, const fx_window *w, float *y,
-                          const fx_shape *ys, int act);
-#if defined(__x86_64__)
-void fx_depthwise_f32_avx2(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
-                           const float *bias, int mult, const fx_window *w, float *y,
-                           const fx_shape *ys, int act);
-void fx_depthwise_f32_avx512f(fx_pool *pool, const float *x, const fx_shape *xs,
-                              const float *filter, const float *bias, int mult,
-                              const fx_window *w, float *y, const fx_shape *ys, int act);
-#endif
-#if defined(__aarch64__)
-void fx_depthwise_f32_neon(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
-                           const float *bias, int mult, const fx_window *w, float *y,
-                           const fx_shape *ys, int act);
-#endif
+#define FX_UKERNEL(isa, name, fn) void fn(FX_DWCONV_ARGS);
+#include "f32-dwconv.inc"
+#undef FX_UKERNEL
 #endif

@@ -2,8 +2,8 @@
  * oc = ic * mult + m, dilated taps, out-of-bounds taps skipped, bias added
  * after the tap sum, fused activation.
  *
- * fx_depthwise_f32 runs the variant chosen once for this CPU (dwconv_config.c); the
- * portable code below is the scalar reference every SIMD variant is tested against. */
+ * The portable variant: the reference every SIMD variant is tested against (fx_depthwise_f32
+ * runs the variant chosen once for this CPU, dwconv_config.c). */
 #include "dwconv.h"
 
 typedef struct {
@@ -75,9 +75,7 @@ static void dw_rows(void *vctx, size_t begin, size_t end) {
   }
 }
 
-void fx_depthwise_f32_ref(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
-                          const float *bias, int mult, const fx_window *w,
-                          float *y, const fx_shape *ys, int act) {
+void fx_f32_dwconv_scalar(FX_DWCONV_ARGS) {
   dw_ctx c;
   c.x = x; c.f = filter; c.bias = bias; c.y = y;
   c.H = xs->d[1]; c.W = xs->d[2]; c.CI = xs->d[3];
@@ -94,10 +92,4 @@ void fx_depthwise_f32_ref(fx_pool *pool, const float *x, const fx_shape *xs, con
   if (grain < 1) grain = 1;
   fx_parallel_for(pool, rows, grain, dw_rows, &c);
   if (act == FX_ACT_TANH) fx_apply_act(act, y, fx_shape_numel(ys));
-}
-
-void fx_depthwise_f32(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
-                      const float *bias, int mult, const fx_window *w,
-                      float *y, const fx_shape *ys, int act) {
-  fx_dwconv_config_get()->fn(pool, x, xs, filter, bias, mult, w, y, ys, act);
 }

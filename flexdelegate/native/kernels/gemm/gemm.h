@@ -4,6 +4,7 @@
 #ifndef FLEX_GEMM_H
 #define FLEX_GEMM_H
 #include <stddef.h>
+#include "runtime/cpu.h"
 
 /* The output stage a microkernel applies to its tile before storing it, so that a layer's
  * epilogue costs no second pass over its output (a residual read while the tile is in
@@ -37,33 +38,28 @@ static inline float fx_gemm_out_one(float v, const float *rv, const fx_gemm_out 
   return v > o->rhi ? o->rhi : v;
 }
 
-typedef void (*fx_gemm_ukernel_fn)(size_t mr, size_t nc, size_t kc, const float *a,
-                                   size_t a_stride, const float *w, float *c, size_t c_stride,
-                                   const float *r, const fx_gemm_out *o);
+#define FX_GEMM_ARGS                                                                        \
+  size_t mr, size_t nc, size_t kc, const float *a, size_t a_stride, const float *w, float *c, \
+      size_t c_stride, const float *r, const fx_gemm_out *o
+typedef void (*fx_gemm_ukernel_fn)(FX_GEMM_ARGS);
 
 typedef struct fx_gemm_config {
   const char *name; /* dtype-op-tile-isa, e.g. "f32-gemm-8x32-avx512f" */
+  int isa;          /* its ISA family (runtime/cpu.h FX_ISA_*) */
   int mr, nr;
   fx_gemm_ukernel_fn fn;
 } fx_gemm_config;
 
+/* The variants of f32-gemm.inc (gemm_config.c). */
+extern fx_isa_menu fx_gemm_menu;
 /* The kernel for this CPU, probed once (FLEXDELEGATE_ISA=scalar|avx2|avx512|neon narrows it). */
 const fx_gemm_config *fx_gemm_config_get(void);
 /* Every kernel this CPU can run (index 0 = scalar reference); NULL past the end. */
 const fx_gemm_config *fx_gemm_config_at(int i);
 
-void fx_f32_gemm_4x8_scalar(size_t, size_t, size_t, const float *, size_t, const float *, float *,
-                            size_t, const float *, const fx_gemm_out *);
-#if defined(__x86_64__)
-void fx_f32_gemm_6x16_avx2(size_t, size_t, size_t, const float *, size_t, const float *, float *,
-                           size_t, const float *, const fx_gemm_out *);
-void fx_f32_gemm_8x32_avx512f(size_t, size_t, size_t, const float *, size_t, const float *,
-                              float *, size_t, const float *, const fx_gemm_out *);
-#endif
-#if defined(__aarch64__)
-void fx_f32_gemm_8x8_neon(size_t, size_t, size_t, const float *, size_t, const float *, float *,
-                          size_t, const float *, const fx_gemm_out *);
-#endif
+#define FX_UKERNEL(isa, name, fn, mr, nr) void fn(FX_GEMM_ARGS);
+#include "f32-gemm.inc"
+#undef FX_UKERNEL
 
 /* Packs W ([n][k] row-major, TFLite's conv/FC layout) and bias (NULL = 0) for a kernel with
  * NR columns per panel into dst (fx_gemm_packed_floats() floats). */

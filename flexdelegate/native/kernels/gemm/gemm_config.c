@@ -1,27 +1,15 @@
-/* Picks the GEMM microkernel for this CPU (probed in runtime/cpu.c). */
-#include "runtime/cpu.h"
+/* The GEMM microkernels of f32-gemm.inc, one per ISA family (probed in runtime/cpu.c), and the
+ * weight packing they all read. */
 #include "gemm.h"
 
-static const fx_gemm_config k_scalar = {"f32-gemm-4x8-scalar", 4, 8, fx_f32_gemm_4x8_scalar};
-#if defined(__x86_64__)
-static const fx_gemm_config k_avx2 = {"f32-gemm-6x16-avx2", 6, 16, fx_f32_gemm_6x16_avx2};
-static const fx_gemm_config k_avx512 = {"f32-gemm-8x32-avx512f", 8, 32, fx_f32_gemm_8x32_avx512f};
-#endif
-#if defined(__aarch64__)
-static const fx_gemm_config k_neon = {"f32-gemm-8x8-neon", 8, 8, fx_f32_gemm_8x8_neon};
-#endif
-
-static fx_isa_menu g_menu = {.by_isa = {[FX_ISA_SCALAR] = &k_scalar,
-#if defined(__x86_64__)
-                                       [FX_ISA_AVX2] = &k_avx2, [FX_ISA_AVX512F] = &k_avx512,
-#endif
-#if defined(__aarch64__)
-                                       [FX_ISA_NEON] = &k_neon,
-#endif
+fx_isa_menu fx_gemm_menu = {.by_isa = {
+#define FX_UKERNEL(isa, name, fn, mr, nr) FX_ISA_ENTRY(isa, &((const fx_gemm_config){name, FX_ISA_##isa, mr, nr, fn}))
+#include "f32-gemm.inc"
+#undef FX_UKERNEL
 }};
 
-const fx_gemm_config *fx_gemm_config_get(void) { return fx_isa_chosen(&g_menu); }
-const fx_gemm_config *fx_gemm_config_at(int i) { return fx_isa_at(&g_menu, i); }
+const fx_gemm_config *fx_gemm_config_get(void) { return fx_isa_chosen(&fx_gemm_menu); }
+const fx_gemm_config *fx_gemm_config_at(int i) { return fx_isa_at(&fx_gemm_menu, i); }
 
 size_t fx_gemm_packed_floats(int n, int k, int nr) {
   size_t panels = (size_t)(n + nr - 1) / (size_t)nr;

@@ -15,28 +15,24 @@
 #include <stddef.h>
 #include "kernels/gemm/gemm.h"
 
-typedef void (*fx_igemm_ukernel_fn)(size_t mr, size_t nc, size_t kc, size_t ks,
-                                    const float *const *a, const float *w, float *c,
-                                    size_t c_stride, const float *r, const fx_gemm_out *out);
+#define FX_IGEMM_ARGS                                                                       \
+  size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a, const float *w, float *c, \
+      size_t c_stride, const float *r, const fx_gemm_out *out
+typedef void (*fx_igemm_ukernel_fn)(FX_IGEMM_ARGS);
 
 typedef struct fx_igemm_config {
   const char *name; /* dtype-op-tile-isa, e.g. "f32-igemm-8x32-avx512f" */
+  int isa;          /* its ISA family (runtime/cpu.h FX_ISA_*) */
   int mr, nr;
   fx_igemm_ukernel_fn fn;
 } fx_igemm_config;
 
+/* The variants of f32-igemm.inc (igemm_config.c). */
+extern fx_isa_menu fx_igemm_menu;
 /* The IGEMM kernel that reads the panels of GEMM kernel g (same ISA family, same NR), or NULL. */
 const fx_igemm_config *fx_igemm_config_for(const fx_gemm_config *g);
 
-#define FX_IGEMM_ARGS                                                                       \
-  size_t mr, size_t nc, size_t kc, size_t ks, const float *const *a, const float *w, float *c, \
-      size_t c_stride, const float *r, const fx_gemm_out *out
-void fx_f32_igemm_4x8_scalar(FX_IGEMM_ARGS);
-#if defined(__x86_64__)
-void fx_f32_igemm_6x16_avx2(FX_IGEMM_ARGS);
-void fx_f32_igemm_8x32_avx512f(FX_IGEMM_ARGS);
-#endif
-#if defined(__aarch64__)
-void fx_f32_igemm_8x8_neon(FX_IGEMM_ARGS);
-#endif
+#define FX_UKERNEL(isa, name, fn, mr, nr) void fn(FX_IGEMM_ARGS);
+#include "f32-igemm.inc"
+#undef FX_UKERNEL
 #endif

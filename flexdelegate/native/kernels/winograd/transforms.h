@@ -4,6 +4,7 @@
 #ifndef FLEX_WG_KERNELS_H
 #define FLEX_WG_KERNELS_H
 #include <stddef.h>
+#include "runtime/cpu.h"
 
 typedef struct {
   int m, n;                 /* output tile m x m, input tile n x n, n = m + 2 */
@@ -17,41 +18,37 @@ typedef struct {
 
 /* Tiles [t0, t0 + tb) (tile t: image t / (tiles_h*tiles_w), then row-major) into
  * V[xi * vs + i * cin_pad + c], xi = transform point (row-major over n x n), i = t - t0. */
-typedef void (*fx_wg_input_fn)(const fx_wg_geom *g, const float *x, size_t t0, int tb, float *V,
-                               size_t vs);
+#define FX_WG_INPUT_ARGS const fx_wg_geom *g, const float *x, size_t t0, int tb, float *V, size_t vs
 /* From M[xi * ms + i * cout_pad + c] into channels [0, cout) of y (pixel stride y_cs), adding
  * bias (may be NULL), clamping to [lo, hi]. */
-typedef void (*fx_wg_output_fn)(const fx_wg_geom *g, const float *M, size_t ms, size_t t0, int tb,
-                                const float *bias, float lo, float hi, float *y);
-
+#define FX_WG_OUTPUT_ARGS                                                                        \
+  const fx_wg_geom *g, const float *M, size_t ms, size_t t0, int tb, const float *bias, float lo, float hi, \
+      float *y
 /* Row i of the filter transform of a GEMM panel's 3x3 weights (transforms_2d.inc). */
-typedef void (*fx_wg_filter_row_fn)(int n, const float *gi, const float *G, int cin, int nr, const float *w,
-                                    float *U, size_t us);
+#define FX_WG_FILTER_ROW_ARGS int n, const float *gi, const float *G, int cin, int nr, const float *w, float *U, size_t us
 
-void fx_wg_filter_row_generic(int, const float *, const float *, int, int, const float *, float *, size_t);
-void fx_wg_input_generic(const fx_wg_geom *, const float *, size_t, int, float *, size_t);
-void fx_wg_output_generic(const fx_wg_geom *, const float *, size_t, size_t, int, const float *,
-                          float, float, float *);
-#if defined(__x86_64__)
-void fx_wg_filter_row_avx2(int, const float *, const float *, int, int, const float *, float *, size_t);
-void fx_wg_filter_row_avx512f(int, const float *, const float *, int, int, const float *, float *, size_t);
-void fx_wg_input_avx2(const fx_wg_geom *, const float *, size_t, int, float *, size_t);
-void fx_wg_output_avx2(const fx_wg_geom *, const float *, size_t, size_t, int, const float *,
-                       float, float, float *);
-void fx_wg_input_avx512f(const fx_wg_geom *, const float *, size_t, int, float *, size_t);
-void fx_wg_output_avx512f(const fx_wg_geom *, const float *, size_t, size_t, int, const float *,
-                          float, float, float *);
-#endif
-
-/* One ISA's transforms, chosen to match a GEMM kernel (conv/winograd.c). */
+/* One ISA family's transforms (f32-winograd.inc), chosen to match a GEMM kernel. */
 typedef struct {
-  const char *isa;
-  fx_wg_input_fn input;
-  fx_wg_output_fn output;
-  fx_wg_filter_row_fn filter_row;
-} wg_isa;
+  const char *name;
+  int isa; /* its ISA family (runtime/cpu.h FX_ISA_*) */
+  void (*input)(FX_WG_INPUT_ARGS);
+  void (*output)(FX_WG_OUTPUT_ARGS);
+  void (*filter_row)(FX_WG_FILTER_ROW_ARGS);
+} fx_wg_transforms;
+
+/* The variants of f32-winograd.inc (winograd_config.c). */
+extern fx_isa_menu fx_wg_menu;
+/* The transforms in the ISA family of GEMM kernel uk (so FLEXDELEGATE_ISA narrows both), or the
+ * generic ones where that family has none of its own. */
 struct fx_gemm_config;
-const wg_isa *fx_wg_isa_for(const struct fx_gemm_config *uk);
+const fx_wg_transforms *fx_wg_transforms_for(const struct fx_gemm_config *uk);
+
+#define FX_UKERNEL(isa, name, sfx)                  \
+  void fx_wg_input_##sfx(FX_WG_INPUT_ARGS);         \
+  void fx_wg_output_##sfx(FX_WG_OUTPUT_ARGS);       \
+  void fx_wg_filter_row_##sfx(FX_WG_FILTER_ROW_ARGS);
+#include "f32-winograd.inc"
+#undef FX_UKERNEL
 
 /* The geometry of F(tile x tile, 3x3) from x [n, H, W, cin] to y [n, OH, OW, y_cs] (its channels
  * [0, cout)); returns the number of tiles, batch included. */
