@@ -9,7 +9,7 @@ from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 from opcheck import check, conv_model
 
 GEMM = testing.chosen("gemm")
-# conv_direct_table.c has measured rules for the AVX-512 and AVX2 tiles only.
+# conv/choose.c has measured direct-conv rules for the AVX-512 and AVX2 families only.
 MEASURED_DIRECT = {"f32-gemm-8x32-avx512f": "direct f32-igemm-8x32-avx512f",
                    "f32-gemm-6x16-avx2": "direct f32-igemm-6x16-avx2"}
 

@@ -49,27 +49,6 @@ static int pack_weights(void *ctx, void *dst) {
   return 0;
 }
 
-/* Stride-1 3x3 kernel choice, from bench/winograd.py on this project's CPUs (GFLOP/s per
- * shape): with AVX-512 GEMM, im2col wins when an image has under ~8 4x4 tiles (7x7 maps),
- * F(6,3) on big maps of up to 128x128 channels, F(4,3) elsewhere; with slower GEMMs (AVX2,
- * scalar, NEON) Winograd wins everywhere. By the ISA family of the GEMM kernel: */
-static const int k_wino_min_tiles4[FX_ISA_COUNT] = {[FX_ISA_AVX512F] = 8};
-#define WINO6_MIN_TILES 36
-#define WINO6_MAX_CHANNELS2 (128 * 128)
-
-size_t fx_conv_winograd_extra_bytes(int tile, int cin, int cout) {
-  if (!tile) return 0;
-  size_t plain = fx_gemm_packed_floats(cout, cin * 9, fx_gemm_config_get()->nr) * sizeof(float);
-  size_t packed = fx_winograd_packed_floats(tile, cout, cin, fx_gemm_config_get()->nr) * sizeof(float);
-  return packed > plain ? packed - plain : 0;
-}
-
-int fx_conv_fastest_tile(int oh, int ow, int cin, int cout) {
-  long tiles4 = (long)((oh + 3) / 4) * ((ow + 3) / 4), tiles6 = (long)((oh + 5) / 6) * ((ow + 5) / 6);
-  if (tiles4 < k_wino_min_tiles4[fx_gemm_config_get()->isa]) return 0;
-  return tiles6 >= WINO6_MIN_TILES && (long)cin * cout <= WINO6_MAX_CHANNELS2 ? 6 : 4;
-}
-
 static fx_conv_pack *pack_new(fx_store *store, const fx_gemm_config *uk, int n, int k, int tile, const float *w,
                               fx_blob *wsrc, const float *bias) {
   fx_conv_pack *p = calloc(1, sizeof *p);

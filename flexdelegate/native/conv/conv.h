@@ -23,12 +23,6 @@ struct fx_store;
 struct fx_blob;
 fx_conv_pack *fx_conv_pack_new(struct fx_store *store, int n, int k, int tile, const float *w,
                                struct fx_blob *wsrc, const float *bias);
-/* The fastest kernel for a stride-1 3x3 conv of this output size and channels: Winograd tile
- * 4 or 6, or 0 for im2col GEMM (the per-ISA choice measured by bench/winograd.py). Memory is
- * not its concern: choose.c decides which layers may spend the extra bytes. */
-int fx_conv_fastest_tile(int oh, int ow, int cin, int cout);
-/* Bytes a Winograd tile's packed weights take beyond the GEMM-packed ones (0 for tile 0). */
-size_t fx_conv_winograd_extra_bytes(int tile, int cin, int cout);
 int fx_conv_pack_tile(const fx_conv_pack *p);
 /* The im2col GEMM-panel packing of a Winograd pack's weights (from the same store), so a
  * budget plan can run the layer as GEMM where the Winograd form does not fit. NULL on OOM. */
@@ -68,8 +62,6 @@ struct fx_igemm_config;
 /* Whether this conv can run direct: GEMM-packed (not Winograd) weights of a conv (not FC)
  * whose kernel size and channels fit the fixed row-pointer and zero-row buffers. */
 int fx_conv_direct_supported(const fx_conv_pack *p, const fx_conv_geom *g);
-/* The load-time choice (direct_table.c's measured table): nonzero if direct beats im2col here. */
-int fx_conv_direct_wins(const fx_conv_pack *p, const fx_conv_geom *g);
 /* Makes fx_conv_run / fx_conv_run_part run this pack direct (scratch 0; the kernel name says
  * so). Only for a supported geometry. */
 void fx_conv_set_direct(fx_conv_pack *p, int on);
@@ -92,4 +84,26 @@ int fx_conv_direct_geom_ok(const fx_conv_geom *g, int mr);
 void fx_conv_direct_rows(const struct fx_igemm_config *uk, const fx_conv_geom *g, size_t n, const float *x,
                          size_t m0, size_t rows, const float *panels, size_t pan_first, size_t pan0,
                          size_t pan1, float *y, const float *res, const struct fx_gemm_out *out);
+
+/* ---- the choice of algorithm (choose.c) ---- */
+/* The `winograd` option: AUTO spends a share of a partition's packed weight bytes on Winograd
+ * weights for the layers that gain most per byte and runs the others' Winograd from their plain
+ * weights where that wins, ALL packs Winograd weights wherever Winograd is faster, OFF none. */
+enum { FX_WINO_AUTO = 0, FX_WINO_ALL, FX_WINO_OFF };
+/* A stride-1, undilated 3x3 conv of a partition, as the Winograd choice sees it. */
+typedef struct {
+  int batch, oh, ow, cin, cout;
+  int tile;    /* chosen: 4 or 6 packs Winograd weights F(tile, 3), 0 none */
+  int rt_tile; /* chosen: 4 or 6 runs Winograd from the GEMM panels, transformed per run */
+} fx_wino_layer;
+/* Chooses tile and rt_tile for the n convs of a partition (in node order) whose plain
+ * GEMM-packed weights take plain_bytes in all; mode FX_WINO_*. -1 when out of memory. */
+int fx_conv_choose_winograd(fx_wino_layer *layers, int n, size_t plain_bytes, int mode);
+/* Bytes of n x k weights packed as GEMM panels for this CPU's kernel. */
+size_t fx_conv_plain_bytes(int n, int k);
+/* How a GEMM-packed conv runs: Winograd from its panels when rt_tile (fx_conv_choose_winograd
+ * chose it), else direct conv where the measured table says it beats im2col. */
+void fx_conv_choose_form(fx_conv_pack *p, const fx_conv_geom *g, int rt_tile);
+/* Estimated microseconds of `flops` run by FLEX_KERNEL_* `kernel` on `threads` threads. */
+double fx_conv_cost_us(int kernel, double flops, int threads);
 #endif

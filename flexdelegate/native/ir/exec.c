@@ -12,10 +12,6 @@ static void conv_geom(fx_graph *g, const fx_node *n, fx_conv_geom *geo);
 
 static fx_tensor *T(fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
 static const float *F(fx_graph *g, int id) { return id >= 0 ? (const float *)g->tensors[id].ptr : NULL; }
-static const void *cdata_of(fx_graph *g, int id) {
-  fx_tensor *t = T(g, id);
-  return t && t->storage == FX_ST_CONST ? t->cdata : NULL;
-}
 
 void fx_node_conv_geom(const fx_graph *g, const fx_node *n, void *geo) { conv_geom((fx_graph *)g, n, geo); }
 
@@ -53,38 +49,6 @@ static fx_window window_of(fx_graph *g, const fx_node *n) {
   fx_same_valid(n->p.conv.same, x->d[1], w.kh, w.stride_h, w.dil_h, &o, &w.pad_top);
   fx_same_valid(n->p.conv.same, x->d[2], w.kw, w.stride_w, w.dil_w, &o, &w.pad_left);
   return w;
-}
-
-const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store) {
-  if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC) return NULL;
-  if (n->pack) return NULL;
-  const fx_tensor *w = T(g, n->in[1]);
-  const float *wd = cdata_of(g, n->in[1]);
-  const float *bd = n->n_in > 2 ? cdata_of(g, n->in[2]) : NULL;
-  fx_blob *deferred = !wd && w->storage == FX_ST_CONST && w->blob && w->blob->deferred ? w->blob : NULL;
-  if (!wd && !deferred) return "weights are not constant";
-  if (n->n_in > 2 && n->in[2] >= 0 && !bd) return "bias is not constant";
-  int cout = w->shape.d[0];
-  int k = (int)(fx_shape_numel(&w->shape) / (size_t)(cout ? cout : 1));
-  if (bd && (int)fx_shape_numel(&T(g, n->in[2])->shape) != cout) return "bias size != output channels";
-  n->pack = fx_conv_pack_new(store, cout, k, n->wino_tile, wd, deferred, bd);
-  if (!n->pack) return "out of memory packing weights";
-  if (n->kind == FX_OP_CONV && n->wino_rt) { /* Winograd from the same panels */
-    fx_conv_set_winograd_rt(n->pack, n->wino_rt);
-  } else if (n->kind == FX_OP_CONV && !n->wino_tile) { /* or direct, where that measured faster */
-    fx_conv_geom geo;
-    conv_geom(g, n, &geo);
-    fx_conv_set_direct(n->pack, fx_conv_direct_wins(n->pack, &geo));
-  }
-  return NULL;
-}
-
-size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads) {
-  if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) return 0;
-  fx_conv_geom geo;
-  conv_geom((fx_graph *)g, n, &geo);
-  const size_t gemm = fx_conv_scratch_bytes(n->pack, &geo, threads), rt = fx_conv_winograd_rt_scratch_bytes(n->pack, &geo, threads);
-  return rt > gemm ? rt : gemm;
 }
 
 double fx_node_flops(const fx_graph *g, const fx_node *n) {
@@ -130,14 +94,6 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
     snprintf(buf, len, "%s%s", fx_op_name(n->kind), curve);
   }
   return buf;
-}
-
-int fx_node_repair(fx_node *n) { return n->pack ? fx_conv_pack_repair(n->pack) : 0; }
-
-void fx_node_release(fx_node *n) {
-  fx_conv_pack_free(n->pack);
-  fx_conv_pack_free(n->gemm_pack);
-  n->pack = n->gemm_pack = NULL;
 }
 
 static void cast(const fx_tensor *x, fx_tensor *y) {

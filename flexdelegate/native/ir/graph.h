@@ -137,12 +137,9 @@ void fx_graph_free(fx_graph *g);
  * node order, after partition inputs/outputs are marked. Returns -1 when out of memory. */
 int fx_fuse_node(fx_graph *g, fx_node *n);
 
-/* Which stride-1 3x3 convs pack Winograd weights (wino_tile), for the `winograd` option:
- * AUTO spends a share of the partition's weight bytes on the layers that gain most per byte
- * (conv/choose.c) and runs the others' Winograd from their plain weights where that wins
- * (wino_rt), ALL packs every layer where Winograd is faster, OFF none. Called once at init,
- * before weights are packed. Returns -1 when out of memory. */
-enum { FX_WINO_AUTO = 0, FX_WINO_ALL, FX_WINO_OFF };
+/* Which stride-1 3x3 convs pack Winograd weights (wino_tile) or run it from their plain
+ * weights (wino_rt), for the `winograd` option (FX_WINO_*, conv/conv.h): conv/choose.c decides.
+ * Called once at init, before weights are packed. Returns -1 when out of memory. */
 int fx_choose_winograd(fx_graph *g, int mode);
 
 /* Output shapes (and per-node resolved plans) from input shapes and constant inputs.

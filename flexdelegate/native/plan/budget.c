@@ -20,18 +20,11 @@
  * the arena on MobileNetV2, ResNet-152 and VGG-19 (bench/budget_sweep.py). */
 #define FX_BUDGET_RUNTIME_RESERVE (5u << 19) /* 2.5 MiB */
 
-/* Cost model for the planner's estimates (per thread): good enough to rank kernels and to
- * decide how early to preload; the planner only compares them. */
-#define GEMM_FLOPS_PER_US 40e3
+/* Estimates for the planner beside the convolutions' (conv/choose.c fx_conv_cost_us), per
+ * thread: good enough to rank kernels and to decide how early to preload; the planner only
+ * compares them. */
 #define OTHER_FLOPS_PER_US 8e3
 #define LOAD_BYTES_PER_US 3e3
-
-/* Winograd's measured speed-up over im2col GEMM on the layers it is chosen for. */
-#define WINOGRAD_SPEEDUP 2.5
-/* Direct conv where the load-time table kept im2col: measured 0.93-1.07x im2col's time there
- * (bench/direct_conv.py); costed a little slower so it is taken for its zero scratch, when
- * im2col's does not fit, rather than for speed. */
-#define DIRECT_SLOWDOWN 1.1
 
 /* Ways to run one layer at most: Winograd, GEMM by channels, GEMM by rows, direct. */
 #define FX_MAX_KERNELS 4
@@ -65,7 +58,6 @@ static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_ker
   }
   fx_conv_geom geo;
   fx_node_conv_geom(g, n, &geo);
-  const double gemm_us = flops / (GEMM_FLOPS_PER_US * threads);
   int nk = 0;
   for (int kernel = FLEX_KERNEL_GEMM; kernel <= FLEX_KERNEL_DIRECT; kernel++) {
     const fx_conv_pack *p = pack_for(n, kernel);
@@ -78,10 +70,9 @@ static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_ker
     if (kernel == FLEX_KERNEL_GEMM_ROWS && !scratch) continue; /* no im2col: nothing to slice by rows */
     const uint64_t bytes = (uint64_t)fx_conv_panels(p) * fx_conv_panel_bytes(p);
     const int rows = kernel == FLEX_KERNEL_GEMM_ROWS;
-    const double us = kernel == FLEX_KERNEL_WINOGRAD ? gemm_us / WINOGRAD_SPEEDUP : direct ? gemm_us * DIRECT_SLOWDOWN : gemm_us;
     k[nk++] = (flex_kernel_desc){
         .kernel = kernel, .slicing = rows ? FX_SLICE_INPUT : FX_SLICE_WEIGHTS, .weight_bytes = bytes,
-        .scratch_bytes = scratch, .compute_us = us,
+        .scratch_bytes = scratch, .compute_us = fx_conv_cost_us(kernel, flops, threads),
         .load_us = (double)bytes / LOAD_BYTES_PER_US, .out_channels = fx_conv_panels(p) * fx_conv_nr(p),
         .out_rows = (int)geo.m, .simd = rows ? fx_gemm_config_get()->mr * threads : fx_conv_nr(p)};
   }

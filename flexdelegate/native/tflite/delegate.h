@@ -16,7 +16,7 @@ typedef struct {
   char *cache_path;  /* NULL: default location; "": in memory */
   unsigned log;
   int profile;       /* time every delegated node (off the hot path otherwise) */
-  int winograd;      /* FX_WINO_AUTO / ALL / OFF (ir/graph.h) */
+  int winograd;      /* FX_WINO_AUTO / ALL / OFF (conv/conv.h) */
 } fx_options;
 /* A budget checked by flex_check_budget, in bytes. */
 size_t fx_budget_bytes(double mb);

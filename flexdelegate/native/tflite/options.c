@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "conv/conv.h"
 #include "delegate.h"
 #include "flex_api.h"
 
