@@ -1,6 +1,8 @@
-/* CONV_2D and FULLY_CONNECTED as GEMM: weights packed once at init into the microkernel's
- * panel layout; convolution builds im2col rows one tile at a time in per-thread scratch
- * (never the whole im2col matrix), 1x1 stride-1 convolutions and FC read the input directly. */
+/* CONV_2D and FULLY_CONNECTED over packed weights: the pack (made once at init into the GEMM
+ * microkernel's panel layout, or Winograd-transformed, through the weight store), and the
+ * driver that splits a run into row x panel tasks over the thread pool and hands each to an
+ * algorithm body: im2col GEMM (im2col.c), direct conv (direct.c), Winograd pre-transformed
+ * (winograd.c) or at run time (winograd_rt.c). Which one runs is choose.c's decision. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,72 +166,6 @@ typedef struct {
   int igemm; /* direct conv (direct.c) instead of im2col / direct GEMM */
 } conv_job;
 
-/* Short copies as plain loops: im2col spans are often a few floats (a 3-channel stem conv
- * copies 9 per tap row), where a memcpy call costs more than the copy (it was 5% of
- * MobileNetV2). GCC would turn the loops back into those calls: the attribute keeps them. */
-#if defined(__GNUC__) && !defined(__clang__)
-#define FX_NO_MEMCPY_CALLS __attribute__((optimize("no-tree-loop-distribute-patterns")))
-#else
-#define FX_NO_MEMCPY_CALLS
-#endif
-
-static inline void copy_floats(float *restrict d, const float *restrict s, size_t n) {
-  if (n >= 64) { /* long spans (wide 3x3 convs): libc's wide-vector copy wins */
-    memcpy(d, s, n * sizeof(float));
-    return;
-  }
-  size_t i = 0;
-  for (; i + 4 <= n; i += 4) memcpy(d + i, s + i, 4 * sizeof(float)); /* one 16-byte move */
-  for (; i < n; i++) d[i] = s[i];
-}
-
-static inline void zero_floats(float *d, size_t n) {
-  for (size_t i = 0; i < n; i++) d[i] = 0.0f;
-}
-
-/* im2col rows [m0, m0+rows) of the output: row m holds the (ky, kx, cin) patch of pixel m.
- * Works one output row's run of pixels at a time, tap row by tap row; without horizontal
- * dilation the kx taps of a tap row are adjacent in the input, so for a pixel whose window
- * is inside the image a tap row is one contiguous span of kw * cin floats. */
-FX_NO_MEMCPY_CALLS
-static void im2col(const fx_conv_geom *g, const float *x, size_t m0, size_t rows, float *dst) {
-  const int cin = g->cin, kw = g->kw, sw = g->stride_w;
-  const size_t row_len = (size_t)g->kh * kw * cin, span = (size_t)kw * cin;
-  int ox = (int)(m0 % (size_t)g->ow), oy = (int)(m0 / (size_t)g->ow % (size_t)g->oh);
-  int b = (int)(m0 / ((size_t)g->ow * g->oh));
-  for (size_t r = 0; r < rows;) {
-    const int run = (int)(rows - r < (size_t)(g->ow - ox) ? rows - r : (size_t)(g->ow - ox));
-    const float *xb = x + (size_t)b * g->ih * g->iw * cin;
-    for (int ky = 0; ky < g->kh; ky++) {
-      const int iy = oy * g->stride_h - g->pad_top + ky * g->dil_h;
-      float *d = dst + r * row_len + (size_t)ky * span;
-      if (iy < 0 || iy >= g->ih) {
-        for (int p = 0; p < run; p++, d += row_len) zero_floats(d, span);
-        continue;
-      }
-      const float *xr = xb + (size_t)iy * g->iw * cin;
-      for (int p = 0; p < run; p++, d += row_len) {
-        const int ix0 = (ox + p) * sw - g->pad_left;
-        if (g->dil_w == 1 && ix0 >= 0 && ix0 + kw <= g->iw) {
-          copy_floats(d, xr + (size_t)ix0 * cin, span);
-          continue;
-        }
-        for (int kx = 0; kx < kw; kx++) {
-          const int ix = ix0 + kx * g->dil_w;
-          if (ix < 0 || ix >= g->iw) zero_floats(d + (size_t)kx * cin, (size_t)cin);
-          else copy_floats(d + (size_t)kx * cin, xr + (size_t)ix * cin, (size_t)cin);
-        }
-      }
-    }
-    r += (size_t)run;
-    ox += run;
-    if (ox == g->ow) { /* next output row */
-      ox = 0;
-      if (++oy == g->oh) { oy = 0; b++; }
-    }
-  }
-}
-
 /* The residual ADD on rows [m0, m0 + rows) x columns [c0, c1) of y (row stride ld), for the
  * outputs the microkernels could not finish: after a SIGMOID / SWISH, and on Winograd layers. */
 static void add_residual(const fx_conv_geom *g, float *y, size_t ld, size_t m0, size_t rows, size_t c0, size_t c1) {
@@ -241,29 +177,6 @@ static void add_residual(const fx_conv_geom *g, float *y, size_t ld, size_t m0, 
     for (size_t c = c0; c < c1; c++) {
       float v = yr[c] + rr[c];
       yr[c] = v < lo ? lo : v > hi ? hi : v;
-    }
-  }
-}
-
-/* The GEMM of rows [m0, m0 + rows) and panels [pan0, pan1): A is the input itself (1x1) or
- * im2col rows built in this thread's scratch. */
-static void gemm_rows(const conv_job *j, int tid, size_t m0, size_t rows, size_t pan0, size_t pan1) {
-  const fx_conv_pack *p = j->p;
-  const size_t mr = (size_t)p->uk->mr, nr = (size_t)p->uk->nr, k = (size_t)p->k, n = (size_t)p->n;
-  const float *a = j->x + m0 * k;
-  if (!j->g->direct) {
-    float *buf = j->scratch + (size_t)tid * j->mt * k;
-    im2col(j->g, j->x, m0, rows, buf);
-    a = buf;
-  }
-  const size_t panel_floats = nr * (k + 1);
-  for (size_t pan = pan0; pan < pan1; pan++) {
-    const float *w = j->panels + (pan - j->pan0) * panel_floats;
-    const size_t n0 = pan * nr, nc = n - n0 < nr ? n - n0 : nr;
-    for (size_t r = 0; r < rows; r += mr) {
-      const size_t at = (m0 + r) * n + n0;
-      p->uk->fn(rows - r < mr ? rows - r : mr, nc, k, a + r * k, k, w, j->y + at, n, j->res ? j->res + at : NULL,
-                &j->out);
     }
   }
 }
@@ -280,7 +193,9 @@ static void conv_task(void *arg, int tid, size_t task) {
     fx_conv_direct_rows(p->iuk, j->g, (size_t)p->n, j->x, m0, rows, j->panels, j->pan0, pan0, pan1, j->y,
                         j->res, &j->out);
   else
-    gemm_rows(j, tid, m0, rows, pan0, pan1);
+    fx_conv_gemm_rows(p->uk, j->g, (size_t)p->n, (size_t)p->k, j->x, m0, rows,
+                      j->g->direct ? NULL : j->scratch + (size_t)tid * j->mt * (size_t)p->k, j->panels, j->pan0, pan0,
+                      pan1, j->y, j->res, &j->out);
   if (pan1 <= pan0 || !j->curve) return;
   /* On the tile just written (in L2), in as few calls as possible. */
   size_t c0 = pan0 * (size_t)nr, c1 = pan1 * (size_t)nr < (size_t)p->n ? pan1 * (size_t)nr : (size_t)p->n;

@@ -79,7 +79,13 @@ void fx_conv_run_direct_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv
 fx_conv_pack *fx_conv_pack_new_with(struct fx_store *store, const struct fx_gemm_config *uk, int n, int k,
                                     const float *w, const float *bias);
 
-/* direct.c's parts, for conv.c */
+/* The algorithm bodies' row drivers, for conv.c: rows [m0, m0 + rows) of the output and panels
+ * [pan0, pan1) of n output channels, `panels` pointing at panel pan_first. im2col.c: A is the
+ * input itself (buf NULL: 1x1 stride 1, FC) or im2col rows built in buf (rows x k floats). */
+void fx_conv_gemm_rows(const struct fx_gemm_config *uk, const fx_conv_geom *g, size_t n, size_t k, const float *x,
+                       size_t m0, size_t rows, float *buf, const float *panels, size_t pan_first, size_t pan0,
+                       size_t pan1, float *y, const float *res, const struct fx_gemm_out *out);
+/* direct.c: */
 int fx_conv_direct_geom_ok(const fx_conv_geom *g, int mr);
 void fx_conv_direct_rows(const struct fx_igemm_config *uk, const fx_conv_geom *g, size_t n, const float *x,
                          size_t m0, size_t rows, const float *panels, size_t pan_first, size_t pan0,
