@@ -44,12 +44,14 @@ def test_every_feasible_budget_gives_the_same_answer(model, reference, tmp_path)
 
 def test_a_budget_that_holds_everything_runs_the_unlimited_plan(model, reference, tmp_path):
     """No slicing, no streaming, the unlimited arena: the same run as without a budget. Just
-    below that footprint the planner takes over again."""
+    below that footprint the planner takes over again. The one choice of planner (native/plan/
+    planner.c) shows in stats(): the greedy one, then the budget one."""
     x, ref = reference
     cache = str(tmp_path / "m.fxc")
     free = load_flex(cache_path=cache)
     it_free = make_interpreter(model, delegate=free)  # partitions live as long as their interpreter
     unlimited = free.stats()["partitions_memory"][0]
+    assert unlimited["planner"] == "greedy" and unlimited["min_budget_bytes"] == 0
     d = load_flex(budget=64, cache_path=cache)
     it = make_interpreter(model, delegate=d)
     assert max_error(invoke(it_free, x), invoke(it, x)) == 0
@@ -58,7 +60,9 @@ def test_a_budget_that_holds_everything_runs_the_unlimited_plan(model, reference
     d = load_flex(budget=20, cache_path=cache)
     it = make_interpreter(model, delegate=d)
     assert max_error(ref, invoke(it, x)) <= 1e-4
-    assert d.stats()["partitions_memory"][0]["steps"] != unlimited["steps"]
+    budgeted = d.stats()["partitions_memory"][0]
+    assert budgeted["steps"] != unlimited["steps"]
+    assert budgeted["planner"] == "budget" and 0 < budgeted["min_budget_bytes"] <= 20 * MB
 
 
 def test_infeasible_budget_names_the_minimum_and_the_bottleneck(model, tmp_path):

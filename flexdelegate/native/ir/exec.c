@@ -6,6 +6,7 @@
 #include "conv/conv.h"
 #include "flex_api.h"
 #include "graph.h"
+#include "runtime/clock.h"
 #include "runtime/pool.h"
 
 static void conv_geom(fx_graph *g, const fx_node *n, fx_conv_geom *geo);
@@ -233,4 +234,27 @@ int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
       return 0;
   }
   return -1;
+}
+
+int fx_run_nodes(fx_graph *g, fx_pool *pool, int profile) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    if (n->at_prepare) continue;
+    uint64_t t0 = profile ? fx_now_ns() : 0;
+    if (fx_run_node(g, n, pool)) return i;
+    if (profile) {
+      n->prof_ns += fx_now_ns() - t0;
+      n->prof_runs++;
+    }
+  }
+  return -1;
+}
+
+const struct fx_conv_pack *fx_node_pack(const fx_node *n, int kernel) {
+  if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) return NULL;
+  const int winograd = fx_conv_pack_tile(n->pack) != 0;
+  if (kernel == FLEX_KERNEL_WINOGRAD) return winograd ? n->pack : NULL;
+  if (kernel == FLEX_KERNEL_GEMM || kernel == FLEX_KERNEL_GEMM_ROWS || kernel == FLEX_KERNEL_DIRECT)
+    return winograd ? n->gemm_pack : n->pack;
+  return NULL;
 }

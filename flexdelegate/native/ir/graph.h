@@ -150,6 +150,10 @@ const char *fx_infer_node(fx_graph *g, fx_node *n);
  * file or memory); NULL ok else message. */
 struct fx_store;
 const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store);
+/* Packs the im2col GEMM form of every Winograd conv in g that lacks one (a budget plan may run
+ * that instead when the Winograd weights do not fit). Returns how many it added (pending in
+ * the store until its commit), or -1 when out of memory. */
+int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store);
 /* Repacks weights whose cache mapping was truncated under us: 1 repaired, 0 fine, -1 OOM. */
 int fx_node_repair(fx_node *n);
 /* Scratch bytes a node needs for `threads` workers (0 if none). */
@@ -158,6 +162,13 @@ size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads);
 /* Runs one node; tensors' ptr must be resolved. Returns 0, or -1 on a runtime data error
  * (e.g. a GATHER index out of range). */
 int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool);
+/* Runs every node in order but those evaluated at prepare, timing each when profiling: -1, or
+ * the index of the node that failed. */
+int fx_run_nodes(fx_graph *g, fx_pool *pool, int profile);
+/* The packed weights FLEX_KERNEL_* `kernel` runs node n with: a conv's GEMM panels (its own, or
+ * the GEMM form of a Winograd conv) or its Winograd panels; NULL for FLEX_KERNEL_NODE or a form
+ * the node lacks. */
+const struct fx_conv_pack *fx_node_pack(const fx_node *n, int kernel);
 void fx_node_release(fx_node *n);
 /* The GEMM geometry of a conv/fc node for the current shapes (conv/conv.h's fx_conv_geom). */
 void fx_node_conv_geom(const fx_graph *g, const fx_node *n, void *geo);

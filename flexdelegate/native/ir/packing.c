@@ -87,6 +87,17 @@ size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads) {
   return rt > gemm ? rt : gemm;
 }
 
+int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store) {
+  int added = 0;
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    if (!n->pack || !fx_conv_pack_tile(n->pack) || n->gemm_pack) continue;
+    if (!(n->gemm_pack = fx_conv_pack_gemm_form(store, n->pack))) return -1;
+    added++;
+  }
+  return added;
+}
+
 int fx_node_repair(fx_node *n) { return n->pack ? fx_conv_pack_repair(n->pack) : 0; }
 
 void fx_node_release(fx_node *n) {

@@ -1,12 +1,10 @@
-/* Arena planning (after tflite-micro's planner interface): every buffer has a size and an
- * inclusive [first, last] lifetime in node order; the planner assigns byte offsets so that
- * buffers alive at the same time never overlap. */
-#ifndef FLEX_ARENA_H
-#define FLEX_ARENA_H
+/* The greedy planner's placement (greedy.c): every buffer has a size and an inclusive
+ * [first, last] lifetime in node order; it gets a byte offset (a multiple of FX_ARENA_ALIGN) so
+ * that buffers alive at the same time never overlap. */
+#ifndef FLEX_GREEDY_H
+#define FLEX_GREEDY_H
 #include <stddef.h>
-
-/* Offsets are multiples of this: a cache line, and a full AVX-512 vector. */
-#define FX_ARENA_ALIGN 64
+#include "planner.h"
 
 typedef struct {
   size_t size;

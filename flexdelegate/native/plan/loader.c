@@ -97,6 +97,9 @@ fx_budget *fx_budget_new(fx_step *steps, int n_steps, fx_load_unit *units, int n
   pthread_cond_init(&b->compute_cv, NULL);
   b->loaded = n_units; /* nothing to do until the first run */
   if (pthread_create(&b->loader, NULL, loader_main, b)) {
+    b->steps = NULL; /* still the caller's */
+    b->units = NULL;
+    b->deps = NULL;
     fx_budget_free(b);
     return NULL;
   }

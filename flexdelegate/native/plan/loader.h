@@ -1,9 +1,8 @@
-/* Running a partition under a memory budget (after FlexNN): the planner (Python,
- * flexdelegate/planner) lays out one arena over time x address; here its plan runs as a list
- * of steps (a node, or one slice of it) while a loader thread streams weight slices from the
- * cache file into their planned slots, gated by the plan's monotone dependency array. */
-#ifndef FLEX_BUDGET_H
-#define FLEX_BUDGET_H
+/* The weight loader of budget plans (budget.c): the plan runs as a list of steps (a node, or one
+ * slice of it) while a loader thread streams weight slices from the cache file into their
+ * planned arena slots, gated by the plan's monotone dependency array. */
+#ifndef FLEX_LOADER_H
+#define FLEX_LOADER_H
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -33,8 +32,8 @@ typedef struct {
 
 typedef struct fx_budget fx_budget;
 
-/* Takes ownership of steps, units and deps (deps[i]: after step i the loader may load units
- * whose step <= deps[i]; before step 0, <= deps_start). */
+/* Takes ownership of steps, units and deps when it succeeds (deps[i]: after step i the loader
+ * may load units whose step <= deps[i]; before step 0, <= deps_start). */
 fx_budget *fx_budget_new(fx_step *steps, int n_steps, fx_load_unit *units, int n_units, int *deps,
                          int deps_start, char *arena);
 void fx_budget_free(fx_budget *b);

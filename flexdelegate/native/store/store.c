@@ -11,7 +11,7 @@
 #include <unistd.h>
 #include "sigbus.h"
 #include "runtime/clock.h"
-#include "tflite/delegate.h"
+#include "runtime/log.h"
 #include "store.h"
 
 typedef struct { uintptr_t lo, hi; uint64_t dev, ino; char *path; } ro_range;

@@ -3,12 +3,10 @@
 #define FLEX_DELEGATE_H
 #include <pthread.h>
 #include "ir/graph.h"
+#include "runtime/log.h"
 #include "runtime/pool.h"
 #include "abi.h"
 
-enum fx_log_cat { FX_LOG_PARTITION = 1, FX_LOG_PLAN = 2, FX_LOG_CACHE = 4, FX_LOG_EXEC = 8 };
-void fx_log(unsigned cat, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-extern unsigned fx_log_mask;
 
 typedef struct {
   int num_threads;   /* <= 0: the interpreter's setting */
@@ -18,8 +16,6 @@ typedef struct {
   int profile;       /* time every delegated node (off the hot path otherwise) */
   int winograd;      /* FX_WINO_AUTO / ALL / OFF (conv/conv.h) */
 } fx_options;
-/* A budget checked by flex_check_budget, in bytes. */
-size_t fx_budget_bytes(double mb);
 /* Parses one key/value into opts; NULL or a message naming the accepted values. */
 const char *fx_parse_option(fx_options *opts, const char *key, const char *value);
 
@@ -63,6 +59,9 @@ typedef struct fx_delegate {
   pthread_rwlock_t weights_lock;
 } fx_delegate;
 
+/* A delegate with these options (taking over opts->cache_path, also on failure), one reference
+ * held; NULL when out of memory. */
+fx_delegate *fx_delegate_new(fx_options *opts);
 fx_delegate *fx_delegate_ref(fx_delegate *d);
 /* Drops a reference; the last one frees the delegate (waiting for a background write). */
 void fx_delegate_unref(fx_delegate *d);
@@ -72,6 +71,8 @@ void fx_delegate_settle(fx_delegate *d, int wait);
 
 TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *d);
 fx_subgraph *fx_find_subgraph(fx_delegate *d, const void *ctx);
+/* The record of subgraph ctx, added on its first Prepare (NULL when out of memory). */
+fx_subgraph *fx_subgraph_for(fx_delegate *d, const void *ctx);
 void fx_subgraph_clear(fx_subgraph *sg);
 /* The pool for `threads` workers, made on first use (NULL when out of memory). */
 fx_pool *fx_delegate_pool(fx_delegate *d, int threads);
@@ -90,11 +91,12 @@ int fx_partition_n_ops(const struct fx_partition *p);
 /* Lays out the partition's memory again for the delegate's current budget (set_budget between
  * invokes); NULL ok, else why (msg may hold the planner's message). */
 const char *fx_partition_replan(struct fx_partition *p, char *msg, size_t msg_len);
-/* Under a budget: the GEMM form of its Winograd convs, for the plan to choose (see
- * fx_budget_add_gemm_forms): how many were added, -1 when out of memory. */
+/* The GEMM form of its Winograd convs, for a budget plan to choose (see ir/graph.h
+ * fx_pack_gemm_forms): how many were added, -1 when out of memory. */
 int fx_partition_add_gemm_forms(struct fx_partition *p);
-/* The budget plan of a partition: arena bytes, minimum budget, steps (0s when unlimited). */
-void fx_partition_budget(const struct fx_partition *p, size_t *arena, size_t *min_budget, int *steps);
+/* The memory plan of a partition: arena bytes, minimum budget (0 unless budgeted), steps per
+ * invoke; returns its planner's name. */
+const char *fx_partition_memory(const struct fx_partition *p, size_t *arena, size_t *min_budget, int *steps);
 void fx_partition_op(const struct fx_partition *p, int i, fx_op_report *out);
 
 /* --- translation of TFLite nodes into the IR (ops.c) --- */

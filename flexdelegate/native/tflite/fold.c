@@ -1,6 +1,6 @@
-/* TfLite glue, part 2: load-time folding of DEQUANTIZE and DENSIFY over constants. These
- * read TFLite's quantization and sparsity metadata, so they live on the glue side; every
- * offset and index in that metadata is bounds-checked (models are untrusted input). */
+/* Load-time folding of DEQUANTIZE and DENSIFY over constants. These read TFLite's quantization
+ * and sparsity metadata, so they live on the TFLite side; every offset and index in that
+ * metadata is bounds-checked (models are untrusted input). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,9 @@
-/* TfLite glue, part 4: one partition kernel (init / prepare / invoke / free). Init builds
- * the IR and packs weights; prepare infers shapes, resizes partition outputs and plans the
- * arena; invoke only resolves pointers and runs kernels (no allocation). */
+/* One partition kernel (init / prepare / invoke / free). Init builds the IR and packs weights;
+ * prepare infers shapes, resizes partition outputs and plans the memory (plan/planner.h);
+ * invoke only resolves pointers and runs the plan (no allocation). */
 #include <stdlib.h>
 #include <string.h>
-#include "plan/greedy.h"
-#include "plan/budget.h"
+#include "plan/planner.h"
 #include "store/sigbus.h"
 #include "runtime/clock.h"
 #include "delegate.h"
@@ -20,11 +19,10 @@ typedef struct fx_partition {
   int *outputs_static, *outputs_static_local;
   fx_blob **static_blobs;
   int n_static;
-  fx_arena_buf *bufs;  /* one per tensor (size 0 if not in the arena) */
+  fx_mem_plan plan;     /* its memory plan (plan/planner.h) */
   void *arena;
   size_t arena_size;
   fx_pool *pool;
-  fx_budget_plan budget; /* when the delegate runs under a memory budget */
 } fx_partition;
 
 static void unregister(fx_partition *p) {
@@ -40,13 +38,12 @@ static void partition_free(TfLiteContext *ctx, void *buffer) {
   fx_delegate *d = p->d;
   if (d) pthread_mutex_lock(&d->state_lock);
   unregister(p);
-  fx_budget_plan_free(&p->budget);
+  fx_mem_plan_free(&p->plan);
   fx_graph_free(&p->g);
   for (int i = 0; i < p->n_static; i++) fx_blob_unref(p->static_blobs[i]);
   free(p->static_blobs);
   free(p->outputs_static);
   free(p->outputs_static_local);
-  free(p->bufs);
   free(p->arena);
   free(p);
   if (d) {
@@ -162,41 +159,6 @@ static const char *eval_at_prepare(fx_graph *g, fx_node *n) {
   return NULL;
 }
 
-/* Element-wise ops may write their output over an input that dies at that node (same size,
- * not broadcast): the residual ADDs of ResNets then need no third buffer. alias[t] = the
- * tensor whose buffer t shares (-1: its own); that buffer's lifetime grows to cover t's. */
-static int in_place_ok(const fx_graph *g, const fx_node *n, int k) {
-  const fx_tensor *x = &g->tensors[n->in[k]], *y = &g->tensors[n->out[0]];
-  if (fx_dtype_size(x->dtype) != fx_dtype_size(y->dtype)) return 0;
-  switch (n->kind) {
-    case FX_OP_BINARY: /* the aliased side must not be broadcast */
-      return fx_shape_equal(&x->shape, &y->shape);
-    case FX_OP_UNARY: case FX_OP_RESHAPE: case FX_OP_CAST:
-      return k == 0 && fx_shape_numel(&x->shape) == fx_shape_numel(&y->shape);
-    default:
-      return 0;
-  }
-}
-
-static void plan_in_place(const fx_graph *g, fx_arena_buf *bufs, int *alias) {
-  for (int i = 0; i < g->n_tensors; i++) alias[i] = -1;
-  for (int i = 0; i < g->n_nodes; i++) {
-    const fx_node *n = &g->nodes[i];
-    int out = n->out[0];
-    if (n->at_prepare || g->tensors[out].storage != FX_ST_ARENA) continue;
-    for (int k = 0; k < n->n_in && k < 2; k++) {
-      int in = n->in[k];
-      if (in < 0 || g->tensors[in].storage != FX_ST_ARENA || !in_place_ok(g, n, k)) continue;
-      int root = alias[in] >= 0 ? alias[in] : in;
-      if (bufs[root].last != i || (k == 1 && n->in[0] == in)) continue; /* still read later */
-      bufs[root].last = bufs[out].last;
-      alias[out] = root;
-      bufs[out] = (fx_arena_buf){0, 0, 0, 0};
-      break;
-    }
-  }
-}
-
 static int shape_equals_dims(const fx_shape *s, const TfLiteIntArray *dims) {
   if (!dims || dims->size != s->rank) return 0;
   for (int i = 0; i < s->rank; i++)
@@ -229,91 +191,23 @@ static int resize_arena(fx_partition *p, size_t bytes) {
   return p->arena ? 0 : -1;
 }
 
-/* Under a budget the planner lays out the whole arena (activations, weight slots, scratch). */
-static const char *plan_budget(fx_partition *p, int threads, char *msg, size_t msg_len) {
-  fx_budget_plan_free(&p->budget);
-  size_t budget = fx_budget_bytes(p->d->opts.budget_mb);
-  const char *why = fx_budget_plan_make(&p->g, threads, budget, p->d->store, &p->budget, msg, msg_len);
-  if (!why && resize_arena(p, p->budget.arena_bytes)) why = "out of memory for the arena";
-  if (!why) why = fx_budget_plan_start(&p->budget, p->arena);
-  if (why) {
-    fx_budget_plan_free(&p->budget);
-    return why;
-  }
-  fx_log(FX_LOG_PLAN, "partition under budget %.2f MB: arena %zu bytes, %d steps (min budget %.2f MB)",
-         p->d->opts.budget_mb, p->budget.arena_bytes, p->budget.n_steps, p->budget.min_budget_bytes / 1048576.0);
-  return NULL;
-}
-
-/* Without a budget: scratch joins the tensors, the greedy planner packs them by lifetime.
- * Sets p->bufs; *need is the arena it takes. */
-static const char *layout_unlimited(fx_partition *p, int threads, size_t *need) {
-  fx_graph *g = &p->g;
-  /* Scratch tensors (im2col tiles) join the arena with a one-node lifetime. */
-  for (int i = 0; i < g->n_nodes; i++) {
-    fx_node *n = &g->nodes[i];
-    size_t bytes = fx_node_scratch_bytes(g, n, threads);
-    if (!bytes) continue;
-    if (n->scratch < 0) {
-      fx_tensor sc = {.tfl = -1, .dtype = FX_F32, .storage = FX_ST_ARENA};
-      if ((n->scratch = fx_graph_add_tensor(g, &sc)) < 0) return "out of memory";
-    }
-    g->tensors[n->scratch].shape = (fx_shape){1, {(int)((bytes + 3) / 4)}};
-  }
-  free(p->bufs);
-  p->bufs = calloc((size_t)(g->n_tensors ? g->n_tensors : 1), sizeof(fx_arena_buf));
-  if (!p->bufs) return "out of memory";
-  for (int i = 0; i < g->n_tensors; i++) p->bufs[i] = (fx_arena_buf){0, -1, -1, 0};
-  for (int i = 0; i < g->n_nodes; i++) {
-    fx_node *n = &g->nodes[i];
-    for (int k = -1; k < n->n_in + n->n_out; k++) {
-      int id = k < 0 ? n->scratch : k < n->n_in ? n->in[k] : n->out[k - n->n_in];
-      if (id < 0 || g->tensors[id].storage != FX_ST_ARENA) continue;
-      fx_arena_buf *b = &p->bufs[id];
-      if (b->first < 0) b->first = i;
-      b->last = i;
-      b->size = fx_shape_numel(&g->tensors[id].shape) * fx_dtype_size(g->tensors[id].dtype);
-    }
-  }
-  for (int i = 0; i < g->n_tensors; i++)
-    if (p->bufs[i].first < 0) p->bufs[i] = (fx_arena_buf){0, 0, 0, 0};
-  int *alias = malloc(sizeof(int) * (size_t)(g->n_tensors > 0 ? g->n_tensors : 1));
-  if (!alias) return "out of memory";
-  plan_in_place(g, p->bufs, alias);
-  *need = fx_arena_plan_greedy(p->bufs, g->n_tensors);
-  for (int i = 0; i < g->n_tensors; i++)
-    if (alias[i] >= 0) p->bufs[i].offset = p->bufs[alias[i]].offset;
-  free(alias);
-  return *need == (size_t)-1 ? "arena planning failed" : NULL;
-}
-
-static const char *start_unlimited(fx_partition *p, int threads, size_t need) {
-  fx_budget_plan_free(&p->budget);
-  if (resize_arena(p, need)) return "out of memory for the arena";
-  fx_log(FX_LOG_PLAN, "partition arena: %zu bytes for %d tensors, %d threads", need, p->g.n_tensors, threads);
-  return NULL;
-}
-
-/* A budget that holds the unlimited plan (arena, every weight resident) runs it unchanged:
- * nothing to stream, and the same speed as no budget at all. */
+/* The partition's memory for the delegate's current budget: a plan (plan/planner.h chooses
+ * the planner), an arena of its size, and the plan started on it. */
 static const char *plan_memory(fx_partition *p, int threads, char *msg, size_t msg_len) {
-  size_t need;
-  const char *why = layout_unlimited(p, threads, &need);
-  if (why) return why;
-  if (p->d->opts.budget_mb <= 0) return start_unlimited(p, threads, need);
-  size_t budget = fx_budget_bytes(p->d->opts.budget_mb), extra = fx_budget_unlimited_extra(&p->g);
-  if (need + extra > budget) return plan_budget(p, threads, msg, msg_len);
-  fx_log(FX_LOG_PLAN, "budget %.2f MB holds the unlimited plan (arena %zu + weights and reserve %zu bytes)",
-         p->d->opts.budget_mb, need, extra);
-  return start_unlimited(p, threads, need);
+  const char *why = fx_plan_memory(&p->plan, &p->g, threads, p->d->opts.budget_mb, p->d->store, msg, msg_len);
+  if (!why && resize_arena(p, p->plan.arena_bytes)) why = "out of memory for the arena";
+  if (!why) why = p->plan.planner->start(&p->plan, p->arena);
+  if (why) fx_mem_plan_free(&p->plan);
+  return why;
 }
 
-int fx_partition_add_gemm_forms(fx_partition *p) { return fx_budget_add_gemm_forms(&p->g, p->d->store); }
+int fx_partition_add_gemm_forms(fx_partition *p) { return fx_pack_gemm_forms(&p->g, p->d->store); }
 
-void fx_partition_budget(const fx_partition *p, size_t *arena, size_t *min_budget, int *steps) {
-  *arena = p->budget.exec ? p->budget.arena_bytes : p->arena_size;
-  *min_budget = p->budget.min_budget_bytes;
-  *steps = p->budget.exec ? p->budget.n_steps : p->g.n_nodes;
+const char *fx_partition_memory(const fx_partition *p, size_t *arena, size_t *min_budget, int *steps) {
+  *arena = p->plan.arena_bytes;
+  *min_budget = p->plan.min_budget_bytes;
+  *steps = p->plan.n_steps;
+  return p->plan.planner ? p->plan.planner->name : "none";
 }
 
 const char *fx_partition_replan(struct fx_partition *p, char *msg, size_t msg_len) {
@@ -371,39 +265,20 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p) {
   return kTfLiteOk;
 }
 
-static TfLiteStatus run_nodes(TfLiteContext *ctx, fx_partition *p) {
-  fx_graph *g = &p->g;
-  const int profile = p->d->opts.profile;
-  for (int i = 0; i < g->n_nodes; i++) {
-    fx_node *n = &g->nodes[i];
-    if (n->at_prepare) continue;
-    uint64_t t0 = profile ? fx_now_ns() : 0;
-    if (fx_run_node(g, n, p->pool)) {
-      ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data", n->tfl_node,
-                       fx_op_name(n->kind));
-      return kTfLiteError;
-    }
-    if (profile) {
-      n->prof_ns += fx_now_ns() - t0;
-      n->prof_runs++;
-    }
-  }
-  return kTfLiteOk;
-}
-
 int fx_partition_n_ops(const fx_partition *p) { return p->g.n_nodes; }
 
 void fx_partition_op(const fx_partition *p, int i, fx_op_report *out) {
   const fx_node *n = &p->g.nodes[i];
   out->node = n->tfl_node;
   out->builtin = n->tfl_builtin;
-  int kernel;
-  const struct fx_conv_pack *pack = fx_budget_plan_pack(&p->budget, &p->g, i, &kernel);
+  int slices = 1;
+  const int kernel = p->plan.planner ? p->plan.planner->node_kernel(&p->plan, i, &slices) : FLEX_KERNEL_NODE;
+  const struct fx_conv_pack *pack = kernel == FLEX_KERNEL_NODE ? n->pack : fx_node_pack(n, kernel);
   fx_node_kernel(&p->g, n, pack, kernel, out->kernel, sizeof out->kernel);
   out->flops = n->flops;
   out->runs = n->prof_runs;
   out->time_us = n->prof_runs ? (double)n->prof_ns / 1e3 / (double)n->prof_runs : 0.0;
-  out->slices = fx_budget_plan_slices(&p->budget, i);
+  out->slices = slices;
 }
 
 static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p);
@@ -416,13 +291,17 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
   fx_delegate_settle(p->d, 0);
   /* Held over the whole invoke: set_budget() replaces the plan and arena read here. */
   pthread_rwlock_rdlock(&p->d->weights_lock);
+  if (!p->plan.planner) { /* a re-plan failed, and so did going back to the old budget */
+    pthread_rwlock_unlock(&p->d->weights_lock);
+    ctx->ReportError(ctx, "flexdelegate: the partition has no memory plan");
+    return kTfLiteError;
+  }
   for (int i = 0; i < g->n_tensors; i++) {
     fx_tensor *t = &g->tensors[i];
     switch (t->storage) {
       case FX_ST_EXTERNAL: t->ptr = ctx->tensors[t->tfl].data.raw; break;
       case FX_ST_ARENA:
-        if (!p->budget.exec) t->ptr = (char *)p->arena + p->bufs[i].offset;
-        else t->ptr = p->budget.tensor_offset[i] == (size_t)-1 ? NULL : (char *)p->arena + p->budget.tensor_offset[i];
+        t->ptr = p->plan.offsets[i] == (size_t)-1 ? NULL : (char *)p->arena + p->plan.offsets[i];
         break;
       default: t->ptr = (void *)t->cdata;
     }
@@ -433,19 +312,16 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
   pthread_rwlock_unlock(&p->d->weights_lock);
   if (log_exec)
     fx_log(FX_LOG_EXEC, "partition %p: %d nodes, %d threads%s, %.1f us%s", (void *)p, g->n_nodes,
-           fx_pool_threads(p->pool), p->budget.exec ? ", budgeted" : "", (fx_now_ns() - t0) / 1e3,
+           fx_pool_threads(p->pool), p->plan.planner == &fx_budget_planner ? ", budgeted" : "", (fx_now_ns() - t0) / 1e3,
            status == kTfLiteOk ? "" : " (failed)");
   return status;
 }
 
 static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p) {
   fx_graph *g = &p->g;
-  if (p->budget.exec) {
-    if (fx_budget_plan_run(&p->budget, g, p->pool, p->arena, p->d->opts.profile)) {
-      ctx->ReportError(ctx, "flexdelegate: a budgeted run failed (weight streaming or kernel error)");
-      return kTfLiteError;
-    }
-  } else if (run_nodes(ctx, p) != kTfLiteOk) {
+  char msg[256];
+  if (p->plan.planner->run(&p->plan, g, p->pool, p->arena, p->d->opts.profile, msg, sizeof msg)) {
+    ctx->ReportError(ctx, "flexdelegate: %s", msg);
     return kTfLiteError;
   }
   /* A cache file truncated under our mapping reads as zeros (see store/sigbus.h): never hand
@@ -457,7 +333,12 @@ static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p) {
       if (r < 0) return kTfLiteError;
       repaired |= r;
     }
-    if (repaired && run_nodes(ctx, p) != kTfLiteOk) return kTfLiteError;
+    const int failed = repaired ? fx_run_nodes(g, p->pool, p->d->opts.profile) : -1;
+    if (failed >= 0) {
+      ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data", g->nodes[failed].tfl_node,
+                       fx_op_name(g->nodes[failed].kind));
+      return kTfLiteError;
+    }
   }
   for (int i = 0; i < p->n_static; i++) {
     TfLiteTensor *t = &ctx->tensors[p->outputs_static[i]];

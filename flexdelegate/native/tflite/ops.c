@@ -1,6 +1,6 @@
-/* TfLite glue, part 1: translating builtin nodes (params, tensors) into the IR. Whether a
- * node is supported is decided by translating it and inferring its shapes with the same
- * code the runtime uses, so "claimed" and "runs" cannot drift apart. */
+/* Op translation: builtin nodes (params, tensors) into the IR. Whether a node is supported is
+ * decided by translating it and inferring its shapes with the same code the runtime uses, so
+ * "claimed" and "runs" cannot drift apart. */
 #include <string.h>
 #include "delegate.h"
 

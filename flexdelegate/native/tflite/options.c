@@ -7,24 +7,7 @@
 #include "conv/conv.h"
 #include "delegate.h"
 #include "flex_api.h"
-
-static int parse_log(const char *v, unsigned *mask) {
-  static const char *const names[] = {"partition", "plan", "cache", "exec"};
-  *mask = 0;
-  const char *p = v;
-  while (*p) {
-    const char *comma = strchr(p, ',');
-    size_t len = comma ? (size_t)(comma - p) : strlen(p);
-    int found = 0;
-    if (len == 3 && !strncmp(p, "all", 3)) { *mask |= 0xF; found = 1; }
-    if (len == 0 || (len == 4 && !strncmp(p, "none", 4))) found = 1;
-    for (int i = 0; i < 4 && !found; i++)
-      if (strlen(names[i]) == len && !strncmp(p, names[i], len)) { *mask |= 1u << i; found = 1; }
-    if (!found) return -1;
-    p += len + (comma ? 1 : 0);
-  }
-  return 0;
-}
+#include "runtime/log.h"
 
 const char *fx_parse_option(fx_options *o, const char *key, const char *value) {
   if (!key || !value) return "option key and value must be strings";
@@ -47,7 +30,7 @@ const char *fx_parse_option(fx_options *o, const char *key, const char *value) {
     if (!o->cache_path) return "out of memory";
   } else if (!strcmp(key, "log")) {
     unsigned m;
-    if (parse_log(value, &m))
+    if (fx_log_parse(value, &m))
       return "invalid log: expected a comma list of partition, plan, cache, exec, all, none";
     o->log = m;
   } else if (!strcmp(key, "profile")) {
@@ -72,25 +55,9 @@ const char *flex_check_budget(double mb) {
   return NULL;
 }
 
-size_t fx_budget_bytes(double mb) {
-  /* Rounded up: a positive budget is never 0 bytes (which would read as unlimited). */
-  return (size_t)ceil(mb * 1048576.0);
-}
-
 const char *flex_check_option(const char *key, const char *value) {
   fx_options o = {0};
   const char *err = fx_parse_option(&o, key, value);
   free(o.cache_path);
   return err;
-}
-
-/* FLEXDELEGATE_LOG adds categories to whatever the option asked for. */
-unsigned fx_env_log_mask(void) {
-  const char *v = getenv("FLEXDELEGATE_LOG");
-  unsigned m = 0;
-  if (v && parse_log(v, &m)) {
-    fprintf(stderr, "flexdelegate: ignoring FLEXDELEGATE_LOG=%s (expected partition,plan,cache,exec,all)\n", v);
-    m = 0;
-  }
-  return m;
 }
