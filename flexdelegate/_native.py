@@ -9,7 +9,25 @@ from . import _native_ext as _ext
 
 ffi, lib = _ext.ffi, _ext.lib
 
-OPTION_NAMES = ("budget", "cache_path", "num_threads", "log", "profile", "winograd")
+
+
+def enum(prefix: str) -> dict[str, int]:
+    """flex_api.h's constants named prefix + NAME, as {"name": value} with NAME lowercased and
+    its underscores turned into dashes (FLEX_KERNEL_GEMM_ROWS -> "gemm-rows")."""
+    return {name[len(prefix):].lower().replace("_", "-"): getattr(lib, name)
+            for name in dir(lib) if name.startswith(prefix)}
+
+
+def _options() -> dict[str, tuple[int, str]]:
+    out, i = {}, 0
+    while (o := lib.flex_option_at(i)) != ffi.NULL:
+        out[ffi.string(o.name).decode()] = (int(o.kind), ffi.string(o.help).decode())
+        i += 1
+    return out
+
+
+# The delegate's options as C defines them (tflite/options.c): name -> (FLEX_OPTION_* kind, help).
+OPTIONS = _options()
 
 
 def library_path() -> str:
@@ -35,13 +53,20 @@ def stats(delegate_ptr: int) -> dict:
 
 
 def set_budget(delegate_ptr: int, mb: float) -> None:
-    msg = ffi.new("char[]", 512)
+    """ValueError for a budget C refuses; BudgetError (with its fields from C's flex_error) for an
+    infeasible one."""
+    from . import BudgetError
+    err = ffi.new("flex_error *")
     try:
         mb = float(mb)
     except OverflowError:  # an int past any float: as invalid as infinity, and said so by C
         mb = float("inf")
-    if lib.flex_set_budget(ffi.cast("void *", delegate_ptr), mb, msg, 512):
-        raise ValueError(f"flexdelegate: {ffi.string(msg).decode()}")
+    if lib.flex_set_budget(ffi.cast("void *", delegate_ptr), mb, err):
+        message = f"flexdelegate: {ffi.string(err.message).decode()}"
+        if err.min_budget_mb > 0:
+            raise BudgetError(message, min_budget_mb=float(err.min_budget_mb), node=int(err.node),
+                              op=ffi.string(err.op).decode())
+        raise ValueError(message)
 
 
 def hash64(data, seed: int = 0) -> int:

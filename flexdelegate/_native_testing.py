@@ -8,16 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _native_testing_ext as _ext
+from . import _native, _native_testing_ext as _ext
 
 ffi, lib = _ext.ffi, _ext.lib
 
 FAMILIES = {"gemm": lib.FLEX_FAMILY_GEMM, "igemm": lib.FLEX_FAMILY_IGEMM, "dwconv": lib.FLEX_FAMILY_DWCONV,
             "vsigmoid": lib.FLEX_FAMILY_VSIGMOID}
 
-# SIGMOID and SWISH are not TFLite fused activations: the delegate fuses a following LOGISTIC
-# (and MUL) into conv / depthwise outputs as these (native/ir/fuse.c).
-_ACTS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3, "TANH": 4, "SIGMOID": 5, "SWISH": 6}
+# Fused activations by name (flex_api.h FLEX_ACT_*; SIGMOID and SWISH are the curves the delegate
+# fuses a following LOGISTIC, and MUL, into: native/ir/fuse.c).
+_ACTS = {name.upper().replace("-", "_"): value for name, value in _native.enum("FLEX_ACT_").items()}
 
 
 def variants(family: str) -> list[str]:

@@ -10,7 +10,7 @@ import pytest
 
 from budgetcheck import heavy_model, min_budget, stock_reference
 from opcheck import check, conv_model
-from flexdelegate import load_flex
+from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error
 
 MB = 2**20
@@ -68,6 +68,16 @@ def test_a_budget_that_holds_everything_runs_the_unlimited_plan(model, reference
 def test_infeasible_budget_names_the_minimum_and_the_bottleneck(model, tmp_path):
     lo = min_budget(model, tmp_path / "m.fxc")
     assert 2.5 < lo < 6  # the runtime's reserve plus a small arena, far below the ~20 MB of weights
+    # set_budget says the same as fields: a BudgetError, the minimum the load named, its node
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)  # noqa: F841 - its partitions are what is re-planned
+    with pytest.raises(BudgetError) as err:
+        d.set_budget(0.01)
+    e = err.value
+    assert e.min_budget_mb == lo and f"minimum is {lo:.2f} MB" in str(e)
+    assert f"node {e.node} ({e.op})" in str(e) and 0 <= e.node < 6 and e.op in (
+        "CONV_2D", "RESHAPE", "FULLY_CONNECTED")
+    d.set_budget(e.min_budget_mb)  # the figure quoted back as a budget is feasible
 
 
 def test_set_budget_replans_between_invokes(model, reference, tmp_path):
@@ -81,8 +91,9 @@ def test_set_budget_replans_between_invokes(model, reference, tmp_path):
         assert max_error(ref, invoke(it, x)) <= 1e-4
         if budget:
             assert d.stats()["partitions_memory"][0]["arena_bytes"] <= budget * MB
-    with pytest.raises(ValueError, match="minimum is"):
+    with pytest.raises(BudgetError, match="minimum is") as err:
         d.set_budget(0.05)
+    assert err.value.min_budget_mb == lo
     assert max_error(ref, invoke(it, x)) <= 1e-4  # the old budget stays in force
     with pytest.raises(ValueError):
         d.set_budget(-1)
@@ -125,7 +136,7 @@ def test_set_budget_right_after_a_cold_unlimited_load(model, reference, tmp_path
 PEAK = textwrap.dedent("""
     import json, sys; sys.path.insert(0, {here!r})
     from budgetcheck import heavy_model, min_budget, stock_reference
-    from flexdelegate import load_flex
+    from flexdelegate import BudgetError, load_flex
     from flexdelegate.memory import rss_bytes, peak_rss_bytes
     from flexdelegate.run import make_interpreter, random_inputs, invoke
     import flexdelegate.planner.bridge, flexdelegate.planner.arena  # imported before measuring
@@ -207,7 +218,7 @@ def test_set_budget_refuses_what_load_flex_refuses(model, tmp_path, bad):
     it = make_interpreter(model, delegate=d)
     with pytest.raises(ValueError) as set_err:
         d.set_budget(bad)
-    assert "\n" not in str(set_err.value)
+    assert "\n" not in str(set_err.value) and not isinstance(set_err.value, BudgetError)
     with pytest.raises(ValueError):
         load_flex(budget=bad)
     assert d.stats()["budget_mb"] == 0
@@ -218,8 +229,9 @@ def test_set_budget_refuses_what_load_flex_refuses(model, tmp_path, bad):
 def test_tiny_positive_budget_is_infeasible_not_unlimited(model, tmp_path, edge):
     d = load_flex(cache_path=str(tmp_path / "m.fxc"))
     it = make_interpreter(model, delegate=d)  # noqa: F841 - its partitions are what is re-planned
-    with pytest.raises(ValueError, match="infeasible: the minimum is"):
+    with pytest.raises(BudgetError, match="infeasible: the minimum is") as err:
         d.set_budget(edge)
+    assert err.value.min_budget_mb > 2.5
     assert d.stats()["budget_mb"] == 0
 
 

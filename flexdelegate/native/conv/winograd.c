@@ -168,7 +168,7 @@ void fx_winograd_run_panels(const fx_gemm_config *uk, fx_pool *pool, int tile, c
   j.tb = tb;
   fx_act_bounds(act, &j.lo, &j.hi);
   fx_parallel_tasks(pool, (j.tiles + tb - 1) / tb, wg_block, &j);
-  if (act != FX_ACT_TANH && !fx_act_is_curve(act)) return;
+  if (act != FLEX_ACT_TANH && !fx_act_is_curve(act)) return;
   if (c0 == 0 && c1 == cout) {
     fx_apply_act(act, y, fx_shape_numel(ys));
     return;

@@ -103,5 +103,5 @@ void fx_winograd_rt_run(const fx_gemm_config *uk, fx_pool *pool, int tile, const
   j.tb = (j.tiles + 2 * threads - 1) / (2 * threads);
   fx_parallel_tasks(pool, (j.tiles + j.tb - 1) / j.tb, rt_input, &j);
   fx_parallel_tasks(pool, (size_t)(cout + uk->nr - 1) / (size_t)uk->nr, rt_panel, &j);
-  if (act == FX_ACT_TANH || fx_act_is_curve(act)) fx_apply_act(act, y, fx_shape_numel(ys));
+  if (act == FLEX_ACT_TANH || fx_act_is_curve(act)) fx_apply_act(act, y, fx_shape_numel(ys));
 }

@@ -1,32 +1,64 @@
-/* The native module's Python-facing API (also fed verbatim to cffi's cdef, so: plain
- * declarations only; lines starting with '#' are dropped for the cdef). */
+/* The native module's Python-facing API, and the one statement of everything the C runtime and
+ * Python share: enums, the option table, limits and message sizes. Fed verbatim to cffi's cdef
+ * (so: plain declarations, and constants as `enum { NAME = value };`, which Python reads as
+ * flexdelegate._native.lib.NAME); lines starting with '#' are dropped for the cdef. */
 #ifndef FLEX_API_H
 #define FLEX_API_H
 #include <stddef.h>
 #include <stdint.h>
 
-/* TFLite external-delegate plugin entry points (the runtime finds them with dlsym). The
- * delegate is opaque here: Python only passes the pointer back. */
+/* ---- limits and sizes ---- */
+enum {
+  FLEX_BUDGET_MAX_MB = 10000000, /* the largest budget accepted: 10 TB, far past any machine, exact in a size_t */
+  FLEX_THREADS_MAX = 256,        /* num_threads: 1..FLEX_THREADS_MAX, or -1 for the interpreter's */
+  FLEX_MSG_LEN = 512,            /* an error message, NUL included */
+  FLEX_OP_NAME_LEN = 64          /* a TFLite builtin operator's name, NUL included */
+};
+
+/* Fused activations (TFLite's first four, then the curves the delegate fuses into a conv,
+ * FC or depthwise output: a following LOGISTIC, or LOGISTIC + MUL by the same input). */
+enum {
+  FLEX_ACT_NONE = 0, FLEX_ACT_RELU = 1, FLEX_ACT_RELU_N1_TO_1 = 2, FLEX_ACT_RELU6 = 3, FLEX_ACT_TANH = 4,
+  FLEX_ACT_SIGMOID = 5, FLEX_ACT_SWISH = 6
+};
+
+/* ---- the TFLite external-delegate plugin (the runtime finds these with dlsym) ---- */
+/* The delegate is opaque here: Python only passes the pointer back. */
 void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
                                     void (*report_error)(const char *));
 void tflite_plugin_destroy_delegate(void *delegate);
 
-/* Statistics of the last Prepare as JSON, written into buf (NUL-terminated when cap > 0).
- * Returns the full length, so a caller can retry with a bigger buffer. */
-size_t flex_stats_json(void *delegate, char *buf, size_t cap);
-
-/* Re-plans every partition for a new budget (MB; 0 = unlimited) between invokes. 0 ok; -1 with
- * msg set (e.g. an infeasible budget: the old one stays in force). */
-int flex_set_budget(void *delegate, double mb, char *msg, size_t msg_len);
-
+/* ---- options ---- */
+enum { FLEX_OPTION_TEXT = 0, FLEX_OPTION_NUMBER = 1 };
+typedef struct {
+  const char *name;
+  int kind;         /* FLEX_OPTION_NUMBER: Python refuses a bool for it; TEXT: any string */
+  const char *help; /* what it accepts: a bad value is refused as "invalid NAME: expected HELP" */
+} flex_option;
+/* The delegate's options, the i-th (README order), NULL past the end. */
+const flex_option *flex_option_at(int i);
 /* Validates one option as the plugin would; returns NULL if fine, else a message. */
 const char *flex_check_option(const char *key, const char *value);
-
-/* The largest budget accepted (MB): 10 TB, far past any machine, and exact in a size_t. */
-enum { FLEX_BUDGET_MAX_MB = 10000000 };
 /* The one budget check, for the option and set_budget: NULL if mb is a number of megabytes
  * in [0, FLEX_BUDGET_MAX_MB] (0 = unlimited), else a message. */
 const char *flex_check_budget(double mb);
+
+/* ---- a running delegate ---- */
+/* Why a call failed; for an infeasible budget also the smallest feasible one and the node it is
+ * bottlenecked on. */
+typedef struct {
+  char message[FLEX_MSG_LEN];
+  double min_budget_mb;       /* > 0: the budget was infeasible, this is the smallest that runs */
+  int node;                   /* the bottleneck's TFLite node (-1: none) */
+  char op[FLEX_OP_NAME_LEN];  /* and its operator */
+} flex_error;
+
+/* Statistics of the last Prepare as JSON, written into buf (NUL-terminated when cap > 0).
+ * Returns the full length, so a caller can retry with a bigger buffer. */
+size_t flex_stats_json(void *delegate, char *buf, size_t cap);
+/* Re-plans every partition for a new budget (MB; 0 = unlimited) between invokes. 0 ok; -1 with
+ * err filled (an infeasible budget: the old one stays in force). */
+int flex_set_budget(void *delegate, double mb, flex_error *err);
 
 /* The weight cache's 64-bit content hash (cache/FORMAT.md), for the Python cache tools. */
 uint64_t flex_hash64(const void *data, size_t len, uint64_t seed);
@@ -40,14 +72,18 @@ enum {
   FLEX_KERNEL_WINOGRAD = 3, /* Winograd-transformed panels, sliced by output channels */
   FLEX_KERNEL_DIRECT = 4    /* the GEMM panels as a direct (implicit-GEMM) conv: no scratch at all */
 };
+/* How a kernel slices a layer (flex_kernel_desc.slicing, flex_step_plan.slicing). */
+enum { FLEX_SLICE_NONE = 0, FLEX_SLICE_WEIGHTS = 1 /* output channels */, FLEX_SLICE_INPUT = 2 /* output rows */ };
+/* The tensors a partition's layers touch (flex_tensor_desc.kind). */
+enum { FLEX_TENSOR_ACTIVATION = 0, FLEX_TENSOR_INPUT = 1, FLEX_TENSOR_OUTPUT = 2 };
 
 typedef struct {
   int kernel;             /* FLEX_KERNEL_* */
-  int slicing;            /* 0 none, 1 weights (output channels), 2 input (output rows) */
+  int slicing;            /* FLEX_SLICE_* */
   uint64_t weight_bytes;  /* this kernel's packed weights (Winograd: transformed), or raw constant bytes */
   uint64_t scratch_bytes; /* its whole scratch (im2col tiles, Winograd transforms) */
   double compute_us, load_us;
-  int out_channels, out_rows; /* what slicing 1 / 2 splits */
+  int out_channels, out_rows; /* what FLEX_SLICE_WEIGHTS / FLEX_SLICE_INPUT split */
   int simd;               /* slices are multiples of this many channels (panel width) or rows */
 } flex_kernel_desc;
 
@@ -65,7 +101,7 @@ typedef struct {
 typedef struct {
   int id;
   uint64_t nbytes;      /* 0 for tensors TFLite owns (partition inputs/outputs) */
-  int kind;             /* 0 activation, 1 input, 2 output */
+  int kind;             /* FLEX_TENSOR_* */
 } flex_tensor_desc;
 
 typedef struct {
@@ -80,7 +116,7 @@ typedef struct {
 typedef struct {
   int layer, slice;
   int kernel;           /* FLEX_KERNEL_*: one the layer's description offered */
-  int slicing;          /* 0 none, 1 weights (channels), 2 input (rows) */
+  int slicing;          /* FLEX_SLICE_* */
   int64_t start, count; /* the slice's channels or rows */
   uint64_t w_offset, w_bytes; /* its weight slot (w_bytes 0: none) */
   int w_pinned;
@@ -96,7 +132,7 @@ typedef struct {
   int deps_start;
   uint64_t arena_bytes, min_budget_bytes;
   uint64_t *tensor_offsets; /* by index into the description's tensors */
-  char error[512];
+  flex_error error;     /* when it fails */
 } flex_plan;
 
 /* Implemented in Python (flexdelegate/_native.py): 0 ok, -1 infeasible budget, -2 other error.

@@ -39,7 +39,7 @@ static int is_logistic_of(const fx_node *m, int t) {
 }
 
 static int is_mul_of(const fx_node *m, int a, int b) {
-  return m->kind == FX_OP_BINARY && m->p.bin.op == FX_B_MUL && m->n_in == 2 && m->act == FX_ACT_NONE &&
+  return m->kind == FX_OP_BINARY && m->p.bin.op == FX_B_MUL && m->n_in == 2 && m->act == FLEX_ACT_NONE &&
          ((m->in[0] == a && m->in[1] == b) || (m->in[0] == b && m->in[1] == a)) && !m->at_prepare && !m->fused;
 }
 
@@ -87,9 +87,9 @@ int fx_fuse_node(fx_graph *g, fx_node *n) {
   }
   /* The curve takes the activation's place: only over NONE (which clamps to the float range,
    * as the curve kernels' bounds do). */
-  if (n->act != FX_ACT_NONE) return 0;
+  if (n->act != FLEX_ACT_NONE) return 0;
   if (uses == 1 && is_logistic_of(who[0], y)) { /* gate: y -> sigmoid(y) */
-    n->act = FX_ACT_SIGMOID;
+    n->act = FLEX_ACT_SIGMOID;
     who[0]->fused = FX_FUSED_COPY;
     who[0]->fuse_from = y;
     return 0;
@@ -101,7 +101,7 @@ int fx_fuse_node(fx_graph *g, fx_node *n) {
   const int s = lg->out[0];
   fx_node *sr[2];
   if (!is_f32_arena(g, s) || !is_mul_of(mul, y, s) || readers(g, s, sr) != 1) return 0;
-  n->act = FX_ACT_SWISH; /* y -> y * sigmoid(y); the sigmoid alone is never stored */
+  n->act = FLEX_ACT_SWISH; /* y -> y * sigmoid(y); the sigmoid alone is never stored */
   lg->fused = FX_FUSED_SKIP;
   mul->fused = FX_FUSED_COPY;
   mul->fuse_from = y;

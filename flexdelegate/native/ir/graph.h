@@ -78,7 +78,7 @@ typedef struct {
   int tfl_builtin;    /* its TFLite builtin code */
   int n_in, n_out;
   int *in, *out;      /* local tensor ids; -1 = optional input absent */
-  int act;            /* fused activation (enum fx_act) */
+  int act;            /* fused activation (FLEX_ACT_*) */
   int at_prepare;     /* computes a shape-derived value: runs at prepare, not at invoke */
   double flops;       /* per run, for the current shapes (set at prepare) */
   uint64_t prof_ns, prof_runs; /* accumulated when profiling */
@@ -131,7 +131,7 @@ fx_node *fx_graph_add_node(fx_graph *g, int kind, int n_in, int n_out);
 void fx_graph_free(fx_graph *g);
 
 /* If n is a conv / FC / depthwise whose output feeds only LOGISTIC (and MUL by itself), turns
- * that tail into n's activation (FX_ACT_SIGMOID / FX_ACT_SWISH) and marks the tail fused;
+ * that tail into n's activation (FLEX_ACT_SIGMOID / FLEX_ACT_SWISH) and marks the tail fused;
  * if n is a conv whose output feeds only an ADD of an equal-shaped tensor computed earlier,
  * n adds it (in[3], res_act) and the ADD is marked fused. Called once per node at init, in
  * node order, after partition inputs/outputs are marked. Returns -1 when out of memory. */

@@ -60,7 +60,7 @@ static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_ker
   const double flops = n->flops > 0 ? n->flops : 1;
   if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) {
     const size_t raw = raw_weight_bytes(g, n);
-    k[0] = (flex_kernel_desc){.kernel = FLEX_KERNEL_NODE, .slicing = FX_SLICE_NONE, .weight_bytes = raw,
+    k[0] = (flex_kernel_desc){.kernel = FLEX_KERNEL_NODE, .slicing = FLEX_SLICE_NONE, .weight_bytes = raw,
                               .compute_us = flops / (OTHER_FLOPS_PER_US * threads),
                               .load_us = (double)raw / LOAD_BYTES_PER_US, .simd = 1};
     return 1;
@@ -80,7 +80,7 @@ static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_ker
     const uint64_t bytes = (uint64_t)fx_conv_panels(p) * fx_conv_panel_bytes(p);
     const int rows = kernel == FLEX_KERNEL_GEMM_ROWS;
     k[nk++] = (flex_kernel_desc){
-        .kernel = kernel, .slicing = rows ? FX_SLICE_INPUT : FX_SLICE_WEIGHTS, .weight_bytes = bytes,
+        .kernel = kernel, .slicing = rows ? FLEX_SLICE_INPUT : FLEX_SLICE_WEIGHTS, .weight_bytes = bytes,
         .scratch_bytes = scratch, .compute_us = fx_conv_cost_us(kernel, flops, threads),
         .load_us = (double)bytes / LOAD_BYTES_PER_US, .out_channels = fx_conv_panels(p) * fx_conv_nr(p),
         .out_rows = (int)geo.m, .simd = rows ? fx_gemm_config_get()->mr * threads : fx_conv_nr(p)};
@@ -132,7 +132,7 @@ static void describe_layer(const fx_graph *g, const fx_node *n, int threads, par
     const fx_tensor *t = &g->tensors[id];
     flex_tensor_desc *td = &d->td[d->n_td++];
     td->id = id;
-    td->kind = t->storage == FX_ST_ARENA ? 0 : k < 0 ? 2 : 1;
+    td->kind = t->storage == FX_ST_ARENA ? FLEX_TENSOR_ACTIVATION : k < 0 ? FLEX_TENSOR_OUTPUT : FLEX_TENSOR_INPUT;
     td->nbytes = t->storage == FX_ST_ARENA ? fx_shape_numel(&t->shape) * fx_dtype_size(t->dtype) : 0;
   }
 }
@@ -157,9 +157,9 @@ static int describe(const fx_graph *g, int threads, partition_desc *d) {
 }
 
 /* Asks the Python planner, growing the step array until its plan fits. On success *steps (the
- * caller frees it) holds plan->n_steps steps. NULL, or why not (msg: the planner's message). */
+ * caller frees it) holds plan->n_steps steps. NULL, or why not (err: the planner's account). */
 static const char *ask_planner(const fx_graph *g, const partition_desc *d, int threads, size_t budget,
-                               flex_plan *plan, flex_step_plan **steps, char *msg, size_t msg_len) {
+                               flex_plan *plan, flex_step_plan **steps, flex_error *err) {
   flex_graph_desc desc = {d->n_layers, d->n_td, threads, d->ld, d->td, budget, fx_budget_reserve_bytes(g),
                           fx_gemm_config_get()->name};
   *steps = NULL;
@@ -169,9 +169,11 @@ static const char *ask_planner(const fx_graph *g, const partition_desc *d, int t
     if (!*steps) return "out of memory";
     plan->capacity = cap;
     plan->steps = *steps;
+    plan->error = (flex_error){.node = -1};
     if (flex_plan_callback(&desc, plan)) {
-      snprintf(msg, msg_len, "%s", plan->error[0] ? plan->error : "the budget planner failed");
-      return msg;
+      *err = plan->error;
+      if (!err->message[0]) snprintf(err->message, sizeof err->message, "the budget planner failed");
+      return err->message;
     }
     if (plan->n_steps <= cap) break;
     cap = plan->n_steps;
@@ -184,7 +186,7 @@ static void step_panels(const fx_conv_pack *p, int slicing, int64_t start, int64
   const int nr = fx_conv_nr(p), panels = fx_conv_panels(p);
   *pan0 = 0;
   *pan1 = panels;
-  if (slicing != FX_SLICE_WEIGHTS) return;
+  if (slicing != FLEX_SLICE_WEIGHTS) return;
   *pan0 = (int)(start / nr);
   *pan1 = (int)((start + count + nr - 1) / nr);
   if (*pan1 > panels) *pan1 = panels;
@@ -202,15 +204,15 @@ static const char *check_step(const fx_graph *g, const flex_step_plan *s, const 
   for (int i = 0; i < nk && !k; i++)
     if (offered[i].kernel == s->kernel) k = &offered[i];
   if (!k) return "plan names a kernel the layer does not offer";
-  if (s->slicing != FX_SLICE_NONE && s->slicing != k->slicing) return "plan slices a layer its kernel cannot slice so";
+  if (s->slicing != FLEX_SLICE_NONE && s->slicing != k->slicing) return "plan slices a layer its kernel cannot slice so";
   const fx_conv_pack *p = fx_node_pack(n, s->kernel);
   if (!p) return s->w_bytes < k->weight_bytes ? "weight slot too small" : NULL;
   fx_conv_geom geo;
   fx_node_conv_geom(g, n, &geo);
   const int nr = fx_conv_nr(p), panels = fx_conv_panels(p);
-  if (s->slicing == FX_SLICE_WEIGHTS) {
+  if (s->slicing == FLEX_SLICE_WEIGHTS) {
     if (s->start < 0 || s->count <= 0 || s->start % nr || s->start >= (int64_t)panels * nr) return "bad channel slice";
-  } else if (s->slicing == FX_SLICE_INPUT) {
+  } else if (s->slicing == FLEX_SLICE_INPUT) {
     if (s->start < 0 || s->count <= 0 || (uint64_t)(s->start + s->count) > geo.m) return "bad row slice";
   }
   if (!s->w_bytes) return "conv layer without a weight slot";
@@ -326,7 +328,7 @@ static const char *take_offsets(fx_mem_plan *out, const fx_graph *g, const parti
 }
 
 static const char *budget_plan(fx_mem_plan *out, fx_graph *g, int threads, size_t budget, struct fx_store *store,
-                               char *msg, size_t msg_len) {
+                               flex_error *err) {
   (void)store;
   memset(out, 0, sizeof *out);
   out->planner = &fx_budget_planner;
@@ -338,7 +340,7 @@ static const char *budget_plan(fx_mem_plan *out, fx_graph *g, int threads, size_
   uint64_t *offs = why ? NULL : calloc((size_t)d.n_td + 1, sizeof *offs);
   if (!why && !offs) why = "out of memory";
   plan.tensor_offsets = offs;
-  if (!why) why = ask_planner(g, &d, threads, budget, &plan, &steps, msg, msg_len);
+  if (!why) why = ask_planner(g, &d, threads, budget, &plan, &steps, err);
   if (!why) why = check_plan(g, &d, &plan, steps, threads);
   if (!why) why = take_offsets(out, g, &d, offs);
   if (!why) why = build_steps(b, g, &d, &plan, steps);
@@ -386,7 +388,7 @@ static void run_conv_step(const fx_step *s, const fx_graph *g, const fx_node *n,
   int pan0, pan1;
   step_panels(p, s->slicing, s->start, s->count, &pan0, &pan1);
   size_t m0 = 0, m1 = geo.m, tile = 0;
-  if (s->slicing == FX_SLICE_INPUT) {
+  if (s->slicing == FLEX_SLICE_INPUT) {
     m0 = (size_t)s->start;
     m1 = (size_t)(s->start + s->count);
   }

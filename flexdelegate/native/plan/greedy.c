@@ -146,8 +146,8 @@ static void greedy_free(fx_mem_plan *p) {
 }
 
 static const char *greedy_plan(fx_mem_plan *out, fx_graph *g, int threads, size_t budget, struct fx_store *store,
-                               char *msg, size_t msg_len) {
-  (void)budget, (void)store, (void)msg, (void)msg_len;
+                               flex_error *err) {
+  (void)budget, (void)store, (void)err;
   memset(out, 0, sizeof *out);
   out->planner = &fx_greedy_planner;
   const char *why = add_scratch(g, threads);

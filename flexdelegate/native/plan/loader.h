@@ -6,13 +6,13 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include "flex_api.h"
 
-enum fx_slicing { FX_SLICE_NONE = 0, FX_SLICE_WEIGHTS = 1, FX_SLICE_INPUT = 2 };
 
 typedef struct {
   int node;            /* index in the partition's graph */
   int kernel;          /* FLEX_KERNEL_* (flex_api.h): which form of the node runs */
-  int slicing;         /* enum fx_slicing */
+  int slicing;         /* FLEX_SLICE_* */
   int64_t start, count; /* output channels (weights) or output rows (input) of this step */
   int unit;            /* the load unit holding its weights, -1 if it has none */
   size_t w_off;        /* arena offset of its weights */

@@ -37,15 +37,15 @@ void fx_mem_plan_free(fx_mem_plan *p) {
 /* A budget that holds the greedy plan (its arena, every weight resident) runs it unchanged:
  * nothing to stream, and the same speed as no budget at all. */
 const char *fx_plan_memory(fx_mem_plan *p, fx_graph *g, int threads, double budget_mb, struct fx_store *store,
-                           char *msg, size_t msg_len) {
+                           flex_error *err) {
   fx_mem_plan_free(p);
-  const char *why = fx_greedy_planner.plan(p, g, threads, 0, store, msg, msg_len);
+  const char *why = fx_greedy_planner.plan(p, g, threads, 0, store, err);
   if (why) return why;
   if (budget_mb > 0) {
     const size_t budget = budget_bytes(budget_mb), extra = unlimited_extra(g);
     if (p->arena_bytes + extra > budget) {
       fx_mem_plan_free(p);
-      why = fx_budget_planner.plan(p, g, threads, budget, store, msg, msg_len);
+      why = fx_budget_planner.plan(p, g, threads, budget, store, err);
       if (!why)
         fx_log(FX_LOG_PLAN, "partition under budget %.2f MB: arena %zu bytes, %d steps (min budget %.2f MB)",
                budget_mb, p->arena_bytes, p->n_steps, p->min_budget_bytes / 1048576.0);

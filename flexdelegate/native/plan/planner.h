@@ -9,6 +9,7 @@
 #ifndef FLEX_PLANNER_H
 #define FLEX_PLANNER_H
 #include <stddef.h>
+#include "flex_api.h"
 #include "ir/graph.h"
 #include "runtime/pool.h"
 
@@ -30,9 +31,9 @@ typedef struct {
 typedef struct fx_planner {
   const char *name; /* "greedy" or "budget" (stats()["partitions_memory"][i]["planner"]) */
   /* Plans g (shapes inferred) for `threads` workers within `budget` bytes (0: none) into *out.
-   * NULL, or why not (msg may hold the planner's own message, e.g. the minimum budget). */
+   * NULL, or why not (err filled where the planner says more, e.g. the minimum budget). */
   const char *(*plan)(fx_mem_plan *out, fx_graph *g, int threads, size_t budget, struct fx_store *store,
-                      char *msg, size_t msg_len);
+                      flex_error *err);
   /* With an arena of arena_bytes allocated: ready to run (NULL), or why not. */
   const char *(*start)(fx_mem_plan *p, char *arena);
   /* One invoke of g (tensor pointers resolved from offsets): 0, or -1 with why in msg. */
@@ -48,7 +49,7 @@ extern const fx_planner fx_greedy_planner, fx_budget_planner;
  * unless a budget is set (MB, 0 = none) that it does not hold together with what it keeps
  * outside the arena; then the budget planner's. NULL, or why not (*p then holds no plan). */
 const char *fx_plan_memory(fx_mem_plan *p, fx_graph *g, int threads, double budget_mb, struct fx_store *store,
-                           char *msg, size_t msg_len);
+                           flex_error *err);
 void fx_mem_plan_free(fx_mem_plan *p);
 
 /* Shared by the two implementations (budget.c): what the budget must hold beside the arena,

@@ -31,7 +31,7 @@ int flex_conv2d_run(int variant, int direct, int threads, int n, int h, int w, i
   const fx_gemm_config *uk = fx_gemm_config_at(variant);
   if (!uk || (direct != 0 && direct != 1) || threads < 1 || n < 0 || h < 1 || w < 1 || cin < 1 || cout < 1 ||
       kh < 1 || kw < 1 || stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1 || pad_top < 0 || pad_left < 0 ||
-      oh < 0 || ow < 0 || !x || !filter || !y || act < FX_ACT_NONE || act > FX_ACT_SWISH)
+      oh < 0 || ow < 0 || !x || !filter || !y || act < FLEX_ACT_NONE || act > FLEX_ACT_SWISH)
     return -1;
   fx_conv_geom g = {(size_t)n * (size_t)oh * (size_t)ow, 0, h, w, cin, oh, ow, kh, kw, stride_h, stride_w,
                     dil_h, dil_w, pad_top, pad_left};

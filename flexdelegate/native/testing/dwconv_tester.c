@@ -23,7 +23,7 @@ int flex_dwconv_run(int variant, int n, int h, int w, int cin, int mult, int kh,
                     int iters, double *seconds) {
   const fx_dwconv_config *c = fx_dwconv_config_at(variant);
   if (!c || n < 0 || h < 1 || w < 1 || cin < 1 || mult < 1 || kh < 1 || kw < 1 || stride_h < 1 ||
-      stride_w < 1 || dil_h < 1 || dil_w < 1 || !x || !filter || !y || act < 0 || act > FX_ACT_SWISH)
+      stride_w < 1 || dil_h < 1 || dil_w < 1 || !x || !filter || !y || act < 0 || act > FLEX_ACT_SWISH)
     return -1;
   dwconv_case d = {c, x, filter, bias, y, {4, {n, h, w, cin}}, {4, {n, oh, ow, cin * mult}},
                    {stride_h, stride_w, dil_h, dil_w, kh, kw, 0, 0}, mult, act};

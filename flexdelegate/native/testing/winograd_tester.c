@@ -41,7 +41,7 @@ int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, i
   const fx_gemm_config *uk = fx_gemm_config_at(variant);
   if (!uk || (tile != 4 && tile != 6) || threads < 1 || n < 0 || h < 1 || w < 1 || cin < 1 ||
       cout < 1 || pad_top < 0 || pad_left < 0 || oh < 0 || ow < 0 || !x || !filter || !y ||
-      act < FX_ACT_NONE || act > FX_ACT_SWISH || slice_panels < 0 || (from_gemm && slice_panels))
+      act < FLEX_ACT_NONE || act > FLEX_ACT_SWISH || slice_panels < 0 || (from_gemm && slice_panels))
     return -1;
   const int panels = (cout + uk->nr - 1) / uk->nr, per = slice_panels && slice_panels < panels ? slice_panels : panels;
   const size_t tiles = (size_t)n * (size_t)((oh + tile - 1) / tile) * (size_t)((ow + tile - 1) / tile);

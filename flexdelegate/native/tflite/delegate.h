@@ -2,6 +2,7 @@
 #ifndef FLEX_DELEGATE_H
 #define FLEX_DELEGATE_H
 #include <pthread.h>
+#include "flex_api.h"
 #include "ir/graph.h"
 #include "runtime/log.h"
 #include "runtime/pool.h"
@@ -89,8 +90,8 @@ typedef struct {
 } fx_op_report;
 int fx_partition_n_ops(const struct fx_partition *p);
 /* Lays out the partition's memory again for the delegate's current budget (set_budget between
- * invokes); NULL ok, else why (msg may hold the planner's message). */
-const char *fx_partition_replan(struct fx_partition *p, char *msg, size_t msg_len);
+ * invokes); NULL ok, else why (err may hold the planner's account, e.g. the minimum budget). */
+const char *fx_partition_replan(struct fx_partition *p, flex_error *err);
 /* The GEMM form of its Winograd convs, for a budget plan to choose (see ir/graph.h
  * fx_pack_gemm_forms): how many were added, -1 when out of memory. */
 int fx_partition_add_gemm_forms(struct fx_partition *p);

@@ -193,8 +193,8 @@ static int resize_arena(fx_partition *p, size_t bytes) {
 
 /* The partition's memory for the delegate's current budget: a plan (plan/planner.h chooses
  * the planner), an arena of its size, and the plan started on it. */
-static const char *plan_memory(fx_partition *p, int threads, char *msg, size_t msg_len) {
-  const char *why = fx_plan_memory(&p->plan, &p->g, threads, p->d->opts.budget_mb, p->d->store, msg, msg_len);
+static const char *plan_memory(fx_partition *p, int threads, flex_error *err) {
+  const char *why = fx_plan_memory(&p->plan, &p->g, threads, p->d->opts.budget_mb, p->d->store, err);
   if (!why && resize_arena(p, p->plan.arena_bytes)) why = "out of memory for the arena";
   if (!why) why = p->plan.planner->start(&p->plan, p->arena);
   if (why) fx_mem_plan_free(&p->plan);
@@ -210,8 +210,8 @@ const char *fx_partition_memory(const fx_partition *p, size_t *arena, size_t *mi
   return p->plan.planner ? p->plan.planner->name : "none";
 }
 
-const char *fx_partition_replan(struct fx_partition *p, char *msg, size_t msg_len) {
-  return plan_memory(p, fx_pool_threads(p->pool), msg, msg_len);
+const char *fx_partition_replan(struct fx_partition *p, flex_error *err) {
+  return plan_memory(p, fx_pool_threads(p->pool), err);
 }
 
 static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p);
@@ -256,8 +256,8 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p) {
                 : ctx->recommended_num_threads > 0 ? ctx->recommended_num_threads : 1;
   p->pool = fx_delegate_pool(p->d, threads);
   if (!p->pool) return kTfLiteError;
-  char msg[512];
-  const char *why = plan_memory(p, threads, msg, sizeof msg);
+  flex_error err;
+  const char *why = plan_memory(p, threads, &err);
   if (why) {
     ctx->ReportError(ctx, "flexdelegate: %s", why);
     return kTfLiteError;
@@ -319,7 +319,7 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
 
 static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p) {
   fx_graph *g = &p->g;
-  char msg[256];
+  char msg[FLEX_MSG_LEN];
   if (p->plan.planner->run(&p->plan, g, p->pool, p->arena, p->d->opts.profile, msg, sizeof msg)) {
     ctx->ReportError(ctx, "flexdelegate: %s", msg);
     return kTfLiteError;

@@ -59,12 +59,16 @@ static int add_tensor(fx_translate *tr, fx_graph *g, int idx, const char **why) 
   return id;
 }
 
+_Static_assert((int)FLEX_ACT_RELU == (int)kTfLiteActRelu && (int)FLEX_ACT_RELU_N1_TO_1 == (int)kTfLiteActReluN1To1 &&
+                   (int)FLEX_ACT_RELU6 == (int)kTfLiteActRelu6,
+               "the clamp activations are TFLite's values");
+
 static const char *map_act(int tfl_act, int *act) {
   if (tfl_act < kTfLiteActNone || tfl_act > kTfLiteActTanh) return "unsupported fused activation";
   /* TFLite's float kernels derive clamp bounds from the activation and give TANH no bounds
    * and no tanh (CalculateActivationRange), so a fused TANH is a no-op on the stock path;
    * we match it. The other four share our enum's values. */
-  *act = tfl_act == kTfLiteActTanh ? FX_ACT_NONE : tfl_act;
+  *act = tfl_act == kTfLiteActTanh ? FLEX_ACT_NONE : tfl_act;
   return NULL;
 }
 
@@ -244,7 +248,7 @@ static const char *read_params(fx_graph *g, fx_node *n, int builtin, const void 
       n->p.concat.axis = p->axis;
       if (n->n_in > 64) return "more than 64 inputs";
       if ((e = map_act(p->activation, &n->act))) return e;
-      if (n->act != FX_ACT_NONE && g->tensors[n->out[0]].dtype != FX_F32) return "activation on non-float data";
+      if (n->act != FLEX_ACT_NONE && g->tensors[n->out[0]].dtype != FX_F32) return "activation on non-float data";
       return same_dtype(g, n, n->n_in);
     }
     case kTfLiteBuiltinPack: {

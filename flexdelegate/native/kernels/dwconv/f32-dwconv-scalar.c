@@ -91,5 +91,5 @@ void fx_f32_dwconv_scalar(FX_DWCONV_ARGS) {
   size_t grain = (size_t)32768 / (work ? work : 1);
   if (grain < 1) grain = 1;
   fx_parallel_for(pool, rows, grain, dw_rows, &c);
-  if (act == FX_ACT_TANH) fx_apply_act(act, y, fx_shape_numel(ys));
+  if (act == FLEX_ACT_TANH) fx_apply_act(act, y, fx_shape_numel(ys));
 }

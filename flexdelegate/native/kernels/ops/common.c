@@ -23,19 +23,19 @@ int fx_shape_equal(const fx_shape *a, const fx_shape *b) {
  * in the stock kernels. TANH is not a clamp: it gets [-inf, inf]. */
 void fx_act_bounds(int act, float *lo, float *hi) {
   switch (act) {
-    case FX_ACT_RELU: *lo = 0.0f; *hi = FLT_MAX; break;
-    case FX_ACT_RELU_N1_TO_1: *lo = -1.0f; *hi = 1.0f; break;
-    case FX_ACT_RELU6: *lo = 0.0f; *hi = 6.0f; break;
-    case FX_ACT_TANH: *lo = -INFINITY; *hi = INFINITY; break;
+    case FLEX_ACT_RELU: *lo = 0.0f; *hi = FLT_MAX; break;
+    case FLEX_ACT_RELU_N1_TO_1: *lo = -1.0f; *hi = 1.0f; break;
+    case FLEX_ACT_RELU6: *lo = 0.0f; *hi = 6.0f; break;
+    case FLEX_ACT_TANH: *lo = -INFINITY; *hi = INFINITY; break;
     default: *lo = -FLT_MAX; *hi = FLT_MAX; break;
   }
 }
 
 /* In-place activation. NONE is a no-op (no pass over memory). */
 void fx_apply_act(int act, float *y, size_t n) {
-  if (act == FX_ACT_NONE) return;
-  if (act == FX_ACT_TANH || fx_act_is_curve(act)) {
-    fx_unary_f32(act == FX_ACT_TANH ? FX_U_TANH : act == FX_ACT_SIGMOID ? FX_U_LOGISTIC : FX_U_SWISH, 0.0f,
+  if (act == FLEX_ACT_NONE) return;
+  if (act == FLEX_ACT_TANH || fx_act_is_curve(act)) {
+    fx_unary_f32(act == FLEX_ACT_TANH ? FX_U_TANH : act == FLEX_ACT_SIGMOID ? FX_U_LOGISTIC : FX_U_SWISH, 0.0f,
                  y, y, n);
     return;
   }

@@ -319,10 +319,10 @@ void fx_binary_f32(fx_pool *pool, int op, const float *a, const fx_shape *as,
   memset(&c, 0, sizeof c);
   c.a = a; c.b = b; c.y = y;
   fx_act_bounds(act, &c.lo, &c.hi);
-  if (act == FX_ACT_NONE && (op == FX_B_MAX || op == FX_B_MIN || op == FX_B_PRELU)) {
+  if (act == FLEX_ACT_NONE && (op == FX_B_MAX || op == FX_B_MIN || op == FX_B_PRELU)) {
     c.lo = -INFINITY; c.hi = INFINITY;     /* these TFLite ops never clamp */
   }
-  c.tanh_act = act == FX_ACT_TANH;
+  c.tanh_act = act == FLEX_ACT_TANH;
 
   /* right-aligned, 1-padded operand dims */
   int ad[FX_MAX_RANK], bd[FX_MAX_RANK];

@@ -6,6 +6,7 @@
 #define FLEX_OPS_H
 #include <stddef.h>
 #include <stdint.h>
+#include "flex_api.h"
 
 #define FX_MAX_RANK 8
 
@@ -14,18 +15,16 @@ typedef struct { int rank; int d[FX_MAX_RANK]; } fx_shape;
 size_t fx_shape_numel(const fx_shape *s);
 int fx_shape_equal(const fx_shape *a, const fx_shape *b);
 
-/* Fused activations, as in TFLite's builtin options; then our own, set at init when a
+/* Fused activations are FLEX_ACT_* (flex_api.h): TFLite's, then our own, set at init when a
  * conv/FC/depthwise output feeds only a LOGISTIC (SIGMOID) or only LOGISTIC + MUL by itself
  * (SWISH = x * sigmoid(x)): applied to each output tile while it is still in cache. */
-enum fx_act { FX_ACT_NONE = 0, FX_ACT_RELU, FX_ACT_RELU_N1_TO_1, FX_ACT_RELU6, FX_ACT_TANH,
-              FX_ACT_SIGMOID, FX_ACT_SWISH };
 /* Clamp bounds for the clamp-style activations (the others have none: lo=-inf, hi=inf for
  * TANH, +-FLT_MAX for SIGMOID/SWISH, as for NONE). */
 void fx_act_bounds(int act, float *lo, float *hi);
 /* Applies a fused activation in place (clamp, tanh, sigmoid or swish). */
 void fx_apply_act(int act, float *y, size_t n);
 /* The activations a clamp cannot express (SIGMOID, SWISH): kernels apply them per tile. */
-static inline int fx_act_is_curve(int act) { return act == FX_ACT_SIGMOID || act == FX_ACT_SWISH; }
+static inline int fx_act_is_curve(int act) { return act == FLEX_ACT_SIGMOID || act == FLEX_ACT_SWISH; }
 
 /* Parallel-for hook: heavy kernels split work through this; NULL runs inline. */
 typedef struct fx_pool fx_pool;

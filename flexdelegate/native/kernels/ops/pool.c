@@ -88,5 +88,5 @@ void fx_pool2d_f32(fx_pool *pool, int is_max, const float *x, const fx_shape *xs
   size_t grain = (size_t)32768 / (work ? work : 1);
   if (grain < 1) grain = 1;
   fx_parallel_for(pool, rows, grain, pool_rows, &c);
-  if (act == FX_ACT_TANH) fx_apply_act(act, y, fx_shape_numel(ys));
+  if (act == FLEX_ACT_TANH) fx_apply_act(act, y, fx_shape_numel(ys));
 }

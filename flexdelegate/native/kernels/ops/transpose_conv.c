@@ -99,5 +99,5 @@ void fx_transpose_conv_f32(fx_pool *pool, const float *x, const fx_shape *xs, co
   if (grain < 1) grain = 1;
   fx_parallel_for(pool, rows, grain, tc_rows, &c);
   free(ft);
-  if (act == FX_ACT_TANH) fx_apply_act(act, y, fx_shape_numel(ys));
+  if (act == FLEX_ACT_TANH) fx_apply_act(act, y, fx_shape_numel(ys));
 }
