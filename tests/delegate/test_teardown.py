@@ -103,7 +103,7 @@ def test_teardown_in_any_order(scenario, budgeted, request):
     # its minimum leaves room for the 2-thread interpreter's scratch.
     model = "heavy_model(seed=1)" if budgeted else "conv_net(size=12)"
     budget = f"budget={1.3 * min_budget(heavy_model(seed=1), ''):.3f}" if budgeted else ""
-    run = run_child(textwrap.dedent(SCENARIOS[scenario]).format(budget=budget), str(request.path.parent), model)
+    run = run_child(textwrap.dedent(SCENARIOS[scenario]).format(budget=budget), str(request.path.parent.parent), model)
     assert run.returncode == 0 and "done" in run.stdout, run.stdout + run.stderr[-3000:]
 
 

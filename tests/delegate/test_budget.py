@@ -14,7 +14,7 @@ from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error
 
 MB = 2**20
-HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # budgetcheck.py
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +137,7 @@ PEAK = textwrap.dedent("""
     import json, sys; sys.path.insert(0, {here!r})
     from budgetcheck import heavy_model, min_budget, stock_reference
     from flexdelegate import BudgetError, load_flex
-    from flexdelegate.memory import rss_bytes, peak_rss_bytes
+    from flexdelegate.memstat import peak_rss_bytes, rss_bytes
     from flexdelegate.run import make_interpreter, random_inputs, invoke
     import flexdelegate.planner.bridge, flexdelegate.planner.arena  # imported before measuring
     model = heavy_model(fc={fc})
@@ -156,7 +156,7 @@ PEAK = textwrap.dedent("""
 
 
 def peak(budget, cache, fc):
-    code = PEAK.format(here=HERE, budget=budget, cache=str(cache), fc=fc)
+    code = PEAK.format(here=TESTS, budget=budget, cache=str(cache), fc=fc)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])["peak"]

@@ -6,7 +6,7 @@ import pytest
 from flexdelegate import load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 
-SHARED = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "models"
+SHARED = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "models"
 MOBILENET = SHARED / "mobilenet_v2.tflite"
 
 

@@ -76,7 +76,7 @@ def _run_with_log(env_value, code):
 def test_partition_log_lists_partitions_and_fallbacks():
     code = ("from flexdelegate import load_flex\nfrom flexdelegate.run import make_interpreter\n"
             "import sys; sys.path.insert(0, %r)\nfrom models import conv_net\n"
-            "make_interpreter(conv_net(middle_op='EXP'), delegate=load_flex())\n") % os.path.dirname(__file__)
+            "make_interpreter(conv_net(middle_op='EXP'), delegate=load_flex())\n") % os.path.dirname(os.path.dirname(__file__))
     r = _run_with_log("partition", code)
     assert r.returncode == 0, r.stderr
     lines = [l for l in r.stderr.splitlines() if l.startswith("flexdelegate[partition]")]
@@ -90,7 +90,7 @@ def test_exec_log_reports_each_invoke():
     code = ("from flexdelegate import load_flex\nfrom flexdelegate.run import make_interpreter, invoke, random_inputs\n"
             "import sys; sys.path.insert(0, %r)\nfrom models import conv_net\n"
             "it = make_interpreter(conv_net(), delegate=load_flex())\nx = random_inputs(it)\n"
-            "invoke(it, x); invoke(it, x)\n") % os.path.dirname(__file__)
+            "invoke(it, x); invoke(it, x)\n") % os.path.dirname(os.path.dirname(__file__))
     r = _run_with_log("exec", code)
     assert r.returncode == 0, r.stderr
     lines = [l for l in r.stderr.splitlines() if l.startswith("flexdelegate[exec]")]

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from flexdelegate import load_flex
-from flexdelegate.memory import rss_bytes
+from flexdelegate.memstat import rss_bytes
 from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 from models import conv_net
 

@@ -1,5 +1,5 @@
 """`flexdelegate profile MODEL`: load cost, memory and latency of a model on flexdelegate, in
-four stages, each measured in a fresh worker process (flexdelegate._profile_worker):
+four stages, each measured in a fresh worker process (flexdelegate.cli._profile_worker):
 
   compile          first load with an empty cache: partition, pack weights, write the cache
   first_load       load with the cache present, its and the model's pages dropped from the
@@ -31,79 +31,18 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
+
+from . import common
+from .common import Bar, CommandError, duration, mib
 
 STAGES = ("compile", "first_load", "subsequent_load", "inference")
 TOP_OPS = 10
 
 
-class ProfileError(Exception):
-    """A one-line problem the command reports without a traceback (exit 2)."""
-
-
-class Bar:
-    """Progress on stderr, for humans only: draws nothing unless enabled (stderr a tty).
-    With a total it is a bar (done/total); without, an elapsed-time ticker shown after 1 s."""
-
-    def __init__(self, label: str, total: int | None = None, enabled: bool = False):
-        self.label, self.total, self.enabled = label, total, enabled
-        self.start = time.monotonic()
-        self.drawn, self.next = False, 0.0
-
-    def update(self, done: int = 0) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if (now < self.next and done != self.total) or (self.total is None and now - self.start < 1):
-            return
-        self.next = now + 0.2  # redraw sparingly: the loop being reported on matters more
-        if self.total is None:
-            text = f"{self.label} ... {now - self.start:.1f} s"
-        else:
-            filled = 30 * done // max(1, self.total)
-            text = f"{self.label} [{'#' * filled}{'.' * (30 - filled)}] {done}/{self.total}"
-        sys.stderr.write("\r" + text)
-        sys.stderr.flush()
-        self.drawn = True
-
-    def close(self) -> None:
-        if self.drawn:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
-
-
-def check_model(path: str) -> None:
-    """ProfileError unless `path` is a readable TFLite file (checked here, before any worker,
-    so a wrong path costs one clear line, not a runtime error from deep inside TFLite)."""
-    from .tflite.reader import read_model
-    if not os.path.exists(path):
-        raise ProfileError(f"{path}: no such file")
-    if not os.path.isfile(path):
-        raise ProfileError(f"{path}: not a regular file")
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise ProfileError(f"{path}: {e.strerror or e}") from None
-    try:
-        read_model(data)
-    except ValueError as e:
-        raise ProfileError(f"{path}: {e}") from None
-
-
-def check_options(**options) -> None:
-    """ProfileError for option values load_flex rejects (e.g. --threads 0, --budget -5)."""
-    from . import load_flex
-    try:
-        load_flex(**{k: v for k, v in options.items() if v is not None})
-    except (ValueError, RuntimeError, ImportError) as e:
-        raise ProfileError(str(e)) from None
-
-
 def run_stage(stage: str, model: str, cache: str, *, budget=None, threads=None,
               iterations: int = 10, progress: bool = False) -> dict:
     """Runs one stage in a fresh worker process and returns its JSON figures."""
-    cmd = [sys.executable, "-m", "flexdelegate._profile_worker", stage, model, cache,
+    cmd = [sys.executable, "-m", "flexdelegate.cli._profile_worker", stage, model, cache,
            "--iterations", str(iterations)]
     if budget:
         cmd += ["--budget", str(budget)]
@@ -114,7 +53,7 @@ def run_stage(stage: str, model: str, cache: str, *, budget=None, threads=None,
         cmd.append("--progress")
     env = dict(os.environ)
     # The worker must import this very package, also from a source tree that is not installed.
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     ticker = Bar(stage, None, progress and stage != "inference")
     # stdout carries the result; stderr is inherited so native logs and the bar reach the user.
@@ -141,9 +80,9 @@ def run_stage(stage: str, model: str, cache: str, *, budget=None, threads=None,
     if result is None:
         how = (f"was killed by signal {-proc.returncode}" if proc.returncode < 0
                else f"exited with status {proc.returncode}")
-        raise ProfileError(f"{stage} stage: the worker process {how} without a result")
+        raise CommandError(f"{stage} stage: the worker process {how} without a result")
     if "error" in result:
-        raise ProfileError(f"{stage} stage: {result['error']}")
+        raise CommandError(f"{stage} stage: {result['error']}")
     return result
 
 
@@ -167,7 +106,7 @@ def _op_entry(op: dict) -> dict:
 def profile(model: str, *, budget=None, threads=None, iterations: int = 10,
             progress: bool = False) -> tuple[dict, list]:
     """All four stages; returns (the JSON report, the inference latencies in us)."""
-    from .runtime import detect
+    from ..runtime import detect
     tmp = tempfile.mkdtemp(prefix="flexdelegate-profile-")
     try:
         cache = os.path.join(tmp, "weights.fxc")  # absent: the compile stage builds it
@@ -192,16 +131,8 @@ def profile(model: str, *, budget=None, threads=None, iterations: int = 10,
     return report, results["inference"].get("samples_us", [])
 
 
-def _mib(n) -> str:
-    return f"{n / 2**20:.1f}"
-
-
 def _range(r) -> str:
-    return f"{_mib(r[0])}..{_mib(r[1])}"
-
-
-def _time(us: float) -> str:
-    return f"{us / 1e6:.2f} s" if us >= 1e6 else f"{us / 1e3:.2f} ms" if us >= 1e3 else f"{us:.0f} us"
+    return f"{mib(r[0])}..{mib(r[1])}"
 
 
 def format_report(report: dict) -> str:
@@ -217,14 +148,14 @@ def format_report(report: dict) -> str:
               f"{'private':>8s} {'shared':>8s}  cache"]
     for name, s in report["stages"].items():
         c = s.get("cache", {})
-        cache = (f"packed {c.get('blobs_packed', 0)} ({_mib(c.get('bytes_packed', 0))} MiB), "
-                 f"mapped {c.get('blobs_mapped', 0)} ({_mib(c.get('bytes_mapped', 0))} MiB)")
-        lines.append(f"{name:16s} {_time(s['time_us']):>10s} {_range(s['peak_bytes']):>15s} "
-                     f"{_range(s['increase_bytes']):>17s} {_mib(s['private_bytes']):>8s} "
-                     f"{_mib(s['shared_bytes']):>8s}  {cache}")
+        cache = (f"packed {c.get('blobs_packed', 0)} ({mib(c.get('bytes_packed', 0))} MiB), "
+                 f"mapped {c.get('blobs_mapped', 0)} ({mib(c.get('bytes_mapped', 0))} MiB)")
+        lines.append(f"{name:16s} {duration(s['time_us']):>10s} {_range(s['peak_bytes']):>15s} "
+                     f"{_range(s['increase_bytes']):>17s} {mib(s['private_bytes']):>8s} "
+                     f"{mib(s['shared_bytes']):>8s}  {cache}")
     inf = report["stages"]["inference"]
-    lines += ["", f"latency:   min {_time(inf['min_us'])}, median {_time(inf['median_us'])}, "
-                  f"max {_time(inf['max_us'])} over {inf['iterations']} invokes"]
+    lines += ["", f"latency:   min {duration(inf['min_us'])}, median {duration(inf['median_us'])}, "
+                  f"max {duration(inf['max_us'])} over {inf['iterations']} invokes"]
     ops = sorted(report["ops"], key=lambda o: -o["time_us"])[:TOP_OPS]
     if ops:
         total = sum(o["time_us"] for o in report["ops"]) or 1.0
@@ -233,18 +164,18 @@ def format_report(report: dict) -> str:
                   f"{'node':>5s}  {'op':20s} {'kernel':36s} {'time':>10s} {'GFLOP/s':>8s} {'share':>6s}"]
         for o in ops:
             lines.append(f"{o['index']:5d}  {o['op'][:20]:20s} {o['kernel'][:36]:36s} "
-                         f"{_time(o['time_us']):>10s} {o['gflops']:8.2f} {100 * o['time_us'] / total:5.1f}%")
+                         f"{duration(o['time_us']):>10s} {o['gflops']:8.2f} {100 * o['time_us'] / total:5.1f}%")
     return "\n".join(lines)
 
 
 def _pyplot():
-    """matplotlib.pyplot on a file backend, or ProfileError: matplotlib is optional."""
+    """matplotlib.pyplot on a file backend, or CommandError: matplotlib is optional."""
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        raise ProfileError("--plot needs matplotlib, which is not installed "
+        raise CommandError("--plot needs matplotlib, which is not installed "
                            "(pip install matplotlib)") from None
     return plt
 
@@ -276,55 +207,44 @@ def plot(report: dict, samples_us: list, out: str) -> None:
     plt.close(fig)
 
 
-def stdout_closed() -> int:
-    """For `... | head`: the reader left; silence the interpreter's final flush, exit 1."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return 1
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="flexdelegate profile", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model", help=".tflite file")
+    common.add_model(ap)
     ap.add_argument("--budget", type=float, default=None, metavar="MB",
                     help="memory budget passed to the delegate (0 or absent = unlimited)")
-    ap.add_argument("--threads", type=int, default=1, metavar="N")
-    ap.add_argument("--iterations", type=int, default=50, metavar="K", help="timed invokes")
+    common.add_threads(ap)
+    common.add_iterations(ap, 50)
+    common.add_runtime(ap)
     ap.add_argument("--json", metavar="OUT", help="write the report as JSON")
     ap.add_argument("--plot", metavar="PNG", help="memory and latency chart (needs matplotlib)")
     args = ap.parse_args(argv)  # malformed numbers: usage error, exit 2
-    try:
-        if args.iterations < 1:
-            raise ProfileError(f"--iterations must be >= 1, got {args.iterations}")
-        if args.plot:
-            _pyplot()  # fail before minutes of profiling, not after
-        check_model(args.model)
-        budget = args.budget
-        if budget is not None and math.isfinite(budget) and budget.is_integer():
-            budget = int(budget)  # passes and prints as "64", not "64.0"
-        check_options(budget=budget, num_threads=args.threads)
-        report, samples = profile(args.model, budget=budget, threads=args.threads,
-                                  iterations=args.iterations, progress=sys.stderr.isatty())
-        if args.json:
-            try:
-                with open(args.json, "w") as f:
-                    json.dump(report, f, indent=2)
-                    f.write("\n")
-            except OSError as e:
-                raise ProfileError(f"{args.json}: {e.strerror or e}") from None
-        print(format_report(report))
-        if args.plot:
-            try:
-                plot(report, samples, args.plot)
-            except OSError as e:
-                raise ProfileError(f"{args.plot}: {e.strerror or e}") from None
-    except ProfileError as e:
-        print(f"flexdelegate profile: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("flexdelegate profile: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return stdout_closed()
+    return common.run_command("flexdelegate profile", lambda: _run(args))
+
+
+def _run(args) -> int:
+    common.use_runtime(args.runtime)
+    common.positive("--iterations", args.iterations)
+    if args.plot:
+        _pyplot()  # fail before minutes of profiling, not after
+    common.check_model(args.model)
+    budget = args.budget
+    if budget is not None and math.isfinite(budget) and budget.is_integer():
+        budget = int(budget)  # passes and prints as "64", not "64.0"
+    common.check_options(budget=budget, num_threads=args.threads)
+    report, samples = profile(args.model, budget=budget, threads=args.threads, iterations=args.iterations,
+                              progress=sys.stderr.isatty())
+    if args.json:
+        try:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=2)
+                f.write("\n")
+        except OSError as e:
+            raise CommandError(f"{args.json}: {e.strerror or e}") from None
+    print(format_report(report))
+    if args.plot:
+        try:
+            plot(report, samples, args.plot)
+        except OSError as e:
+            raise CommandError(f"{args.plot}: {e.strerror or e}") from None
     return 0

@@ -8,7 +8,8 @@ import sys
 
 import pytest
 
-from flexdelegate import cli, profile
+from flexdelegate import cli
+from flexdelegate.cli import common, profile
 from flexdelegate.tflite.demo_model import build_demo_model
 
 ITERATIONS = 5
@@ -146,7 +147,7 @@ def test_budget_rejected_by_the_delegate(demo_path):
 def test_worker_load_errors_become_one_line(demo_path, tmp_path):
     # Past the parent's option check, a load error (as an infeasible budget will be) comes
     # back from the worker as a ProfileError naming the stage, not as a crash.
-    with pytest.raises(profile.ProfileError, match="compile stage: .*budget"):
+    with pytest.raises(common.CommandError, match="compile stage: .*budget"):
         profile.run_stage("compile", demo_path, str(tmp_path / "c.fxc"), budget=-5)
 
 
@@ -167,11 +168,11 @@ def test_plot(run, tmp_path):
 def test_progress_only_when_enabled(monkeypatch):
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
-    bar = profile.Bar("x", 10, enabled=False)
+    bar = common.Bar("x", 10, enabled=False)
     bar.update(5)
     bar.close()
     assert err.getvalue() == ""
-    bar = profile.Bar("x", 10, enabled=True)
+    bar = common.Bar("x", 10, enabled=True)
     bar.update(10)
     bar.close()
     assert "10/10" in err.getvalue() and err.getvalue().endswith("\r\x1b[K")

@@ -1,22 +1,32 @@
-"""`python -m flexdelegate demo`: runs a model (default: the embedded demo CNN, built on
-the fly) on the stock interpreter and with flexdelegate, and prints agreement, coverage,
-latency and memory."""
+"""`flexdelegate demo`: runs a model (default: the embedded demo CNN, built on the fly) on the
+stock interpreter and with flexdelegate, and prints agreement, coverage, latency and memory."""
 from __future__ import annotations
 
 import argparse
 
-from . import load_flex
-from .memory import rss_bytes
-from .run import invoke, make_interpreter, max_error, random_inputs, time_invokes
-from .tflite.demo_model import build_demo_model
+from .. import load_flex
+from ..memstat import rss_bytes
+from ..run import invoke, make_interpreter, max_error, random_inputs, time_invokes
+from ..tflite.demo_model import build_demo_model
+from . import common
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="flexdelegate demo", description=__doc__)
-    ap.add_argument("model", nargs="?", help=".tflite file (default: embedded demo CNN)")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--iterations", type=int, default=20)
+    common.add_model(ap, optional=True, help=".tflite file (default: embedded demo CNN)")
+    common.add_threads(ap)
+    common.add_iterations(ap, 20)
+    common.add_runtime(ap)
     args = ap.parse_args(argv)
+    return common.run_command("flexdelegate demo", lambda: _run(args))
+
+
+def _run(args) -> int:
+    common.use_runtime(args.runtime)
+    common.positive("--iterations", args.iterations)
+    if args.model:
+        common.check_model(args.model)
+    common.check_options(num_threads=args.threads)
     model = args.model or build_demo_model(seed=0)
     name = args.model or "embedded demo CNN (MobileNetV2-style, 64x64x3 -> 10)"
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from flexdelegate import bench_cmd
+from flexdelegate.cli import bench
 from flexdelegate.tflite.demo_model import build_demo_model
 
 
@@ -34,7 +34,7 @@ def test_prints_both_engines_and_ratio(demo_path):
 
 
 def test_bench_figures(demo_path):
-    stats = bench_cmd.bench(demo_path, vs="xnnpack", threads=1, iterations=3, rounds=2)
+    stats = bench.bench(demo_path, vs="xnnpack", threads=1, iterations=3, rounds=2)
     for engine in ("xnnpack", "flexdelegate"):
         assert 0 < stats[engine]["min_us"] <= stats[engine]["median_us"]
     assert stats["ratio"] == pytest.approx(

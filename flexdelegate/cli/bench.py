@@ -10,7 +10,8 @@ import argparse
 import sys
 import time
 
-from .profile import Bar, ProfileError, check_model, check_options, stdout_closed
+from . import common
+from .common import Bar, CommandError
 
 
 def _timed_round(it, iterations: int, samples: list, bar: Bar, done: int) -> int:
@@ -30,14 +31,14 @@ def bench(model: str, *, vs: str = "xnnpack", threads: int = 1, iterations: int 
     """{engine name: [latencies in us]} for the stock engine and flexdelegate."""
     import numpy as np
 
-    from . import load_flex
-    from .run import make_interpreter, random_inputs
+    from .. import load_flex
+    from ..run import make_interpreter, random_inputs
     try:
         engines = {vs: make_interpreter(model, stock=vs, num_threads=threads)}
         engines["flexdelegate"] = make_interpreter(
             model, delegate=load_flex(num_threads=threads), num_threads=threads)
     except (ValueError, RuntimeError) as e:  # e.g. a delegate that refuses the model
-        raise ProfileError(f"loading {model}: {e}") from None
+        raise CommandError(f"loading {model}: {e}") from None
     inputs = random_inputs(engines[vs])
     for it in engines.values():
         for d, x in zip(it.get_input_details(), inputs):
@@ -61,31 +62,26 @@ def bench(model: str, *, vs: str = "xnnpack", threads: int = 1, iterations: int 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="flexdelegate bench", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("model", help=".tflite file")
+    common.add_model(ap)
     ap.add_argument("--vs", choices=("xnnpack", "reference"), default="xnnpack",
                     help="the stock engine to compare with (default: xnnpack)")
-    ap.add_argument("--threads", type=int, default=1, metavar="N", help="for both engines")
-    ap.add_argument("--iterations", type=int, default=20, metavar="K", help="invokes per round")
+    common.add_threads(ap, help="for both engines")
+    common.add_iterations(ap, 20, help="invokes per round")
     ap.add_argument("--rounds", type=int, default=5, metavar="R")
+    common.add_runtime(ap)
     args = ap.parse_args(argv)
-    try:
-        for flag, value in (("--iterations", args.iterations), ("--rounds", args.rounds)):
-            if value < 1:
-                raise ProfileError(f"{flag} must be >= 1, got {value}")
-        check_model(args.model)
-        check_options(num_threads=args.threads)
-        stats = bench(args.model, vs=args.vs, threads=args.threads, iterations=args.iterations,
-                      rounds=args.rounds, progress=sys.stderr.isatty())
-    except ProfileError as e:
-        print(f"flexdelegate bench: error: {e}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("flexdelegate bench: interrupted", file=sys.stderr)
-        return 130
-    try:
-        _print(args, stats)
-    except BrokenPipeError:
-        return stdout_closed()
+    return common.run_command("flexdelegate bench", lambda: _run(args))
+
+
+def _run(args) -> int:
+    common.use_runtime(args.runtime)
+    common.positive("--iterations", args.iterations)
+    common.positive("--rounds", args.rounds)
+    common.check_model(args.model)
+    common.check_options(num_threads=args.threads)
+    stats = bench(args.model, vs=args.vs, threads=args.threads, iterations=args.iterations, rounds=args.rounds,
+                  progress=sys.stderr.isatty())
+    _print(args, stats)
     return 0
 
 

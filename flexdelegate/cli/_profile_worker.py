@@ -1,7 +1,7 @@
 """One stage of `flexdelegate profile`, run in a fresh process so its load and memory figures
 are not blurred by earlier stages:
 
-    python -m flexdelegate._profile_worker STAGE MODEL CACHE [--budget MB] [--threads N]
+    python -m flexdelegate.cli._profile_worker STAGE MODEL CACHE [--budget MB] [--threads N]
         [--iterations K] [--progress]
 
 STAGE is compile, first_load, subsequent_load or inference. Prints one JSON line on stdout:
@@ -25,7 +25,7 @@ STATS_KEYS = ("nodes_total", "nodes_delegated", "partitions", "fallback", "cache
 
 
 def _delegate(args, profile: bool = False):
-    from . import load_flex
+    from .. import load_flex
     options = {"cache_path": args.cache, "num_threads": args.threads, "profile": int(profile)}
     if args.budget:
         options["budget"] = args.budget
@@ -34,7 +34,7 @@ def _delegate(args, profile: bool = False):
 
 def _measured(fn):
     """Runs fn() between two memory snapshots; returns (fn's result, the stage's figures)."""
-    from . import memstat
+    from .. import memstat
     gc.collect()
     memstat.reset_peak()
     before = memstat.snapshot()
@@ -49,8 +49,8 @@ def _measured(fn):
 
 
 def _load_stage(args) -> dict:
-    from . import memstat
-    from .run import make_interpreter
+    from .. import memstat
+    from ..run import make_interpreter
     dropped = None
     if args.stage == "first_load":
         dropped = memstat.drop_page_cache(args.model) & memstat.drop_page_cache(args.cache)
@@ -70,8 +70,8 @@ def _load_stage(args) -> dict:
 def _inference_stage(args) -> dict:
     import numpy as np
 
-    from .profile import Bar
-    from .run import make_interpreter, random_inputs
+    from ..run import make_interpreter, random_inputs
+    from .common import Bar
     delegate = _delegate(args)
     it = make_interpreter(args.model, delegate=delegate, num_threads=args.threads)
     inputs = random_inputs(it)  # generated once, outside the timed loop
@@ -113,7 +113,7 @@ def _inference_stage(args) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m flexdelegate._profile_worker")
+    ap = argparse.ArgumentParser(prog="python -m flexdelegate.cli._profile_worker")
     ap.add_argument("stage", choices=STAGES)
     ap.add_argument("model")
     ap.add_argument("cache")
@@ -127,8 +127,8 @@ def main(argv=None) -> int:
         # Import and resolve everything up front: none of it belongs to the stage.
         import numpy  # noqa: F401
 
-        from . import _native  # noqa: F401
-        from .runtime import detect
+        from .. import _native  # noqa: F401
+        from ..runtime import detect
         detect()
         result = _inference_stage(args) if args.stage == "inference" else _load_stage(args)
     except Exception as e:  # reported by the parent as one line

@@ -6,42 +6,57 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
+
+from . import common
+from .common import CommandError
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="flexdelegate plan", description=__doc__)
-    ap.add_argument("model")
+    common.add_model(ap)
     ap.add_argument("--budget", type=float, required=True, help="memory budget in MB")
-    ap.add_argument("--threads", type=int, default=1)
+    common.add_threads(ap)
     ap.add_argument("--cache", default=None, help="packed-weight cache file (default: per model)")
     ap.add_argument("--out", help="write the plan picture here (.png; needs matplotlib)")
+    common.add_runtime(ap)
     args = ap.parse_args(argv)
-    if not os.path.isfile(args.model):
-        print(f"flexdelegate plan: {args.model}: no such file", file=sys.stderr)
-        return 2
-    if not args.budget > 0:
-        print("flexdelegate plan: --budget must be > 0 MB", file=sys.stderr)
-        return 2
-    from . import load_flex
-    from .planner import bridge
-    from .planner.bridge import last_plan
-    bridge.keep_plans = True
-    from .run import make_interpreter
-    from .tflite.reader import read_model
+    return common.run_command("flexdelegate plan", lambda: _run(args))
+
+
+def _load_under_budget(args):
+    """The model loaded without a budget, then planned for args.budget through set_budget(),
+    whose BudgetError names the minimum and its bottleneck as fields."""
+    from .. import BudgetError, load_flex
+    from ..run import make_interpreter
+    opts = {"num_threads": args.threads}
+    if args.cache is not None:
+        opts["cache_path"] = args.cache
+    delegate = load_flex(**opts)
     try:
-        read_model(open(args.model, "rb").read())
-        opts = {"budget": args.budget, "num_threads": args.threads}
-        if args.cache is not None:
-            opts["cache_path"] = args.cache
-        make_interpreter(args.model, delegate=load_flex(**opts), num_threads=args.threads)
+        interpreter = make_interpreter(args.model, delegate=delegate, num_threads=args.threads)
     except (ValueError, RuntimeError) as e:
-        print(f"flexdelegate plan: {str(e).splitlines()[0]}", file=sys.stderr)
-        return 2
+        raise CommandError(str(e).splitlines()[0]) from None
+    try:
+        delegate.set_budget(args.budget)
+    except BudgetError as e:
+        raise CommandError(f"budget {args.budget:g} MB is infeasible: the minimum is {e.min_budget_mb:.2f} MB "
+                           f"(bottleneck: node {e.node}, {e.op})") from None
+    return interpreter
+
+
+def _run(args) -> int:
+    common.use_runtime(args.runtime)
+    common.check_model(args.model)
+    if not args.budget > 0:
+        raise CommandError("--budget must be > 0 MB")
+    common.check_options(budget=args.budget, num_threads=args.threads)
+    from ..planner import bridge
+    from ..planner.bridge import last_plan
+    bridge.keep_plans = True
+    interpreter = _load_under_budget(args)  # noqa: F841 - its partitions hold the plan
     found = last_plan()
     if found is None:
-        print("flexdelegate plan: nothing was delegated, so there is no plan", file=sys.stderr)
-        return 2
+        raise CommandError("nothing was delegated, so there is no plan")
     plan, graph, nodes = found
     print(f"budget {args.budget:.2f} MB: arena {plan.arena_bytes / 2**20:.2f} MB, minimum "
           f"{plan.min_budget_bytes / 2**20:.2f} MB, {len(plan.steps)} steps, pinned "
@@ -60,10 +75,9 @@ def main(argv=None) -> int:
         print(f"{node:5d} {lp.op:22s} {lp.kernel:18s} {lp.slices:6d} {by:8s} {wbytes / 2**20:10.2f} {preload:>7s}  {where}")
     if args.out:
         try:
-            from .planner.draw import draw
+            from ..planner.draw import draw
             draw(plan, args.out, title=f"{os.path.basename(args.model)} @ {args.budget:g} MB")
         except ImportError as e:
-            print(f"flexdelegate plan: {e}", file=sys.stderr)
-            return 2
+            raise CommandError(str(e)) from None
         print(f"wrote {args.out}")
     return 0
