@@ -1,4 +1,5 @@
-/* Execution of IR nodes: translates each node into its kernel call. The same function runs
+/* Execution of IR nodes: each operation's call of its kernel (the run column of ops.inc), the
+ * GEMM geometry of convolutions, and what runs a node, for reports. The same functions run
  * nodes at invoke and at load-time folding. */
 #include <math.h>
 #include <stdio.h>
@@ -52,25 +53,6 @@ static fx_window window_of(fx_graph *g, const fx_node *n) {
   return w;
 }
 
-double fx_node_flops(const fx_graph *g, const fx_node *n) {
-  const fx_shape *ys = &g->tensors[n->out[0]].shape;
-  double out = (double)fx_shape_numel(ys);
-  switch (n->kind) {
-    case FX_OP_CONV: case FX_OP_FC: {
-      const fx_shape *w = &g->tensors[n->in[1]].shape;
-      return 2.0 * out * (double)(fx_shape_numel(w) / (size_t)(w->d[0] ? w->d[0] : 1));
-    }
-    case FX_OP_DEPTHWISE: case FX_OP_POOL:
-      return 2.0 * out * n->p.conv.kh * n->p.conv.kw;
-    case FX_OP_TRANSPOSE_CONV: {
-      const fx_shape *f = &g->tensors[n->in[1]].shape, *x = &g->tensors[n->in[2]].shape;
-      return 2.0 * (double)fx_shape_numel(x) * f->d[0] * f->d[1] * f->d[2];
-    }
-    default:
-      return out;
-  }
-}
-
 const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int kernel,
                            char *buf, size_t len) {
   const int direct = kernel == FLEX_KERNEL_DIRECT;
@@ -97,7 +79,163 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
   return buf;
 }
 
-static void cast(const fx_tensor *x, fx_tensor *y) {
+/* The node's input x and output y, and x's element size (layout ops move any type). */
+#define XT T(g, n->in[0])
+#define YT T(g, n->out[0])
+#define ES fx_dtype_size(XT->dtype)
+
+int fx_run_gemm(fx_graph *g, fx_node *n, fx_pool *pool) {
+  if (fx_conv_pack_check(n->pack)) return -1;
+  fx_conv_geom geo;
+  conv_geom(g, n, &geo);
+  float *scratch = n->scratch >= 0 ? (float *)g->tensors[n->scratch].ptr : NULL;
+  fx_conv_run(pool, n->pack, &geo, F(g, n->in[0]), YT->ptr, scratch, n->act);
+  return 0;
+}
+
+int fx_run_depthwise(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_window w = window_of(g, n);
+  fx_depthwise_f32(pool, F(g, n->in[0]), &XT->shape, F(g, n->in[1]), n->n_in > 2 ? F(g, n->in[2]) : NULL,
+                   n->p.conv.mult, &w, YT->ptr, &YT->shape, n->act);
+  return 0;
+}
+
+int fx_run_pool(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_window w = window_of(g, n);
+  fx_pool2d_f32(pool, n->p.conv.is_max, F(g, n->in[0]), &XT->shape, &w, YT->ptr, &YT->shape, n->act);
+  return 0;
+}
+
+int fx_run_transpose_conv(fx_graph *g, fx_node *n, fx_pool *pool) {
+  const fx_tensor *x = T(g, n->in[2]), *f = T(g, n->in[1]);
+  const fx_shape *ys = &YT->shape;
+  int oh, ow, pt, pl;
+  /* TFLite derives the padding from the output size as if running the forward conv. */
+  fx_same_valid(n->p.conv.same, ys->d[1], f->shape.d[1], n->p.conv.stride_h, 1, &oh, &pt);
+  fx_same_valid(n->p.conv.same, ys->d[2], f->shape.d[2], n->p.conv.stride_w, 1, &ow, &pl);
+  fx_transpose_conv_f32(pool, x->ptr, &x->shape, f->ptr, &f->shape, n->n_in > 3 ? F(g, n->in[3]) : NULL,
+                        n->p.conv.stride_h, n->p.conv.stride_w, pt, pl, YT->ptr, ys, n->act);
+  return 0;
+}
+
+int fx_run_binary(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_tensor *bt = T(g, n->in[1]);
+  fx_binary_f32(pool, n->p.bin.op, XT->ptr, &XT->shape, bt->ptr, &bt->shape, YT->ptr, &YT->shape, n->act);
+  return 0;
+}
+
+int fx_run_unary(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_unary_f32_pool(pool, n->p.un.kind, n->p.un.alpha, XT->ptr, YT->ptr, fx_shape_numel(&XT->shape));
+  return 0;
+}
+
+int fx_run_mean(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_mean_f32_pool(pool, XT->ptr, &XT->shape, (unsigned)n->pads[0], YT->ptr);
+  return 0;
+}
+
+int fx_run_softmax(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_shape *xs = &XT->shape;
+  int cols = xs->d[xs->rank - 1];
+  fx_softmax_f32(XT->ptr, fx_shape_numel(xs) / (size_t)(cols ? cols : 1), cols, n->p.softmax.beta, YT->ptr);
+  return 0;
+}
+
+int fx_run_pad(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const void *value = n->n_in > 2 && n->in[2] >= 0 ? T(g, n->in[2])->ptr : NULL;
+  fx_pad(XT->ptr, &XT->shape, n->pads, value, ES, YT->ptr);
+  return 0;
+}
+
+int fx_run_concat(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const void *ptrs[64];
+  const fx_shape *shapes[64];
+  fx_shape packed[64];
+  fx_tensor *yt = YT;
+  if (n->n_in > 64) return -1;
+  for (int i = 0; i < n->n_in; i++) {
+    fx_tensor *t = T(g, n->in[i]);
+    ptrs[i] = t->ptr;
+    if (n->p.concat.pack) { /* the packed axis becomes a size-1 dim of every input */
+      packed[i] = yt->shape;
+      packed[i].d[n->p.concat.axis] = 1;
+      shapes[i] = &packed[i];
+    } else {
+      shapes[i] = &t->shape;
+    }
+  }
+  fx_concat(n->n_in, ptrs, shapes, n->p.concat.axis, ES, yt->ptr);
+  if (yt->dtype == FX_F32) fx_apply_act(n->act, yt->ptr, fx_shape_numel(&yt->shape));
+  return 0;
+}
+
+int fx_run_reshape(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  if (YT->ptr != XT->ptr) memmove(YT->ptr, XT->ptr, fx_shape_numel(&XT->shape) * ES);
+  return 0;
+}
+
+int fx_run_transpose(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_transpose(XT->ptr, &XT->shape, n->perm, ES, YT->ptr);
+  return 0;
+}
+
+int fx_run_strided_slice(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_strided_slice(XT->ptr, &XT->shape, &n->slice, ES, YT->ptr);
+  return 0;
+}
+
+int fx_run_resize_bilinear(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_resize_bilinear_f32(XT->ptr, &XT->shape, YT->ptr, &YT->shape, n->p.resize.align_corners, n->p.resize.half_pixel);
+  return 0;
+}
+
+int fx_run_resize_nearest(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_resize_nearest_f32(XT->ptr, &XT->shape, YT->ptr, &YT->shape, n->p.resize.align_corners, n->p.resize.half_pixel);
+  return 0;
+}
+
+int fx_run_depth_to_space(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_depth_to_space(XT->ptr, &XT->shape, n->p.block.block, ES, YT->ptr);
+  return 0;
+}
+
+int fx_run_space_to_depth(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_space_to_depth(XT->ptr, &XT->shape, n->p.block.block, ES, YT->ptr);
+  return 0;
+}
+
+int fx_run_gather(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_tensor *it = T(g, n->in[1]);
+  return fx_gather(XT->ptr, &XT->shape, it->ptr, it->dtype == FX_I64, &it->shape, n->p.gather.axis,
+                   n->p.gather.batch_dims, ES, YT->ptr);
+}
+
+int fx_run_shape(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_shape *xs = &XT->shape;
+  fx_tensor *yt = YT;
+  for (int i = 0; i < xs->rank; i++) {
+    if (yt->dtype == FX_I64) ((int64_t *)yt->ptr)[i] = xs->d[i];
+    else ((int32_t *)yt->ptr)[i] = xs->d[i];
+  }
+  return 0;
+}
+
+int fx_run_cast(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_tensor *x = XT;
+  fx_tensor *y = YT;
   size_t count = fx_shape_numel(&x->shape);
   for (size_t i = 0; i < count; i++) {
     double v;
@@ -113,127 +251,16 @@ static void cast(const fx_tensor *x, fx_tensor *y) {
       case FX_I64: ((int64_t *)y->ptr)[i] = (int64_t)v; break;
     }
   }
+  return 0;
 }
 
 int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
-  fx_tensor *xt = T(g, n->in[0]), *yt = T(g, n->out[0]);
-  const fx_shape *xs = &xt->shape, *ys = &yt->shape;
-  float *y = (float *)yt->ptr;
-  size_t es = fx_dtype_size(xt->dtype);
   if (n->fused) { /* the producer's fused activation did the work (fuse.c) */
     const void *from = T(g, n->fuse_from)->ptr;
-    if (n->fused == FX_FUSED_COPY && from != yt->ptr) memmove(yt->ptr, from, fx_shape_numel(ys) * es);
+    if (n->fused == FX_FUSED_COPY && from != YT->ptr) memmove(YT->ptr, from, fx_shape_numel(&YT->shape) * ES);
     return 0;
   }
-  switch (n->kind) {
-    case FX_OP_CONV: case FX_OP_FC: {
-      if (fx_conv_pack_check(n->pack)) return -1;
-      fx_conv_geom geo;
-      conv_geom(g, n, &geo);
-      float *scratch = n->scratch >= 0 ? (float *)g->tensors[n->scratch].ptr : NULL;
-      fx_conv_run(pool, n->pack, &geo, F(g, n->in[0]), y, scratch, n->act);
-      return 0;
-    }
-    case FX_OP_DEPTHWISE: {
-      fx_window w = window_of(g, n);
-      fx_depthwise_f32(pool, F(g, n->in[0]), xs, F(g, n->in[1]), n->n_in > 2 ? F(g, n->in[2]) : NULL,
-                       n->p.conv.mult, &w, y, ys, n->act);
-      return 0;
-    }
-    case FX_OP_POOL: {
-      fx_window w = window_of(g, n);
-      fx_pool2d_f32(pool, n->p.conv.is_max, F(g, n->in[0]), xs, &w, y, ys, n->act);
-      return 0;
-    }
-    case FX_OP_TRANSPOSE_CONV: {
-      const fx_tensor *x = T(g, n->in[2]), *f = T(g, n->in[1]);
-      int oh, ow, pt, pl;
-      /* TFLite derives the padding from the output size as if running the forward conv. */
-      fx_same_valid(n->p.conv.same, ys->d[1], f->shape.d[1], n->p.conv.stride_h, 1, &oh, &pt);
-      fx_same_valid(n->p.conv.same, ys->d[2], f->shape.d[2], n->p.conv.stride_w, 1, &ow, &pl);
-      fx_transpose_conv_f32(pool, x->ptr, &x->shape, f->ptr, &f->shape,
-                            n->n_in > 3 ? F(g, n->in[3]) : NULL, n->p.conv.stride_h,
-                            n->p.conv.stride_w, pt, pl, y, ys, n->act);
-      return 0;
-    }
-    case FX_OP_BINARY: {
-      fx_tensor *bt = T(g, n->in[1]);
-      fx_binary_f32(pool, n->p.bin.op, xt->ptr, xs, bt->ptr, &bt->shape, y, ys, n->act);
-      return 0;
-    }
-    case FX_OP_UNARY:
-      fx_unary_f32_pool(pool, n->p.un.kind, n->p.un.alpha, xt->ptr, y, fx_shape_numel(xs));
-      return 0;
-    case FX_OP_MEAN:
-      fx_mean_f32_pool(pool, xt->ptr, xs, (unsigned)n->pads[0], y);
-      return 0;
-    case FX_OP_SOFTMAX: {
-      int cols = xs->d[xs->rank - 1];
-      fx_softmax_f32(xt->ptr, fx_shape_numel(xs) / (size_t)(cols ? cols : 1), cols, n->p.softmax.beta, y);
-      return 0;
-    }
-    case FX_OP_PAD: {
-      const void *value = n->n_in > 2 && n->in[2] >= 0 ? T(g, n->in[2])->ptr : NULL;
-      fx_pad(xt->ptr, xs, n->pads, value, es, y);
-      return 0;
-    }
-    case FX_OP_CONCAT: {
-      const void *ptrs[64];
-      const fx_shape *shapes[64];
-      fx_shape packed[64];
-      if (n->n_in > 64) return -1;
-      for (int i = 0; i < n->n_in; i++) {
-        fx_tensor *t = T(g, n->in[i]);
-        ptrs[i] = t->ptr;
-        if (n->p.concat.pack) { /* the packed axis becomes a size-1 dim of every input */
-          packed[i] = *ys;
-          packed[i].d[n->p.concat.axis] = 1;
-          shapes[i] = &packed[i];
-        } else {
-          shapes[i] = &t->shape;
-        }
-      }
-      fx_concat(n->n_in, ptrs, shapes, n->p.concat.axis, es, y);
-      if (yt->dtype == FX_F32) fx_apply_act(n->act, y, fx_shape_numel(ys));
-      return 0;
-    }
-    case FX_OP_RESHAPE:
-      if (yt->ptr != xt->ptr) memmove(yt->ptr, xt->ptr, fx_shape_numel(xs) * es);
-      return 0;
-    case FX_OP_TRANSPOSE:
-      fx_transpose(xt->ptr, xs, n->perm, es, y);
-      return 0;
-    case FX_OP_STRIDED_SLICE:
-      fx_strided_slice(xt->ptr, xs, &n->slice, es, y);
-      return 0;
-    case FX_OP_RESIZE_BILINEAR:
-      fx_resize_bilinear_f32(xt->ptr, xs, y, ys, n->p.resize.align_corners, n->p.resize.half_pixel);
-      return 0;
-    case FX_OP_RESIZE_NEAREST:
-      fx_resize_nearest_f32(xt->ptr, xs, y, ys, n->p.resize.align_corners, n->p.resize.half_pixel);
-      return 0;
-    case FX_OP_DEPTH_TO_SPACE:
-      fx_depth_to_space(xt->ptr, xs, n->p.block.block, es, y);
-      return 0;
-    case FX_OP_SPACE_TO_DEPTH:
-      fx_space_to_depth(xt->ptr, xs, n->p.block.block, es, y);
-      return 0;
-    case FX_OP_GATHER: {
-      fx_tensor *it = T(g, n->in[1]);
-      return fx_gather(xt->ptr, xs, it->ptr, it->dtype == FX_I64, &it->shape, n->p.gather.axis,
-                       n->p.gather.batch_dims, es, y);
-    }
-    case FX_OP_SHAPE:
-      for (int i = 0; i < xs->rank; i++) {
-        if (yt->dtype == FX_I64) ((int64_t *)yt->ptr)[i] = xs->d[i];
-        else ((int32_t *)yt->ptr)[i] = xs->d[i];
-      }
-      return 0;
-    case FX_OP_CAST:
-      cast(xt, yt);
-      return 0;
-  }
-  return -1;
+  return n->kind >= 0 && n->kind < FX_OP_COUNT ? fx_op_defs[n->kind].run(g, n, pool) : -1;
 }
 
 int fx_run_nodes(fx_graph *g, fx_pool *pool, int profile) {

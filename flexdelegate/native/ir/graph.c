@@ -1,4 +1,4 @@
-/* IR containers: blobs, graph growth, names. */
+/* IR containers: blobs and graph growth. */
 #include <stdlib.h>
 #include <string.h>
 #include "graph.h"
@@ -119,19 +119,4 @@ void fx_graph_free(fx_graph *g) {
   free(g->nodes);
   free(g->tensors);
   memset(g, 0, sizeof *g);
-}
-
-const char *fx_op_name(int kind) {
-  static const char *const names[FX_OP_COUNT] = {
-    [FX_OP_CONV] = "conv2d", [FX_OP_DEPTHWISE] = "depthwise_conv2d",
-    [FX_OP_FC] = "fully_connected", [FX_OP_TRANSPOSE_CONV] = "transpose_conv",
-    [FX_OP_BINARY] = "binary", [FX_OP_UNARY] = "unary", [FX_OP_POOL] = "pool2d",
-    [FX_OP_MEAN] = "mean", [FX_OP_SOFTMAX] = "softmax", [FX_OP_PAD] = "pad",
-    [FX_OP_CONCAT] = "concat", [FX_OP_RESHAPE] = "reshape", [FX_OP_TRANSPOSE] = "transpose",
-    [FX_OP_STRIDED_SLICE] = "strided_slice", [FX_OP_RESIZE_BILINEAR] = "resize_bilinear",
-    [FX_OP_RESIZE_NEAREST] = "resize_nearest", [FX_OP_DEPTH_TO_SPACE] = "depth_to_space",
-    [FX_OP_SPACE_TO_DEPTH] = "space_to_depth", [FX_OP_GATHER] = "gather",
-    [FX_OP_SHAPE] = "shape", [FX_OP_CAST] = "cast",
-  };
-  return kind >= 0 && kind < FX_OP_COUNT && names[kind] ? names[kind] : "?";
 }

@@ -60,12 +60,11 @@ typedef struct {
   void *ptr;         /* resolved data pointer for the current invoke */
 } fx_tensor;
 
+/* The operations (ops.inc: one line each). */
 enum fx_opkind {
-  FX_OP_CONV, FX_OP_DEPTHWISE, FX_OP_FC, FX_OP_TRANSPOSE_CONV,
-  FX_OP_BINARY, FX_OP_UNARY, FX_OP_POOL, FX_OP_MEAN, FX_OP_SOFTMAX,
-  FX_OP_PAD, FX_OP_CONCAT, FX_OP_RESHAPE, FX_OP_TRANSPOSE, FX_OP_STRIDED_SLICE,
-  FX_OP_RESIZE_BILINEAR, FX_OP_RESIZE_NEAREST, FX_OP_DEPTH_TO_SPACE, FX_OP_SPACE_TO_DEPTH,
-  FX_OP_GATHER, FX_OP_SHAPE, FX_OP_CAST,
+#define FX_OP(kind, name, infer, run, flops) FX_OP_##kind,
+#include "ops.inc"
+#undef FX_OP
   FX_OP_COUNT
 };
 const char *fx_op_name(int kind);
@@ -125,6 +124,15 @@ typedef struct {
   fx_node *nodes;
   int cap_tensors, cap_nodes;
 } fx_graph;
+
+/* What the IR knows of an operation (ops.c's table, from ops.inc). */
+typedef struct {
+  const char *name;
+  const char *(*infer)(fx_graph *g, fx_node *n);       /* output shape; NULL, or why it cannot run */
+  int (*run)(fx_graph *g, fx_node *n, fx_pool *pool);  /* 0, or -1 on a runtime data error */
+  double (*flops)(const fx_graph *g, const fx_node *n); /* of one run; NULL: one per output element */
+} fx_op_def;
+extern const fx_op_def fx_op_defs[FX_OP_COUNT];
 
 int fx_graph_add_tensor(fx_graph *g, const fx_tensor *t);  /* returns id or -1 */
 fx_node *fx_graph_add_node(fx_graph *g, int kind, int n_in, int n_out);
