@@ -345,36 +345,9 @@ done:
   return out;
 }
 
-fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
-                              const fx_cache_model *model, const fx_cache_keyref *keys,
-                              uint64_t dedup_bytes, char *msg, size_t msg_len) {
-  char lock_path[4200], tmp_path[4200];
-  if (snprintf(lock_path, sizeof lock_path, "%s.lock", path) >= (int)sizeof lock_path) {
-    say(msg, msg_len, "%s", "path too long");
-    return NULL;
-  }
-  int lock = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (lock < 0) {
-    say(msg, msg_len, "cannot create the lock file: %s", strerror(errno));
-    return NULL;
-  }
-  while (flock(lock, LOCK_EX) && errno == EINTR) {
-  }
-  remove_dead_temps(path);
-  char why_old[160];
-  fx_cache_map *cur = fx_cache_open(path, why_old, sizeof why_old);
-  fx_cache_map *result = NULL;
-  fx_cache_entry *entries = NULL;
-  uint8_t *table = NULL;
-  int fd = -1;
-  tmp_path[0] = 0;
-  /* What is missing (each key once). */
-  size_t n_old = cur ? (size_t)cur->n_entries : 0, n_new = 0;
-  entries = calloc(n_old + n + 1, sizeof *entries);
-  if (!entries) { say(msg, msg_len, "%s", "out of memory"); goto out; }
-  if (cur) memcpy(entries, cur->entries, n_old * sizeof *entries);
-  const fx_cache_blob **add = calloc(n + 1, sizeof *add);
-  if (!add) { say(msg, msg_len, "%s", "out of memory"); goto out; }
+/* The blobs the current file lacks, each key once, into add; returns how many. */
+static size_t missing_blobs(const fx_cache_map *cur, const fx_cache_blob *blobs, size_t n, const fx_cache_blob **add) {
+  size_t n_new = 0;
   for (size_t i = 0; i < n; i++) {
     const fx_cache_blob *b = &blobs[i];
     if (fx_cache_find(cur, b->key_hi, b->key_lo, b->algo, b->layout_version)) continue;
@@ -384,81 +357,65 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
             add[j]->layout_version == b->layout_version;
     if (!dup) add[n_new++] = b;
   }
-  if (!n_new && cur && fx_cache_has_record(cur, model)) {
-    result = fx_cache_map_ref(cur);
-    free(add);
-    goto out;
-  }
-  snprintf(tmp_path, sizeof tmp_path, "%s.tmp.%ld.%u", path, (long)getpid(),
-           atomic_fetch_add(&g_temp_counter, 1));
-  fd = open(tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    say(msg, msg_len, "cannot create a temp file: %s", strerror(errno));
-    tmp_path[0] = 0;
-    free(add);
-    goto out;
-  }
-  fchmod(fd, 0644); /* whatever the umask: other processes share the file */
-  fx_cache_header h = {0};
-  memcpy(h.magic, k_magic, 8);
-  uint64_t end = FX_CACHE_PAGE;
-  if (cur) {
-    const fx_cache_header *old = (const fx_cache_header *)cur->base;
-    end = old->index_offset;
-    if (copy_region(path, fd, end)) {
-      say(msg, msg_len, "copying the old blobs failed: %s", strerror(errno));
-      free(add);
-      goto out;
-    }
-  }
-  uint64_t blob_bytes = cur ? cur->blob_bytes : 0;
-  uint64_t *offsets = calloc(n_new + 1, sizeof *offsets);
-  if (!offsets) { say(msg, msg_len, "%s", "out of memory"); free(add); goto out; }
-  for (size_t i = 0; i < n_new; i++) {
-    offsets[i] = round_up(end, FX_CACHE_PAGE);
-    end = offsets[i] + add[i]->size;
-  }
-  /* Each new blob is produced into one reusable buffer and written with pwrite: cheaper than
-   * storing through a shared file mapping, where every first store to a page is a filesystem
-   * fault. Write-back of each starts at once, so the final fsync mostly waits for nothing. */
+  return n_new;
+}
+
+/* Appends the n new blobs to fd from *end on, page-aligned, filling their index entries; *end
+ * then is the end of the last. Each is produced into one reusable buffer and written with
+ * pwrite: cheaper than storing through a shared file mapping, where every first store to a
+ * page is a filesystem fault. Write-back of each starts at once, so the final fsync mostly
+ * waits for nothing. 0, or -1 with msg set. */
+static int write_blobs(int fd, const fx_cache_blob *const *add, size_t n, uint64_t *end, fx_cache_entry *entries,
+                       char *msg, size_t msg_len) {
   size_t biggest = 0;
-  for (size_t i = 0; i < n_new; i++)
+  for (size_t i = 0; i < n; i++)
     if (add[i]->size > biggest) biggest = add[i]->size;
   uint8_t *buf = biggest ? aligned_alloc(64, (biggest + 63) / 64 * 64) : NULL;
-  if (biggest && !buf) { say(msg, msg_len, "%s", "out of memory"); free(add); free(offsets); goto out; }
-  for (size_t i = 0; i < n_new; i++) {
+  if (biggest && !buf) {
+    say(msg, msg_len, "%s", "out of memory");
+    return -1;
+  }
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    const uint64_t offset = round_up(*end, FX_CACHE_PAGE);
     const uint8_t *src = add[i]->data;
     if (add[i]->pack) {
       if (add[i]->pack(add[i]->ctx, buf)) {
         say(msg, msg_len, "%s", "out of memory packing a blob");
-        free(buf);
-        free(add);
-        free(offsets);
-        goto out;
+        rc = -1;
+        break;
       }
       src = buf;
     }
-    if (pwrite_all(fd, src, add[i]->size, offsets[i])) {
+    if (pwrite_all(fd, src, add[i]->size, offset)) {
       say(msg, msg_len, "writing a blob failed: %s", strerror(errno));
-      free(buf);
-      free(add);
-      free(offsets);
-      goto out;
+      rc = -1;
+      break;
     }
-    entries[n_old + i] = (fx_cache_entry){add[i]->key_hi, add[i]->key_lo, add[i]->algo,
-                                          add[i]->layout_version, offsets[i], add[i]->size,
-                                          fx_hash64(src, add[i]->size, 0), {0, 0}};
-    sync_file_range(fd, (off64_t)offsets[i], (off64_t)add[i]->size, SYNC_FILE_RANGE_WRITE);
-    blob_bytes += add[i]->size;
+    entries[i] = (fx_cache_entry){add[i]->key_hi, add[i]->key_lo, add[i]->algo, add[i]->layout_version, offset,
+                                  add[i]->size, fx_hash64(src, add[i]->size, 0), {0, 0}};
+    sync_file_range(fd, (off64_t)offset, (off64_t)add[i]->size, SYNC_FILE_RANGE_WRITE);
+    *end = offset + add[i]->size;
   }
   free(buf);
-  free(offsets);
-  free(add);
-  size_t n_entries = n_old + n_new, n_models = 0, n_keys = 0;
+  return rc;
+}
+
+/* The index, the model records and, last, the header, behind the blobs ending at `end`: a
+ * file cut short anywhere fails validation. 0, or -1 with msg set. */
+static int write_index(int fd, const fx_cache_map *cur, fx_cache_entry *entries, size_t n_entries,
+                       const fx_cache_model *model, const fx_cache_keyref *keys, uint64_t end, uint64_t blob_bytes,
+                       uint64_t dedup_bytes, char *msg, size_t msg_len) {
+  size_t n_models = 0, n_keys = 0;
   qsort(entries, n_entries, sizeof *entries, qsort_key_cmp);
-  table = merge_models(cur, model, keys, &n_models, &n_keys);
-  if (!table) { say(msg, msg_len, "%s", "out of memory"); goto out; }
-  size_t table_bytes = n_models * sizeof(fx_cache_model) + n_keys * sizeof(fx_cache_keyref);
+  uint8_t *table = merge_models(cur, model, keys, &n_models, &n_keys);
+  if (!table) {
+    say(msg, msg_len, "%s", "out of memory");
+    return -1;
+  }
+  const size_t table_bytes = n_models * sizeof(fx_cache_model) + n_keys * sizeof(fx_cache_keyref);
+  fx_cache_header h = {0};
+  memcpy(h.magic, k_magic, 8);
   h.format_version = FORMAT_VERSION;
   h.header_size = HEADER_SIZE;
   h.index_offset = round_up(end, 64);
@@ -480,35 +437,98 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
   snprintf(h.producer, sizeof h.producer, "flexdelegate 0.1.0");
 #endif
   h.header_checksum = fx_hash64(&h, offsetof(fx_cache_header, header_checksum), 0);
-  /* The header goes last: a file cut short anywhere fails validation. */
-  if (pwrite_all(fd, entries, n_entries * sizeof *entries, h.index_offset) ||
-      pwrite_all(fd, table, table_bytes, h.models_offset) ||
-      ftruncate(fd, (off_t)h.file_size) || pwrite_all(fd, &h, sizeof h, 0) || fsync(fd)) {
-    say(msg, msg_len, "writing the cache failed: %s", strerror(errno));
-    goto out;
-  }
-  close(fd);
-  fd = -1;
+  const int failed = pwrite_all(fd, entries, n_entries * sizeof *entries, h.index_offset) ||
+                     pwrite_all(fd, table, table_bytes, h.models_offset) || ftruncate(fd, (off_t)h.file_size) ||
+                     pwrite_all(fd, &h, sizeof h, 0) || fsync(fd);
+  if (failed) say(msg, msg_len, "writing the cache failed: %s", strerror(errno));
+  free(table);
+  return failed ? -1 : 0;
+}
+
+/* Renames the finished temp file over path, durably (the directory entry is synced too). */
+static int publish(const char *tmp_path, const char *path, char *msg, size_t msg_len) {
   if (rename(tmp_path, path)) {
     say(msg, msg_len, "cannot replace the cache file: %s", strerror(errno));
-    goto out;
+    return -1;
   }
-  tmp_path[0] = 0;
   char dir[4200];
   snprintf(dir, sizeof dir, "%s", path);
   char *slash = strrchr(dir, '/');
   if (slash) *(slash == dir ? slash + 1 : slash) = 0;
   int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd >= 0) { fsync(dfd); close(dfd); } /* the rename itself survives a power cut */
-  char why_new[160];
-  result = fx_cache_open(path, why_new, sizeof why_new);
-  if (!result) say(msg, msg_len, "the file just written does not validate: %s", why_new);
-out:
-  if (fd >= 0) close(fd);
-  if (tmp_path[0]) unlink(tmp_path);
-  fx_cache_map_unref(cur);
+  return 0;
+}
+
+/* Writes the new file (the old blobs copied, the missing ones appended, index and records
+ * rewritten) into a temp file and publishes it; the new mapping, or NULL with msg set. */
+static fx_cache_map *rewrite(const char *path, const fx_cache_map *cur, const fx_cache_blob **add, size_t n_new,
+                             const fx_cache_model *model, const fx_cache_keyref *keys, uint64_t dedup_bytes,
+                             char *msg, size_t msg_len) {
+  char tmp_path[4200];
+  snprintf(tmp_path, sizeof tmp_path, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&g_temp_counter, 1));
+  int fd = open(tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    say(msg, msg_len, "cannot create a temp file: %s", strerror(errno));
+    return NULL;
+  }
+  fchmod(fd, 0644); /* whatever the umask: other processes share the file */
+  const size_t n_old = cur ? (size_t)cur->n_entries : 0;
+  fx_cache_entry *entries = calloc(n_old + n_new + 1, sizeof *entries);
+  uint64_t end = cur ? ((const fx_cache_header *)cur->base)->index_offset : FX_CACHE_PAGE;
+  int rc = entries ? 0 : -1;
+  if (rc) say(msg, msg_len, "%s", "out of memory");
+  if (!rc && cur) {
+    memcpy(entries, cur->entries, n_old * sizeof *entries);
+    if ((rc = copy_region(path, fd, end))) say(msg, msg_len, "copying the old blobs failed: %s", strerror(errno));
+  }
+  if (!rc) rc = write_blobs(fd, add, n_new, &end, entries + n_old, msg, msg_len);
+  if (!rc) {
+    uint64_t blob_bytes = cur ? cur->blob_bytes : 0;
+    for (size_t i = 0; i < n_new; i++) blob_bytes += add[i]->size;
+    rc = write_index(fd, cur, entries, n_old + n_new, model, keys, end, blob_bytes, dedup_bytes, msg, msg_len);
+  }
   free(entries);
-  free(table);
+  close(fd);
+  if (!rc) rc = publish(tmp_path, path, msg, msg_len);
+  if (rc) {
+    unlink(tmp_path);
+    return NULL;
+  }
+  char why_new[160];
+  fx_cache_map *result = fx_cache_open(path, why_new, sizeof why_new);
+  if (!result) say(msg, msg_len, "the file just written does not validate: %s", why_new);
+  return result;
+}
+
+fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
+                              const fx_cache_model *model, const fx_cache_keyref *keys,
+                              uint64_t dedup_bytes, char *msg, size_t msg_len) {
+  char lock_path[4200];
+  if (snprintf(lock_path, sizeof lock_path, "%s.lock", path) >= (int)sizeof lock_path) {
+    say(msg, msg_len, "%s", "path too long");
+    return NULL;
+  }
+  int lock = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (lock < 0) {
+    say(msg, msg_len, "cannot create the lock file: %s", strerror(errno));
+    return NULL;
+  }
+  while (flock(lock, LOCK_EX) && errno == EINTR) {
+  }
+  remove_dead_temps(path);
+  char why_old[160];
+  fx_cache_map *cur = fx_cache_open(path, why_old, sizeof why_old), *result = NULL;
+  const fx_cache_blob **add = calloc(n + 1, sizeof *add);
+  if (!add) {
+    say(msg, msg_len, "%s", "out of memory");
+  } else {
+    const size_t n_new = missing_blobs(cur, blobs, n, add);
+    if (!n_new && cur && fx_cache_has_record(cur, model)) result = fx_cache_map_ref(cur); /* nothing to add */
+    else result = rewrite(path, cur, add, n_new, model, keys, dedup_bytes, msg, msg_len);
+  }
+  free(add);
+  fx_cache_map_unref(cur);
   flock(lock, LOCK_UN);
   close(lock);
   return result;

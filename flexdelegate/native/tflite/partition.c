@@ -125,65 +125,44 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   return status;
 }
 
-static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
-  TfLiteDelegate *base = &d->base;
-  TfLiteIntArray *plan = NULL;
-  if (ctx->GetExecutionPlan(ctx, &plan) != kTfLiteOk || !plan) return kTfLiteDelegateError;
-  fx_subgraph *sg = fx_subgraph_for(d, ctx);
-  if (!sg) return kTfLiteDelegateError;
-  fx_subgraph_clear(sg);
-  char path[4200];
-  const void *model_ptr = NULL; /* any constant: tells the store which file the model is */
-  for (size_t i = 0; i < ctx->tensors_size && !model_ptr; i++)
-    if (ctx->tensors[i].allocation_type == kTfLiteMmapRo) model_ptr = ctx->tensors[i].data.raw;
-  fx_store_open(d->store, cache_file_for(d, ctx, plan, path, sizeof path) ? path : NULL, model_ptr,
-                FX_ALGO_GEMM_PANEL(fx_gemm_config_get()->nr));
-  int nt = (int)ctx->tensors_size;
-  sg->n_tensors = nt;
-  sg->statics = calloc((size_t)(nt ? nt : 1), sizeof(fx_blob *));
-  sg->fallback = calloc((size_t)(plan->size ? plan->size : 1), sizeof(fx_fallback));
-  fx_shape *shapes = calloc((size_t)(nt ? nt : 1), sizeof(fx_shape));
-  int *local = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
-  int *produced_at = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
-  TfLiteIntArray *claimed = malloc(sizeof(TfLiteIntArray) + sizeof(int) * (size_t)plan->size);
-  TfLiteStatus status = kTfLiteDelegateError;
-  if (!sg->statics || !sg->fallback || !shapes || !local || !produced_at || !claimed) goto done;
-  for (int i = 0; i < nt; i++) {
-    const TfLiteIntArray *dims = ctx->tensors[i].dims;
-    if (dims && dims->size <= FX_MAX_RANK) {
-      shapes[i].rank = dims->size;
-      memcpy(shapes[i].d, dims->data, sizeof(int) * (size_t)dims->size);
-    }
+/* Whether node idx can be claimed: NULL (and *folded its value, when known at load) or why it
+ * stays with TFLite. Translating it into a one-node graph and inferring its shapes is the test;
+ * what it infers joins `shapes` for the nodes after it. */
+static const char *claim(fx_translate *tr, fx_shape *shapes, int idx, const TfLiteNode *node,
+                         const TfLiteRegistration *reg, fx_blob **folded) {
+  *folded = NULL;
+  if (reg->builtin_code == kTfLiteBuiltinDequantize || reg->builtin_code == kTfLiteBuiltinDensify)
+    return fx_fold_special(tr, node, reg->builtin_code, folded);
+  fx_graph g = {0};
+  memset(tr->local, -1, sizeof(int) * tr->ctx->tensors_size);
+  const char *why = fx_translate_node(tr, &g, idx, node, reg);
+  if (!why) {
+    fx_node *n = &g.nodes[0];
+    shapes[g.tensors[n->out[0]].tfl] = g.tensors[n->out[0]].shape;
+    why = try_fold(&g, n, folded);
   }
-  claimed->size = 0;
-  int out_of_order = -1; /* a node reading what it or a later node writes (a cycle, or bad order) */
-  if (producer_positions(ctx, plan, produced_at, nt, &out_of_order)) goto done;
+  fx_graph_free(&g);
+  return why;
+}
+
+/* Walks the execution plan: claimed nodes into `claimed`, the rest into the fallback list. */
+static TfLiteStatus claim_nodes(TfLiteContext *ctx, const TfLiteIntArray *plan, fx_subgraph *sg, fx_shape *shapes,
+                                int *local, int out_of_order, TfLiteIntArray *claimed) {
   fx_translate tr = {ctx, sg, local, shapes};
+  claimed->size = 0;
   for (int p = 0; p < plan->size; p++) {
     int idx = plan->data[p];
     TfLiteNode *node;
     TfLiteRegistration *reg;
-    if (ctx->GetNodeAndRegistration(ctx, idx, &node, &reg) != kTfLiteOk) goto done;
+    if (ctx->GetNodeAndRegistration(ctx, idx, &node, &reg) != kTfLiteOk) return kTfLiteDelegateError;
     sg->nodes_total++;
-    const char *why;
     fx_blob *folded = NULL;
     char order_msg[96];
-    if (out_of_order >= 0) {
+    const char *why = order_msg;
+    if (out_of_order >= 0)
       snprintf(order_msg, sizeof order_msg, "node %d reads a tensor that it or a later node writes", out_of_order);
-      why = order_msg;
-    } else if (reg->builtin_code == kTfLiteBuiltinDequantize || reg->builtin_code == kTfLiteBuiltinDensify) {
-      why = fx_fold_special(&tr, node, reg->builtin_code, &folded);
-    } else {
-      fx_graph g = {0};
-      memset(local, -1, sizeof(int) * (size_t)nt);
-      why = fx_translate_node(&tr, &g, idx, node, reg);
-      if (!why) {
-        fx_node *n = &g.nodes[0];
-        shapes[g.tensors[n->out[0]].tfl] = g.tensors[n->out[0]].shape;
-        why = try_fold(&g, n, &folded);
-      }
-      fx_graph_free(&g);
-    }
+    else
+      why = claim(&tr, shapes, idx, node, reg, &folded);
     if (why) {
       add_fallback(sg, idx, reg->builtin_code, why);
       continue;
@@ -198,9 +177,15 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
     claimed->data[claimed->size++] = idx;
   }
   sg->nodes_delegated = claimed->size;
-  status = kTfLiteOk;
+  return kTfLiteOk;
+}
+
+/* The claimed nodes become partition kernels (kernel.c), and the weights they packed are
+ * committed to the store. */
+static TfLiteStatus make_partitions(TfLiteContext *ctx, fx_delegate *d, fx_subgraph *sg, TfLiteIntArray *claimed) {
+  TfLiteStatus status = kTfLiteOk;
   if (claimed->size)
-    status = ctx->ReplaceNodeSubsetsWithDelegateKernels(ctx, fx_partition_registration(), claimed, base);
+    status = ctx->ReplaceNodeSubsetsWithDelegateKernels(ctx, fx_partition_registration(), claimed, &d->base);
   /* A Winograd conv also gets its GEMM form in the cache file, for a budget plan to fall back
    * on: with or without a budget now, so a later set_budget() finds it there instead of
    * copying the whole file to add it (1 s on VGG-19). An unbudgeted run never reads it, so its
@@ -212,7 +197,48 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
   /* Every partition has packed (or found) its weights by now: one write for the model, in the
    * background unless a budget plan will stream weights from the file. */
   fx_store_commit(d->store, d->opts.budget_mb <= 0);
-done:
+  return status;
+}
+
+/* The store's cache file for this model: one constant tells it which file the model is. */
+static void open_store(TfLiteContext *ctx, fx_delegate *d, const TfLiteIntArray *plan) {
+  char path[4200];
+  const void *model_ptr = NULL;
+  for (size_t i = 0; i < ctx->tensors_size && !model_ptr; i++)
+    if (ctx->tensors[i].allocation_type == kTfLiteMmapRo) model_ptr = ctx->tensors[i].data.raw;
+  fx_store_open(d->store, cache_file_for(d, ctx, plan, path, sizeof path) ? path : NULL, model_ptr,
+                FX_ALGO_GEMM_PANEL(fx_gemm_config_get()->nr));
+}
+
+static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
+  TfLiteIntArray *plan = NULL;
+  if (ctx->GetExecutionPlan(ctx, &plan) != kTfLiteOk || !plan) return kTfLiteDelegateError;
+  fx_subgraph *sg = fx_subgraph_for(d, ctx);
+  if (!sg) return kTfLiteDelegateError;
+  fx_subgraph_clear(sg);
+  open_store(ctx, d, plan);
+  int nt = (int)ctx->tensors_size;
+  sg->n_tensors = nt;
+  sg->statics = calloc((size_t)(nt ? nt : 1), sizeof(fx_blob *));
+  sg->fallback = calloc((size_t)(plan->size ? plan->size : 1), sizeof(fx_fallback));
+  fx_shape *shapes = calloc((size_t)(nt ? nt : 1), sizeof(fx_shape));
+  int *local = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+  int *produced_at = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
+  TfLiteIntArray *claimed = malloc(sizeof(TfLiteIntArray) + sizeof(int) * (size_t)plan->size);
+  TfLiteStatus status = kTfLiteDelegateError;
+  int out_of_order = -1; /* a node reading what it or a later node writes (a cycle, or bad order) */
+  if (sg->statics && sg->fallback && shapes && local && produced_at && claimed &&
+      !producer_positions(ctx, plan, produced_at, nt, &out_of_order)) {
+    for (int i = 0; i < nt; i++) {
+      const TfLiteIntArray *dims = ctx->tensors[i].dims;
+      if (dims && dims->size <= FX_MAX_RANK) {
+        shapes[i].rank = dims->size;
+        memcpy(shapes[i].d, dims->data, sizeof(int) * (size_t)dims->size);
+      }
+    }
+    status = claim_nodes(ctx, plan, sg, shapes, local, out_of_order, claimed);
+    if (status == kTfLiteOk) status = make_partitions(ctx, d, sg, claimed);
+  }
   free(shapes);
   free(local);
   free(produced_at);
