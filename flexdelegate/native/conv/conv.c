@@ -103,7 +103,6 @@ fx_conv_pack *fx_conv_pack_gemm_form(struct fx_store *store, const fx_conv_pack 
 }
 
 int fx_conv_pack_tile(const fx_conv_pack *p) { return p->tile; }
-const float *fx_conv_pack_bias(const fx_conv_pack *p) { return p->args.bias; }
 
 static int repack_in_memory(fx_conv_pack *p) {
   fx_wref *fresh = fx_wref_packed(p->ref->size, pack_weights, &p->args);

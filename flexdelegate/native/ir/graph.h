@@ -99,8 +99,9 @@ typedef struct {
   } p;
   /* Filled at prepare/init by the kernels that need them. */
   struct fx_conv_pack *pack;   /* packed weights for conv / fc */
-  struct fx_conv_pack *gemm_pack; /* a Winograd conv's im2col GEMM form: packed only under a
-                                     budget (the plan may run it instead), else NULL */
+  struct fx_conv_pack *gemm_pack; /* a Winograd conv's im2col GEMM form, for a budget plan to
+                                     run instead: packed at load into the cache file whenever
+                                     there is one (fx_pack_gemm_forms), else NULL */
   int scratch;                 /* local tensor id of per-node scratch, or -1 */
   fx_slice_plan slice;         /* strided slice, resolved at shape inference */
   int perm[FX_MAX_RANK];       /* transpose permutation, resolved at shape inference */

@@ -233,12 +233,6 @@ const fx_cache_entry *fx_cache_find(const fx_cache_map *m, uint64_t hi, uint64_t
   return bsearch(&probe, m->entries, (size_t)m->n_entries, sizeof probe, qsort_key_cmp);
 }
 
-int fx_cache_has_model(const fx_cache_map *m, uint64_t fp) {
-  for (uint64_t i = 0; m && i < m->n_models; i++)
-    if (m->models[i].fingerprint == fp) return 1;
-  return 0;
-}
-
 static int same_file(const fx_cache_model *a, const fx_cache_model *b) {
   return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns &&
          a->ctime_ns == b->ctime_ns && a->machine == b->machine;

@@ -54,7 +54,6 @@ fx_cache_map *fx_cache_map_ref(fx_cache_map *m);
 void fx_cache_map_unref(fx_cache_map *m);
 const fx_cache_entry *fx_cache_find(const fx_cache_map *m, uint64_t hi, uint64_t lo, uint32_t algo,
                                     uint32_t version);
-int fx_cache_has_model(const fx_cache_map *m, uint64_t fingerprint);
 /* The record of a load of exactly this model file (same dev, inode, size, times) made on a
  * machine packing the same way, or NULL. */
 const fx_cache_model *fx_cache_find_file(const fx_cache_map *m, const fx_cache_model *id);

@@ -1,44 +1,10 @@
 /* MEAN (kept-dims layout) and SOFTMAX over the last dim. */
+#include "fastmath.h"
 #include "ops.h"
 
 #include <float.h>
 #include <math.h>
 #include <string.h>
-
-/* Bitwise select (keeps gcc from turning selects into branches; see elementwise.c). */
-static inline float fx_sel(int c, float a, float b) {
-  uint32_t ua, ub;
-  memcpy(&ua, &a, sizeof ua);
-  memcpy(&ub, &b, sizeof ub);
-  const uint32_t m = c ? 0xFFFFFFFFu : 0u;
-  const uint32_t r = (ua & m) | (ub & ~m);
-  float o;
-  memcpy(&o, &r, sizeof o);
-  return o;
-}
-
-/* Vectorisable expf, identical to the one in elementwise.c (~1-2 ulp). */
-static inline float fx_expf(float x0) {
-  float x = fx_sel(x0 > 88.3f, 88.3f, x0);
-  x = fx_sel(x < -87.3f, -87.3f, x);
-  const float t = x * 1.44269504088896341f + 12582912.0f;
-  const float n = t - 12582912.0f;
-  uint32_t tb;
-  memcpy(&tb, &t, sizeof tb);
-  const uint32_t sb = (tb - 0x4B400000u + 127u) << 23;
-  float s;
-  memcpy(&s, &sb, sizeof s);
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const float e = p * (r * r) + r + 1.0f;
-  return fx_sel(x0 < -87.3f, 0.0f, e * s); /* underflow flushes to 0 like expf */
-}
 
 /* 8 independent partial sums: vectorisable without -ffast-math. */
 static float vsum(const float *x, size_t n) {
