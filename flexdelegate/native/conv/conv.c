@@ -10,7 +10,7 @@
 #include "conv.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/igemm/igemm.h"
-#include "ir/graph.h"
+#include "ir/blob.h"
 #include "runtime/pool.h"
 #include "store/store.h"
 #include "winograd.h"

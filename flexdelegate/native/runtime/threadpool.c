@@ -206,7 +206,7 @@ void fx_parallel_tasks(fx_pool *p, size_t n, fx_tid_task_fn fn, void *ctx) {
   }
 }
 
-/* kernels/ops/ops.h's range form, on top of the task form. */
+/* The range form, on top of the task form. */
 typedef struct { size_t n, grain; fx_task_fn fn; void *ctx; } range_job;
 
 static void range_task(void *arg, int tid, size_t task) {

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "flex_api.h"
+#include "runtime/pool.h" /* heavy kernels split their work over the pool (NULL: inline) */
 
 #define FX_MAX_RANK 8
 
@@ -26,10 +27,6 @@ void fx_apply_act(int act, float *y, size_t n);
 /* The activations a clamp cannot express (SIGMOID, SWISH): kernels apply them per tile. */
 static inline int fx_act_is_curve(int act) { return act == FLEX_ACT_SIGMOID || act == FLEX_ACT_SWISH; }
 
-/* Parallel-for hook: heavy kernels split work through this; NULL runs inline. */
-typedef struct fx_pool fx_pool;
-typedef void (*fx_task_fn)(void *ctx, size_t begin, size_t end);
-void fx_parallel_for(fx_pool *pool, size_t n, size_t grain, fx_task_fn fn, void *ctx);
 
 /* ---- elementwise ---- */
 enum fx_unary { FX_U_RELU, FX_U_RELU6, FX_U_RELU_N1_TO_1, FX_U_LOGISTIC, FX_U_TANH,
@@ -81,8 +78,6 @@ void fx_resize_nearest_f32(const float *x, const fx_shape *xs, float *y, const f
 void fx_mean_f32(const float *x, const fx_shape *xs, unsigned axis_mask, float *y);
 /* The same, split across the pool's threads for a big spatial mean (axes 1, 2 of NHWC). */
 void fx_mean_f32_pool(fx_pool *pool, const float *x, const fx_shape *xs, unsigned axis_mask, float *y);
-/* Threads of a pool (1 for NULL): lets kernels size their split (runtime/threadpool.c). */
-int fx_pool_threads(const fx_pool *pool);
 /* SOFTMAX over the last dim: y = exp(beta*(x - max)) / sum. */
 void fx_softmax_f32(const float *x, size_t rows, int cols, float beta, float *y);
 
