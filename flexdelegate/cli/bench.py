@@ -6,7 +6,6 @@ flipping every round, so drift (thermal, frequency, noisy neighbours) hits both 
 Reports min and median per engine and the ratio flex/stock of the medians (< 1: flex faster)."""
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
@@ -60,24 +59,16 @@ def bench(model: str, *, vs: str = "xnnpack", threads: int = 1, iterations: int 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="flexdelegate bench", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    common.add_model(ap)
+    ap = common.parser("flexdelegate bench", __doc__, threads_help="for both engines", iterations=20,
+                       iterations_help="invokes per round", raw=True)
     ap.add_argument("--vs", choices=("xnnpack", "reference"), default="xnnpack",
                     help="the stock engine to compare with (default: xnnpack)")
-    common.add_threads(ap, help="for both engines")
-    common.add_iterations(ap, 20, help="invokes per round")
     ap.add_argument("--rounds", type=int, default=5, metavar="R")
-    common.add_runtime(ap)
-    args = ap.parse_args(argv)
-    return common.run_command("flexdelegate bench", lambda: _run(args))
+    return common.main(ap, _run, argv)
 
 
 def _run(args) -> int:
-    common.use_runtime(args.runtime)
-    common.positive("--iterations", args.iterations)
     common.positive("--rounds", args.rounds)
-    common.check_model(args.model)
     common.check_options(num_threads=args.threads)
     stats = bench(args.model, vs=args.vs, threads=args.threads, iterations=args.iterations, rounds=args.rounds,
                   progress=sys.stderr.isatty())

@@ -1,8 +1,10 @@
-"""What the commands share: the common arguments (model, --threads, --iterations, --runtime),
-the checks made before any work (a readable TFLite file, options load_flex accepts), one-line
-errors with their exit codes, progress on a terminal and the figures' formatting."""
+"""What the commands share: their parser with the common arguments (model, --threads,
+--iterations, --runtime) and the way they run (the checks made before any work: a readable
+TFLite file, options load_flex accepts; one-line errors with their exit codes), progress on a
+terminal and the figures' formatting."""
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import time
@@ -18,21 +20,36 @@ class CommandError(Exception):
         self.code = code
 
 
-def add_model(ap, *, optional: bool = False, help: str = ".tflite file") -> None:
-    ap.add_argument("model", nargs="?" if optional else None, help=help)
-
-
-def add_threads(ap, default: int = 1, help: str = "worker threads") -> None:
-    ap.add_argument("--threads", type=int, default=default, metavar="N", help=help)
-
-
-def add_iterations(ap, default: int, help: str = "timed invokes") -> None:
-    ap.add_argument("--iterations", type=int, default=default, metavar="K", help=help)
-
-
-def add_runtime(ap) -> None:
+def parser(prog: str, description: str, *, model_help: str = ".tflite file", optional_model: bool = False,
+           threads_help: str = "worker threads", iterations: int | None = None,
+           iterations_help: str = "timed invokes", raw: bool = False) -> argparse.ArgumentParser:
+    """A command's parser with what every command takes: the model, --threads, --runtime, and
+    --iterations (default `iterations`) when it times invokes."""
+    ap = argparse.ArgumentParser(prog=prog, description=description,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter)
+    ap.add_argument("model", nargs="?" if optional_model else None, help=model_help)
+    ap.add_argument("--threads", type=int, default=1, metavar="N", help=threads_help)
+    if iterations is not None:
+        ap.add_argument("--iterations", type=int, default=iterations, metavar="K", help=iterations_help)
     ap.add_argument("--runtime", choices=tuple(RUNTIMES), default=None,
                     help="the TFLite Python runtime (default: $FLEXDELEGATE_RUNTIME, else the first installed)")
+    return ap
+
+
+def main(ap: argparse.ArgumentParser, body, argv) -> int:
+    """Parses argv (usage errors exit 2) and runs body(args) the commands' one way: the runtime
+    chosen, --iterations at least 1 and the model checked before any work, failures as one line
+    (run_command)."""
+    args = ap.parse_args(argv)
+
+    def checked() -> int:
+        use_runtime(args.runtime)
+        if getattr(args, "iterations", None) is not None:
+            positive("--iterations", args.iterations)
+        if args.model:
+            check_model(args.model)
+        return body(args)
+    return run_command(ap.prog, checked)
 
 
 def use_runtime(name: str | None) -> None:

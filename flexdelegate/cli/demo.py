@@ -2,8 +2,6 @@
 stock interpreter and with flexdelegate, and prints agreement, coverage, latency and memory."""
 from __future__ import annotations
 
-import argparse
-
 from .. import load_flex
 from ..memstat import rss_bytes
 from ..run import invoke, make_interpreter, max_error, random_inputs, time_invokes
@@ -12,20 +10,12 @@ from . import common
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="flexdelegate demo", description=__doc__)
-    common.add_model(ap, optional=True, help=".tflite file (default: embedded demo CNN)")
-    common.add_threads(ap)
-    common.add_iterations(ap, 20)
-    common.add_runtime(ap)
-    args = ap.parse_args(argv)
-    return common.run_command("flexdelegate demo", lambda: _run(args))
+    ap = common.parser("flexdelegate demo", __doc__, model_help=".tflite file (default: embedded demo CNN)",
+                       optional_model=True, iterations=20)
+    return common.main(ap, _run, argv)
 
 
 def _run(args) -> int:
-    common.use_runtime(args.runtime)
-    common.positive("--iterations", args.iterations)
-    if args.model:
-        common.check_model(args.model)
     common.check_options(num_threads=args.threads)
     model = args.model or build_demo_model(seed=0)
     name = args.model or "embedded demo CNN (MobileNetV2-style, 64x64x3 -> 10)"

@@ -4,7 +4,6 @@ slices and what they split (output channels or rows), preload distance, pinned o
 optionally a picture of the plan as time x address blocks by kind."""
 from __future__ import annotations
 
-import argparse
 import os
 
 from . import common
@@ -12,15 +11,11 @@ from .common import CommandError
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="flexdelegate plan", description=__doc__)
-    common.add_model(ap)
+    ap = common.parser("flexdelegate plan", __doc__)
     ap.add_argument("--budget", type=float, required=True, help="memory budget in MB")
-    common.add_threads(ap)
     ap.add_argument("--cache", default=None, help="packed-weight cache file (default: per model)")
     ap.add_argument("--out", help="write the plan picture here (.png; needs matplotlib)")
-    common.add_runtime(ap)
-    args = ap.parse_args(argv)
-    return common.run_command("flexdelegate plan", lambda: _run(args))
+    return common.main(ap, _run, argv)
 
 
 def _load_under_budget(args):
@@ -45,8 +40,6 @@ def _load_under_budget(args):
 
 
 def _run(args) -> int:
-    common.use_runtime(args.runtime)
-    common.check_model(args.model)
     if not args.budget > 0:
         raise CommandError("--budget must be > 0 MB")
     common.check_options(budget=args.budget, num_threads=args.threads)

@@ -23,7 +23,6 @@ Interpreter construction + allocate_tensors); op time_us is the mean per invoke.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -208,26 +207,17 @@ def plot(report: dict, samples_us: list, out: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="flexdelegate profile", description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    common.add_model(ap)
+    ap = common.parser("flexdelegate profile", __doc__.split("\n\n")[0], iterations=50, raw=True)
     ap.add_argument("--budget", type=float, default=None, metavar="MB",
                     help="memory budget passed to the delegate (0 or absent = unlimited)")
-    common.add_threads(ap)
-    common.add_iterations(ap, 50)
-    common.add_runtime(ap)
     ap.add_argument("--json", metavar="OUT", help="write the report as JSON")
     ap.add_argument("--plot", metavar="PNG", help="memory and latency chart (needs matplotlib)")
-    args = ap.parse_args(argv)  # malformed numbers: usage error, exit 2
-    return common.run_command("flexdelegate profile", lambda: _run(args))
+    return common.main(ap, _run, argv)
 
 
 def _run(args) -> int:
-    common.use_runtime(args.runtime)
-    common.positive("--iterations", args.iterations)
     if args.plot:
         _pyplot()  # fail before minutes of profiling, not after
-    common.check_model(args.model)
     budget = args.budget
     if budget is not None and math.isfinite(budget) and budget.is_integer():
         budget = int(budget)  # passes and prints as "64", not "64.0"

@@ -84,12 +84,6 @@ void fx_f32_dwconv_scalar(FX_DWCONV_ARGS) {
   c.w = *w;
   fx_act_bounds(act, &c.lo, &c.hi);
   c.curve = fx_act_is_curve(act) ? act : 0;
-  const size_t rows = (size_t)ys->d[0] * (size_t)c.OH;
-  if (rows == 0 || c.OW <= 0 || c.OC <= 0) return;
-  const size_t work = (size_t)c.OW * (size_t)c.OC * (size_t)(w->kh > 0 ? w->kh : 1) *
-                      (size_t)(w->kw > 0 ? w->kw : 1);
-  size_t grain = (size_t)32768 / (work ? work : 1);
-  if (grain < 1) grain = 1;
-  fx_parallel_for(pool, rows, grain, dw_rows, &c);
+  fx_window_rows(pool, ys, w, dw_rows, &c);
   if (act == FLEX_ACT_TANH) fx_apply_act(act, y, fx_shape_numel(ys));
 }

@@ -78,3 +78,12 @@ int fx_broadcast_shape(const fx_shape *a, const fx_shape *b, fx_shape *out) {
   *out = o;
   return 0;
 }
+
+void fx_window_rows(fx_pool *pool, const fx_shape *ys, const fx_window *w, fx_task_fn fn, void *ctx) {
+  const size_t rows = (size_t)ys->d[0] * (size_t)ys->d[1];
+  if (rows == 0 || ys->d[2] <= 0 || ys->d[3] <= 0) return;
+  const size_t work = (size_t)ys->d[2] * (size_t)ys->d[3] * (size_t)(w->kh > 0 ? w->kh : 1) *
+                      (size_t)(w->kw > 0 ? w->kw : 1);
+  size_t grain = (size_t)32768 / (work ? work : 1);
+  fx_parallel_for(pool, rows, grain < 1 ? 1 : grain, fn, ctx);
+}

@@ -126,39 +126,24 @@ typedef void (*fx_row_fn)(const float *a, const float *b, float *y, size_t n, fl
 
 #define FX_CLAMP(v) do { v = v < lo ? lo : v; v = v > hi ? hi : v; } while (0)
 
-#define FX_DEF_ROWS(NAME, EXPR)                                                         \
-  FX_MULTIVERSION                                                                       \
-  static void row_##NAME##_vv(const float *a, const float *b, float *y, size_t n,       \
-                              float lo, float hi) {                                     \
-    for (size_t i = 0; i < n; ++i) {                                                    \
-      const float p = a[i], q = b[i];                                                   \
-      float v = (EXPR);                                                                 \
-      FX_CLAMP(v);                                                                      \
-      y[i] = v;                                                                         \
-    }                                                                                   \
-  }                                                                                     \
-  FX_MULTIVERSION                                                                       \
-  static void row_##NAME##_vs(const float *a, const float *b, float *y, size_t n,       \
-                              float lo, float hi) {                                     \
-    const float q = b[0];                                                               \
-    for (size_t i = 0; i < n; ++i) {                                                    \
-      const float p = a[i];                                                             \
-      float v = (EXPR);                                                                 \
-      FX_CLAMP(v);                                                                      \
-      y[i] = v;                                                                         \
-    }                                                                                   \
-  }                                                                                     \
-  FX_MULTIVERSION                                                                       \
-  static void row_##NAME##_sv(const float *a, const float *b, float *y, size_t n,       \
-                              float lo, float hi) {                                     \
-    const float p = a[0];                                                               \
-    for (size_t i = 0; i < n; ++i) {                                                    \
-      const float q = b[i];                                                             \
-      float v = (EXPR);                                                                 \
-      FX_CLAMP(v);                                                                      \
-      y[i] = v;                                                                         \
-    }                                                                                   \
+/* One row loop: HOIST reads a broadcast operand once, P and Q are the element operands. */
+#define FX_ROW(NAME, KIND, EXPR, HOIST, P, Q)                                                \
+  FX_MULTIVERSION                                                                            \
+  static void row_##NAME##_##KIND(const float *a, const float *b, float *y, size_t n, float lo, \
+                                  float hi) {                                                \
+    HOIST;                                                                                   \
+    for (size_t i = 0; i < n; ++i) {                                                         \
+      const float p = (P), q = (Q);                                                          \
+      float v = (EXPR);                                                                      \
+      FX_CLAMP(v);                                                                           \
+      y[i] = v;                                                                              \
+    }                                                                                        \
   }
+/* The three loops of a binary op: both operands vectors, b a scalar, a a scalar. */
+#define FX_DEF_ROWS(NAME, EXPR)                          \
+  FX_ROW(NAME, vv, EXPR, (void)0, a[i], b[i])            \
+  FX_ROW(NAME, vs, EXPR, const float b0 = b[0], a[i], b0) \
+  FX_ROW(NAME, sv, EXPR, const float a0 = a[0], a0, b[i])
 
 FX_DEF_ROWS(add, p + q)
 FX_DEF_ROWS(sub, p - q)

@@ -23,8 +23,7 @@ static void fill_elems(char *dst, size_t count, const void *value, size_t es) {
   }
 }
 
-/* Copy n elements of size es from x (element stride sx) to contiguous y. */
-static void gather_strided(char *y, const char *x, size_t n, ptrdiff_t sx, size_t es) {
+void fx_copy_strided(char *y, const char *x, size_t n, ptrdiff_t sx, size_t es) {
   size_t j;
   switch (es) {
     case 1: for (j = 0; j < n; ++j) y[j] = x[(ptrdiff_t)j * sx]; break;
@@ -66,7 +65,7 @@ static void tile2d(char *y, const char *x, size_t n0, ptrdiff_t s0, size_t n1, p
     case 8: FX_TILE_LOOP(uint64_t) break;
     default:
       for (size_t i = 0; i < n0; ++i)
-        gather_strided(y + i * n1 * es, x + (ptrdiff_t)i * s0 * (ptrdiff_t)es, n1, s1, es);
+        fx_copy_strided(y + i * n1 * es, x + (ptrdiff_t)i * s0 * (ptrdiff_t)es, n1, s1, es);
       break;
   }
 }

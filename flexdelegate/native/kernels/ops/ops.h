@@ -52,6 +52,10 @@ typedef struct {
 /* TFLite SAME/VALID output size and leading padding for one spatial dim. */
 void fx_same_valid(int same, int in, int k, int stride, int dil, int *out, int *pad_before);
 
+/* Runs fn over the output rows (batch x height) of a windowed op with output ys, split over the
+ * pool in chunks of about 32K multiply-adds; nothing for an empty output. */
+void fx_window_rows(fx_pool *pool, const fx_shape *ys, const fx_window *w, fx_task_fn fn, void *ctx);
+
 /* MAX / AVERAGE pool; average counts only in-bounds elements (TFLite semantics). */
 void fx_pool2d_f32(fx_pool *pool, int is_max, const float *x, const fx_shape *xs,
                    const fx_window *w, float *y, const fx_shape *ys, int act);
@@ -82,6 +86,8 @@ void fx_mean_f32_pool(fx_pool *pool, const float *x, const fx_shape *xs, unsigne
 void fx_softmax_f32(const float *x, size_t rows, int cols, float beta, float *y);
 
 /* ---- layout ops: element-size generic (used for float data and for int32/int64 shape math) ---- */
+/* Copies n elements of es bytes from x (element stride sx) to contiguous y. */
+void fx_copy_strided(char *y, const char *x, size_t n, ptrdiff_t sx, size_t es);
 /* PAD with constant value (bytes of one element in *value, or zeros if NULL); pads[2*i], pads[2*i+1]. */
 void fx_pad(const void *x, const fx_shape *xs, const int *pads, const void *value,
             size_t esize, void *y);

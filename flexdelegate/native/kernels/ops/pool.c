@@ -81,12 +81,6 @@ void fx_pool2d_f32(fx_pool *pool, int is_max, const float *x, const fx_shape *xs
   c.w = *w;
   c.is_max = is_max;
   fx_act_bounds(act, &c.lo, &c.hi);
-  const size_t rows = (size_t)ys->d[0] * (size_t)c.OH;
-  if (rows == 0 || c.OW <= 0 || c.C <= 0) return;
-  const size_t work = (size_t)c.OW * (size_t)c.C * (size_t)(w->kh > 0 ? w->kh : 1) *
-                      (size_t)(w->kw > 0 ? w->kw : 1);
-  size_t grain = (size_t)32768 / (work ? work : 1);
-  if (grain < 1) grain = 1;
-  fx_parallel_for(pool, rows, grain, pool_rows, &c);
+  fx_window_rows(pool, ys, w, pool_rows, &c);
   if (act == FLEX_ACT_TANH) fx_apply_act(act, y, fx_shape_numel(ys));
 }

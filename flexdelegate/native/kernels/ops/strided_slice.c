@@ -129,19 +129,6 @@ int fx_strided_slice_plan(const fx_shape *xs, int n, const int *begin, const int
   return 0;
 }
 
-static void gather_strided(char *y, const char *x, size_t n, ptrdiff_t sx, size_t es) {
-  size_t j;
-  switch (es) {
-    case 1: for (j = 0; j < n; ++j) y[j] = x[(ptrdiff_t)j * sx]; break;
-    case 2: for (j = 0; j < n; ++j) memcpy(y + j * 2, x + (ptrdiff_t)j * sx * 2, 2); break;
-    case 4: for (j = 0; j < n; ++j) memcpy(y + j * 4, x + (ptrdiff_t)j * sx * 4, 4); break;
-    case 8: for (j = 0; j < n; ++j) memcpy(y + j * 8, x + (ptrdiff_t)j * sx * 8, 8); break;
-    default:
-      for (j = 0; j < n; ++j) memcpy(y + j * es, x + (ptrdiff_t)j * sx * (ptrdiff_t)es, es);
-      break;
-  }
-}
-
 void fx_strided_slice(const void *x, const fx_shape *xs, const fx_slice_plan *p, size_t esize,
                       void *y) {
   const int R = p->rank;
@@ -175,7 +162,7 @@ void fx_strided_slice(const void *x, const fx_shape *xs, const fx_slice_plan *p,
   size_t idx[FX_MAX_RANK] = {0};
   for (size_t r = 0; r < rows; ++r) {
     if (sin == 1) memcpy(yb, xb + off * (ptrdiff_t)esize, inner * esize);
-    else gather_strided(yb, xb + off * (ptrdiff_t)esize, inner, sin, esize);
+    else fx_copy_strided(yb, xb + off * (ptrdiff_t)esize, inner, sin, esize);
     yb += inner * esize;
     for (int d = k - 2; d >= 0; --d) {
       off += st[d];
