@@ -183,12 +183,7 @@ void fx_transpose(const void *x, const fx_shape *xs, const int *perm, size_t esi
     if (!tiled) memcpy(yb, src, inner * esize);
     else tile2d(yb, src, n[k - 2], s[k - 2], inner, sin, esize);
     yb += per * esize;
-    for (int d = nouter - 1; d >= 0; --d) {
-      off += s[d];
-      if (++idx[d] < n[d]) break;
-      off -= (ptrdiff_t)n[d] * s[d];
-      idx[d] = 0;
-    }
+    fx_index_next(idx, n, s, nouter, &off);
   }
 }
 

@@ -86,6 +86,16 @@ void fx_mean_f32_pool(fx_pool *pool, const float *x, const fx_shape *xs, unsigne
 void fx_softmax_f32(const float *x, size_t rows, int cols, float beta, float *y);
 
 /* ---- layout ops: element-size generic (used for float data and for int32/int64 shape math) ---- */
+/* Steps a multi-dimensional index idx over dims [0, k) (the last fastest, n[d] long each) to
+ * the next position, moving the element offset *off by each dim's stride s[d]. */
+static inline void fx_index_next(size_t *idx, const size_t *n, const ptrdiff_t *s, int k, ptrdiff_t *off) {
+  for (int d = k - 1; d >= 0; --d) {
+    *off += s[d];
+    if (++idx[d] < n[d]) return;
+    *off -= (ptrdiff_t)n[d] * s[d];
+    idx[d] = 0;
+  }
+}
 /* Copies n elements of es bytes from x (element stride sx) to contiguous y. */
 void fx_copy_strided(char *y, const char *x, size_t n, ptrdiff_t sx, size_t es);
 /* PAD with constant value (bytes of one element in *value, or zeros if NULL); pads[2*i], pads[2*i+1]. */

@@ -164,11 +164,6 @@ void fx_strided_slice(const void *x, const fx_shape *xs, const fx_slice_plan *p,
     if (sin == 1) memcpy(yb, xb + off * (ptrdiff_t)esize, inner * esize);
     else fx_copy_strided(yb, xb + off * (ptrdiff_t)esize, inner, sin, esize);
     yb += inner * esize;
-    for (int d = k - 2; d >= 0; --d) {
-      off += st[d];
-      if (++idx[d] < n[d]) break;
-      off -= (ptrdiff_t)n[d] * st[d];
-      idx[d] = 0;
-    }
+    fx_index_next(idx, n, st, k - 1, &off);
   }
 }
