@@ -13,7 +13,7 @@ void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
   for (size_t i = 0; i < n; i++) {
     const char *err = fx_parse_option(&opts, keys ? keys[i] : NULL, values ? values[i] : NULL);
     if (err) {
-      char msg[256];
+      char msg[FLEX_MSG_LEN];
       snprintf(msg, sizeof msg, "flexdelegate: option '%s': %s", keys && keys[i] ? keys[i] : "?", err);
       if (report_error) report_error(msg);
       free(opts.cache_path);
