@@ -25,7 +25,7 @@ WORKER = r'''
 import json, sys, time
 import numpy as np
 from flexdelegate import load_flex
-from flexdelegate.memory import rss_bytes, peak_rss_bytes
+from flexdelegate.memstat import peak_rss_bytes, rss_bytes
 from flexdelegate.run import make_interpreter, random_inputs
 import flexdelegate.planner.bridge, flexdelegate.planner.arena
 model, budget, cache, iters, threads = sys.argv[1], float(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])

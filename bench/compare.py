@@ -40,7 +40,7 @@ installed copy; the LiteRT python needs flexdelegate importable for the flex fal
 --layers: afterwards, a profile=1 pass of flexdelegate (in this process, tflite-runtime models
 only) per model and thread count, printing the top layers by time with GFLOP/s and % of this
 machine's FMA peak. The peak is the chosen GEMM microkernel's rate through
-flexdelegate._native.gemm (see measure_peak: L1-resident weights, packing and call overhead
+flexdelegate._native_testing.gemm (see measure_peak: L1-resident weights, packing and call overhead
 differenced out), taken before and after the latency runs (the higher wins), times the thread
 count. Flops are those of the direct formulation (2*M*N*K for conv/FC), so a Winograd layer's
 "GFLOP/s" is an effective rate and may exceed the peak.
@@ -468,26 +468,26 @@ def print_coverage(rec):
           + (f"; lrt-cm fully accelerated: {lrt}" if lrt is not None else ""))
 def measure_peak(repeats: int = 15) -> tuple[str, float]:
     """(kernel name, GFLOP/s) of the chosen GEMM microkernel on one thread. Each
-    flexdelegate._native.gemm call also packs W and crosses Python, so two problems that share
+    flexdelegate._native_testing.gemm call also packs W and crosses Python, so two problems that share
     W (n=32, k=256: one weight panel, L1-resident) but differ in m (64 and 960 rows of A, the
     larger L2-resident) are timed, and the peak is the extra flops over the extra time. Each
     time is the best of `repeats` timings of >= 20 ms: the one least disturbed by other load."""
-    from flexdelegate import _native
+    from flexdelegate import _native_testing as testing
 
-    name = _native.gemm_kernel_name()
-    kernel = _native.gemm_kernels().index(name)
+    name = testing.chosen("gemm")
+    kernel = testing.variants("gemm").index(name)
     n, k = 32, 256
     rng = np.random.default_rng(0)
     w = rng.standard_normal((n, k)).astype(np.float32)
 
     def best_time(m):
         a = rng.standard_normal((m, k)).astype(np.float32)
-        _native.gemm(kernel, a, w)
+        testing.gemm(kernel, a, w)
         calls = 1
         while True:  # calls per timing so one timing lasts >= 20 ms
             t0 = time.perf_counter()
             for _ in range(calls):
-                _native.gemm(kernel, a, w)
+                testing.gemm(kernel, a, w)
             if time.perf_counter() - t0 >= 0.02:
                 break
             calls *= 2
@@ -495,7 +495,7 @@ def measure_peak(repeats: int = 15) -> tuple[str, float]:
         for _ in range(repeats):
             t0 = time.perf_counter()
             for _ in range(calls):
-                _native.gemm(kernel, a, w)
+                testing.gemm(kernel, a, w)
             best = min(best, (time.perf_counter() - t0) / calls)
         return best
 

@@ -15,7 +15,7 @@ import statistics
 
 import numpy as np
 
-from flexdelegate import _native
+from flexdelegate import _native_testing as testing
 
 # (model, h, w, cin, cout, k, stride): input size, channels, square kernel, stride; SAME padding.
 SHAPES = [
@@ -46,17 +46,17 @@ def main():
     ap.add_argument("--kernel", help="GEMM kernel (default: the one chosen for this CPU)")
     ap.add_argument("--only", help="only shapes whose label contains this")
     args = ap.parse_args()
-    kernels = _native.gemm_kernels()
-    k = kernels.index(args.kernel or _native.gemm_kernel_name())
+    kernels = testing.variants("gemm")
+    k = kernels.index(args.kernel or testing.chosen("gemm"))
     rng = np.random.default_rng(0)
     print(f"median ms and GFLOP/s, {args.threads} thread(s), {args.rounds} rounds x {args.iters} runs, "
-          f"GEMM {kernels[k]} / IGEMM {_native.igemm_kernels()[k]}")
+          f"GEMM {kernels[k]} / IGEMM {testing.variants('igemm')[k]}")
     print(f"{'layer':>17s} {'shape':>24s} {'im2col ms':>10s} {'direct ms':>10s} {'wino ms':>8s} "
           f"{'im2col':>7s} {'direct':>7s} {'wino':>7s} {'direct/im2col':>13s}")
     for label, h, w, cin, cout, ks, s in SHAPES:
         if args.only and args.only not in label:
             continue
-        x = _native.aligned(rng.standard_normal((1, h, w, cin)))
+        x = testing.aligned(rng.standard_normal((1, h, w, cin)))
         f = (rng.standard_normal((cout, ks, ks, cin)) / np.sqrt(ks * ks * cin)).astype(np.float32)
         b = rng.standard_normal(cout).astype(np.float32)
         oh, ow = (h + s - 1) // s, (w + s - 1) // s
@@ -65,12 +65,12 @@ def main():
         for r in range(args.rounds):
             order = ("im2col", "direct") if r % 2 == 0 else ("direct", "im2col")
             for name in order:
-                _, t = _native.conv2d(k, x, f, b, direct=name == "direct", stride=(s, s), act="RELU",
+                _, t = testing.conv2d(k, x, f, b, direct=name == "direct", stride=(s, s), act="RELU",
                                       threads=args.threads, iters=args.iters, timed=True)
                 times[name] += list(t)
             if ks == 3 and s == 1:
-                times["wino"].append(min(_native.winograd(k, tile, x, f, b, act="RELU", threads=args.threads,
-                                                          timed=True)[1] for tile in (4, 6)))
+                times["wino"].append(min(testing.winograd(k, tile, x, f, b, act="RELU", threads=args.threads,
+                                                          timed=True)[1].min() for tile in (4, 6)))
         med = {n: statistics.median(t) if t else None for n, t in times.items()}
         ms = [f"{med[n] * 1e3:{wd}.2f}" if med[n] else f"{'-':>{wd}s}" for n, wd in
               (("im2col", 10), ("direct", 10), ("wino", 8))]

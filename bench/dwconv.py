@@ -8,7 +8,7 @@ import argparse
 
 import numpy as np
 
-from flexdelegate import _native
+from flexdelegate import _native_testing as testing
 
 # (h, w, c, stride): MobileNetV2's 3x3 depthwise layers (SAME padding, bias, RELU6).
 SHAPES = [(112, 112, 32, 1), (112, 112, 96, 2), (56, 56, 144, 1), (28, 28, 192, 1),
@@ -37,21 +37,21 @@ def main():
     ap.add_argument("--variants", nargs="*", help="names (default: all this CPU runs)")
     ap.add_argument("--no-xnnpack", action="store_true", help="skip the stock XNNPack column")
     args = ap.parse_args()
-    names = _native.dwconv_variants()
+    names = testing.variants("dwconv")
     chosen = [i for i, n in enumerate(names) if not args.variants or n in args.variants]
     rng = np.random.default_rng(0)
     head = f"{'shape':>20s} " + " ".join(f"{names[i].replace('f32-dwconv-', ''):>10s}" for i in chosen)
     print("GFLOP/s, 1 thread, best of", args.iters)
     print(head + f" {'speedup':>8s}" + ("" if args.no_xnnpack else f" {'xnnpack':>8s}"))
     for h, w, c, s in SHAPES:
-        x = _native.aligned(rng.standard_normal((1, h, w, c)))  # arena tensors are 64-byte aligned
+        x = testing.aligned(rng.standard_normal((1, h, w, c)))  # arena tensors are 64-byte aligned
         f = rng.standard_normal((3, 3, c)).astype(np.float32)
         b = rng.standard_normal(c).astype(np.float32)
         rates = []
         for i in chosen:
             it = max(3, args.iters if i else args.iters // 5)
-            y, secs = _native.dwconv(i, x, f, b, stride=(s, s), act="RELU6", iters=it, timed=True)
-            rates.append(2.0 * y.size * 9 / secs / 1e9)
+            y, secs = testing.dwconv(i, x, f, b, stride=(s, s), act="RELU6", iters=it, timed=True)
+            rates.append(2.0 * y.size * 9 / secs.min() / 1e9)
         label = f"{h}x{w}x{c} s{s}"
         speed = f"{rates[-1] / rates[0]:7.1f}x" if len(rates) > 1 and chosen[0] == 0 else ""
         xnn = ""

@@ -10,7 +10,7 @@ import argparse
 
 import numpy as np
 
-from flexdelegate import _native, _qs8
+from flexdelegate import _native_testing as testing, _qs8
 
 # (name, h, w, cin, cout, k, stride): ResNet-50, MobileNetV2 / EfficientNet-B0 layer shapes.
 LAYERS = [
@@ -50,7 +50,7 @@ def qs8_conv(v, h, w, cin, cout, k, s, iters, rng):
 def f32_conv(v, h, w, cin, cout, k, s, iters, rng):
     x = rng.standard_normal((1, h, w, cin)).astype(np.float32)
     wt = rng.standard_normal((cout, k, k, cin)).astype(np.float32)
-    _, t = _native.conv2d(v, x, wt, None, direct=k > 1, stride=(s, s), iters=iters, timed=True)
+    _, t = testing.conv2d(v, x, wt, None, direct=k > 1, stride=(s, s), iters=iters, timed=True)
     oh, ow = -(-h // s), -(-w // s)
     return 2.0 * oh * ow * cout * k * k * cin / t.min()
 
@@ -73,7 +73,7 @@ def main():
     a = ap.parse_args()
     rng = np.random.default_rng(0)
     q = [(i, n) for i, n in enumerate(_qs8.gemm_variants()) if a.variants in n]
-    f = _native.gemm_kernels()
+    f = testing.variants("gemm")
     fbest = len(f) - 1
     print(f"{'layer':38s}" + "".join(f"{n:>24s}" for _, n in q) + f"{f[fbest] + ' GFLOP/s':>30s}  int8/fp32")
     for name, h, w, cin, cout, k, s in LAYERS:

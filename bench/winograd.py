@@ -11,7 +11,7 @@ import argparse
 
 import numpy as np
 
-from flexdelegate import _native, load_flex
+from flexdelegate import _native_testing as testing, load_flex
 from flexdelegate.run import make_interpreter, time_invokes
 from flexdelegate.tflite.writer import ModelBuilder
 
@@ -44,8 +44,8 @@ def main():
     ap.add_argument("--xnnpack", action="store_true", help="add a stock TFLite + XNNPack column")
     ap.add_argument("--kernel", help="GEMM kernel for Winograd (default: the one chosen for this CPU)")
     args = ap.parse_args()
-    kernels = _native.gemm_kernels()
-    kname = args.kernel or _native.gemm_kernel_name()
+    kernels = testing.variants("gemm")
+    kname = args.kernel or testing.chosen("gemm")
     k = kernels.index(kname)
     rng = np.random.default_rng(0)
     cols = ["im2col", "F(4,3)", "F(6,3)"] + (["xnnpack"] if args.xnnpack else [])
@@ -53,7 +53,7 @@ def main():
     print(f"{'shape':>22s} " + " ".join(f"{c:>8s}" for c in cols) + f" {'best':>7s} {'err F4':>8s} {'err F6':>8s}"
           f" {'MB gemm/F4/F6':>16s}")
     for h, w, cin, cout in SHAPES:
-        x = _native.aligned(rng.standard_normal((1, h, w, cin)))  # arena tensors are 64-byte aligned
+        x = testing.aligned(rng.standard_normal((1, h, w, cin)))  # arena tensors are 64-byte aligned
         f = (rng.standard_normal((cout, 3, 3, cin)) / np.sqrt(9 * cin)).astype(np.float32)
         b = rng.standard_normal(cout).astype(np.float32)
         flops = 2.0 * h * w * cout * 9 * cin
@@ -63,9 +63,9 @@ def main():
                                        x, iters)
         rates, errs = [flops / t_gemm / 1e9], []
         for tile in (4, 6):
-            y, t = _native.winograd(k, tile, x, f, b, padding="SAME", act="RELU", threads=args.threads,
+            y, t = testing.winograd(k, tile, x, f, b, padding="SAME", act="RELU", threads=args.threads,
                                     iters=iters, timed=True)
-            rates.append(flops / t / 1e9)
+            rates.append(flops / t.min() / 1e9)
             errs.append(float(np.abs(y - ref).max() / max(np.abs(ref).max(), 1e-30)))
         if args.xnnpack:
             t_x, _ = time_interpreter(make_interpreter(conv_model(x, f, b), stock="xnnpack",

@@ -6,9 +6,19 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
-__all__ = ["load_flex", "FlexDelegate", "library_path"]
+__all__ = ["load_flex", "FlexDelegate", "BudgetError", "library_path"]
 
 _classes: dict = {}
+
+
+class BudgetError(ValueError):
+    """set_budget() was given a budget the model cannot run in. min_budget_mb is the smallest
+    that runs, node the TFLite node it is bottlenecked on and op that node's operator, as the
+    native planner reported them (never parsed back out of the message)."""
+
+    def __init__(self, message: str, *, min_budget_mb: float, node: int, op: str):
+        super().__init__(message)
+        self.min_budget_mb, self.node, self.op = min_budget_mb, node, op
 
 
 def _delegate_class(rt):
@@ -26,7 +36,8 @@ def _delegate_class(rt):
 
             def set_budget(self, mb: float) -> None:
                 """Re-plans for a new memory budget (MB, 0 = unlimited) between invokes. An
-                infeasible budget raises ValueError naming the minimum; the old one stays."""
+                infeasible budget raises BudgetError (a ValueError) with the minimum; the old
+                one stays."""
                 from . import _native
                 self._check_open()
                 if isinstance(mb, bool) or not isinstance(mb, (int, float)):
@@ -59,11 +70,11 @@ def load_flex(*, runtime: str | None = None, **options):
 
     strings = {}
     for key, value in options.items():
-        if key not in _native.OPTION_NAMES:
-            raise ValueError(f"flexdelegate: unknown option {key!r}; accepted: {', '.join(_native.OPTION_NAMES)}")
+        if key not in _native.OPTIONS:
+            raise ValueError(f"flexdelegate: unknown option {key!r}; accepted: {', '.join(_native.OPTIONS)}")
         if value is None:
             continue
-        if isinstance(value, bool) and key in ("budget", "num_threads"):
+        if isinstance(value, bool) and _native.OPTIONS[key][0] == _native.lib.FLEX_OPTION_NUMBER:
             raise ValueError(f"flexdelegate: option {key!r} takes a number, not {value!r}")
         text = str(int(value)) if isinstance(value, bool) else str(value)
         _native.check_option(key, text)

@@ -1,15 +1,22 @@
 """Python access to the integer (QS8 / QU8) kernels' test and benchmark entry points
-(native/kernels/, flex_api.h): whole single-threaded layers on one variant, from TFLite's
-layouts and quantization parameters. Used by tests/quant and bench/qs8_gemm.py."""
+(native/testing/flex_testing.h): whole single-threaded layers on one variant, from TFLite's
+layouts and quantization parameters. For tests/ and bench/ only: the library never imports it."""
 from __future__ import annotations
 
 import numpy as np
 
-from ._native import _names_until_null, ffi, lib
+from ._native_testing_ext import ffi, lib
 
 AWAY, UP, SINGLE, AWAY_SAT = 0, 1, 2, 3   # requant.h's FX_RQ_*
 ACTS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
 NO_TAIL = 2**31 - 1
+
+
+def _names_until_null(name_at) -> list[str]:
+    names = []
+    while (p := name_at(len(names))) != ffi.NULL:
+        names.append(ffi.string(p).decode())
+    return names
 
 
 def gemm_variants() -> list[str]:

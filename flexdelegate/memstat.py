@@ -1,6 +1,7 @@
-"""Finer process memory readings for `flexdelegate profile` (Linux; every reader degrades to
-None/False elsewhere): glibc mallinfo2(), /proc/self/smaps_rollup, and a VmHWM reset, plus
-the [lo, hi] ranges one stage's memory is reported as.
+"""Process memory readings (Linux; every reader degrades to 0/None/False elsewhere): the
+resident set and its peak for the demo, tests and benchmarks, and for `flexdelegate profile`
+glibc mallinfo2(), /proc/self/smaps_rollup, a VmHWM reset, and the [lo, hi] ranges one stage's
+memory is reported as.
 
 Why ranges: RSS keeps pages that malloc has freed but not returned to the OS, so an RSS delta
 overstates what a stage needs if that free space would be reused (lo) and is exact if it
@@ -59,6 +60,16 @@ def _kb_fields(path: str) -> dict:
 def status() -> dict:
     """/proc/self/status sizes in bytes (VmRSS, VmHWM, RssAnon, RssFile, ...)."""
     return _kb_fields("/proc/self/status")
+
+
+def rss_bytes() -> int:
+    """The resident set now (VmRSS)."""
+    return status().get("VmRSS", 0)
+
+
+def peak_rss_bytes() -> int:
+    """VmHWM: the peak resident set since the process started (or since reset_peak())."""
+    return status().get("VmHWM", 0)
 
 
 def smaps_rollup() -> dict:

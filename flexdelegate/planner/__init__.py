@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from .arena import min_budget, plan, simulate
 from .graph import ALIGN, MB, Graph, GraphError, KernelOption, Layer, Tensor
-from .replan import replan  # binds the function over the submodule's name
 from .result import Block, BudgetError, LayerPlan, Plan, Slot
 
-__all__ = ["plan", "min_budget", "simulate", "replan", "Graph", "GraphError", "Tensor",
+__all__ = ["plan", "min_budget", "simulate", "Graph", "GraphError", "Tensor",
            "KernelOption", "Layer", "Plan", "LayerPlan", "Slot", "Block", "BudgetError",
            "MB", "ALIGN"]
 

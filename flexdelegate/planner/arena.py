@@ -121,7 +121,7 @@ class Layout:
     bottleneck: int
 
 
-_LAYOUTS: OrderedDict = OrderedDict()  # graph.key() -> Layout (replanning reuses it)
+_LAYOUTS: OrderedDict = OrderedDict()  # graph.key() -> Layout (a plan of the same graph at another budget reuses it)
 _LOCK = threading.Lock()
 
 
@@ -460,33 +460,17 @@ def _finer(forms: list, gran: int, slice_cost_us: float) -> list:
 
 
 def plan(graph: Graph, budget_bytes: int, threads: int = 1, isa: str = "",
-         max_preload: int = 50, *, slice_cost_us: float = SLICE_COST_US,
-         prefer: dict | None = None) -> Plan:
-    """Plan `graph` into `budget_bytes`. prefer: {layer: (kernel, slices)} kept where they fit
-    (replan). Raises BudgetError below the minimum budget."""
+         max_preload: int = 50, *, slice_cost_us: float = SLICE_COST_US) -> Plan:
+    """Plan `graph` into `budget_bytes`. Raises BudgetError below the minimum budget."""
     lay = layout(graph)
     cap = int(budget_bytes) // ALIGN * ALIGN
     if cap < lay.min_cap:
         raise _budget_error(graph, int(budget_bytes))
     ext = lay.B + lay.T
-    prefer = prefer or {}
 
-    # Everything resident: the fastest kernels unsliced (or the kept forms), all pinned, in
-    # the smallest arena that holds them.
-    forms_all = []
-    for layer in graph.layers:
-        form = None
-        if layer.index in prefer:
-            name, n = prefer[layer.index]
-            opt = next((o for o in layer.options if o.name == name), None)
-            if opt is not None:
-                try:
-                    form = split(opt, n, slice_cost_us)
-                except ValueError:
-                    form = None
-        if form is None:
-            form = split(min(layer.options, key=lambda o: o.compute_us), 1, slice_cost_us)
-        forms_all.append(form)
+    # Everything resident: the fastest kernels unsliced, all pinned, in the smallest arena that
+    # holds them.
+    forms_all = [split(min(layer.options, key=lambda o: o.compute_us), 1, slice_cost_us) for layer in graph.layers]
     w_all = sum(_unit_bytes(f) for f in forms_all)
     u_all = w_all + int(max(ext + np.array([_pinned_need(f) for f in forms_all])))
     if cap >= u_all:
@@ -507,16 +491,15 @@ def plan(graph: Graph, budget_bytes: int, threads: int = 1, isa: str = "",
         def ranked(k):
             return [v[2] for v in sorted(tried.values(), key=lambda v: v[:2])[:k]]
         # Stage 1: kernel choice ranked by compute, by max(compute, load), or balanced.
-        fast = choose(graph, limits, slice_cost_us, prefer, "compute")
-        lean = choose(graph, limits, slice_cost_us, prefer, "pipelined")
+        fast = choose(graph, limits, slice_cost_us, "compute")
+        lean = choose(graph, limits, slice_cost_us, "pipelined")
         for forms in (fast, lean, _balance(fast, lean), _balance(fast, lean, 0.8)):
             consider(forms, ())
         # Stage 1b: finer weight slices than needed let the loader start on a big layer
-        # (VGG's FC) long before it runs. Not when replanning: that keeps the slicing.
-        if not prefer:
-            for forms in ranked(2):
-                for g in (cap // 4, cap // 16):
-                    consider(_finer(forms, g, slice_cost_us), ())
+        # (VGG's FC) long before it runs.
+        for forms in ranked(2):
+            for g in (cap // 4, cap // 16):
+                consider(_finer(forms, g, slice_cost_us), ())
         # Stage 2: in the three best variants, pin I/O-bound layers (FlexNN: compute < 2 x
         # load) that fit, or half of them; or pin any layers that fit, most I/O-bound first.
         for forms in ranked(3):

@@ -7,6 +7,7 @@ import ctypes
 import gc
 import math
 
+from .. import _native
 from ..tflite.schema import BUILTIN_OP_NAMES
 from .arena import plan as make_plan
 from .cache import PlanCache
@@ -14,11 +15,13 @@ from .check import verify
 from .graph import Graph, KernelOption, Layer, Tensor
 from .result import BudgetError
 
-KINDS = ("activation", "input", "output")
-SLICING = {"none": 0, "weights": 1, "input": 2}
+# flex_api.h's enums by the planner's names: tensor kinds, slicings and the FLEX_KERNEL_* a
+# kernel option is named after ("gemm", "gemm-rows", ...; the node's own kernel, FLEX_KERNEL_NODE,
+# is named after its op instead).
+KINDS = {v: k for k, v in _native.enum("FLEX_TENSOR_").items()}
+SLICING = _native.enum("FLEX_SLICE_")
 SLICING_NAMES = {v: k for k, v in SLICING.items()}
-# flex_api.h's FLEX_KERNEL_* by option name; the node's own kernel (0) is named after its op.
-KERNELS = {"gemm": 1, "gemm-rows": 2, "winograd": 3, "direct": 4}
+KERNELS = {k: v for k, v in _native.enum("FLEX_KERNEL_").items() if v != _native.lib.FLEX_KERNEL_NODE}
 KERNEL_NAMES = {v: k for k, v in KERNELS.items()}
 
 # The last plans, so the runtime's second call (when it needed more room for the steps)
@@ -98,9 +101,9 @@ def last_plan():
     return (p, graph, nodes) if p is not None else None
 
 
-def _write_error(ffi, out, text: str) -> None:
-    raw = text.encode()[: len(out.error) - 1]
-    ffi.memmove(out.error, raw + b"\0", len(raw) + 1)
+def _write_string(ffi, field, text: str) -> None:
+    raw = text.encode()[: len(field) - 1]
+    ffi.memmove(field, raw + b"\0", len(raw) + 1)
 
 
 def fill_plan(ffi, desc, out) -> int:
@@ -140,10 +143,12 @@ def fill_plan(ffi, desc, out) -> int:
         user_min = int(e.min_budget_bytes) + int(desc.reserve_bytes)
         user_budget = int(desc.budget_bytes)
         min_mb = math.ceil(user_min / 2**20 * 100) / 100
-        _write_error(ffi, out, f"budget {user_budget / 2**20:.4g} MB is infeasible: the minimum is "
-                               f"{min_mb:.2f} MB ({user_min} bytes); bottleneck: node {node} ({e.op})")
+        _write_string(ffi, out.error.message, f"budget {user_budget / 2**20:.4g} MB is infeasible: the minimum is "
+                                              f"{min_mb:.2f} MB ({user_min} bytes); bottleneck: node {node} ({e.op})")
+        out.error.min_budget_mb, out.error.node = min_mb, node
+        _write_string(ffi, out.error.op, e.op)
         out.min_budget_bytes = user_min
         return -1
     except Exception as e:  # never let an exception cross into C
-        _write_error(ffi, out, f"budget planner error: {type(e).__name__}: {e}")
+        _write_string(ffi, out.error.message, f"budget planner error: {type(e).__name__}: {e}")
         return -2

@@ -26,19 +26,7 @@ def layer_min_need(layer: Layer) -> int:
 
 
 def choose_layer(layer: Layer, limit: int, slice_cost_us: float = SLICE_COST_US,
-                 prefer: tuple | None = None, rank: str = "compute") -> Form | None:
-    """prefer=(kernel name, slice count): kept if it still fits (replanning keeps the slicing
-    already written to the weight cache)."""
-    if prefer is not None:
-        for o in layer.options:
-            if o.name == prefer[0]:
-                try:
-                    form = split(o, prefer[1], slice_cost_us)
-                except ValueError:
-                    break
-                if form.need <= limit:
-                    return form
-                break
+                 rank: str = "compute") -> Form | None:
     for o in ranked(layer, rank):
         form = slice_for_limit(o, limit, slice_cost_us)
         if form is not None:
@@ -46,13 +34,11 @@ def choose_layer(layer: Layer, limit: int, slice_cost_us: float = SLICE_COST_US,
     return None
 
 
-def choose(graph: Graph, limits, slice_cost_us: float = SLICE_COST_US,
-           prefer: dict | None = None, rank: str = "compute") -> list[Form]:
+def choose(graph: Graph, limits, slice_cost_us: float = SLICE_COST_US, rank: str = "compute") -> list[Form]:
     """limits[j]: bytes available to layer j's weights + scratch. Raises NoFit."""
     forms = []
     for layer, limit in zip(graph.layers, limits):
-        form = choose_layer(layer, int(limit), slice_cost_us,
-                            (prefer or {}).get(layer.index), rank)
+        form = choose_layer(layer, int(limit), slice_cost_us, rank)
         if form is None:
             raise NoFit(layer, int(limit), layer_min_need(layer))
         forms.append(form)

@@ -1,6 +1,6 @@
 """The planner's view of a model: tensors, layers in compute order, kernel options.
 
-The C runtime exports this (layer order = its execution order); synthetic.py makes test ones.
+The C runtime exports this (layer order = its execution order); tests/planner/synthetic.py makes test ones.
 Sizes are bytes, times microseconds. MB means MiB (2**20) throughout the planner."""
 from __future__ import annotations
 

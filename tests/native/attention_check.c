@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/attention/attention.h"
-#include "pool.h"
+#include "runtime/pool.h"
 
 #define TOL_F64 2e-6 /* any variant vs float64, relative to max |v| */
 #define TOL_REF 2e-6 /* a vector variant vs the scalar variant */

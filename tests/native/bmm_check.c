@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/batch-matmul/batch_matmul.h"
-#include "pool.h"
+#include "runtime/pool.h"
 
 #define CANARY 31337.0f
 #define GUARD 64

@@ -1,10 +1,7 @@
-/* Compile-only check of flexdelegate/native/tfl_abi.h: the header's static
- * assertions hold and its declarations are usable from C11 without warnings.
- *
- * Run from the repository root:
- *   gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -Iflexdelegate/native -c tests/native/check_abi.c -o /tmp/check_abi.o && rm -f /tmp/check_abi.o
- */
-#include "tfl_abi.h"
+/* Compile-only check of flexdelegate/native/tflite/abi.h: the header's static
+ * assertions hold and its declarations are usable from C11 without warnings (built by
+ * test_check_abi.py). */
+#include "tflite/abi.h"
 
 #include <string.h>
 

@@ -3,7 +3,7 @@
  * AArch64 machine):
  *
  *   cc -std=gnu11 -O2 -I flexdelegate/native tests/native/gemm_neon_check.c \
- *      flexdelegate/native/gemm/config.c flexdelegate/native/gemm/f32-gemm-*.c -o check
+ *      flexdelegate/native/kernels/gemm/gemm_config.c flexdelegate/native/kernels/gemm/f32-gemm-*.c -o check
  *
  * Every shape m 1..17, n 1..33, k 0..70 runs twice (bias + no clamp; random bias + a random
  * clamp window + a fused residual ADD) through a whole-GEMM driver like
@@ -18,7 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "gemm/gemm.h"
+#include "kernels/gemm/gemm.h"
 
 #if !defined(__aarch64__)
 int main(int argc, char **argv) {

@@ -1,7 +1,7 @@
 /* Standalone check of the AArch64 NEON IGEMM (direct conv) microkernel, built with a cross
  * compiler and run under qemu by tests/native/test_direct_conv_neon.py (or natively on AArch64).
  *
- * Runs conv_direct.c's row driver with the NEON kernel and with the scalar reference (both read
+ * Runs conv/direct.c's row driver with the NEON kernel and with the scalar reference (both read
  * 8-column panels, so one packing serves both) on every combination of small awkward conv
  * shapes (cin 1..9, cout 1..19, 1x1 / 3x3 / 1x3 / 5x5 kernels, stride 1..2, dilation 1..2, pads
  * 0..2, batch 1..2, clamp on/off), against each other and a float64 loop, with a canary after
@@ -11,8 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "conv.h"
-#include "igemm/igemm.h"
+#include "conv/conv.h"
+#include "kernels/igemm/igemm.h"
 
 #if !defined(__aarch64__)
 int main(void) {

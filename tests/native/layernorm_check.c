@@ -17,7 +17,7 @@
 #include <string.h>
 #include "kernels/layernorm/layernorm.h"
 #include "kernels/simd/nofuse.h"
-#include "pool.h"
+#include "runtime/pool.h"
 
 #define TOL_F64 2e-6 /* scalar reference vs float64, relative to the row's largest |y| */
 #define TOL_REF 3e-6 /* a vector variant vs the scalar reference (sums in another order), likewise */

@@ -4,7 +4,7 @@
  *
  * Build (see test_ops_selftest.py): cc -std=c11 -O1 -Wall -Werror
  *   -I flexdelegate/native/ops tests/native/ops_selftest.c <every ops .c file> -lm */
-#include "ops.h"
+#include "kernels/ops/ops.h"
 
 #include <float.h>
 #include <math.h>
@@ -128,10 +128,10 @@ static size_t ravel(const int *c, const fx_shape *s) {
 
 static double act_ref(int act, double v) {
   switch (act) {
-    case FX_ACT_RELU: return v < 0 ? 0 : v;
-    case FX_ACT_RELU6: return v < 0 ? 0 : (v > 6 ? 6 : v);
-    case FX_ACT_RELU_N1_TO_1: return v < -1 ? -1 : (v > 1 ? 1 : v);
-    case FX_ACT_TANH: return tanh(v);
+    case FLEX_ACT_RELU: return v < 0 ? 0 : v;
+    case FLEX_ACT_RELU6: return v < 0 ? 0 : (v > 6 ? 6 : v);
+    case FLEX_ACT_RELU_N1_TO_1: return v < -1 ? -1 : (v > 1 ? 1 : v);
+    case FLEX_ACT_TANH: return tanh(v);
     default: return v;
   }
 }
@@ -159,16 +159,16 @@ static void test_common(void) {
   }
 
   float lo, hi;
-  fx_act_bounds(FX_ACT_RELU6, &lo, &hi);
+  fx_act_bounds(FLEX_ACT_RELU6, &lo, &hi);
   report(lo == 0.0f && hi == 6.0f, "act_bounds relu6");
-  fx_act_bounds(FX_ACT_RELU, &lo, &hi);
+  fx_act_bounds(FLEX_ACT_RELU, &lo, &hi);
   report(lo == 0.0f && hi >= FLT_MAX, "act_bounds relu");
-  fx_act_bounds(FX_ACT_RELU_N1_TO_1, &lo, &hi);
+  fx_act_bounds(FLEX_ACT_RELU_N1_TO_1, &lo, &hi);
   report(lo == -1.0f && hi == 1.0f, "act_bounds n1to1");
-  fx_act_bounds(FX_ACT_TANH, &lo, &hi);
+  fx_act_bounds(FLEX_ACT_TANH, &lo, &hi);
   report(isinf(lo) && lo < 0 && isinf(hi) && hi > 0, "act_bounds tanh");
 
-  const int acts[] = {FX_ACT_NONE, FX_ACT_RELU, FX_ACT_RELU_N1_TO_1, FX_ACT_RELU6, FX_ACT_TANH};
+  const int acts[] = {FLEX_ACT_NONE, FLEX_ACT_RELU, FLEX_ACT_RELU_N1_TO_1, FLEX_ACT_RELU6, FLEX_ACT_TANH};
   for (int a = 0; a < 5; ++a) {
     const size_t n = 37;
     float *x = rand_buf(n, -8, 8);
@@ -358,28 +358,28 @@ static void test_binary(void) {
       {shp(6, 2, 1, 3, 1, 2, 1), shp(5, 4, 3, 1, 2, 7), "rank6"},
       {shp(2, 1, 3), shp(3, 2, 1, 3), "per-channel with batch mismatch"},
   };
-  const int acts[] = {FX_ACT_NONE, FX_ACT_RELU6, FX_ACT_TANH, FX_ACT_RELU_N1_TO_1};
+  const int acts[] = {FLEX_ACT_NONE, FLEX_ACT_RELU6, FLEX_ACT_TANH, FLEX_ACT_RELU_N1_TO_1};
   for (int op = FX_B_ADD; op <= FX_B_PRELU; ++op)
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; ++c) {
-      const int act = (op == FX_B_MAX || op == FX_B_MIN || op == FX_B_PRELU) ? FX_ACT_NONE
+      const int act = (op == FX_B_MAX || op == FX_B_MIN || op == FX_B_PRELU) ? FLEX_ACT_NONE
                                                                              : acts[c % 4];
       binary_case(op, cases[c].a, cases[c].b, act, 0, cases[c].tag);
     }
   /* in place and large (parallel path) */
-  binary_case(FX_B_ADD, shp(3, 2, 3, 5), shp(3, 2, 3, 5), FX_ACT_NONE, 1, "inplace a");
-  binary_case(FX_B_MUL, shp(1, 5), shp(3, 2, 3, 5), FX_ACT_RELU, 2, "inplace b");
-  binary_case(FX_B_SUB, shp(2, 256, 300), shp(1, 300), FX_ACT_NONE, 0, "large per-channel");
-  binary_case(FX_B_ADD, shp(2, 300, 257), shp(2, 300, 257), FX_ACT_RELU6, 0, "large equal");
-  binary_case(FX_B_DIV, shp(2, 300, 257), shp(0), FX_ACT_NONE, 0, "large scalar");
-  binary_case(FX_B_MAX, shp(3, 64, 1, 32), shp(3, 1, 41, 32), FX_ACT_NONE, 0, "large general");
-  binary_case(FX_B_PRELU, shp(4, 2, 33, 35, 17), shp(3, 1, 1, 17), FX_ACT_NONE, 0, "large prelu");
-  binary_case(FX_B_MUL, shp(3, 70, 1, 1000), shp(2, 1, 1000), FX_ACT_TANH, 0, "large tanh");
+  binary_case(FX_B_ADD, shp(3, 2, 3, 5), shp(3, 2, 3, 5), FLEX_ACT_NONE, 1, "inplace a");
+  binary_case(FX_B_MUL, shp(1, 5), shp(3, 2, 3, 5), FLEX_ACT_RELU, 2, "inplace b");
+  binary_case(FX_B_SUB, shp(2, 256, 300), shp(1, 300), FLEX_ACT_NONE, 0, "large per-channel");
+  binary_case(FX_B_ADD, shp(2, 300, 257), shp(2, 300, 257), FLEX_ACT_RELU6, 0, "large equal");
+  binary_case(FX_B_DIV, shp(2, 300, 257), shp(0), FLEX_ACT_NONE, 0, "large scalar");
+  binary_case(FX_B_MAX, shp(3, 64, 1, 32), shp(3, 1, 41, 32), FLEX_ACT_NONE, 0, "large general");
+  binary_case(FX_B_PRELU, shp(4, 2, 33, 35, 17), shp(3, 1, 1, 17), FLEX_ACT_NONE, 0, "large prelu");
+  binary_case(FX_B_MUL, shp(3, 70, 1, 1000), shp(2, 1, 1000), FLEX_ACT_TANH, 0, "large tanh");
 
   /* NONE clamps +-inf to +-FLT_MAX like TFLite's ActivationFunctionWithMinMax */
   {
     float a[2] = {INFINITY, 1.0f}, b[2] = {1.0f, -INFINITY}, y[2];
     fx_shape s = shp(1, 2);
-    fx_binary_f32(NULL, FX_B_ADD, a, &s, b, &s, y, &s, FX_ACT_NONE);
+    fx_binary_f32(NULL, FX_B_ADD, a, &s, b, &s, y, &s, FLEX_ACT_NONE);
     report(y[0] == FLT_MAX && y[1] == -FLT_MAX, "add none saturates inf");
   }
 }
@@ -422,21 +422,21 @@ static void pool_case(int is_max, int N, int H, int W, int C, int kh, int kw, in
 
 static void test_pool(void) {
   for (int m = 0; m < 2; ++m) {
-    pool_case(m, 2, 7, 6, 3, 3, 3, 2, 2, 1, FX_ACT_NONE);
-    pool_case(m, 2, 7, 6, 3, 3, 3, 2, 2, 0, FX_ACT_RELU6);
-    pool_case(m, 1, 1, 1, 5, 2, 2, 2, 2, 1, FX_ACT_NONE);
-    pool_case(m, 1, 5, 5, 5, 2, 2, 1, 1, 1, FX_ACT_RELU);
-    pool_case(m, 2, 8, 9, 1, 3, 2, 3, 1, 1, FX_ACT_TANH);
-    pool_case(m, 1, 4, 4, 17, 4, 4, 4, 4, 0, FX_ACT_NONE);
-    pool_case(m, 1, 9, 9, 8, 5, 5, 1, 1, 1, FX_ACT_RELU_N1_TO_1);
-    pool_case(m, 1, 13, 11, 33, 3, 3, 2, 2, 1, FX_ACT_NONE);
+    pool_case(m, 2, 7, 6, 3, 3, 3, 2, 2, 1, FLEX_ACT_NONE);
+    pool_case(m, 2, 7, 6, 3, 3, 3, 2, 2, 0, FLEX_ACT_RELU6);
+    pool_case(m, 1, 1, 1, 5, 2, 2, 2, 2, 1, FLEX_ACT_NONE);
+    pool_case(m, 1, 5, 5, 5, 2, 2, 1, 1, 1, FLEX_ACT_RELU);
+    pool_case(m, 2, 8, 9, 1, 3, 2, 3, 1, 1, FLEX_ACT_TANH);
+    pool_case(m, 1, 4, 4, 17, 4, 4, 4, 4, 0, FLEX_ACT_NONE);
+    pool_case(m, 1, 9, 9, 8, 5, 5, 1, 1, 1, FLEX_ACT_RELU_N1_TO_1);
+    pool_case(m, 1, 13, 11, 33, 3, 3, 2, 2, 1, FLEX_ACT_NONE);
   }
   /* explicit padding beyond SAME: a window fully outside the image */
   {
     fx_shape xs = shp(4, 1, 2, 2, 2), ys = shp(4, 1, 2, 2, 2);
     fx_window w = {2, 2, 1, 1, 1, 1, 1, 1};
     float x[8] = {1, 2, 3, 4, 5, 6, 7, 8}, y[8];
-    fx_pool2d_f32(NULL, 0, x, &xs, &w, y, &ys, FX_ACT_NONE);
+    fx_pool2d_f32(NULL, 0, x, &xs, &w, y, &ys, FLEX_ACT_NONE);
     /* out(0,0) is at input (-1,-1): empty -> 0; out(1,1) at (1,1) -> 7,8 */
     report(y[0] == 0 && y[1] == 0 && y[6] == 7 && y[7] == 8, "avg pool empty window");
   }
@@ -479,16 +479,16 @@ static void dw_case(int N, int H, int W, int CI, int mult, int kh, int kw, int s
 }
 
 static void test_depthwise(void) {
-  dw_case(2, 7, 6, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, FX_ACT_NONE);
-  dw_case(2, 7, 6, 5, 1, 3, 3, 2, 2, 1, 1, 1, 0, FX_ACT_RELU6);
-  dw_case(1, 9, 8, 3, 2, 3, 3, 1, 1, 2, 2, 1, 1, FX_ACT_RELU);
-  dw_case(1, 9, 8, 3, 2, 3, 3, 1, 1, 2, 2, 0, 1, FX_ACT_NONE);
-  dw_case(1, 6, 7, 1, 4, 3, 2, 2, 1, 1, 2, 1, 1, FX_ACT_TANH);
-  dw_case(1, 1, 1, 7, 1, 3, 3, 1, 1, 1, 1, 1, 1, FX_ACT_NONE);
-  dw_case(2, 5, 5, 17, 1, 5, 5, 2, 2, 1, 1, 1, 1, FX_ACT_RELU_N1_TO_1);
-  dw_case(1, 10, 10, 33, 1, 3, 3, 2, 2, 1, 1, 0, 0, FX_ACT_NONE);
-  dw_case(1, 4, 6, 3, 3, 1, 1, 1, 1, 1, 1, 0, 1, FX_ACT_NONE);
-  dw_case(1, 12, 11, 6, 1, 3, 3, 3, 2, 3, 2, 1, 1, FX_ACT_RELU6);
+  dw_case(2, 7, 6, 5, 1, 3, 3, 1, 1, 1, 1, 1, 1, FLEX_ACT_NONE);
+  dw_case(2, 7, 6, 5, 1, 3, 3, 2, 2, 1, 1, 1, 0, FLEX_ACT_RELU6);
+  dw_case(1, 9, 8, 3, 2, 3, 3, 1, 1, 2, 2, 1, 1, FLEX_ACT_RELU);
+  dw_case(1, 9, 8, 3, 2, 3, 3, 1, 1, 2, 2, 0, 1, FLEX_ACT_NONE);
+  dw_case(1, 6, 7, 1, 4, 3, 2, 2, 1, 1, 2, 1, 1, FLEX_ACT_TANH);
+  dw_case(1, 1, 1, 7, 1, 3, 3, 1, 1, 1, 1, 1, 1, FLEX_ACT_NONE);
+  dw_case(2, 5, 5, 17, 1, 5, 5, 2, 2, 1, 1, 1, 1, FLEX_ACT_RELU_N1_TO_1);
+  dw_case(1, 10, 10, 33, 1, 3, 3, 2, 2, 1, 1, 0, 0, FLEX_ACT_NONE);
+  dw_case(1, 4, 6, 3, 3, 1, 1, 1, 1, 1, 1, 0, 1, FLEX_ACT_NONE);
+  dw_case(1, 12, 11, 6, 1, 3, 3, 3, 2, 3, 2, 1, 1, FLEX_ACT_RELU6);
 }
 
 /* ---------------------------------------------------------- transpose conv */
@@ -528,15 +528,15 @@ static void test_transpose_conv(void) {
   /* SAME, stride 2: out = in*2, pads computed from the output size as TFLite does */
   int o, p;
   fx_same_valid(1, 10, 3, 2, 1, &o, &p); /* output 10 as "input" for padding */
-  tc_case(2, 5, 5, 3, 4, 3, 3, 2, 2, 10, 10, p, p, 1, FX_ACT_NONE);
+  tc_case(2, 5, 5, 3, 4, 3, 3, 2, 2, 10, 10, p, p, 1, FLEX_ACT_NONE);
   fx_same_valid(1, 7, 4, 2, 1, &o, &p);
-  tc_case(1, 4, 3, 5, 7, 4, 4, 2, 2, 7, 6, p, 1, 0, FX_ACT_RELU);
+  tc_case(1, 4, 3, 5, 7, 4, 4, 2, 2, 7, 6, p, 1, 0, FLEX_ACT_RELU);
   /* VALID stride 1: out = in + k - 1, pad 0 */
-  tc_case(1, 4, 5, 2, 3, 3, 2, 1, 1, 6, 6, 0, 0, 1, FX_ACT_RELU6);
+  tc_case(1, 4, 5, 2, 3, 3, 2, 1, 1, 6, 6, 0, 0, 1, FLEX_ACT_RELU6);
   /* stride 3 with k=2: gaps in the output */
-  tc_case(2, 3, 3, 1, 2, 2, 2, 3, 3, 9, 9, 0, 0, 1, FX_ACT_NONE);
-  tc_case(1, 1, 1, 9, 5, 3, 3, 2, 2, 2, 2, 1, 1, 1, FX_ACT_TANH);
-  tc_case(1, 3, 4, 17, 9, 5, 3, 2, 1, 7, 6, 2, 1, 1, FX_ACT_NONE);
+  tc_case(2, 3, 3, 1, 2, 2, 2, 3, 3, 9, 9, 0, 0, 1, FLEX_ACT_NONE);
+  tc_case(1, 1, 1, 9, 5, 3, 3, 2, 2, 2, 2, 1, 1, 1, FLEX_ACT_TANH);
+  tc_case(1, 3, 4, 17, 9, 5, 3, 2, 1, 7, 6, 2, 1, 1, FLEX_ACT_NONE);
 }
 
 /* ------------------------------------------------------------------ resize */

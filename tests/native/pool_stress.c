@@ -1,4 +1,4 @@
-/* Stress of the thread pool (flexdelegate/native/threadpool.c): pools created, run and freed
+/* Stress of the thread pool (flexdelegate/native/runtime/threadpool.c): pools created, run and freed
  * over and over, jobs alternating tiny (the caller runs all of it before a worker arrives)
  * and larger. Every task of a job must run exactly once, and none may still be running when
  * fx_parallel_tasks returns (a late one outlives the caller's data, e.g. a freed arena).
@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "pool.h"
+#include "runtime/pool.h"
 
 #define MAXN 64
 typedef struct { size_t n; atomic_int runs[MAXN]; } job;

@@ -13,7 +13,7 @@
 #include "kernels/quant/requant.h"
 #include "qs8_tester_util.h"
 #if defined(__x86_64__)
-#include "cpu.h"
+#include "runtime/cpu.h"
 #endif
 
 /* gemmlowp: nudge by +-2^30, then divide truncating toward zero; INT32_MIN^2 saturates. */

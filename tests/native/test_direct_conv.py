@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from convref import finish, rel_err
-from flexdelegate import _native
+from flexdelegate import _native_testing as testing
 
-KERNELS = _native.gemm_kernels()
-IGEMM = _native.igemm_kernels()
+KERNELS = testing.variants("gemm")
+IGEMM = testing.variants("igemm")
 
 
 def same_pads(h, w, kh, kw, stride, dilation):
@@ -77,7 +77,7 @@ SHAPES = [
 def test_matches_numpy(kernel, n, h, w, cin, cout, kh, kw, stride, dilation, padding):
     x, f, b = data(n, h, w, cin, cout, kh, kw, seed=h * w + cin + kh)
     pads = same_pads(h, w, kh, kw, stride, dilation) if padding == "SAME" else (0, 0, 0, 0)
-    got = _native.conv2d(kernel, x, f, b, stride=stride, dilation=dilation, padding=padding)
+    got = testing.conv2d(kernel, x, f, b, stride=stride, dilation=dilation, padding=padding)
     ref = conv_ref(x, f, b, stride, dilation, pads)
     assert got.shape == ref.shape
     assert rel_err(got, ref) <= 1e-5
@@ -88,7 +88,7 @@ def test_asymmetric_explicit_padding(kernel):
     x, f, b = data(1, 10, 11, 5, 21, 3, 5, seed=7)
     for pads in [(0, 0, 2, 4), (2, 3, 0, 0), (1, 0, 0, 2), (0, 4, 2, 0)]:
         for stride in [(1, 1), (2, 2)]:
-            got = _native.conv2d(kernel, x, f, b, stride=stride, pads=pads)
+            got = testing.conv2d(kernel, x, f, b, stride=stride, pads=pads)
             assert rel_err(got, conv_ref(x, f, b, stride, pads=pads)) <= 1e-5, (pads, stride)
 
 
@@ -97,8 +97,8 @@ def test_same_bits_as_im2col_gemm_of_its_kernel(kernel):
     """Direct conv sums the same products in the same order as its GEMM twin on im2col rows."""
     x, f, b = data(2, 9, 8, 7, 45, 3, 3, seed=11)
     for stride in [(1, 1), (2, 2)]:
-        direct = _native.conv2d(kernel, x, f, b, stride=stride, act="RELU6")
-        im2col = _native.conv2d(kernel, x, f, b, stride=stride, act="RELU6", direct=False)
+        direct = testing.conv2d(kernel, x, f, b, stride=stride, act="RELU6")
+        im2col = testing.conv2d(kernel, x, f, b, stride=stride, act="RELU6", direct=False)
         np.testing.assert_array_equal(direct, im2col)
 
 
@@ -109,7 +109,7 @@ def test_activations_threads_and_no_bias(act):
     k = len(KERNELS) - 1
     for b in (None, np.linspace(-2, 2, 50).astype(np.float32)):
         for threads in (1, 2):
-            got = _native.conv2d(k, x, f, b, stride=(2, 2), act=act, threads=threads)
+            got = testing.conv2d(k, x, f, b, stride=(2, 2), act=act, threads=threads)
             ref = conv_ref(x, f, b, (2, 2), pads=same_pads(15, 13, 3, 3, (2, 2), (1, 1)), act=act)
             assert rel_err(got, ref) <= 1e-5
             if act == "RELU6":
@@ -128,18 +128,18 @@ def test_simd_kernels_match_scalar_reference(kernel, n, h, w, cin, cout, kh, kw,
         same = True  # VALID would leave no output
     x, f, b = data(n, h, w, cin, cout, kh, kw, seed=cin * cout)
     kw_args = dict(stride=(sh, sw), dilation=(dh, dw), padding="SAME" if same else "VALID", threads=threads)
-    ref = _native.conv2d(0, x, f, b, **kw_args)
-    got = _native.conv2d(kernel, x, f, b, **kw_args)
+    ref = testing.conv2d(0, x, f, b, **kw_args)
+    got = testing.conv2d(kernel, x, f, b, **kw_args)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
 
 
 def test_unsupported_and_bad_arguments_raise():
     x, f, b = data(1, 2, 2, 3, 4, 3, 3)
     with pytest.raises(ValueError):
-        _native.conv2d(len(KERNELS), x, f, b)
+        testing.conv2d(len(KERNELS), x, f, b)
     with pytest.raises(ValueError):
-        _native.conv2d(0, x, f, b, stride=(0, 1))
+        testing.conv2d(0, x, f, b, stride=(0, 1))
     big = np.zeros((1, 1, 1, 16385), np.float32)  # more channels than the shared zero row
     with pytest.raises(ValueError):
-        _native.conv2d(0, big, np.zeros((1, 3, 3, 16385), np.float32))
-    _native.conv2d(0, big, np.zeros((1, 3, 3, 16385), np.float32), direct=False)  # im2col still runs it
+        testing.conv2d(0, big, np.zeros((1, 3, 3, 16385), np.float32))
+    testing.conv2d(0, big, np.zeros((1, 3, 3, 16385), np.float32), direct=False)  # im2col still runs it

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from convref import finish, rel_err
-from flexdelegate import _native
+from flexdelegate import _native_testing as testing
 
-VARIANTS = _native.dwconv_variants()
+VARIANTS = testing.variants("dwconv")
 SIMD = list(range(1, len(VARIANTS)))
 
 
@@ -20,8 +20,8 @@ def numpy_dwconv(x, f, bias, mult, stride, dilation, padding, act):
     n, h, w, c = x.shape
     kh, kw, oc = f.shape
     same = padding == "SAME"
-    oh = _native.conv_out_size(same, h, kh, stride[0], dilation[0])
-    ow = _native.conv_out_size(same, w, kw, stride[1], dilation[1])
+    oh = testing.conv_out_size(same, h, kh, stride[0], dilation[0])
+    ow = testing.conv_out_size(same, w, kw, stride[1], dilation[1])
     pt = max(0, ((oh - 1) * stride[0] + (kh - 1) * dilation[0] + 1 - h)) // 2 if same else 0
     pl = max(0, ((ow - 1) * stride[1] + (kw - 1) * dilation[1] + 1 - w)) // 2 if same else 0
     xe = np.repeat(x, mult, axis=3)  # output channel oc reads input channel oc // mult
@@ -44,8 +44,8 @@ def run_case(variant, n, h, w, c, mult, k, stride, dilation, padding, act="NONE"
     f = rng.standard_normal((k[0], k[1], c * mult)).astype(np.float32)
     b = rng.standard_normal(c * mult).astype(np.float32) if bias else None
     kw = dict(mult=mult, stride=stride, dilation=dilation, padding=padding, act=act)
-    ref = _native.dwconv(0, x, f, b, **kw)
-    got = _native.dwconv(variant, x, f, b, **kw)
+    ref = testing.dwconv(0, x, f, b, **kw)
+    got = testing.dwconv(variant, x, f, b, **kw)
     assert got.shape == ref.shape
     assert rel_err(got, ref.astype(np.float64)) <= 1e-5, (VARIANTS[variant], got.shape)
     return x, f, b, ref, kw
@@ -69,7 +69,7 @@ def test_scalar_reference_matches_numpy(c, mult, padding):
     f = rng.standard_normal((3, 3, c * mult)).astype(np.float32)
     b = rng.standard_normal(c * mult).astype(np.float32)
     for stride, dil, act in (((1, 1), (1, 1), "NONE"), ((2, 2), (1, 1), "RELU6"), ((1, 1), (2, 2), "RELU")):
-        got = _native.dwconv(0, x, f, b, mult=mult, stride=stride, dilation=dil, padding=padding, act=act)
+        got = testing.dwconv(0, x, f, b, mult=mult, stride=stride, dilation=dil, padding=padding, act=act)
         ref = numpy_dwconv(x, f, b, mult, stride, dil, padding, act)
         assert rel_err(got, ref) <= 1e-5
 
@@ -123,7 +123,7 @@ def test_simd_matches_reference_edges(variant, case):
 @pytest.mark.parametrize("act", ["NONE", "RELU", "RELU6", "RELU_N1_TO_1", "TANH", "SIGMOID", "SWISH"])
 def test_simd_activations_and_numpy(variant, act):
     x, f, b, ref, kw = run_case(variant, 2, 9, 10, 19, 1, (3, 3), (1, 1), (1, 1), "SAME", act=act)
-    got = _native.dwconv(variant, x, f, b, **kw)
+    got = testing.dwconv(variant, x, f, b, **kw)
     assert rel_err(got, numpy_dwconv(x, f, b, 1, (1, 1), (1, 1), "SAME", act)) <= 1e-5
 
 
@@ -135,7 +135,7 @@ def test_out_of_bounds_infinity_is_skipped_not_multiplied():
     x[0, 0, :, :] = np.inf
     f = np.ones((3, 3, 16), np.float32)
     for v in range(len(VARIANTS)):
-        y = _native.dwconv(v, x, f, None, padding="SAME")
+        y = testing.dwconv(v, x, f, None, padding="SAME")
         fmax = np.finfo(np.float32).max
         assert (y[0, :2] == fmax).all() and (np.abs(y[0, 2:]) <= 9).all(), VARIANTS[v]
 
@@ -155,6 +155,6 @@ def test_simd_matches_reference_random(variant, n, h, w, c, mult, k, s, d, paddi
 def test_bad_arguments_raise():
     x = np.ones((1, 4, 4, 3), np.float32)
     with pytest.raises(ValueError):
-        _native.dwconv(len(VARIANTS), x, np.ones((3, 3, 3)))
+        testing.dwconv(len(VARIANTS), x, np.ones((3, 3, 3)))
     with pytest.raises(ValueError):
-        _native.dwconv(0, x, np.ones((3, 3, 4)))
+        testing.dwconv(0, x, np.ones((3, 3, 4)))

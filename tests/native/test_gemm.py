@@ -5,14 +5,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from flexdelegate import _native
+from flexdelegate import _native_testing as testing
 
-KERNELS = _native.gemm_kernels()
+KERNELS = testing.variants("gemm")
 
 
 def test_scalar_reference_is_first_and_chosen_kernel_is_listed():
     assert KERNELS[0].endswith("scalar")
-    assert _native.gemm_kernel_name() in KERNELS
+    assert testing.chosen("gemm") in KERNELS
 
 
 @pytest.mark.parametrize("kernel", range(len(KERNELS)), ids=KERNELS)
@@ -21,7 +21,7 @@ def test_scalar_reference_is_first_and_chosen_kernel_is_listed():
 def test_kernel_matches_numpy(kernel, m, n, k):
     rng = np.random.default_rng(m * 1000 + n * 10 + k)
     a, w, b = rng.standard_normal((m, k)), rng.standard_normal((n, k)), rng.standard_normal(n)
-    got = _native.gemm(kernel, a, w, b)
+    got = testing.gemm(kernel, a, w, b)
     ref = a.astype(np.float32) @ w.astype(np.float32).T + b.astype(np.float32)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-4)
 
@@ -36,8 +36,8 @@ def test_simd_kernels_match_scalar_reference(kernel, m, n, k, clamp, bias):
     a, w = rng.standard_normal((m, k)), rng.standard_normal((n, k))
     b = rng.standard_normal(n) if bias else None
     lo, hi = (-0.5, 0.5) if clamp else (-np.inf, np.inf)
-    ref = _native.gemm(0, a, w, b, lo, hi)
-    got = _native.gemm(kernel, a, w, b, lo, hi)
+    ref = testing.gemm(0, a, w, b, lo, hi)
+    got = testing.gemm(kernel, a, w, b, lo, hi)
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-5)
     if clamp:
         assert got.min() >= -0.5 and got.max() <= 0.5
@@ -49,7 +49,7 @@ def test_residual_output_stage_matches_numpy(kernel, m, n, k):
     rng = np.random.default_rng(m + n + k)
     a, w, b = rng.standard_normal((m, k)), rng.standard_normal((n, k)), rng.standard_normal(n)
     res = rng.standard_normal((m, n)).astype(np.float32)
-    got = _native.gemm(kernel, a, w, b, 0.0, np.inf, residual=res, rlo=-0.25, rhi=1.5)
+    got = testing.gemm(kernel, a, w, b, 0.0, np.inf, residual=res, rlo=-0.25, rhi=1.5)
     conv = np.maximum(a.astype(np.float32) @ w.astype(np.float32).T + b.astype(np.float32), 0.0)
     np.testing.assert_allclose(got, np.clip(conv + res, -0.25, 1.5), rtol=1e-5, atol=1e-4)
     assert got.min() >= -0.25 and got.max() <= 1.5
@@ -57,8 +57,8 @@ def test_residual_output_stage_matches_numpy(kernel, m, n, k):
 
 def test_bad_arguments_raise():
     with pytest.raises(ValueError):
-        _native.gemm(len(KERNELS), np.ones((2, 2)), np.ones((2, 2)))
+        testing.gemm(len(KERNELS), np.ones((2, 2)), np.ones((2, 2)))
     with pytest.raises(ValueError):
-        _native.gemm(0, np.ones((2, 3)), np.ones((2, 2)))
+        testing.gemm(0, np.ones((2, 3)), np.ones((2, 2)))
     with pytest.raises(ValueError):
-        _native.gemm(0, np.ones((2, 2)), np.ones((3, 2)), residual=np.ones((3, 2)))
+        testing.gemm(0, np.ones((2, 2)), np.ones((3, 2)), residual=np.ones((3, 2)))

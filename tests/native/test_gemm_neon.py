@@ -5,70 +5,27 @@ Skips cleanly when neither an AArch64 compiler (aarch64-linux-gnu-gcc, or cc on 
 host) nor a way to run the binary (qemu-aarch64, or an AArch64 host) is available, as on CI.
 Also compiles every C file of the native tree for AArch64, so x86-only code that slips out of
 its #if defined(__x86_64__) guard is caught here."""
-import os
-import platform
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-NATIVE = ROOT / "flexdelegate" / "native"
-CHECK = Path(__file__).resolve().parent / "gemm_neon_check.c"
-NATIVE_AARCH64 = platform.machine().lower() in ("aarch64", "arm64")
-SYSROOT = Path("/usr/aarch64-linux-gnu")  # Debian/Ubuntu cross sysroot, for dynamic binaries
+import cbuild
 
-
-def _compiler():
-    if os.environ.get("AARCH64_CC") and shutil.which(os.environ["AARCH64_CC"]):
-        return shutil.which(os.environ["AARCH64_CC"])
-    names = ["aarch64-linux-gnu-gcc", "aarch64-linux-gnu-gcc-12", "aarch64-linux-gnu-gcc-13"]
-    if NATIVE_AARCH64:
-        names = ["cc", "gcc", "clang"] + names
-    return next((shutil.which(n) for n in names if shutil.which(n)), None)
-
-
-def _runner():
-    """argv prefix that runs an AArch64 binary here ([] when native), or None."""
-    if NATIVE_AARCH64:
-        return []
-    for name in ("qemu-aarch64", "qemu-aarch64-static"):
-        if shutil.which(name):
-            return [shutil.which(name)]
-    return None
-
-
-CC = _compiler()
-RUN = _runner()
-needs_cc = pytest.mark.skipif(CC is None, reason="no AArch64 C compiler (aarch64-linux-gnu-gcc)")
+RUN = cbuild.aarch64_runner()
+needs_cc = pytest.mark.skipif(cbuild.aarch64_cc() is None, reason="no AArch64 C compiler (aarch64-linux-gnu-gcc)")
 needs_run = pytest.mark.skipif(RUN is None, reason="cannot run AArch64 binaries (no qemu-aarch64)")
 
 
 @pytest.fixture(scope="module")
 def check_exe(tmp_path_factory):
-    out = tmp_path_factory.mktemp("neon") / "gemm_neon_check"
-    gemm = NATIVE / "gemm"
-    srcs = [str(CHECK), str(NATIVE / "cpu.c"), str(gemm / "config.c"), *sorted(str(p) for p in gemm.glob("f32-gemm-*.c"))]
-    base = [CC, "-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-I", str(NATIVE), *srcs,
-            "-o", str(out), "-lm"]
-    env = dict(os.environ)
-    build = subprocess.run(base[:1] + ["-static"] + base[1:], capture_output=True, text=True)
-    if build.returncode != 0:  # no static libc for the target: link dynamically
-        build = subprocess.run(base, capture_output=True, text=True)
-        if RUN and SYSROOT.is_dir():
-            env.setdefault("QEMU_LD_PREFIX", str(SYSROOT))
-    assert build.returncode == 0, "build failed:\n" + " ".join(base) + "\n" + build.stderr
-    env.pop("FLEXDELEGATE_ISA", None)
-    return out, env
+    srcs = [cbuild.HERE / "gemm_neon_check.c",
+            *cbuild.sources("runtime/cpu.c", "kernels/gemm/gemm_config.c", "kernels/gemm/f32-gemm-*.c")]
+    return cbuild.build(srcs, tmp_path_factory.mktemp("neon") / "gemm_neon_check", aarch64=True, extra=["-Wextra"])
 
 
 def _run(check_exe, *args, **env_extra):
     exe, env = check_exe
-    env = {**env, **env_extra}
-    return subprocess.run([*RUN, str(exe), *args], capture_output=True, text=True, env=env,
-                          timeout=600)
+    return cbuild.run(exe, *args, aarch64=True, env={**env, "FLEXDELEGATE_ISA": None, **env_extra})
 
 
 @needs_cc
@@ -96,10 +53,9 @@ def test_neon_chosen_by_default_and_isa_env_narrows(check_exe):
 @needs_cc
 def test_native_tree_compiles_for_aarch64(tmp_path):
     failures = []
-    for src in sorted(NATIVE.rglob("*.c")):
-        cmd = [CC, "-std=gnu11", "-O2", "-pthread", "-fno-math-errno", "-I", str(NATIVE),
-               "-I", str(NATIVE / "include"), "-c", str(src), "-o", str(tmp_path / "x.o")]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            failures.append(f"{src.relative_to(ROOT)}:\n{r.stderr}")
+    for src in cbuild.sources("**/*.c"):
+        try:
+            cbuild.build([src], tmp_path / "x.o", aarch64=True, compile_only=True)
+        except AssertionError as e:
+            failures.append(str(e))
     assert not failures, "\n".join(failures)

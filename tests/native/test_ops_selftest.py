@@ -1,53 +1,23 @@
 """Builds and runs the standalone C self-test of the FP32 op kernels.
 
-tests/native/ops_selftest.c is compiled together with every
-flexdelegate/native/ops/*.c file (it provides its own serial fx_parallel_for),
-with warnings as errors, and must exit 0.
-"""
-import os
+tests/native/ops_selftest.c is compiled together with the op kernels (kernels/ops) and the
+variant families they call (depthwise conv, sigmoid, with the CPU probe their tables share);
+it brings its own serial fx_parallel_for instead of the thread pool. Warnings are errors; it
+must exit 0."""
 import re
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-OPS_DIR = ROOT / "flexdelegate" / "native" / "ops"
-SELFTEST = Path(__file__).resolve().parent / "ops_selftest.c"
-
-# A definition (not a declaration) of fx_parallel_for: the self-test brings its
-# own serial stub, so a source defining the real one must not be linked in.
-_PARALLEL_FOR_DEF = re.compile(r"\bvoid\s+fx_parallel_for\s*\([^;{]*\)\s*\{", re.S)
-
-
-def _find_cc():
-    for name in (os.environ.get("CC"), "cc", "gcc", "clang"):
-        if name and shutil.which(name):
-            return shutil.which(name)
-    return None
-
-
-def _kernel_sources():
-    srcs = []
-    for path in sorted(OPS_DIR.glob("*.c")):
-        if _PARALLEL_FOR_DEF.search(path.read_text(errors="replace")):
-            continue
-        srcs.append(str(path))
-    return srcs + [str(OPS_DIR.parent / "cpu.c")]  # the CPU probe the variant tables share
+import cbuild
 
 
 def test_ops_selftest(tmp_path):
-    cc = _find_cc()
-    if cc is None:
+    if cbuild.host_cc() is None:
         pytest.skip("no C compiler found")
-    exe = tmp_path / "ops_selftest"
-    cmd = [cc, "-std=c11", "-O1", "-Wall", "-Werror", "-I", str(OPS_DIR), str(SELFTEST),
-           *_kernel_sources(), "-o", str(exe), "-lm"]
-    build = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    assert build.returncode == 0, (
-        "self-test build failed:\n" + " ".join(cmd) + "\n" + build.stdout + build.stderr)
-    run = subprocess.run([str(exe)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    srcs = [cbuild.HERE / "ops_selftest.c",
+            *cbuild.sources("kernels/ops/*.c", "kernels/dwconv/*.c", "kernels/vsigmoid/*.c", "runtime/cpu.c")]
+    exe, _ = cbuild.build(srcs, tmp_path / "ops_selftest")
+    run = cbuild.run(exe, timeout=300)
     out = run.stdout + run.stderr
     assert run.returncode == 0, "C op self-test failed:\n" + out
     last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""

@@ -1,8 +1,8 @@
-"""Which 3x3 convolutions run as Winograd (native/wino_choice.c and the `winograd` option)."""
+"""Which 3x3 convolutions run as Winograd (native/conv/choose.c and the `winograd` option)."""
 import numpy as np
 import pytest
 
-from flexdelegate import _native, load_flex
+from flexdelegate import _native_testing as testing, load_flex
 from flexdelegate.run import make_interpreter
 from opcheck import check, rand
 from flexdelegate.tflite.writer import ModelBuilder
@@ -80,7 +80,7 @@ def test_runtime_winograd_applies_a_fused_residual_add():
 def test_small_maps_and_budgets_run_gemm_not_runtime_winograd():
     small = conv_kernels(check(one_conv(7, 64, 64), flex={"cache_path": ""}))[0]
     assert not small.endswith("-rt")  # too few tiles to pay for a filter transform per run
-    if _native.gemm_kernel_name() == "f32-gemm-8x32-avx512f":  # conv.c: GEMM beats F4 on 7x7 there
+    if testing.chosen("gemm") == "f32-gemm-8x32-avx512f":  # conv/choose.c: GEMM beats F4 on 7x7 there
         assert not small.startswith("winograd")
     stats = check(one_conv(14, 256, 256), flex={"cache_path": "", "budget": 4})
     assert conv_kernels(stats)[0] in ("gemm-im2col", "direct")

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from convref import finish, rel_err
-from flexdelegate import _native
+from flexdelegate import _native_testing as testing
 
-KERNELS = _native.gemm_kernels()
+KERNELS = testing.variants("gemm")
 TILES = [4, 6]
 
 
@@ -55,7 +55,7 @@ def data(n, h, w, cin, cout, seed=0, bias=True):
 def test_matches_direct_conv(kernel, tile, n, h, w, cin, cout, padding):
     x, f, b = data(n, h, w, cin, cout, seed=h * w + cin)
     pads = (1, 1, 1, 1) if padding == "SAME" else (0, 0, 0, 0)
-    got = _native.winograd(kernel, tile, x, f, b, padding=padding)
+    got = testing.winograd(kernel, tile, x, f, b, padding=padding)
     ref = direct_conv(x, f, b, pads)
     assert got.shape == ref.shape
     assert rel_err(got, ref) <= 1e-4
@@ -68,7 +68,7 @@ def test_activations_and_no_bias(tile, act):
     x *= 4
     k = len(KERNELS) - 1
     for b in (None, np.linspace(-2, 2, 19).astype(np.float32)):
-        got = _native.winograd(k, tile, x, f, b, act=act)
+        got = testing.winograd(k, tile, x, f, b, act=act)
         assert rel_err(got, direct_conv(x, f, b, (1, 1, 1, 1), act)) <= 1e-4
         if act == "RELU6":
             assert got.min() >= 0 and got.max() <= 6
@@ -78,7 +78,7 @@ def test_activations_and_no_bias(tile, act):
 def test_explicit_asymmetric_padding(tile):
     x, f, b = data(1, 11, 12, 9, 10, seed=5)
     for pads in [(0, 0, 2, 2), (2, 1, 0, 0), (1, 0, 0, 1), (0, 2, 1, 0)]:
-        got = _native.winograd(len(KERNELS) - 1, tile, x, f, b, pads=pads)
+        got = testing.winograd(len(KERNELS) - 1, tile, x, f, b, pads=pads)
         assert rel_err(got, direct_conv(x, f, b, pads)) <= 1e-4, pads
 
 
@@ -87,9 +87,9 @@ def test_explicit_asymmetric_padding(tile):
 def test_threads_give_identical_results(kernel, tile):
     # Enough tiles for several blocks per thread and blocks that differ between 1 and 2 threads.
     x, f, b = data(2, 23, 21, 17, 40, seed=7)
-    one = _native.winograd(kernel, tile, x, f, b, act="RELU6", threads=1)
-    two = _native.winograd(kernel, tile, x, f, b, act="RELU6", threads=2)
-    three = _native.winograd(kernel, tile, x, f, b, act="RELU6", threads=3)
+    one = testing.winograd(kernel, tile, x, f, b, act="RELU6", threads=1)
+    two = testing.winograd(kernel, tile, x, f, b, act="RELU6", threads=2)
+    three = testing.winograd(kernel, tile, x, f, b, act="RELU6", threads=3)
     np.testing.assert_array_equal(one, two)
     np.testing.assert_array_equal(one, three)
     assert rel_err(one, direct_conv(x, f, b, (1, 1, 1, 1), "RELU6")) <= 1e-4
@@ -102,7 +102,7 @@ def test_accuracy_with_512_channels(tile):
     x = rng.standard_normal((1, 14, 14, 512)).astype(np.float32)
     f = rng.standard_normal((512, 3, 3, 512)).astype(np.float32)
     b = rng.standard_normal(512).astype(np.float32)
-    got = _native.winograd(len(KERNELS) - 1, tile, x, f, b, threads=2)
+    got = testing.winograd(len(KERNELS) - 1, tile, x, f, b, threads=2)
     assert rel_err(got, direct_conv(x, f, b, (1, 1, 1, 1))) <= 1e-4
 
 
@@ -116,7 +116,7 @@ def test_random_shapes(kernel, tile, n, h, w, cin, cout, top, left, bottom, righ
         return  # no output
     x, f, b = data(n, h, w, cin, cout, seed=h * 31 + w)
     pads = (top, left, bottom, right)
-    got = _native.winograd(kernel, tile, x, f, b, pads=pads, threads=threads, from_gemm=from_gemm)
+    got = testing.winograd(kernel, tile, x, f, b, pads=pads, threads=threads, from_gemm=from_gemm)
     assert rel_err(got, direct_conv(x, f, b, pads)) <= 1e-4
 
 
@@ -129,10 +129,10 @@ def test_channel_slices_match_the_full_run(kernel, tile, act):
     the full run's output (bit for bit before the activation: the same sums per channel; TANH's
     vector and tail paths may differ by an ulp), including a short last panel."""
     x, f, b = data(2, 13, 11, 17, 130, seed=9)
-    full = _native.winograd(kernel, tile, x, f, b, act=act, threads=2)
+    full = testing.winograd(kernel, tile, x, f, b, act=act, threads=2)
     assert rel_err(full, direct_conv(x, f, b, (1, 1, 1, 1), act)) <= 1e-4
     for per in (1, 2, 3, 100):
-        sliced = _native.winograd(kernel, tile, x, f, b, act=act, threads=2, slice_panels=per)
+        sliced = testing.winograd(kernel, tile, x, f, b, act=act, threads=2, slice_panels=per)
         if act == "TANH":
             assert rel_err(sliced, full) <= 1e-6, f"{per} panels per slice"
         else:
@@ -149,19 +149,19 @@ def test_runtime_transform_matches_direct_conv(kernel, tile, act, n, h, w, cin, 
     x, f, b = data(n, h, w, cin, cout, seed=cin)
     want = direct_conv(x, f, b, (1, 1, 1, 1), act)
     for threads in (1, 2):
-        got = _native.winograd(kernel, tile, x, f, b, act=act, threads=threads, from_gemm=True)
+        got = testing.winograd(kernel, tile, x, f, b, act=act, threads=threads, from_gemm=True)
         assert rel_err(got, want) <= 1e-4
 
 
 def test_bad_arguments_raise():
     x, f, b = data(1, 4, 4, 3, 2)
     with pytest.raises(ValueError):
-        _native.winograd(0, 5, x, f, b)           # tile must be 4 or 6
+        testing.winograd(0, 5, x, f, b)           # tile must be 4 or 6
     with pytest.raises(ValueError):
-        _native.winograd(len(KERNELS), 4, x, f, b)
+        testing.winograd(len(KERNELS), 4, x, f, b)
     with pytest.raises(ValueError):
-        _native.winograd(0, 4, x, np.ones((2, 3, 3, 4), np.float32))
+        testing.winograd(0, 4, x, np.ones((2, 3, 3, 4), np.float32))
     with pytest.raises(ValueError):
-        _native.winograd(0, 4, x, f, b, slice_panels=-1)
+        testing.winograd(0, 4, x, f, b, slice_panels=-1)
     with pytest.raises(ValueError):
-        _native.winograd(0, 4, x, f, b, slice_panels=1, from_gemm=True)
+        testing.winograd(0, 4, x, f, b, slice_panels=1, from_gemm=True)

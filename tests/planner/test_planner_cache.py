@@ -7,7 +7,7 @@ import pytest
 
 from flexdelegate.planner import MB, Plan, plan
 from flexdelegate.planner.cache import PlanCache, cached_plan, default_dir, plan_key
-from flexdelegate.planner.synthetic import mobilenet_v2
+from synthetic import mobilenet_v2
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from flexdelegate.planner import MB, BudgetError, Graph, GraphError, KernelOptio
 from flexdelegate.planner import min_budget, plan, simulate
 from flexdelegate.planner.check import verify
 from flexdelegate.planner.choice import NoFit, choose_for_budget
-from flexdelegate.planner.synthetic import Builder
+from synthetic import Builder
 
 ORDER = ["winograd6", "winograd4", "im2col", "direct"]
 

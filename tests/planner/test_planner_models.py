@@ -1,12 +1,12 @@
-"""Realistic synthetic models: FlexNN's evaluation budgets plan, replanning is fast."""
+"""Realistic synthetic models: FlexNN's evaluation budgets plan; planning again for another budget (as
+set_budget() does) is fast."""
 import time
 
 import pytest
 
-from flexdelegate.planner import MB, min_budget, plan, replan, simulate
+from flexdelegate.planner import MB, min_budget, plan, simulate
 from flexdelegate.planner.check import verify
-from flexdelegate.planner.replan import resliced
-from flexdelegate.planner.synthetic import mobilenet_v2, resnet152, vgg19
+from synthetic import mobilenet_v2, resnet152, vgg19
 
 
 @pytest.fixture(scope="module")
@@ -72,17 +72,14 @@ def test_latency_improves_with_budget(resnet):
 
 @pytest.mark.parametrize("name,old_mb,new_mbs", [("vgg", 60, (40, 100, 30)),
                                                   ("resnet", 35, (20, 60, 12))])
-def test_replan_is_fast(name, old_mb, new_mbs, request):
+def test_planning_again_for_another_budget_is_fast(name, old_mb, new_mbs, request):
     g = request.getfixturevalue(name)
-    old = plan(g, old_mb * MB)
+    plan(g, old_mb * MB)  # the graph's layout is cached from here on
     for mb in new_mbs:
         t = time.perf_counter()
-        new = replan(g, old, mb * MB)
+        new = plan(g, mb * MB)
         dt = time.perf_counter() - t
-        print(f"\n{name} replan {old_mb} -> {mb} MB: {dt * 1e3:.0f} ms, "
-              f"{len(resliced(old, new))} layers re-sliced, {new.latency_us / 1e3:.1f} ms est.")
+        print(f"\n{name} {old_mb} -> {mb} MB: {dt * 1e3:.0f} ms, {new.latency_us / 1e3:.1f} ms est.")
         assert dt < 3.0  # the target is < 1 s; CI machines are noisy
         verify(new, g)
         assert new.arena_bytes <= mb * MB
-        if mb > old_mb:
-            assert not resliced(old, new)

@@ -1,120 +1,67 @@
-/* The native module's Python-facing API (also fed verbatim to cffi's cdef, so: plain
- * declarations only; lines starting with '#' are dropped for the cdef). */
+/* The native module's Python-facing API, and the one statement of everything the C runtime and
+ * Python share: enums, the option table, limits and message sizes. Fed verbatim to cffi's cdef
+ * (so: plain declarations, and constants as `enum { NAME = value };`, which Python reads as
+ * flexdelegate._native.lib.NAME); lines starting with '#' are dropped for the cdef. */
 #ifndef FLEX_API_H
 #define FLEX_API_H
 #include <stddef.h>
 #include <stdint.h>
 
-/* TFLite external-delegate plugin entry points (the runtime finds them with dlsym). The
- * delegate is opaque here: Python only passes the pointer back. */
+/* ---- limits and sizes ---- */
+enum {
+  FLEX_BUDGET_MAX_MB = 10000000, /* the largest budget accepted: 10 TB, far past any machine, exact in a size_t */
+  FLEX_THREADS_MAX = 256,        /* num_threads: 1..FLEX_THREADS_MAX, or -1 for the interpreter's */
+  FLEX_MSG_LEN = 512,            /* an error message, NUL included */
+  FLEX_OP_NAME_LEN = 64          /* a TFLite builtin operator's name, NUL included */
+};
+
+/* Fused activations (TFLite's first four, then the curves the delegate fuses into a conv,
+ * FC or depthwise output: a following LOGISTIC, or LOGISTIC + MUL by the same input). */
+enum {
+  FLEX_ACT_NONE = 0, FLEX_ACT_RELU = 1, FLEX_ACT_RELU_N1_TO_1 = 2, FLEX_ACT_RELU6 = 3, FLEX_ACT_TANH = 4,
+  FLEX_ACT_SIGMOID = 5, FLEX_ACT_SWISH = 6
+};
+
+/* ---- the TFLite external-delegate plugin (the runtime finds these with dlsym) ---- */
+/* The delegate is opaque here: Python only passes the pointer back. */
 void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
                                     void (*report_error)(const char *));
 void tflite_plugin_destroy_delegate(void *delegate);
 
-/* Statistics of the last Prepare as JSON, written into buf (NUL-terminated when cap > 0).
- * Returns the full length, so a caller can retry with a bigger buffer. */
-size_t flex_stats_json(void *delegate, char *buf, size_t cap);
-
-/* Re-plans every partition for a new budget (MB; 0 = unlimited) between invokes. 0 ok; -1 with
- * msg set (e.g. an infeasible budget: the old one stays in force). */
-int flex_set_budget(void *delegate, double mb, char *msg, size_t msg_len);
-
+/* ---- options ---- */
+enum { FLEX_OPTION_TEXT = 0, FLEX_OPTION_NUMBER = 1 };
+typedef struct {
+  const char *name;
+  int kind;         /* FLEX_OPTION_NUMBER: Python refuses a bool for it; TEXT: any string */
+  const char *help; /* what it accepts: a bad value is refused as "invalid NAME: expected HELP" */
+} flex_option;
+/* The delegate's options, the i-th (README order), NULL past the end. */
+const flex_option *flex_option_at(int i);
 /* Validates one option as the plugin would; returns NULL if fine, else a message. */
 const char *flex_check_option(const char *key, const char *value);
-
-/* The largest budget accepted (MB): 10 TB, far past any machine, and exact in a size_t. */
-enum { FLEX_BUDGET_MAX_MB = 10000000 };
 /* The one budget check, for the option and set_budget: NULL if mb is a number of megabytes
  * in [0, FLEX_BUDGET_MAX_MB] (0 = unlimited), else a message. */
 const char *flex_check_budget(double mb);
 
-/* Arena planner (exposed for tests and the Python planner): buffers with byte sizes and
- * [first, last] lifetimes (inclusive node indices) get offsets; returns the arena size.
- * kind 0 = greedy by size, 1 = trivial (back to back). Returns (size_t)-1 on bad input. */
-size_t flex_plan_arena(int kind, int n, const size_t *sizes, const int *first, const int *last,
-                       size_t *offsets);
+/* ---- a running delegate ---- */
+/* Why a call failed; for an infeasible budget also the smallest feasible one and the node it is
+ * bottlenecked on. */
+typedef struct {
+  char message[FLEX_MSG_LEN];
+  double min_budget_mb;       /* > 0: the budget was infeasible, this is the smallest that runs */
+  int node;                   /* the bottleneck's TFLite node (-1: none) */
+  char op[FLEX_OP_NAME_LEN];  /* and its operator */
+} flex_error;
 
-/* Name of the GEMM microkernel chosen for this CPU, e.g. "f32-gemm-8x32-avx512f". */
-const char *flex_gemm_kernel_name(void);
-/* Name of the i-th microkernel this CPU can run (0 = scalar reference), NULL past the end. */
-const char *flex_gemm_kernel_at(int i);
-/* c[m x n] = clamp(a[m x k] * w[n x k]^T + bias, lo, hi) with the i-th microkernel, packing
- * w as the delegate does (for tests against the scalar reference); then, with res [m x n],
- * c = clamp(c + res, rlo, rhi) (a fused residual ADD). 0 ok, -1 bad args/OOM. */
-int flex_gemm_run(int i, int m, int n, int k, const float *a, const float *w, const float *bias,
-                  float *c, float lo, float hi, const float *res, float rlo, float rhi);
+/* Statistics of the last Prepare as JSON, written into buf (NUL-terminated when cap > 0).
+ * Returns the full length, so a caller can retry with a bigger buffer. */
+size_t flex_stats_json(void *delegate, char *buf, size_t cap);
+/* Re-plans every partition for a new budget (MB; 0 = unlimited) between invokes. 0 ok; -1 with
+ * err filled (an infeasible budget: the old one stays in force). */
+int flex_set_budget(void *delegate, double mb, flex_error *err);
 
 /* The weight cache's 64-bit content hash (cache/FORMAT.md), for the Python cache tools. */
 uint64_t flex_hash64(const void *data, size_t len, uint64_t seed);
-
-/* Depthwise convolution variants (0 = the portable scalar reference): name of the i-th this CPU
- * can run, NULL past the end. flex_dwconv_run runs variant `variant` on x [n,h,w,cin] with
- * filter [kh,kw,cin*mult] and optional bias into y [n,oh,ow,cin*mult] (oh/ow must match TFLite's
- * SAME/VALID sizes), single-threaded, `iters` times; *seconds (if not NULL) gets the fastest.
- * 0 ok, -1 bad arguments or variant unavailable. */
-const char *flex_dwconv_variant_at(int i);
-int flex_dwconv_run(int variant, int n, int h, int w, int cin, int mult, int kh, int kw,
-                    int stride_h, int stride_w, int dil_h, int dil_w, int same, const float *x,
-                    const float *filter, const float *bias, int act, float *y, int oh, int ow,
-                    int iters, double *seconds);
-
-/* Sigmoid / swish variants (0 = the portable scalar reference): name of the i-th this CPU can
- * run, NULL past the end; flex_vsigmoid_run applies variant `variant` to n floats (swish = 1:
- * x * sigmoid(x)). 0 ok, -1 variant unavailable. */
-const char *flex_vsigmoid_variant_at(int i);
-int flex_vsigmoid_run(int variant, const float *x, float *y, size_t n, int swish);
-
-/* Winograd F(tile x tile, 3x3) stride-1 convolution (tile 4 or 6) with GEMM microkernel
- * `variant` (as flex_gemm_kernel_at): packs filter [cout][3][3][cin], then runs x [n,h,w,cin]
- * into y [n,oh,ow,cout] (pad_top/pad_left leading zeros; oh/ow as given) on `threads` threads,
- * `iters` times; *seconds (if not NULL) gets the fastest run. slice_panels > 0 runs it as a
- * budget plan does: slices of that many GEMM panels, each from its own copy of its packed byte
- * range. 0 ok, -1 bad arguments/OOM. */
-int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, int cin, int cout,
-                      int pad_top, int pad_left, int oh, int ow, const float *x,
-                      const float *filter, const float *bias, int act, float *y, int slice_panels,
-                      int from_gemm, int iters, double *seconds);
-
-/* Direct (implicit-GEMM) convolution: name of the IGEMM kernel paired with GEMM kernel i (as
- * flex_gemm_kernel_at; NULL past the end or without one). flex_conv2d_run packs filter
- * [cout][kh][kw][cin] for GEMM kernel `variant` and runs CONV_2D of x [n,h,w,cin] into
- * y [n,oh,ow,cout] (pad_top/pad_left leading zeros; oh/ow as given) as im2col GEMM (algo 0) or
- * direct conv over the same packed weights (algo 1), on `threads` threads, `iters` times;
- * seconds (if not NULL, room for max(iters, 1)) gets each run's time. 0 ok, -1 bad arguments,
- * unsupported or OOM. */
-const char *flex_igemm_kernel_at(int i);
-int flex_conv2d_run(int variant, int algo, int threads, int n, int h, int w, int cin, int cout, int kh, int kw,
-                    int stride_h, int stride_w, int dil_h, int dil_w, int pad_top, int pad_left, int oh, int ow,
-                    const float *x, const float *filter, const float *bias, int act, float *y, int iters,
-                    double *seconds);
-
-/* ---- integer (QS8 / QU8) kernels: test and benchmark entry points (kernels/quant/qs8_api.c) ----
- * Variants this CPU runs (0 = the scalar reference), NULL past the end. */
-const char *flex_qs8_gemm_variant_at(int i);
-const char *flex_qs8_dwconv_variant_at(int i);
-/* TFLite's QuantizeMultiplier and CalculateActivationRangeQuantized (act: 0 NONE, 1 RELU,
- * 2 RELU_N1_TO_1, 3 RELU6; -1 for others). */
-void flex_quantize_multiplier(double real, int single_rounding, int32_t *m, int32_t *shift);
-int flex_qs8_act_range(int act, float scale, int zp, int qmin, int qmax, int32_t *lo, int32_t *hi);
-/* CONV_2D (and FULLY_CONNECTED as a 1x1 conv of h = w = 1) on variant `variant`, single-threaded:
- * x [n,h,w,cin], filter [cout,kh,kw,cin], int8 (u8 = 0) or uint8 (u8 = 1, with filter zero point
- * zw), bias int32 or NULL, per-channel requant mult/shift (flex_quantize_multiplier), output zero
- * point zy and clamp [lo, hi] in the output type, rounding 0 AWAY / 1 UP / 2 SINGLE (requant.h);
- * 1x1 stride-1 unpadded windows run the GEMM, the others the IGEMM. `iters` runs; *seconds (if
- * not NULL) gets the fastest, packing excluded. 0 ok, -1 bad arguments / OOM / bad requant. */
-int flex_qs8_conv_run(int variant, int u8, int n, int h, int w, int cin, int cout, int kh, int kw,
-                      int sh, int sw, int dh, int dw, int pt, int pl, int oh, int ow, const void *x,
-                      int zx, const void *filter, int zw, const int32_t *bias, const int32_t *mult,
-                      const int32_t *shift, int zy, int lo, int hi, int rounding, void *y,
-                      int iters, double *seconds);
-/* DEPTHWISE_CONV_2D likewise: filter [kh,kw,cin*mult]; channels c >= tail_from use
- * tail_rounding (LiteRT's split; INT32_MAX for none). */
-int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int mult, int kh,
-                        int kw, int sh, int sw, int dh, int dw, int pt, int pl, int oh, int ow,
-                        const void *x, int zx, const void *filter, int zw, const int32_t *bias,
-                        const int32_t *qmult, const int32_t *shift, int zy, int lo, int hi,
-                        int rounding, int tail_rounding, int tail_from, void *y, int iters,
-                        double *seconds);
 
 /* ---- budget planning: the runtime describes a partition, Python's planner answers ---- */
 /* The ways a layer can run under a budget (flex_kernel_desc.kernel, flex_step_plan.kernel). */
@@ -125,14 +72,18 @@ enum {
   FLEX_KERNEL_WINOGRAD = 3, /* Winograd-transformed panels, sliced by output channels */
   FLEX_KERNEL_DIRECT = 4    /* the GEMM panels as a direct (implicit-GEMM) conv: no scratch at all */
 };
+/* How a kernel slices a layer (flex_kernel_desc.slicing, flex_step_plan.slicing). */
+enum { FLEX_SLICE_NONE = 0, FLEX_SLICE_WEIGHTS = 1 /* output channels */, FLEX_SLICE_INPUT = 2 /* output rows */ };
+/* The tensors a partition's layers touch (flex_tensor_desc.kind). */
+enum { FLEX_TENSOR_ACTIVATION = 0, FLEX_TENSOR_INPUT = 1, FLEX_TENSOR_OUTPUT = 2 };
 
 typedef struct {
   int kernel;             /* FLEX_KERNEL_* */
-  int slicing;            /* 0 none, 1 weights (output channels), 2 input (output rows) */
+  int slicing;            /* FLEX_SLICE_* */
   uint64_t weight_bytes;  /* this kernel's packed weights (Winograd: transformed), or raw constant bytes */
   uint64_t scratch_bytes; /* its whole scratch (im2col tiles, Winograd transforms) */
   double compute_us, load_us;
-  int out_channels, out_rows; /* what slicing 1 / 2 splits */
+  int out_channels, out_rows; /* what FLEX_SLICE_WEIGHTS / FLEX_SLICE_INPUT split */
   int simd;               /* slices are multiples of this many channels (panel width) or rows */
 } flex_kernel_desc;
 
@@ -150,7 +101,7 @@ typedef struct {
 typedef struct {
   int id;
   uint64_t nbytes;      /* 0 for tensors TFLite owns (partition inputs/outputs) */
-  int kind;             /* 0 activation, 1 input, 2 output */
+  int kind;             /* FLEX_TENSOR_* */
 } flex_tensor_desc;
 
 typedef struct {
@@ -165,7 +116,7 @@ typedef struct {
 typedef struct {
   int layer, slice;
   int kernel;           /* FLEX_KERNEL_*: one the layer's description offered */
-  int slicing;          /* 0 none, 1 weights (channels), 2 input (rows) */
+  int slicing;          /* FLEX_SLICE_* */
   int64_t start, count; /* the slice's channels or rows */
   uint64_t w_offset, w_bytes; /* its weight slot (w_bytes 0: none) */
   int w_pinned;
@@ -181,7 +132,7 @@ typedef struct {
   int deps_start;
   uint64_t arena_bytes, min_budget_bytes;
   uint64_t *tensor_offsets; /* by index into the description's tensors */
-  char error[512];
+  flex_error error;     /* when it fails */
 } flex_plan;
 
 /* Implemented in Python (flexdelegate/_native.py): 0 ok, -1 infeasible budget, -2 other error.

@@ -10,8 +10,8 @@
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
-#include "../../cpu.h"
-#include "../../pool.h"
+#include "runtime/cpu.h"
+#include "runtime/pool.h"
 #include "../simd/vexp.h"
 #include "attention.h"
 

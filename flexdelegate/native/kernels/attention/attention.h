@@ -22,7 +22,7 @@
 #define FLEX_ATTENTION_H
 #include <stddef.h>
 #include <stdint.h>
-#include "../../gemm/gemm.h"
+#include "kernels/gemm/gemm.h"
 
 struct fx_pool;
 

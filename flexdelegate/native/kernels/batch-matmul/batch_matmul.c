@@ -3,7 +3,7 @@
  * panel group) on the pool. */
 #include <math.h>
 #include <string.h>
-#include "../../pool.h"
+#include "runtime/pool.h"
 #include "batch_matmul.h"
 
 /* Rows of A per task at most (their transposed copy with adj_x stays in L2: 64 rows x K). */

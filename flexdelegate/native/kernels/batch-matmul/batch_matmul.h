@@ -7,7 +7,7 @@
 #ifndef FLEX_BATCH_MATMUL_H
 #define FLEX_BATCH_MATMUL_H
 #include <stddef.h>
-#include "../../gemm/gemm.h"
+#include "kernels/gemm/gemm.h"
 
 struct fx_pool;
 

@@ -1,7 +1,7 @@
 /* Picks the LayerNorm kernel for this CPU (cpu.h's menu over layernorm.inc) and splits rows
  * across the thread pool. */
-#include "../../cpu.h"
-#include "../../pool.h"
+#include "runtime/cpu.h"
+#include "runtime/pool.h"
 #include "layernorm.h"
 
 #define FX_LAYERNORM_VARIANT(isa, name, fn) static const fx_layernorm_config k_##fn = {name, fn};

@@ -1,5 +1,5 @@
 /* The QS8 depthwise variants by ISA family (from qs8-dwconv.inc) and the one this CPU runs. */
-#include "../../cpu.h"
+#include "runtime/cpu.h"
 #include "qs8-dwconv.h"
 
 #define FX_QS8_DWCONV(isa, CT, suffix)                                                     \

@@ -1,5 +1,5 @@
 /* The QS8 GEMM/IGEMM variants by ISA family (from qs8-gemm.inc) and the one this CPU runs. */
-#include "../../cpu.h"
+#include "runtime/cpu.h"
 #include "qs8-gemm.h"
 
 #define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF)                                      \

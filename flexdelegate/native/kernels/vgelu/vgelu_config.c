@@ -1,5 +1,5 @@
 /* Picks the GELU variant for this CPU, once (cpu.h's menu over vgelu.inc). */
-#include "../../cpu.h"
+#include "runtime/cpu.h"
 #include "vgelu.h"
 
 #define FX_VGELU_VARIANT(isa, name, fn) static const fx_vgelu_config k_##fn = {name, fn};

@@ -1,0 +1,196 @@
+/* How every convolution runs: the one file that chooses among the algorithm bodies of conv/
+ * (im2col GEMM, direct conv, Winograd pre-transformed, Winograd at run time), with every
+ * measured table and cost constant those choices use. Three decisions:
+ *
+ *   at init, per partition: which stride-1 3x3 convs pack Winograd weights, and which run
+ *     Winograd from their plain weights instead (fx_conv_choose_winograd);
+ *   at init, per GEMM-packed conv: run-time Winograd, direct conv or im2col (fx_conv_choose_form);
+ *   under a budget: the time each way of running a layer is estimated at (fx_conv_cost_us), so
+ *     the planner can rank them. */
+#include <stdlib.h>
+#include <string.h>
+#include "conv.h"
+#include "flex_api.h"
+#include "kernels/gemm/gemm.h"
+#include "conv/winograd.h"
+#include "runtime/cpu.h"
+
+/* ---- Winograd or not, per stride-1 3x3 conv ----
+ * Winograd is the fastest kernel on most of them (fastest_tile), but its pre-transformed
+ * weights are 4x (F4) or 7.1x (F6) the plain ones and stay resident, so by default a partition
+ * spends at most a share of its plain packed weights on the extra bytes, on the layers that save
+ * the most time per extra byte: big feature maps with few channels first (their weights are
+ * small and their tiles cover the map well), deep 14x14 / 7x7 layers with megabytes of weights
+ * last.
+ *
+ * Measured (bench/compare.py, 1 thread, against LiteRT 2.3's XNNPack): VGG-19 0.93 with a flat
+ * 1 MiB cap per layer, 0.62 with every layer of its 224..56 maps (+29 MB on 575 MB of
+ * weights); ResNet-50 gains ~5% from its 28x28 layers for +7 MB on 105 MB, and its 14x14 ones
+ * cost 7 MB each for ~1.5% each. A sixteenth of the weights buys the first and keeps
+ * ResNet-50's resident memory under LiteRT's (bench/cache_load.py). */
+
+/* Extra Winograd bytes a partition may spend: this share of its plain packed weights, and
+ * never less than the floor (small models: a few 3x3 layers of a few hundred KB). */
+#define WINO_EXTRA_SHARE 16
+#define WINO_EXTRA_FLOOR (2u << 20)
+
+/* Speed-up over im2col GEMM on a map its tiles cover exactly (bench/winograd.py, AVX-512;
+ * compare.py --layers shows ~2.7x for F6 on ResNet-50's 56x56 layers). They rank layers here,
+ * and F(4,3)'s is what a budget plan costs every Winograd layer at (fx_conv_cost_us). */
+#define WINO_GAIN4 2.5
+#define WINO_GAIN6 2.8
+
+/* The fastest kernel for a stride-1 3x3 conv, from bench/winograd.py on this project's CPUs
+ * (GFLOP/s per shape): with AVX-512 GEMM, im2col wins when an image has under ~8 4x4 tiles
+ * (7x7 maps), F(6,3) on big maps of up to 128x128 channels, F(4,3) elsewhere; with slower GEMMs
+ * (AVX2, scalar, NEON) Winograd wins everywhere. By the ISA family of the GEMM kernel: */
+static const int k_wino_min_tiles4[FX_ISA_COUNT] = {[FX_ISA_AVX512F] = 8};
+#define WINO6_MIN_TILES 36
+#define WINO6_MAX_CHANNELS2 (128 * 128)
+
+/* Winograd from the plain weights (winograd_rt.c) against direct conv, 1 thread,
+ * AVX-512, warm weights (_native_testing.winograd(from_gemm=True) vs conv2d): 56x56x64 3.1x
+ * (F6), 28x28x128 2.8x (F4), 14x14x256 1.7x (F4), 14x14x512 1.4x, 7x7x512 0.6x. It needs tiles
+ * enough to pay for each panel's filter transform: at least RT_MIN_TILES4 F4 tiles per image;
+ * F6 from RT_MIN_TILES6 F6 tiles (56x56 maps: F6 3.1x vs F4 2.9x; 28x28: F4 2.8x vs F6 2.6x).
+ * Its scratch holds the whole transformed input ((tile+2)^2 / tile^2 times the input): past
+ * RT_MAX_INPUT_BYTES (huge maps with many channels) the conv stays GEMM rather than grow the
+ * arena by more than that. */
+#define RT_MIN_TILES4 16
+#define RT_MIN_TILES6 64
+#define RT_MAX_INPUT_BYTES (8u << 20)
+
+static long tiles_of(int oh, int ow, int tile) { return (long)((oh + tile - 1) / tile) * ((ow + tile - 1) / tile); }
+
+static int fastest_tile(const fx_wino_layer *l) {
+  if (tiles_of(l->oh, l->ow, 4) < k_wino_min_tiles4[fx_gemm_config_get()->isa]) return 0;
+  return tiles_of(l->oh, l->ow, 6) >= WINO6_MIN_TILES && (long)l->cin * l->cout <= WINO6_MAX_CHANNELS2 ? 6 : 4;
+}
+
+static int runtime_tile(const fx_wino_layer *l) {
+  const long tiles4 = tiles_of(l->oh, l->ow, 4), tiles6 = tiles_of(l->oh, l->ow, 6);
+  const int tile = tiles6 >= RT_MIN_TILES6 ? 6 : tiles4 >= RT_MIN_TILES4 ? 4 : 0;
+  const double v = (double)(tile + 2) * (tile + 2) * (tile == 6 ? tiles6 : tiles4) * l->batch * ((l->cin + 15) / 16 * 16) * 4;
+  return v <= RT_MAX_INPUT_BYTES ? tile : 0;
+}
+
+size_t fx_conv_plain_bytes(int cout, int k) {
+  return fx_gemm_packed_floats(cout, k, fx_gemm_config_get()->nr) * sizeof(float);
+}
+
+/* Bytes a Winograd tile's packed weights take beyond the GEMM-packed ones (0 for tile 0). */
+static size_t extra_bytes(int tile, int cin, int cout) {
+  if (!tile) return 0;
+  const size_t plain = fx_conv_plain_bytes(cout, cin * 9);
+  const size_t packed = fx_winograd_packed_floats(tile, cout, cin, fx_gemm_config_get()->nr) * sizeof(float);
+  return packed > plain ? packed - plain : 0;
+}
+
+/* Estimated flops saved per extra byte of F(tile, 3) weights. */
+static double saved_per_byte(const fx_wino_layer *l, int tile) {
+  size_t extra = extra_bytes(tile, l->cin, l->cout);
+  double covered = (double)((l->oh + tile - 1) / tile * tile) * ((l->ow + tile - 1) / tile * tile);
+  double saved = 1.0 - covered / ((double)l->oh * l->ow) / (tile == 6 ? WINO_GAIN6 : WINO_GAIN4);
+  double flops = 18.0 * l->oh * l->ow * l->cin * l->cout;
+  return saved > 0 && extra ? flops * saved / (double)extra : 0;
+}
+
+typedef struct {
+  fx_wino_layer *l;
+  int order;
+  double density; /* saved_per_byte at F4 */
+} candidate;
+
+static int by_density(const void *a, const void *b) {
+  const candidate *x = a, *y = b;
+  if (x->density != y->density) return x->density < y->density ? 1 : -1;
+  return x->order - y->order;
+}
+
+/* AUTO: the allowance goes to the densest candidates first, F6 where its extra bytes still fit. */
+static void spend_allowance(candidate *c, int nc, size_t plain_bytes) {
+  size_t left = plain_bytes / WINO_EXTRA_SHARE;
+  if (left < WINO_EXTRA_FLOOR) left = WINO_EXTRA_FLOOR;
+  qsort(c, (size_t)nc, sizeof *c, by_density);
+  for (int i = 0; i < nc; i++) {
+    const fx_wino_layer *l = c[i].l;
+    int tile = fastest_tile(l);
+    if (extra_bytes(tile, l->cin, l->cout) > left) tile = 4;
+    const size_t extra = extra_bytes(tile, l->cin, l->cout);
+    if (extra > left) continue; /* a later, smaller layer may still fit */
+    c[i].l->tile = tile;
+    left -= extra;
+  }
+}
+
+int fx_conv_choose_winograd(fx_wino_layer *layers, int n, size_t plain_bytes, int mode) {
+  candidate *c = calloc((size_t)n + 1, sizeof *c);
+  if (!c) return -1;
+  int nc = 0;
+  for (int i = 0; i < n; i++) {
+    fx_wino_layer *l = &layers[i];
+    l->tile = l->rt_tile = 0;
+    const int tile = mode == FX_WINO_OFF ? 0 : fastest_tile(l);
+    if (!tile) continue;
+    if (mode == FX_WINO_ALL) l->tile = tile;
+    const double density = saved_per_byte(l, 4);
+    if (density > 0) c[nc++] = (candidate){l, i, density};
+  }
+  if (mode == FX_WINO_AUTO) {
+    spend_allowance(c, nc, plain_bytes);
+    for (int i = 0; i < n; i++)
+      if (!layers[i].tile) layers[i].rt_tile = runtime_tile(&layers[i]);
+  }
+  free(c);
+  return 0;
+}
+
+/* ---- direct conv or im2col, per GEMM-packed conv ----
+ * Layers that run direct by default, per ISA family of the GEMM kernel, from
+ * `python bench/direct_conv.py --rounds 9 [--kernel f32-gemm-6x16-avx2]` (1 thread, medians of
+ * alternating runs, direct / im2col time) on this project's AVX-512 machine (Zen 5):
+ *   AVX-512 (32 columns): 3x3 s1 at cin 64..256: 0.81-0.97 (ResNet-50 56/28/14 maps:
+ *     0.87/0.93/0.95, VGG-19 224x224x64: 0.81-0.88); the im2col copy is what direct saves.
+ *     7x7 s2 stem (cin 3): 0.92-0.95. No gain at 512 channels (0.97-1.09), on 3x3 cin-3 stems
+ *     (0.96-1.06) or 1x1 s2 (0.96-1.07): those stay im2col.
+ *   AVX2 (16 columns): 3x3 at cin 64..512: 0.90-1.00 (never slower), 7x7 stem 0.92; 3x3 stems
+ *     and 1x1 s2: 0.97-1.00, left to im2col.
+ * Scalar and NEON are not measured: never by default. 3x3 s1 layers that take Winograd never
+ * get here (their weights are not GEMM panels).
+ * FLEXDELEGATE_DIRECT=all runs every supported conv direct, =none none (tests, benches). */
+typedef struct { int isa, min_taps, min_cin, max_cin; } direct_rule;
+static const direct_rule k_direct_rules[] = {
+    {FX_ISA_AVX512F, 9, 64, 256}, {FX_ISA_AVX512F, 49, 1, 64},
+    {FX_ISA_AVX2, 9, 64, 512}, {FX_ISA_AVX2, 49, 1, 64},
+};
+
+static int direct_wins(const fx_conv_pack *p, const fx_conv_geom *g) {
+  if (g->direct || !fx_conv_direct_supported(p, g)) return 0;
+  const char *force = getenv("FLEXDELEGATE_DIRECT");
+  if (force && *force) return strcmp(force, "all") == 0;
+  for (size_t i = 0; i < sizeof k_direct_rules / sizeof *k_direct_rules; i++) {
+    const direct_rule *r = &k_direct_rules[i];
+    if (r->isa == fx_conv_isa(p) && g->kh * g->kw >= r->min_taps && g->cin >= r->min_cin && g->cin <= r->max_cin)
+      return 1;
+  }
+  return 0;
+}
+
+void fx_conv_choose_form(fx_conv_pack *p, const fx_conv_geom *g, int rt_tile) {
+  if (rt_tile) fx_conv_set_winograd_rt(p, rt_tile); /* Winograd from the same panels */
+  else fx_conv_set_direct(p, direct_wins(p, g));    /* or direct, where that measured faster */
+}
+
+/* ---- estimates for the budget planner ----
+ * Per thread: good enough to rank kernels and to decide how early to preload; the planner only
+ * compares them. Direct conv where the load-time table kept im2col measured 0.93-1.07x
+ * im2col's time there (bench/direct_conv.py); it is costed a little slower, so that a budget
+ * takes it for its zero scratch, when im2col's does not fit, rather than for speed. */
+#define GEMM_FLOPS_PER_US 40e3
+#define DIRECT_SLOWDOWN 1.1
+
+double fx_conv_cost_us(int kernel, double flops, int threads) {
+  const double gemm_us = flops / (GEMM_FLOPS_PER_US * threads);
+  if (kernel == FLEX_KERNEL_WINOGRAD) return gemm_us / WINO_GAIN4;
+  return kernel == FLEX_KERNEL_DIRECT ? gemm_us * DIRECT_SLOWDOWN : gemm_us;
+}

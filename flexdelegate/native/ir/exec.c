@@ -1,0 +1,287 @@
+/* Execution of IR nodes: each operation's call of its kernel (the run column of ops.inc), the
+ * GEMM geometry of convolutions, and what runs a node, for reports. The same functions run
+ * nodes at invoke and at load-time folding. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include "conv/conv.h"
+#include "flex_api.h"
+#include "graph.h"
+#include "runtime/clock.h"
+#include "runtime/pool.h"
+
+static void conv_geom(fx_graph *g, const fx_node *n, fx_conv_geom *geo);
+
+static fx_tensor *T(fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
+static const float *F(fx_graph *g, int id) { return id >= 0 ? (const float *)g->tensors[id].ptr : NULL; }
+
+void fx_node_conv_geom(const fx_graph *g, const fx_node *n, void *geo) { conv_geom((fx_graph *)g, n, geo); }
+
+static void conv_geom(fx_graph *g, const fx_node *n, fx_conv_geom *geo) {
+  const fx_shape *x = &T(g, n->in[0])->shape, *y = &T(g, n->out[0])->shape;
+  memset(geo, 0, sizeof *geo);
+  if (n->n_in > 3 && n->in[3] >= 0) {
+    geo->residual = F(g, n->in[3]);
+    geo->residual_act = n->res_act;
+  }
+  if (n->kind == FX_OP_FC) {
+    const fx_shape *w = &T(g, n->in[1])->shape;
+    geo->m = fx_shape_numel(x) / (size_t)w->d[1];
+    geo->direct = 1;
+    return;
+  }
+  int oh, ow;
+  geo->ih = x->d[1]; geo->iw = x->d[2]; geo->cin = x->d[3];
+  geo->kh = n->p.conv.kh; geo->kw = n->p.conv.kw;
+  geo->stride_h = n->p.conv.stride_h; geo->stride_w = n->p.conv.stride_w;
+  geo->dil_h = n->p.conv.dil_h; geo->dil_w = n->p.conv.dil_w;
+  fx_same_valid(n->p.conv.same, geo->ih, geo->kh, geo->stride_h, geo->dil_h, &oh, &geo->pad_top);
+  fx_same_valid(n->p.conv.same, geo->iw, geo->kw, geo->stride_w, geo->dil_w, &ow, &geo->pad_left);
+  geo->oh = y->d[1]; geo->ow = y->d[2];
+  geo->m = (size_t)y->d[0] * (size_t)oh * (size_t)ow;
+  geo->direct = geo->kh == 1 && geo->kw == 1 && geo->stride_h == 1 && geo->stride_w == 1 &&
+                geo->pad_top == 0 && geo->pad_left == 0;
+}
+
+static fx_window window_of(fx_graph *g, const fx_node *n) {
+  const fx_shape *x = &T(g, n->in[0])->shape;
+  fx_window w = {n->p.conv.stride_h, n->p.conv.stride_w, n->p.conv.dil_h, n->p.conv.dil_w,
+                 n->p.conv.kh, n->p.conv.kw, 0, 0};
+  int o;
+  fx_same_valid(n->p.conv.same, x->d[1], w.kh, w.stride_h, w.dil_h, &o, &w.pad_top);
+  fx_same_valid(n->p.conv.same, x->d[2], w.kw, w.stride_w, w.dil_w, &o, &w.pad_left);
+  return w;
+}
+
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int kernel,
+                           char *buf, size_t len) {
+  const int direct = kernel == FLEX_KERNEL_DIRECT;
+  if (n->fused) {
+    snprintf(buf, len, "fused %s", n->fused == FX_FUSED_SKIP ? "(skipped)" : "(copy)");
+    return buf;
+  }
+  const char *curve = n->act == FLEX_ACT_SWISH ? " +swish" : n->act == FLEX_ACT_SIGMOID ? " +sigmoid"
+                      : n->n_in > 3 && n->in[3] >= 0 ? " +add" : "";
+  if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && pack) {
+    fx_conv_geom geo;
+    conv_geom((fx_graph *)g, n, &geo);
+    if (fx_conv_pack_tile(pack))
+      snprintf(buf, len, "winograd-f%d %s%s", fx_conv_pack_tile(pack), fx_conv_pack_kernel(pack, 0), curve);
+    else if (kernel == FLEX_KERNEL_NODE && fx_conv_pack_winograd_rt(pack)) /* a budget step runs GEMM */
+      snprintf(buf, len, "winograd-f%d-rt %s%s", fx_conv_pack_winograd_rt(pack), fx_conv_pack_kernel(pack, 0), curve);
+    else if (direct || fx_conv_pack_direct(pack))
+      snprintf(buf, len, "direct %s%s", fx_conv_pack_kernel(pack, 1), curve);
+    else
+      snprintf(buf, len, "gemm-%s %s%s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(pack, 0), curve);
+  } else {
+    snprintf(buf, len, "%s%s", fx_op_name(n->kind), curve);
+  }
+  return buf;
+}
+
+/* The node's input x and output y, and x's element size (layout ops move any type). */
+#define XT T(g, n->in[0])
+#define YT T(g, n->out[0])
+#define ES fx_dtype_size(XT->dtype)
+
+int fx_run_gemm(fx_graph *g, fx_node *n, fx_pool *pool) {
+  if (fx_conv_pack_check(n->pack)) return -1;
+  fx_conv_geom geo;
+  conv_geom(g, n, &geo);
+  float *scratch = n->scratch >= 0 ? (float *)g->tensors[n->scratch].ptr : NULL;
+  fx_conv_run(pool, n->pack, &geo, F(g, n->in[0]), YT->ptr, scratch, n->act);
+  return 0;
+}
+
+int fx_run_depthwise(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_window w = window_of(g, n);
+  fx_depthwise_f32(pool, F(g, n->in[0]), &XT->shape, F(g, n->in[1]), n->n_in > 2 ? F(g, n->in[2]) : NULL,
+                   n->p.conv.mult, &w, YT->ptr, &YT->shape, n->act);
+  return 0;
+}
+
+int fx_run_pool(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_window w = window_of(g, n);
+  fx_pool2d_f32(pool, n->p.conv.is_max, F(g, n->in[0]), &XT->shape, &w, YT->ptr, &YT->shape, n->act);
+  return 0;
+}
+
+int fx_run_transpose_conv(fx_graph *g, fx_node *n, fx_pool *pool) {
+  const fx_tensor *x = T(g, n->in[2]), *f = T(g, n->in[1]);
+  const fx_shape *ys = &YT->shape;
+  int oh, ow, pt, pl;
+  /* TFLite derives the padding from the output size as if running the forward conv. */
+  fx_same_valid(n->p.conv.same, ys->d[1], f->shape.d[1], n->p.conv.stride_h, 1, &oh, &pt);
+  fx_same_valid(n->p.conv.same, ys->d[2], f->shape.d[2], n->p.conv.stride_w, 1, &ow, &pl);
+  fx_transpose_conv_f32(pool, x->ptr, &x->shape, f->ptr, &f->shape, n->n_in > 3 ? F(g, n->in[3]) : NULL,
+                        n->p.conv.stride_h, n->p.conv.stride_w, pt, pl, YT->ptr, ys, n->act);
+  return 0;
+}
+
+int fx_run_binary(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_tensor *bt = T(g, n->in[1]);
+  fx_binary_f32(pool, n->p.bin.op, XT->ptr, &XT->shape, bt->ptr, &bt->shape, YT->ptr, &YT->shape, n->act);
+  return 0;
+}
+
+int fx_run_unary(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_unary_f32_pool(pool, n->p.un.kind, n->p.un.alpha, XT->ptr, YT->ptr, fx_shape_numel(&XT->shape));
+  return 0;
+}
+
+int fx_run_mean(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_mean_f32_pool(pool, XT->ptr, &XT->shape, (unsigned)n->pads[0], YT->ptr);
+  return 0;
+}
+
+int fx_run_softmax(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_shape *xs = &XT->shape;
+  int cols = xs->d[xs->rank - 1];
+  fx_softmax_f32(XT->ptr, fx_shape_numel(xs) / (size_t)(cols ? cols : 1), cols, n->p.softmax.beta, YT->ptr);
+  return 0;
+}
+
+int fx_run_pad(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const void *value = n->n_in > 2 && n->in[2] >= 0 ? T(g, n->in[2])->ptr : NULL;
+  fx_pad(XT->ptr, &XT->shape, n->pads, value, ES, YT->ptr);
+  return 0;
+}
+
+int fx_run_concat(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const void *ptrs[64];
+  const fx_shape *shapes[64];
+  fx_shape packed[64];
+  fx_tensor *yt = YT;
+  if (n->n_in > 64) return -1;
+  for (int i = 0; i < n->n_in; i++) {
+    fx_tensor *t = T(g, n->in[i]);
+    ptrs[i] = t->ptr;
+    if (n->p.concat.pack) { /* the packed axis becomes a size-1 dim of every input */
+      packed[i] = yt->shape;
+      packed[i].d[n->p.concat.axis] = 1;
+      shapes[i] = &packed[i];
+    } else {
+      shapes[i] = &t->shape;
+    }
+  }
+  fx_concat(n->n_in, ptrs, shapes, n->p.concat.axis, ES, yt->ptr);
+  if (yt->dtype == FX_F32) fx_apply_act(n->act, yt->ptr, fx_shape_numel(&yt->shape));
+  return 0;
+}
+
+int fx_run_reshape(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  if (YT->ptr != XT->ptr) memmove(YT->ptr, XT->ptr, fx_shape_numel(&XT->shape) * ES);
+  return 0;
+}
+
+int fx_run_transpose(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_transpose(XT->ptr, &XT->shape, n->perm, ES, YT->ptr);
+  return 0;
+}
+
+int fx_run_strided_slice(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_strided_slice(XT->ptr, &XT->shape, &n->slice, ES, YT->ptr);
+  return 0;
+}
+
+int fx_run_resize_bilinear(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_resize_bilinear_f32(XT->ptr, &XT->shape, YT->ptr, &YT->shape, n->p.resize.align_corners, n->p.resize.half_pixel);
+  return 0;
+}
+
+int fx_run_resize_nearest(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_resize_nearest_f32(XT->ptr, &XT->shape, YT->ptr, &YT->shape, n->p.resize.align_corners, n->p.resize.half_pixel);
+  return 0;
+}
+
+int fx_run_depth_to_space(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_depth_to_space(XT->ptr, &XT->shape, n->p.block.block, ES, YT->ptr);
+  return 0;
+}
+
+int fx_run_space_to_depth(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_space_to_depth(XT->ptr, &XT->shape, n->p.block.block, ES, YT->ptr);
+  return 0;
+}
+
+int fx_run_gather(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_tensor *it = T(g, n->in[1]);
+  return fx_gather(XT->ptr, &XT->shape, it->ptr, it->dtype == FX_I64, &it->shape, n->p.gather.axis,
+                   n->p.gather.batch_dims, ES, YT->ptr);
+}
+
+int fx_run_shape(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_shape *xs = &XT->shape;
+  fx_tensor *yt = YT;
+  for (int i = 0; i < xs->rank; i++) {
+    if (yt->dtype == FX_I64) ((int64_t *)yt->ptr)[i] = xs->d[i];
+    else ((int32_t *)yt->ptr)[i] = xs->d[i];
+  }
+  return 0;
+}
+
+int fx_run_cast(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_tensor *x = XT;
+  fx_tensor *y = YT;
+  size_t count = fx_shape_numel(&x->shape);
+  for (size_t i = 0; i < count; i++) {
+    double v;
+    switch (x->dtype) {
+      case FX_F32: v = ((const float *)x->ptr)[i]; break;
+      case FX_I32: v = ((const int32_t *)x->ptr)[i]; break;
+      case FX_I64: v = (double)((const int64_t *)x->ptr)[i]; break;
+      default: v = 0;
+    }
+    switch (y->dtype) {
+      case FX_F32: ((float *)y->ptr)[i] = (float)v; break;
+      case FX_I32: ((int32_t *)y->ptr)[i] = (int32_t)v; break;
+      case FX_I64: ((int64_t *)y->ptr)[i] = (int64_t)v; break;
+    }
+  }
+  return 0;
+}
+
+int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
+  if (n->fused) { /* the producer's fused activation did the work (fuse.c) */
+    const void *from = T(g, n->fuse_from)->ptr;
+    if (n->fused == FX_FUSED_COPY && from != YT->ptr) memmove(YT->ptr, from, fx_shape_numel(&YT->shape) * ES);
+    return 0;
+  }
+  return n->kind >= 0 && n->kind < FX_OP_COUNT ? fx_op_defs[n->kind].run(g, n, pool) : -1;
+}
+
+int fx_run_nodes(fx_graph *g, fx_pool *pool, int profile) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    if (n->at_prepare) continue;
+    uint64_t t0 = profile ? fx_now_ns() : 0;
+    if (fx_run_node(g, n, pool)) return i;
+    if (profile) {
+      n->prof_ns += fx_now_ns() - t0;
+      n->prof_runs++;
+    }
+  }
+  return -1;
+}
+
+const struct fx_conv_pack *fx_node_pack(const fx_node *n, int kernel) {
+  if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) return NULL;
+  const int winograd = fx_conv_pack_tile(n->pack) != 0;
+  if (kernel == FLEX_KERNEL_WINOGRAD) return winograd ? n->pack : NULL;
+  if (kernel == FLEX_KERNEL_GEMM || kernel == FLEX_KERNEL_GEMM_ROWS || kernel == FLEX_KERNEL_DIRECT)
+    return winograd ? n->gemm_pack : n->pack;
+  return NULL;
+}

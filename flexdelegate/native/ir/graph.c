@@ -1,0 +1,53 @@
+/* The IR graph's growth and release. */
+#include <stdlib.h>
+#include <string.h>
+#include "graph.h"
+
+static int grow(void **items, int *cap, int need, size_t item) {
+  if (need <= *cap) return 0;
+  int c = *cap ? *cap * 2 : 16;
+  while (c < need) c *= 2;
+  void *p = realloc(*items, (size_t)c * item);
+  if (!p) return -1;
+  memset((char *)p + (size_t)*cap * item, 0, (size_t)(c - *cap) * item);
+  *items = p;
+  *cap = c;
+  return 0;
+}
+
+int fx_graph_add_tensor(fx_graph *g, const fx_tensor *t) {
+  if (grow((void **)&g->tensors, &g->cap_tensors, g->n_tensors + 1, sizeof *t)) return -1;
+  g->tensors[g->n_tensors] = *t;
+  return g->n_tensors++;
+}
+
+fx_node *fx_graph_add_node(fx_graph *g, int kind, int n_in, int n_out) {
+  if (grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof(fx_node))) return NULL;
+  fx_node *n = &g->nodes[g->n_nodes];
+  memset(n, 0, sizeof *n);
+  n->in = calloc((size_t)(n_in ? n_in : 1), sizeof(int));
+  n->out = calloc((size_t)(n_out ? n_out : 1), sizeof(int));
+  if (!n->in || !n->out) {
+    free(n->in);
+    free(n->out);
+    return NULL;
+  }
+  n->kind = kind;
+  n->n_in = n_in;
+  n->n_out = n_out;
+  n->scratch = -1;
+  g->n_nodes++;
+  return n;
+}
+
+void fx_graph_free(fx_graph *g) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node_release(&g->nodes[i]);
+    free(g->nodes[i].in);
+    free(g->nodes[i].out);
+  }
+  for (int i = 0; i < g->n_tensors; i++) fx_blob_unref(g->tensors[i].blob);
+  free(g->nodes);
+  free(g->tensors);
+  memset(g, 0, sizeof *g);
+}

@@ -1,0 +1,155 @@
+/* Partition IR: what the runtime executes, free of TfLite types. tflite/ops.c translates
+ * nodes into fx_node; folding, shape inference and execution work on this IR only, so one code
+ * path serves load-time folding and invoke. */
+#ifndef FLEX_GRAPH_H
+#define FLEX_GRAPH_H
+#include "blob.h"
+#include "kernels/ops/ops.h"
+
+enum fx_storage {
+  FX_ST_CONST,    /* read-only data outside the arena (model mmap or a blob) */
+  FX_ST_EXTERNAL, /* owned by TFLite: partition inputs and outputs */
+  FX_ST_ARENA,    /* internal to the partition: lives at `offset` in the arena */
+};
+
+typedef struct {
+  int tfl;          /* TfLite tensor index, or -1 for partition scratch */
+  int dtype;
+  fx_shape shape;
+  int storage;
+  const void *cdata; /* FX_ST_CONST */
+  fx_blob *blob;     /* FX_ST_CONST from a blob (one reference held) */
+  size_t offset;     /* FX_ST_ARENA */
+  void *ptr;         /* resolved data pointer for the current invoke */
+} fx_tensor;
+
+/* The operations (ops.inc: one line each). */
+enum fx_opkind {
+#define FX_OP(kind, name, infer, run, flops) FX_OP_##kind,
+#include "ops.inc"
+#undef FX_OP
+  FX_OP_COUNT
+};
+const char *fx_op_name(int kind);
+
+struct fx_conv_pack;    /* conv/conv.c */
+
+typedef struct {
+  int kind;
+  int tfl_node;       /* node index in the TFLite graph (for logs and stats) */
+  int tfl_builtin;    /* its TFLite builtin code */
+  int n_in, n_out;
+  int *in, *out;      /* local tensor ids; -1 = optional input absent */
+  int act;            /* fused activation (FLEX_ACT_*) */
+  int at_prepare;     /* computes a shape-derived value: runs at prepare, not at invoke */
+  double flops;       /* per run, for the current shapes (set at prepare) */
+  uint64_t prof_ns, prof_runs; /* accumulated when profiling */
+  union {
+    /* conv, depthwise, pool (is_max), transpose conv */
+    struct { int same, stride_h, stride_w, dil_h, dil_w, mult, kh, kw, is_max; } conv;
+    struct { int op; } bin;
+    struct { int kind; float alpha; } un;
+    struct { int keep_num_dims; } fc;
+    struct { int keep_dims; } mean;
+    struct { float beta; } softmax;
+    struct { int axis, pack; } concat;                  /* pack: inputs gain a new dim at axis */
+    struct { int axis, batch_dims; } gather;
+    struct { int align_corners, half_pixel; } resize;
+    struct { int block; } block;
+    struct { int begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask, offset; } ss;
+    struct { int out_type; } shape;
+    struct { int n_dims; int dims[FX_MAX_RANK]; int squeeze; unsigned squeeze_mask; } reshape;
+  } p;
+  /* Filled at prepare/init by the kernels that need them. */
+  struct fx_conv_pack *pack;   /* packed weights for conv / fc */
+  struct fx_conv_pack *gemm_pack; /* a Winograd conv's im2col GEMM form, for a budget plan to
+                                     run instead: packed at load into the cache file whenever
+                                     there is one (fx_pack_gemm_forms), else NULL */
+  int scratch;                 /* local tensor id of per-node scratch, or -1 */
+  fx_slice_plan slice;         /* strided slice, resolved at shape inference */
+  int perm[FX_MAX_RANK];       /* transpose permutation, resolved at shape inference */
+  int pads[2 * FX_MAX_RANK];   /* pad amounts, resolved at shape inference */
+  /* Set at init by fx_fuse_node (fuse.c) when a producer took this node's work into its
+   * fused activation: FX_FUSED_SKIP, nothing to do (nobody reads the output); FX_FUSED_COPY,
+   * the output equals tensor fuse_from (a copy, or nothing when they share a buffer). */
+  int fused, fuse_from;
+  int wino_tile;               /* set by fx_choose_winograd: 4 or 6 packs Winograd weights */
+  int wino_rt;                 /* or 4 / 6: Winograd from the GEMM panels, transformed per run */
+  /* A conv that took the following residual ADD (fx_fuse_node) has a 4th input, in[3], and
+   * computes res_act(act(conv) + in[3]); the ADD copies (or aliases) the conv's output. */
+  int res_act;
+} fx_node;
+
+enum { FX_FUSED_NONE = 0, FX_FUSED_SKIP, FX_FUSED_COPY };
+
+typedef struct {
+  int n_tensors, n_nodes;
+  fx_tensor *tensors;
+  fx_node *nodes;
+  int cap_tensors, cap_nodes;
+} fx_graph;
+
+/* What the IR knows of an operation (ops.c's table, from ops.inc). */
+typedef struct {
+  const char *name;
+  const char *(*infer)(fx_graph *g, fx_node *n);       /* output shape; NULL, or why it cannot run */
+  int (*run)(fx_graph *g, fx_node *n, fx_pool *pool);  /* 0, or -1 on a runtime data error */
+  double (*flops)(const fx_graph *g, const fx_node *n); /* of one run; NULL: one per output element */
+} fx_op_def;
+extern const fx_op_def fx_op_defs[FX_OP_COUNT];
+
+int fx_graph_add_tensor(fx_graph *g, const fx_tensor *t);  /* returns id or -1 */
+fx_node *fx_graph_add_node(fx_graph *g, int kind, int n_in, int n_out);
+void fx_graph_free(fx_graph *g);
+
+/* If n is a conv / FC / depthwise whose output feeds only LOGISTIC (and MUL by itself), turns
+ * that tail into n's activation (FLEX_ACT_SIGMOID / FLEX_ACT_SWISH) and marks the tail fused;
+ * if n is a conv whose output feeds only an ADD of an equal-shaped tensor computed earlier,
+ * n adds it (in[3], res_act) and the ADD is marked fused. Called once per node at init, in
+ * node order, after partition inputs/outputs are marked. Returns -1 when out of memory. */
+int fx_fuse_node(fx_graph *g, fx_node *n);
+
+/* Which stride-1 3x3 convs pack Winograd weights (wino_tile) or run it from their plain
+ * weights (wino_rt), for the `winograd` option (FX_WINO_*, conv/conv.h): conv/choose.c decides.
+ * Called once at init, before weights are packed. Returns -1 when out of memory. */
+int fx_choose_winograd(fx_graph *g, int mode);
+
+/* Output shapes (and per-node resolved plans) from input shapes and constant inputs.
+ * Returns NULL on success or a static message naming why the node cannot run. */
+const char *fx_infer_node(fx_graph *g, fx_node *n);
+
+/* Weight packing for conv/fc at init (constant weights), through the weight store (cache
+ * file or memory); NULL ok else message. */
+struct fx_store;
+const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store);
+/* Packs the im2col GEMM form of every Winograd conv in g that lacks one (a budget plan may run
+ * that instead when the Winograd weights do not fit). Returns how many it added (pending in
+ * the store until its commit), or -1 when out of memory. */
+int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store);
+/* Repacks weights whose cache mapping was truncated under us: 1 repaired, 0 fine, -1 OOM. */
+int fx_node_repair(fx_node *n);
+/* Scratch bytes a node needs for `threads` workers (0 if none). */
+size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads);
+
+/* Runs one node; tensors' ptr must be resolved. Returns 0, or -1 on a runtime data error
+ * (e.g. a GATHER index out of range). */
+int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool);
+/* Runs every node in order but those evaluated at prepare, timing each when profiling: -1, or
+ * the index of the node that failed. */
+int fx_run_nodes(fx_graph *g, fx_pool *pool, int profile);
+/* The packed weights FLEX_KERNEL_* `kernel` runs node n with: a conv's GEMM panels (its own, or
+ * the GEMM form of a Winograd conv) or its Winograd panels; NULL for FLEX_KERNEL_NODE or a form
+ * the node lacks. */
+const struct fx_conv_pack *fx_node_pack(const fx_node *n, int kernel);
+void fx_node_release(fx_node *n);
+/* The GEMM geometry of a conv/fc node for the current shapes (conv/conv.h's fx_conv_geom). */
+void fx_node_conv_geom(const fx_graph *g, const fx_node *n, void *geo);
+/* Floating-point operations of one run (multiply-add = 2) for the current shapes. */
+double fx_node_flops(const fx_graph *g, const fx_node *n);
+/* What runs the node, e.g. "gemm-im2col f32-gemm-8x32-avx512f", "depthwise"; pack: the packed
+ * weights it runs with (n->pack, or the form a budget plan chose); kernel: the FLEX_KERNEL_*
+ * a budget plan runs them with (FLEX_KERNEL_NODE: no plan, the node's own choice). */
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int kernel,
+                           char *buf, size_t len);
+
+#endif

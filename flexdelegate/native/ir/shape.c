@@ -1,0 +1,305 @@
+/* Shape inference for the IR: output shapes from input shapes and constant inputs, one
+ * function per operation (the infer column of ops.inc). Runs at every partition prepare (so
+ * resize_tensor_input works) and at load-time folding. */
+#include <string.h>
+#include "graph.h"
+
+static fx_tensor *T(fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
+
+/* Integer contents of a constant int32/int64 tensor, as int; NULL if not constant. */
+static const char *const_ints(fx_graph *g, int id, int *vals, int cap, int *n) {
+  fx_tensor *t = T(g, id);
+  if (!t || t->storage != FX_ST_CONST || !t->cdata) return "needs a constant tensor";
+  size_t count = fx_shape_numel(&t->shape);
+  if (count > (size_t)cap) return "constant has too many elements";
+  for (size_t i = 0; i < count; i++) {
+    if (t->dtype == FX_I32) vals[i] = ((const int32_t *)t->cdata)[i];
+    else if (t->dtype == FX_I64) vals[i] = (int)((const int64_t *)t->cdata)[i];
+    else return "constant must be int32 or int64";
+  }
+  *n = (int)count;
+  return NULL;
+}
+
+static const char *infer_window(fx_graph *g, fx_node *n, const fx_shape *x, int kh, int kw, int cout) {
+  if (x->rank != 4) return "input must be 4-D NHWC";
+  fx_shape *y = &T(g, n->out[0])->shape;
+  int oh, ow, pt, pl;
+  fx_same_valid(n->p.conv.same, x->d[1], kh, n->p.conv.stride_h, n->p.conv.dil_h, &oh, &pt);
+  fx_same_valid(n->p.conv.same, x->d[2], kw, n->p.conv.stride_w, n->p.conv.dil_w, &ow, &pl);
+  if (oh <= 0 || ow <= 0) return "window larger than the input";
+  n->p.conv.kh = kh;
+  n->p.conv.kw = kw;
+  *y = (fx_shape){4, {x->d[0], oh, ow, cout}};
+  return NULL;
+}
+
+const char *fx_infer_reshape(fx_graph *g, fx_node *n) {
+  const fx_shape *x = &T(g, n->in[0])->shape;
+  fx_shape *y = &T(g, n->out[0])->shape;
+  size_t total = fx_shape_numel(x);
+  if (n->p.reshape.squeeze) {
+    y->rank = 0;
+    for (int i = 0; i < x->rank; i++) {
+      int drop = n->p.reshape.squeeze_mask ? (n->p.reshape.squeeze_mask >> i) & 1 : x->d[i] == 1;
+      if (drop && x->d[i] != 1) return "squeezed dimension is not 1";
+      if (!drop) y->d[y->rank++] = x->d[i];
+    }
+    return NULL;
+  }
+  int dims[FX_MAX_RANK], nd;
+  if (n->n_in > 1 && n->in[1] >= 0 && T(g, n->in[1])->shape.rank == 1) {
+    const char *e = const_ints(g, n->in[1], dims, FX_MAX_RANK, &nd);
+    if (e) return e;
+  } else {
+    nd = n->p.reshape.n_dims;
+    memcpy(dims, n->p.reshape.dims, sizeof dims);
+  }
+  int unknown = -1;
+  size_t known = 1;
+  for (int i = 0; i < nd; i++) {
+    if (dims[i] == -1) {
+      if (unknown >= 0) return "more than one -1 in the new shape";
+      unknown = i;
+    } else if (dims[i] < 0) {
+      return "negative dimension in the new shape";
+    } else {
+      known *= (size_t)dims[i];
+    }
+  }
+  if (unknown >= 0) {
+    if (known == 0 || total % known) return "new shape does not divide the element count";
+    dims[unknown] = (int)(total / known);
+  } else if (known != total) {
+    return "new shape changes the element count";
+  }
+  y->rank = nd;
+  memcpy(y->d, dims, sizeof dims);
+  return NULL;
+}
+
+const char *fx_infer_concat(fx_graph *g, fx_node *n) {
+  const fx_shape *s0 = &T(g, n->in[0])->shape;
+  int pack = n->p.concat.pack;
+  int rank = s0->rank + pack;
+  int axis = n->p.concat.axis < 0 ? n->p.concat.axis + rank : n->p.concat.axis;
+  if (axis < 0 || axis >= rank) return "axis out of range";
+  n->p.concat.axis = axis;
+  fx_shape y = {rank, {0}};
+  for (int i = 0, j = 0; i < rank; i++) y.d[i] = (pack && i == axis) ? 1 : s0->d[j++];
+  int along = 0;
+  for (int k = 0; k < n->n_in; k++) {
+    const fx_shape *s = &T(g, n->in[k])->shape;
+    if (s->rank != s0->rank) return "inputs differ in rank";
+    for (int i = 0, j = 0; i < rank; i++) {
+      if (pack && i == axis) continue;
+      int dk = s->d[j++];
+      if (i != axis && dk != y.d[i]) return "inputs differ outside the axis";
+    }
+    along += pack ? 1 : s->d[axis];
+  }
+  y.d[axis] = along;
+  T(g, n->out[0])->shape = y;
+  return NULL;
+}
+
+const char *fx_infer_mean(fx_graph *g, fx_node *n) {
+  const fx_shape *x = &T(g, n->in[0])->shape;
+  int axes[FX_MAX_RANK * 2], na;
+  const char *e = const_ints(g, n->in[1], axes, FX_MAX_RANK * 2, &na);
+  if (e) return e;
+  unsigned mask = 0;
+  for (int i = 0; i < na; i++) {
+    int a = axes[i] < 0 ? axes[i] + x->rank : axes[i];
+    if (a < 0 || a >= x->rank) return "axis out of range";
+    mask |= 1u << a;
+  }
+  n->pads[0] = (int)mask; /* the kernel reads the mask from here */
+  fx_shape *y = &T(g, n->out[0])->shape;
+  y->rank = 0;
+  for (int i = 0; i < x->rank; i++) {
+    if (!((mask >> i) & 1)) y->d[y->rank++] = x->d[i];
+    else if (n->p.mean.keep_dims) y->d[y->rank++] = 1;
+  }
+  return NULL;
+}
+
+/* The node's input x and output y shapes. */
+#define X_SHAPE (&T(g, n->in[0])->shape)
+#define Y_SHAPE (&T(g, n->out[0])->shape)
+
+const char *fx_infer_same(fx_graph *g, fx_node *n) {
+  *Y_SHAPE = *X_SHAPE;
+  return NULL;
+}
+
+const char *fx_infer_conv(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE, *f = &T(g, n->in[1])->shape;
+  const char *e;
+  if (f->rank != 4) return "filter must be 4-D";
+  if (f->d[3] != x->d[3]) return "grouped convolution (filter depth != input depth)";
+  if ((e = infer_window(g, n, x, f->d[1], f->d[2], f->d[0]))) return e;
+  if (n->n_in > 3 && n->in[3] >= 0 && !fx_shape_equal(&T(g, n->in[3])->shape, Y_SHAPE))
+    return "resized inputs give the residual ADD fused into this conv operands of different shapes";
+  return NULL;
+}
+
+const char *fx_infer_depthwise(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE, *f = &T(g, n->in[1])->shape;
+  if (f->rank != 4 || f->d[0] != 1) return "filter must be [1, kh, kw, C]";
+  if (x->rank == 4 && f->d[3] != x->d[3] * n->p.conv.mult) return "filter depth != input depth x multiplier";
+  return infer_window(g, n, x, f->d[1], f->d[2], f->d[3]);
+}
+
+const char *fx_infer_pool(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  return infer_window(g, n, x, n->p.conv.kh, n->p.conv.kw, x->rank == 4 ? x->d[3] : 0);
+}
+
+/* inputs: output_shape, weights [cout, kh, kw, cin], x, bias */
+const char *fx_infer_transpose_conv(fx_graph *g, fx_node *n) {
+  const fx_shape *xs = &T(g, n->in[2])->shape, *f = &T(g, n->in[1])->shape;
+  int v[4], nv;
+  const char *e = const_ints(g, n->in[0], v, 4, &nv);
+  if (e) return e;
+  if (nv != 4 || xs->rank != 4 || f->rank != 4) return "transpose conv needs 4-D tensors";
+  if (f->d[3] != xs->d[3] || v[3] != f->d[0] || v[0] != xs->d[0]) return "shape mismatch";
+  *Y_SHAPE = (fx_shape){4, {v[0], v[1], v[2], v[3]}};
+  n->p.conv.kh = f->d[1];
+  n->p.conv.kw = f->d[2];
+  return NULL;
+}
+
+const char *fx_infer_fc(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE, *w = &T(g, n->in[1])->shape;
+  fx_shape *y = Y_SHAPE;
+  if (w->rank != 2) return "weights must be 2-D";
+  int k = w->d[1];
+  size_t total = fx_shape_numel(x);
+  if (k == 0 || total % (size_t)k) return "input size is not a multiple of the weights' depth";
+  if (n->p.fc.keep_num_dims) {
+    if (x->d[x->rank - 1] != k) return "keep_num_dims needs the last input dim == depth";
+    *y = *x;
+    y->d[y->rank - 1] = w->d[0];
+  } else {
+    *y = (fx_shape){2, {(int)(total / (size_t)k), w->d[0]}};
+  }
+  return NULL;
+}
+
+const char *fx_infer_binary(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  fx_shape *y = Y_SHAPE;
+  if (fx_broadcast_shape(x, &T(g, n->in[1])->shape, y)) return "shapes do not broadcast";
+  if (n->p.bin.op == FX_B_PRELU && fx_shape_numel(y) != fx_shape_numel(x)) return "alpha broadcasts beyond the input";
+  return NULL;
+}
+
+const char *fx_infer_pad(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  fx_shape *y = Y_SHAPE;
+  int v[2 * FX_MAX_RANK], nv;
+  const char *e = const_ints(g, n->in[1], v, 2 * FX_MAX_RANK, &nv);
+  if (e) return e;
+  if (nv != 2 * x->rank) return "paddings must be [rank, 2]";
+  *y = *x;
+  for (int i = 0; i < x->rank; i++) {
+    if (v[2 * i] < 0 || v[2 * i + 1] < 0) return "negative padding";
+    y->d[i] += v[2 * i] + v[2 * i + 1];
+    n->pads[2 * i] = v[2 * i];
+    n->pads[2 * i + 1] = v[2 * i + 1];
+  }
+  return NULL;
+}
+
+const char *fx_infer_transpose(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  fx_shape *y = Y_SHAPE;
+  int v[FX_MAX_RANK], nv;
+  const char *e = const_ints(g, n->in[1], v, FX_MAX_RANK, &nv);
+  if (e) return e;
+  if (nv != x->rank) return "permutation length != rank";
+  unsigned seen = 0;
+  y->rank = x->rank;
+  for (int i = 0; i < nv; i++) {
+    int p = v[i] < 0 ? v[i] + nv : v[i];
+    if (p < 0 || p >= nv || (seen >> p) & 1) return "invalid permutation";
+    seen |= 1u << p;
+    n->perm[i] = p;
+    y->d[i] = x->d[p];
+  }
+  return NULL;
+}
+
+const char *fx_infer_strided_slice(fx_graph *g, fx_node *n) {
+  int b[FX_MAX_RANK], en[FX_MAX_RANK], s[FX_MAX_RANK], nb, ne, ns;
+  const char *e;
+  if ((e = const_ints(g, n->in[1], b, FX_MAX_RANK, &nb)) || (e = const_ints(g, n->in[2], en, FX_MAX_RANK, &ne)) ||
+      (e = const_ints(g, n->in[3], s, FX_MAX_RANK, &ns)))
+    return e;
+  if (nb != ne || nb != ns) return "begin/end/strides differ in length";
+  for (int i = 0; i < ns; i++)
+    if (s[i] == 0) return "zero stride";
+  int r = fx_strided_slice_plan(X_SHAPE, nb, b, en, s, n->p.ss.begin_mask, n->p.ss.end_mask, n->p.ss.ellipsis_mask,
+                                n->p.ss.new_axis_mask, n->p.ss.shrink_mask, n->p.ss.offset, &n->slice);
+  if (r) return r == -1 ? "unsupported ellipsis/new-axis mask combination" : "invalid slice";
+  *Y_SHAPE = n->slice.out;
+  return NULL;
+}
+
+const char *fx_infer_resize(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  int v[2], nv;
+  const char *e = const_ints(g, n->in[1], v, 2, &nv);
+  if (e) return e;
+  if (nv != 2 || x->rank != 4 || v[0] <= 0 || v[1] <= 0) return "size must be 2 positive ints on 4-D input";
+  *Y_SHAPE = (fx_shape){4, {x->d[0], v[0], v[1], x->d[3]}};
+  return NULL;
+}
+
+const char *fx_infer_depth_to_space(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  const int bs = n->p.block.block;
+  if (x->rank != 4 || bs < 1) return "needs 4-D input and block >= 1";
+  if (x->d[3] % (bs * bs)) return "depth not divisible by block^2";
+  *Y_SHAPE = (fx_shape){4, {x->d[0], x->d[1] * bs, x->d[2] * bs, x->d[3] / (bs * bs)}};
+  return NULL;
+}
+
+const char *fx_infer_space_to_depth(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  const int bs = n->p.block.block;
+  if (x->rank != 4 || bs < 1) return "needs 4-D input and block >= 1";
+  if (x->d[1] % bs || x->d[2] % bs) return "spatial dims not divisible by block";
+  *Y_SHAPE = (fx_shape){4, {x->d[0], x->d[1] / bs, x->d[2] / bs, x->d[3] * bs * bs}};
+  return NULL;
+}
+
+const char *fx_infer_gather(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE, *is = &T(g, n->in[1])->shape;
+  fx_shape *y = Y_SHAPE;
+  int axis = n->p.gather.axis < 0 ? n->p.gather.axis + x->rank : n->p.gather.axis;
+  int bd = n->p.gather.batch_dims < 0 ? n->p.gather.batch_dims + is->rank : n->p.gather.batch_dims;
+  if (axis < 0 || axis >= x->rank || bd < 0 || bd > axis || bd > is->rank) return "axis out of range";
+  if (x->rank + is->rank - bd - 1 > FX_MAX_RANK) return "result rank too large";
+  n->p.gather.axis = axis;
+  n->p.gather.batch_dims = bd;
+  y->rank = 0;
+  for (int i = 0; i < axis; i++) y->d[y->rank++] = x->d[i];
+  for (int i = bd; i < is->rank; i++) y->d[y->rank++] = is->d[i];
+  for (int i = axis + 1; i < x->rank; i++) y->d[y->rank++] = x->d[i];
+  return NULL;
+}
+
+const char *fx_infer_shape(fx_graph *g, fx_node *n) {
+  *Y_SHAPE = (fx_shape){1, {X_SHAPE->rank}};
+  return NULL;
+}
+
+const char *fx_infer_node(fx_graph *g, fx_node *n) {
+  if (n->fused == FX_FUSED_COPY) { /* its producer computed the value (fuse.c) */
+    *Y_SHAPE = T(g, n->fuse_from)->shape;
+    return NULL;
+  }
+  return n->kind >= 0 && n->kind < FX_OP_COUNT ? fx_op_defs[n->kind].infer(g, n) : "unknown op";
+}

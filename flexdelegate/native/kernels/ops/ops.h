@@ -1,0 +1,130 @@
+/* Pure FP32 op kernels: plain arrays + explicit parameters, no TfLite types.
+ * The partition runtime translates TfLite params into these calls; shape
+ * inference helpers here are shared by the runtime and the kernels so the two
+ * can never disagree. All tensors are dense, row-major (NHWC for images). */
+#ifndef FLEX_OPS_H
+#define FLEX_OPS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "flex_api.h"
+#include "runtime/pool.h" /* heavy kernels split their work over the pool (NULL: inline) */
+
+#define FX_MAX_RANK 8
+
+typedef struct { int rank; int d[FX_MAX_RANK]; } fx_shape;
+
+size_t fx_shape_numel(const fx_shape *s);
+int fx_shape_equal(const fx_shape *a, const fx_shape *b);
+
+/* Fused activations are FLEX_ACT_* (flex_api.h): TFLite's, then our own, set at init when a
+ * conv/FC/depthwise output feeds only a LOGISTIC (SIGMOID) or only LOGISTIC + MUL by itself
+ * (SWISH = x * sigmoid(x)): applied to each output tile while it is still in cache. */
+/* Clamp bounds for the clamp-style activations (the others have none: lo=-inf, hi=inf for
+ * TANH, +-FLT_MAX for SIGMOID/SWISH, as for NONE). */
+void fx_act_bounds(int act, float *lo, float *hi);
+/* Applies a fused activation in place (clamp, tanh, sigmoid or swish). */
+void fx_apply_act(int act, float *y, size_t n);
+/* The activations a clamp cannot express (SIGMOID, SWISH): kernels apply them per tile. */
+static inline int fx_act_is_curve(int act) { return act == FLEX_ACT_SIGMOID || act == FLEX_ACT_SWISH; }
+
+
+/* ---- elementwise ---- */
+enum fx_unary { FX_U_RELU, FX_U_RELU6, FX_U_RELU_N1_TO_1, FX_U_LOGISTIC, FX_U_TANH,
+                FX_U_HARD_SWISH, FX_U_LEAKY_RELU,
+                FX_U_SWISH /* x * sigmoid(x): fused LOGISTIC + MUL, never from a TFLite op */ };
+void fx_unary_f32(int kind, float alpha, const float *x, float *y, size_t n);
+/* The same, split across the pool's threads for big tensors. */
+void fx_unary_f32_pool(fx_pool *pool, int kind, float alpha, const float *x, float *y, size_t n);
+
+/* y = act(a OP b) with numpy-style broadcasting; shapes right-aligned, ranks may differ.
+ * PRELU is y = a >= 0 ? a : a * b (b = alpha, broadcast). */
+enum fx_binop { FX_B_ADD, FX_B_SUB, FX_B_MUL, FX_B_DIV, FX_B_MAX, FX_B_MIN, FX_B_PRELU };
+int fx_broadcast_shape(const fx_shape *a, const fx_shape *b, fx_shape *out); /* 0 ok, -1 incompatible */
+void fx_binary_f32(fx_pool *pool, int op, const float *a, const fx_shape *as,
+                   const float *b, const fx_shape *bs, float *y, const fx_shape *ys, int act);
+
+/* ---- spatial (NHWC) ---- */
+/* Padding resolved by the caller: pad_top/left may be any >= 0 (SAME computes it as TFLite does). */
+typedef struct {
+  int stride_h, stride_w, dil_h, dil_w, kh, kw;
+  int pad_top, pad_left;
+} fx_window;
+/* TFLite SAME/VALID output size and leading padding for one spatial dim. */
+void fx_same_valid(int same, int in, int k, int stride, int dil, int *out, int *pad_before);
+
+/* Runs fn over the output rows (batch x height) of a windowed op with output ys, split over the
+ * pool in chunks of about 32K multiply-adds; nothing for an empty output. */
+void fx_window_rows(fx_pool *pool, const fx_shape *ys, const fx_window *w, fx_task_fn fn, void *ctx);
+
+/* MAX / AVERAGE pool; average counts only in-bounds elements (TFLite semantics). */
+void fx_pool2d_f32(fx_pool *pool, int is_max, const float *x, const fx_shape *xs,
+                   const fx_window *w, float *y, const fx_shape *ys, int act);
+
+/* Depthwise conv. filter is TFLite layout [1, kh, kw, cin*mult]; bias may be NULL. */
+void fx_depthwise_f32(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
+                      const float *bias, int mult, const fx_window *w,
+                      float *y, const fx_shape *ys, int act);
+
+/* TRANSPOSE_CONV: filter [cout, kh, kw, cin]; output shape given (from output_shape input);
+ * bias may be NULL. pad_top/left as computed by TFLite for the given padding. */
+void fx_transpose_conv_f32(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
+                           const fx_shape *fs, const float *bias, int stride_h, int stride_w,
+                           int pad_top, int pad_left, float *y, const fx_shape *ys, int act);
+
+/* RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (TFLite semantics for both flags). */
+void fx_resize_bilinear_f32(const float *x, const fx_shape *xs, float *y, const fx_shape *ys,
+                            int align_corners, int half_pixel_centers);
+void fx_resize_nearest_f32(const float *x, const fx_shape *xs, float *y, const fx_shape *ys,
+                           int align_corners, int half_pixel_centers);
+
+/* ---- reductions / normalisation ---- */
+/* MEAN over the axes whose flag is set in axis_mask (bit i = dim i); y has the kept-dims layout. */
+void fx_mean_f32(const float *x, const fx_shape *xs, unsigned axis_mask, float *y);
+/* The same, split across the pool's threads for a big spatial mean (axes 1, 2 of NHWC). */
+void fx_mean_f32_pool(fx_pool *pool, const float *x, const fx_shape *xs, unsigned axis_mask, float *y);
+/* SOFTMAX over the last dim: y = exp(beta*(x - max)) / sum. */
+void fx_softmax_f32(const float *x, size_t rows, int cols, float beta, float *y);
+
+/* ---- layout ops: element-size generic (used for float data and for int32/int64 shape math) ---- */
+/* Steps a multi-dimensional index idx over dims [0, k) (the last fastest, n[d] long each) to
+ * the next position, moving the element offset *off by each dim's stride s[d]. */
+static inline void fx_index_next(size_t *idx, const size_t *n, const ptrdiff_t *s, int k, ptrdiff_t *off) {
+  for (int d = k - 1; d >= 0; --d) {
+    *off += s[d];
+    if (++idx[d] < n[d]) return;
+    *off -= (ptrdiff_t)n[d] * s[d];
+    idx[d] = 0;
+  }
+}
+/* Copies n elements of es bytes from x (element stride sx) to contiguous y. */
+void fx_copy_strided(char *y, const char *x, size_t n, ptrdiff_t sx, size_t es);
+/* PAD with constant value (bytes of one element in *value, or zeros if NULL); pads[2*i], pads[2*i+1]. */
+void fx_pad(const void *x, const fx_shape *xs, const int *pads, const void *value,
+            size_t esize, void *y);
+/* CONCATENATION / PACK along axis: n inputs, all same rank. */
+void fx_concat(int n, const void *const *xs, const fx_shape *const *shapes, int axis,
+               size_t esize, void *y);
+/* TRANSPOSE: y.d[i] = x.d[perm[i]]. */
+void fx_transpose(const void *x, const fx_shape *xs, const int *perm, size_t esize, void *y);
+void fx_depth_to_space(const void *x, const fx_shape *xs, int block, size_t esize, void *y);
+void fx_space_to_depth(const void *x, const fx_shape *xs, int block, size_t esize, void *y);
+/* GATHER along axis with batch_dims; idx values are int32 (or int64 when idx_is_64);
+ * returns -1 on an out-of-range index (the caller reports it). */
+int fx_gather(const void *x, const fx_shape *xs, const void *idx, int idx_is_64, const fx_shape *is,
+              int axis, int batch_dims, size_t esize, void *y);
+
+/* STRIDED_SLICE: masks resolved once into per-dim begin/stride and the output shape
+ * (shrunk dims removed from `out`, `full` keeps them with size 1 for the copy). */
+typedef struct {
+  int rank;                     /* rank of the input */
+  int begin[FX_MAX_RANK], stride[FX_MAX_RANK], size[FX_MAX_RANK];  /* per input dim */
+  fx_shape out;                 /* final output shape (after shrink / new axis) */
+} fx_slice_plan;
+/* begin/end/strides have `n` entries (n may be < rank); returns 0 ok, -1 unsupported
+ * (ellipsis/new_axis combos we do not handle), -2 invalid. `offset` = TFLite's offset flag. */
+int fx_strided_slice_plan(const fx_shape *xs, int n, const int *begin, const int *end,
+                          const int *strides, int begin_mask, int end_mask, int ellipsis_mask,
+                          int new_axis_mask, int shrink_axis_mask, int offset, fx_slice_plan *p);
+void fx_strided_slice(const void *x, const fx_shape *xs, const fx_slice_plan *p, size_t esize, void *y);
+
+#endif

@@ -1,0 +1,23 @@
+/* A small thread pool: workers park on a condition variable between jobs (no spinning
+ * between invokes); a job's tasks are handed out through an atomic counter, so fast
+ * threads take more tiles. */
+#ifndef FLEX_POOL_H
+#define FLEX_POOL_H
+#include <stddef.h>
+
+typedef struct fx_pool fx_pool;
+fx_pool *fx_pool_new(int threads);   /* threads >= 1; 1 makes a pool that runs inline */
+void fx_pool_free(fx_pool *pool);
+/* Threads of a pool (1 for NULL): lets kernels size their split. */
+int fx_pool_threads(const fx_pool *pool);
+/* Marks an invoke in progress (workers spin briefly between jobs) or over (they sleep). */
+void fx_pool_set_active(fx_pool *pool, int active);
+/* Runs fn(ctx, tid, task) for task in [0, n); tid in [0, threads) names the caller's
+ * per-thread scratch. Returns when every task is done. */
+typedef void (*fx_tid_task_fn)(void *ctx, int tid, size_t task);
+void fx_parallel_tasks(fx_pool *pool, size_t n, fx_tid_task_fn fn, void *ctx);
+/* The range form: fn(ctx, begin, end) over [0, n) in chunks of at least `grain` items (a NULL
+ * pool runs it inline). */
+typedef void (*fx_task_fn)(void *ctx, size_t begin, size_t end);
+void fx_parallel_for(fx_pool *pool, size_t n, size_t grain, fx_task_fn fn, void *ctx);
+#endif

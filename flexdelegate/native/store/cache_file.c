@@ -1,0 +1,529 @@
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "cache_file.h"
+#include "hash.h"
+#include "sigbus.h"
+
+#define HEADER_SIZE 256
+#define FORMAT_VERSION 2
+static const char k_magic[8] = {'F', 'L', 'X', 'C', 'A', 'C', 'H', 'E'};
+
+typedef struct {
+  char magic[8];
+  uint32_t format_version, header_size;
+  uint64_t file_size, index_offset, index_count, index_checksum;
+  uint64_t models_offset, models_count, models_checksum;
+  uint64_t blob_bytes, dedup_saved;
+  char producer[64];
+  uint64_t keys_offset, keys_count;
+  uint8_t zero[80];
+  uint64_t header_checksum;
+} fx_cache_header;
+_Static_assert(sizeof(fx_cache_header) == HEADER_SIZE, "header layout");
+_Static_assert(sizeof(fx_cache_entry) == 64, "entry layout");
+_Static_assert(sizeof(fx_cache_model) == 64, "model record layout");
+_Static_assert(sizeof(fx_cache_keyref) == 32, "key record layout");
+
+/* What a map owns besides the public fields. */
+typedef struct {
+  fx_cache_map pub;
+  fx_cache_entry *entries;
+  fx_cache_model *models;
+  fx_cache_keyref *keys;
+} map_impl;
+
+static void say(char *msg, size_t len, const char *fmt, const char *detail) {
+  if (msg && len) snprintf(msg, len, fmt, detail ? detail : "");
+}
+
+static int pread_all(int fd, void *buf, size_t len, uint64_t off) {
+  uint8_t *p = buf;
+  while (len) {
+    ssize_t r = pread(fd, p, len, (off_t)off);
+    if (r <= 0) {
+      if (r < 0 && errno == EINTR) continue;
+      return -1;
+    }
+    p += r;
+    len -= (size_t)r;
+    off += (uint64_t)r;
+  }
+  return 0;
+}
+
+static int pwrite_all(int fd, const void *buf, size_t len, uint64_t off) {
+  const uint8_t *p = buf;
+  while (len) {
+    ssize_t r = pwrite(fd, p, len, (off_t)off);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    p += r;
+    len -= (size_t)r;
+    off += (uint64_t)r;
+  }
+  return 0;
+}
+
+static int key_cmp(const fx_cache_entry *a, const fx_cache_entry *b) {
+  if (a->key_hi != b->key_hi) return a->key_hi < b->key_hi ? -1 : 1;
+  if (a->key_lo != b->key_lo) return a->key_lo < b->key_lo ? -1 : 1;
+  if (a->algo != b->algo) return a->algo < b->algo ? -1 : 1;
+  if (a->layout_version != b->layout_version) return a->layout_version < b->layout_version ? -1 : 1;
+  return 0;
+}
+
+static int qsort_key_cmp(const void *a, const void *b) { return key_cmp(a, b); }
+
+/* By offset, then size (qsort is not stable: ties must not depend on the C library). */
+static int by_offset(const void *a, const void *b) {
+  const fx_cache_entry *x = *(fx_cache_entry *const *)a, *y = *(fx_cache_entry *const *)b;
+  if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+  return x->size < y->size ? -1 : x->size > y->size;
+}
+
+static int model_cmp(const void *a, const void *b) {
+  const fx_cache_model *x = a, *y = b;
+  if (x->fingerprint != y->fingerprint) return x->fingerprint < y->fingerprint ? -1 : 1;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+  return 0;
+}
+
+/* Header, index and model table are read with pread and checked before anything trusts the
+ * mapping: a hostile file cannot make us read out of bounds. */
+static const char *validate(int fd, uint64_t file_size, fx_cache_header *h, fx_cache_entry **entries,
+                            fx_cache_model **models, fx_cache_keyref **keys) {
+  *entries = NULL;
+  *models = NULL;
+  *keys = NULL;
+  if (file_size < FX_CACHE_PAGE) return "too small (truncated or not a cache file)";
+  if (pread_all(fd, h, sizeof *h, 0)) return "unreadable header";
+  if (memcmp(h->magic, k_magic, 8)) return "bad magic (not a flexdelegate cache)";
+  if (h->format_version != FORMAT_VERSION) return "written by another format version";
+  if (h->header_size != HEADER_SIZE) return "bad header size";
+  if (fx_hash64(h, offsetof(fx_cache_header, header_checksum), 0) != h->header_checksum)
+    return "header checksum mismatch";
+  if (h->file_size != file_size) return "file size differs from the header (truncated or extended)";
+  if (h->index_offset < FX_CACHE_PAGE || h->index_offset % 64 || h->index_offset > file_size ||
+      h->index_count > (file_size - h->index_offset) / 64)
+    return "index out of bounds";
+  if (h->models_offset != h->index_offset + 64 * h->index_count ||
+      h->models_count > (file_size - h->models_offset) / 64 ||
+      h->keys_offset != h->models_offset + 64 * h->models_count ||
+      h->keys_count > (file_size - h->keys_offset) / 32 ||
+      h->keys_offset + 32 * h->keys_count != file_size)
+    return "model table out of bounds";
+  size_t ib = (size_t)h->index_count * 64, mb = (size_t)h->models_count * 64, kb = (size_t)h->keys_count * 32;
+  *entries = malloc(ib ? ib : 1);
+  *models = malloc(mb + kb ? mb + kb : 1); /* records and key lists share one checksum */
+  if (!*entries || !*models) return "out of memory";
+  *keys = (fx_cache_keyref *)((uint8_t *)*models + mb);
+  if (pread_all(fd, *entries, ib, h->index_offset) || pread_all(fd, *models, mb + kb, h->models_offset))
+    return "unreadable index";
+  if (fx_hash64(*entries, ib, 0) != h->index_checksum) return "index checksum mismatch";
+  if (fx_hash64(*models, mb + kb, 0) != h->models_checksum) return "model table checksum mismatch";
+  for (uint64_t i = 1; i < h->index_count; i++)
+    if (key_cmp(&(*entries)[i - 1], &(*entries)[i]) >= 0) return "index not sorted";
+  for (uint64_t i = 0; i < h->models_count; i++) {
+    const fx_cache_model *r = &(*models)[i];
+    if (i && model_cmp(&(*models)[i - 1], r) >= 0) return "model table not sorted";
+    if (r->first_key > h->keys_count || r->n_keys > h->keys_count - r->first_key) return "model keys out of bounds";
+  }
+  const fx_cache_entry **order = malloc(sizeof *order * (size_t)(h->index_count ? h->index_count : 1));
+  if (!order) return "out of memory";
+  for (uint64_t i = 0; i < h->index_count; i++) {
+    const fx_cache_entry *e = &(*entries)[i];
+    order[i] = e;
+    if (e->offset < FX_CACHE_PAGE || e->offset % FX_CACHE_PAGE || e->offset > h->index_offset ||
+        e->size > h->index_offset - e->offset) {
+      free(order);
+      return "blob out of bounds";
+    }
+  }
+  qsort(order, (size_t)h->index_count, sizeof *order, by_offset);
+  for (uint64_t i = 1; i < h->index_count; i++)
+    if (order[i - 1]->offset + order[i - 1]->size > order[i]->offset) {
+      free(order);
+      return "blobs overlap";
+    }
+  free(order);
+  return NULL;
+}
+
+fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len) {
+  say(msg, msg_len, "%s", "");
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno != ENOENT) say(msg, msg_len, "cannot open: %s", errno == ELOOP ? "is a symlink" : strerror(errno));
+    return NULL;
+  }
+  struct stat st;
+  fx_cache_header h;
+  fx_cache_entry *entries = NULL;
+  fx_cache_model *models = NULL;
+  fx_cache_keyref *keys = NULL;
+  const char *why = NULL;
+  void *base = MAP_FAILED;
+  if (fstat(fd, &st)) why = "cannot stat";
+  else if (!S_ISREG(st.st_mode)) why = "not a regular file";
+  else why = validate(fd, (uint64_t)st.st_size, &h, &entries, &models, &keys);
+  if (!why) {
+    base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) why = "mmap failed";
+  }
+  map_impl *m = why ? NULL : calloc(1, sizeof *m);
+  if (!m) {
+    close(fd);
+    if (!why) why = "out of memory";
+    if (base != MAP_FAILED) munmap(base, (size_t)st.st_size);
+    free(entries);
+    free(models);
+    say(msg, msg_len, "%s", why);
+    return NULL;
+  }
+  m->pub.refs = 1;
+  m->pub.fd = fd;
+  m->pub.base = base;
+  m->pub.size = (size_t)st.st_size;
+  m->pub.entries = m->entries = entries;
+  m->pub.n_entries = h.index_count;
+  m->pub.models = m->models = models;
+  m->pub.n_models = h.models_count;
+  m->pub.keys = m->keys = keys;
+  m->pub.n_keys = h.keys_count;
+  m->pub.blob_bytes = h.blob_bytes;
+  m->pub.dedup_saved = h.dedup_saved;
+  fx_sigbus_watch(base, m->pub.size);
+  return &m->pub;
+}
+
+fx_cache_map *fx_cache_map_ref(fx_cache_map *m) {
+  if (m) m->refs++;
+  return m;
+}
+
+void fx_cache_map_unref(fx_cache_map *m) {
+  if (!m || --m->refs) return;
+  map_impl *impl = (map_impl *)m;
+  fx_sigbus_unwatch(m->base);
+  munmap((void *)m->base, m->size);
+  close(m->fd);
+  free(impl->entries);
+  free(impl->models);
+  free(impl);
+}
+
+const fx_cache_entry *fx_cache_find(const fx_cache_map *m, uint64_t hi, uint64_t lo, uint32_t algo,
+                                    uint32_t version) {
+  if (!m) return NULL;
+  fx_cache_entry probe = {.key_hi = hi, .key_lo = lo, .algo = algo, .layout_version = version};
+  return bsearch(&probe, m->entries, (size_t)m->n_entries, sizeof probe, qsort_key_cmp);
+}
+
+static int same_file(const fx_cache_model *a, const fx_cache_model *b) {
+  return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns &&
+         a->ctime_ns == b->ctime_ns && a->machine == b->machine;
+}
+
+const fx_cache_model *fx_cache_find_file(const fx_cache_map *m, const fx_cache_model *id) {
+  if (!m || !id || (!id->dev && !id->ino)) return NULL;
+  for (uint64_t i = 0; i < m->n_models; i++)
+    if (same_file(&m->models[i], id)) return &m->models[i];
+  return NULL;
+}
+
+int fx_cache_has_record(const fx_cache_map *m, const fx_cache_model *r) {
+  for (uint64_t i = 0; m && i < m->n_models; i++) {
+    const fx_cache_model *o = &m->models[i];
+    if (!model_cmp(o, r) && same_file(o, r) && o->n_keys == r->n_keys) return 1;
+  }
+  return 0;
+}
+
+/* Removes temp files of writers that died (kill -9 mid-write); called under the lock. */
+static void remove_dead_temps(const char *path) {
+  char dir[4096], prefix[512];
+  const char *slash = strrchr(path, '/');
+  size_t dlen = slash ? (size_t)(slash - path) : 0;
+  if (dlen >= sizeof dir) return;
+  memcpy(dir, path, dlen);
+  dir[dlen] = 0;
+  if (!slash) strcpy(dir, ".");
+  else if (dlen == 0) strcpy(dir, "/");
+  snprintf(prefix, sizeof prefix, "%s.tmp.", slash ? slash + 1 : path);
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  size_t plen = strlen(prefix);
+  while ((e = readdir(d))) {
+    if (strncmp(e->d_name, prefix, plen)) continue;
+    long pid = strtol(e->d_name + plen, NULL, 10);
+    if (pid > 0 && kill((pid_t)pid, 0) && errno == ESRCH) unlinkat(dirfd(d), e->d_name, 0);
+  }
+  closedir(d);
+}
+
+/* Copies the old file's blob region [4096, end) into the new file. */
+static int copy_region(const char *path, int out, uint64_t end) {
+  int in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (in < 0) return -1;
+  loff_t src = FX_CACHE_PAGE, dst = FX_CACHE_PAGE;
+  int rc = 0;
+  while ((uint64_t)src < end) {
+    ssize_t r = copy_file_range(in, &src, out, &dst, (size_t)(end - (uint64_t)src), 0);
+    if (r > 0) continue;
+    if (r < 0 && errno == EINTR) continue;
+    /* No in-kernel copy here (old kernel, cross-filesystem): plain read/write. */
+    uint8_t buf[1 << 14];
+    ssize_t n = pread(in, buf, sizeof buf < end - (uint64_t)src ? sizeof buf : (size_t)(end - (uint64_t)src), src);
+    if (n <= 0 || pwrite_all(out, buf, (size_t)n, (uint64_t)dst)) { rc = -1; break; }
+    src += n;
+    dst += n;
+  }
+  close(in);
+  return rc;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+static atomic_uint g_temp_counter;
+
+/* The new file's model records and key lists: the old ones, but the record this load replaces
+ * (same fingerprint, dev, inode), plus this load's. Returns the bytes (records then keys). */
+static uint8_t *merge_models(const fx_cache_map *cur, const fx_cache_model *rec, const fx_cache_keyref *keys,
+                             size_t *n_models, size_t *n_keys) {
+  size_t max_models = (cur ? (size_t)cur->n_models : 0) + 1;
+  size_t max_keys = (cur ? (size_t)cur->n_keys : 0) + rec->n_keys;
+  fx_cache_model *models = calloc(max_models, sizeof *models);
+  fx_cache_keyref *all_keys = calloc(max_keys + 1, sizeof *all_keys);
+  uint8_t *out = NULL;
+  if (!models || !all_keys) goto done;
+  size_t nm = 0, nk = 0;
+  for (uint64_t i = 0; cur && i < cur->n_models; i++) {
+    if (!model_cmp(&cur->models[i], rec)) continue;
+    models[nm] = cur->models[i];
+    models[nm].first_key = nk;
+    memcpy(all_keys + nk, cur->keys + cur->models[i].first_key, cur->models[i].n_keys * sizeof *all_keys);
+    nk += cur->models[i].n_keys;
+    nm++;
+  }
+  models[nm] = *rec;
+  models[nm].first_key = nk;
+  memcpy(all_keys + nk, keys, rec->n_keys * sizeof *all_keys);
+  nk += rec->n_keys;
+  nm++;
+  qsort(models, nm, sizeof *models, model_cmp);
+  out = malloc(nm * sizeof *models + nk * sizeof *all_keys);
+  if (out) {
+    memcpy(out, models, nm * sizeof *models);
+    memcpy(out + nm * sizeof *models, all_keys, nk * sizeof *all_keys);
+    *n_models = nm;
+    *n_keys = nk;
+  }
+done:
+  free(models);
+  free(all_keys);
+  return out;
+}
+
+/* The blobs the current file lacks, each key once, into add; returns how many. */
+static size_t missing_blobs(const fx_cache_map *cur, const fx_cache_blob *blobs, size_t n, const fx_cache_blob **add) {
+  size_t n_new = 0;
+  for (size_t i = 0; i < n; i++) {
+    const fx_cache_blob *b = &blobs[i];
+    if (fx_cache_find(cur, b->key_hi, b->key_lo, b->algo, b->layout_version)) continue;
+    int dup = 0;
+    for (size_t j = 0; j < n_new && !dup; j++)
+      dup = add[j]->key_hi == b->key_hi && add[j]->key_lo == b->key_lo && add[j]->algo == b->algo &&
+            add[j]->layout_version == b->layout_version;
+    if (!dup) add[n_new++] = b;
+  }
+  return n_new;
+}
+
+/* Appends the n new blobs to fd from *end on, page-aligned, filling their index entries; *end
+ * then is the end of the last. Each is produced into one reusable buffer and written with
+ * pwrite: cheaper than storing through a shared file mapping, where every first store to a
+ * page is a filesystem fault. Write-back of each starts at once, so the final fsync mostly
+ * waits for nothing. 0, or -1 with msg set. */
+static int write_blobs(int fd, const fx_cache_blob *const *add, size_t n, uint64_t *end, fx_cache_entry *entries,
+                       char *msg, size_t msg_len) {
+  size_t biggest = 0;
+  for (size_t i = 0; i < n; i++)
+    if (add[i]->size > biggest) biggest = add[i]->size;
+  uint8_t *buf = biggest ? aligned_alloc(64, (biggest + 63) / 64 * 64) : NULL;
+  if (biggest && !buf) {
+    say(msg, msg_len, "%s", "out of memory");
+    return -1;
+  }
+  int rc = 0;
+  for (size_t i = 0; i < n && !rc; i++) {
+    const uint64_t offset = round_up(*end, FX_CACHE_PAGE);
+    const uint8_t *src = add[i]->data;
+    if (add[i]->pack) {
+      if (add[i]->pack(add[i]->ctx, buf)) {
+        say(msg, msg_len, "%s", "out of memory packing a blob");
+        rc = -1;
+        break;
+      }
+      src = buf;
+    }
+    if (pwrite_all(fd, src, add[i]->size, offset)) {
+      say(msg, msg_len, "writing a blob failed: %s", strerror(errno));
+      rc = -1;
+      break;
+    }
+    entries[i] = (fx_cache_entry){add[i]->key_hi, add[i]->key_lo, add[i]->algo, add[i]->layout_version, offset,
+                                  add[i]->size, fx_hash64(src, add[i]->size, 0), {0, 0}};
+    sync_file_range(fd, (off64_t)offset, (off64_t)add[i]->size, SYNC_FILE_RANGE_WRITE);
+    *end = offset + add[i]->size;
+  }
+  free(buf);
+  return rc;
+}
+
+/* The index, the model records and, last, the header, behind the blobs ending at `end`: a
+ * file cut short anywhere fails validation. 0, or -1 with msg set. */
+static int write_index(int fd, const fx_cache_map *cur, fx_cache_entry *entries, size_t n_entries,
+                       const fx_cache_model *model, const fx_cache_keyref *keys, uint64_t end, uint64_t blob_bytes,
+                       uint64_t dedup_bytes, char *msg, size_t msg_len) {
+  size_t n_models = 0, n_keys = 0;
+  qsort(entries, n_entries, sizeof *entries, qsort_key_cmp);
+  uint8_t *table = merge_models(cur, model, keys, &n_models, &n_keys);
+  if (!table) {
+    say(msg, msg_len, "%s", "out of memory");
+    return -1;
+  }
+  const size_t table_bytes = n_models * sizeof(fx_cache_model) + n_keys * sizeof(fx_cache_keyref);
+  fx_cache_header h = {0};
+  memcpy(h.magic, k_magic, 8);
+  h.format_version = FORMAT_VERSION;
+  h.header_size = HEADER_SIZE;
+  h.index_offset = round_up(end, 64);
+  h.index_count = n_entries;
+  h.index_checksum = fx_hash64(entries, n_entries * sizeof *entries, 0);
+  h.models_offset = h.index_offset + 64 * n_entries;
+  h.models_count = n_models;
+  h.keys_offset = h.models_offset + 64 * n_models;
+  h.keys_count = n_keys;
+  h.models_checksum = fx_hash64(table, table_bytes, 0);
+  h.file_size = h.models_offset + table_bytes;
+  h.blob_bytes = blob_bytes;
+  h.dedup_saved = (cur ? cur->dedup_saved : 0) + dedup_bytes;
+#if defined(__x86_64__)
+  snprintf(h.producer, sizeof h.producer, "flexdelegate 0.1.0 x86_64");
+#elif defined(__aarch64__)
+  snprintf(h.producer, sizeof h.producer, "flexdelegate 0.1.0 aarch64");
+#else
+  snprintf(h.producer, sizeof h.producer, "flexdelegate 0.1.0");
+#endif
+  h.header_checksum = fx_hash64(&h, offsetof(fx_cache_header, header_checksum), 0);
+  const int failed = pwrite_all(fd, entries, n_entries * sizeof *entries, h.index_offset) ||
+                     pwrite_all(fd, table, table_bytes, h.models_offset) || ftruncate(fd, (off_t)h.file_size) ||
+                     pwrite_all(fd, &h, sizeof h, 0) || fsync(fd);
+  if (failed) say(msg, msg_len, "writing the cache failed: %s", strerror(errno));
+  free(table);
+  return failed ? -1 : 0;
+}
+
+/* Renames the finished temp file over path, durably (the directory entry is synced too). */
+static int publish(const char *tmp_path, const char *path, char *msg, size_t msg_len) {
+  if (rename(tmp_path, path)) {
+    say(msg, msg_len, "cannot replace the cache file: %s", strerror(errno));
+    return -1;
+  }
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  if (slash) *(slash == dir ? slash + 1 : slash) = 0;
+  int dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) { fsync(dfd); close(dfd); } /* the rename itself survives a power cut */
+  return 0;
+}
+
+/* Writes the new file (the old blobs copied, the missing ones appended, index and records
+ * rewritten) into a temp file and publishes it; the new mapping, or NULL with msg set. */
+static fx_cache_map *rewrite(const char *path, const fx_cache_map *cur, const fx_cache_blob **add, size_t n_new,
+                             const fx_cache_model *model, const fx_cache_keyref *keys, uint64_t dedup_bytes,
+                             char *msg, size_t msg_len) {
+  char tmp_path[4200];
+  snprintf(tmp_path, sizeof tmp_path, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&g_temp_counter, 1));
+  int fd = open(tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    say(msg, msg_len, "cannot create a temp file: %s", strerror(errno));
+    return NULL;
+  }
+  fchmod(fd, 0644); /* whatever the umask: other processes share the file */
+  const size_t n_old = cur ? (size_t)cur->n_entries : 0;
+  fx_cache_entry *entries = calloc(n_old + n_new + 1, sizeof *entries);
+  uint64_t end = cur ? ((const fx_cache_header *)cur->base)->index_offset : FX_CACHE_PAGE;
+  int rc = entries ? 0 : -1;
+  if (rc) say(msg, msg_len, "%s", "out of memory");
+  if (!rc && cur) {
+    memcpy(entries, cur->entries, n_old * sizeof *entries);
+    if ((rc = copy_region(path, fd, end))) say(msg, msg_len, "copying the old blobs failed: %s", strerror(errno));
+  }
+  if (!rc) rc = write_blobs(fd, add, n_new, &end, entries + n_old, msg, msg_len);
+  if (!rc) {
+    uint64_t blob_bytes = cur ? cur->blob_bytes : 0;
+    for (size_t i = 0; i < n_new; i++) blob_bytes += add[i]->size;
+    rc = write_index(fd, cur, entries, n_old + n_new, model, keys, end, blob_bytes, dedup_bytes, msg, msg_len);
+  }
+  free(entries);
+  close(fd);
+  if (!rc) rc = publish(tmp_path, path, msg, msg_len);
+  if (rc) {
+    unlink(tmp_path);
+    return NULL;
+  }
+  char why_new[160];
+  fx_cache_map *result = fx_cache_open(path, why_new, sizeof why_new);
+  if (!result) say(msg, msg_len, "the file just written does not validate: %s", why_new);
+  return result;
+}
+
+fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
+                              const fx_cache_model *model, const fx_cache_keyref *keys,
+                              uint64_t dedup_bytes, char *msg, size_t msg_len) {
+  char lock_path[4200];
+  if (snprintf(lock_path, sizeof lock_path, "%s.lock", path) >= (int)sizeof lock_path) {
+    say(msg, msg_len, "%s", "path too long");
+    return NULL;
+  }
+  int lock = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (lock < 0) {
+    say(msg, msg_len, "cannot create the lock file: %s", strerror(errno));
+    return NULL;
+  }
+  while (flock(lock, LOCK_EX) && errno == EINTR) {
+  }
+  remove_dead_temps(path);
+  char why_old[160];
+  fx_cache_map *cur = fx_cache_open(path, why_old, sizeof why_old), *result = NULL;
+  const fx_cache_blob **add = calloc(n + 1, sizeof *add);
+  if (!add) {
+    say(msg, msg_len, "%s", "out of memory");
+  } else {
+    const size_t n_new = missing_blobs(cur, blobs, n, add);
+    if (!n_new && cur && fx_cache_has_record(cur, model)) result = fx_cache_map_ref(cur); /* nothing to add */
+    else result = rewrite(path, cur, add, n_new, model, keys, dedup_bytes, msg, msg_len);
+  }
+  free(add);
+  fx_cache_map_unref(cur);
+  flock(lock, LOCK_UN);
+  close(lock);
+  return result;
+}

@@ -1,0 +1,83 @@
+/* The packed-weight cache file (flexdelegate/cache/FORMAT.md): validated read-only mappings
+ * and whole-file replacement under a lock. Nothing here knows about TFLite or kernels. */
+#ifndef FLEX_CACHE_FILE_H
+#define FLEX_CACHE_FILE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define FX_CACHE_PAGE 4096
+
+typedef struct {
+  uint64_t key_hi, key_lo;
+  uint32_t algo, layout_version;
+  uint64_t offset, size, checksum;
+  uint64_t zero[2];
+} fx_cache_entry;
+
+/* One load a file served: its fingerprint (hash of the keys it asked for), the identity of the
+ * model file it read (dev = ino = 0 when unknown or too recent to trust), and the keys it asked
+ * for in order, so a later load of the same unchanged file can skip hashing the weights. */
+typedef struct {
+  uint64_t fingerprint, dev, ino, size;
+  int64_t mtime_ns, ctime_ns;
+  uint64_t first_key;
+  uint32_t n_keys, machine; /* machine: packing family of the loader (keys differ per ISA) */
+} fx_cache_model;
+
+typedef struct {
+  uint64_t key_hi, key_lo;
+  uint32_t algo, layout_version;
+  uint64_t size;
+} fx_cache_keyref;
+
+/* A validated, read-only, shared mapping of one cache file version (refcounted: packed
+ * weights in use keep it alive after a newer file replaces it). */
+typedef struct fx_cache_map {
+  int refs;
+  int fd; /* the mapped file, open for the map's life: streamed reads (pread) see the same
+           * bytes as the mapping even once the path is deleted, pruned or replaced */
+  const uint8_t *base;
+  size_t size;
+  const fx_cache_entry *entries; /* sorted */
+  uint64_t n_entries;
+  const fx_cache_model *models;  /* sorted by (fingerprint, dev, ino) */
+  uint64_t n_models;
+  const fx_cache_keyref *keys;   /* the models' key lists */
+  uint64_t n_keys;
+  uint64_t blob_bytes, dedup_saved;
+} fx_cache_map;
+
+/* Maps `path` if it is a valid cache file. Returns NULL when it is missing (msg empty) or
+ * unusable (msg says why: the caller warns and rebuilds). */
+fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len);
+fx_cache_map *fx_cache_map_ref(fx_cache_map *m);
+void fx_cache_map_unref(fx_cache_map *m);
+const fx_cache_entry *fx_cache_find(const fx_cache_map *m, uint64_t hi, uint64_t lo, uint32_t algo,
+                                    uint32_t version);
+/* The record of a load of exactly this model file (same dev, inode, size, times) made on a
+ * machine packing the same way, or NULL. */
+const fx_cache_model *fx_cache_find_file(const fx_cache_map *m, const fx_cache_model *id);
+/* The file already holds exactly this record (so a load adding nothing need not write). */
+int fx_cache_has_record(const fx_cache_map *m, const fx_cache_model *r);
+
+/* A blob a writer adds: its bytes, or a function that packs them straight into the new
+ * file's pages (no intermediate copy). `done` is called once the bytes are in place. */
+typedef struct {
+  uint64_t key_hi, key_lo;
+  uint32_t algo, layout_version;
+  const void *data;
+  size_t size;
+  int (*pack)(void *ctx, void *dst); /* 0, or -1 when out of memory */
+  void *ctx;
+} fx_cache_blob;
+
+/* Under an exclusive lock on <path>.lock: re-reads the current file, and if it lacks any of
+ * `blobs` or the model record (model->n_keys keys), writes a new version (temp + fsync +
+ * rename) holding the old blobs and records, the missing blobs and this record (replacing
+ * one with the same fingerprint, dev and inode). Returns the mapping of the file now at `path` (which holds
+ * every blob), or NULL with msg set (disk full, unwritable directory, ...). dedup_bytes: what
+ * this model asked for that was already stored. */
+fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
+                              const fx_cache_model *model, const fx_cache_keyref *keys,
+                              uint64_t dedup_bytes, char *msg, size_t msg_len);
+#endif

@@ -1,0 +1,495 @@
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <time.h>
+#include <unistd.h>
+#include "sigbus.h"
+#include "runtime/clock.h"
+#include "runtime/log.h"
+#include "store.h"
+
+typedef struct { uintptr_t lo, hi; uint64_t dev, ino; char *path; } ro_range;
+
+struct fx_store {
+  char *path;
+  fx_cache_map *map;
+  fx_wref **pending;
+  size_t n_pending, cap_pending;
+  fx_store_stats stats;
+  ro_range *ro;     /* read-only file mappings of this process (the model among them) */
+  size_t n_ro;
+  fx_hasher model;  /* fingerprint of this load: every key it asked for, in order */
+  fx_cache_keyref *keys; /* ... and the keys themselves, for this load's record */
+  size_t n_keys, cap_keys;
+  fx_cache_model id;     /* the model file's identity (dev = ino = 0: unknown) */
+  const fx_cache_keyref *replay; /* a recorded load of the same unchanged file */
+  size_t n_replay, replay_pos;
+  struct commit_job *job; /* a commit still writing in the background */
+};
+
+fx_store *fx_store_new(void) { return calloc(1, sizeof(fx_store)); }
+
+static void drop_pending(fx_store *s) {
+  for (size_t i = 0; i < s->n_pending; i++) fx_wref_unref(s->pending[i]);
+  s->n_pending = 0;
+}
+
+static void free_ro(fx_store *s) {
+  for (size_t i = 0; i < s->n_ro; i++) free(s->ro[i].path);
+  free(s->ro);
+  s->ro = NULL;
+  s->n_ro = 0;
+}
+
+void fx_store_free(fx_store *s) {
+  if (!s) return;
+  fx_store_settle(s, 1);
+  drop_pending(s);
+  free(s->pending);
+  fx_cache_map_unref(s->map);
+  free(s->path);
+  free(s->keys);
+  free_ro(s);
+  free(s);
+}
+
+/* Snapshot of the read-only, file-backed mappings in /proc/self/maps. */
+static void scan_ro_mappings(fx_store *s) {
+  free_ro(s);
+  FILE *f = fopen("/proc/self/maps", "re");
+  if (!f) return;
+  char line[4400];
+  size_t cap = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi, inode;
+    unsigned maj, min;
+    char perms[8];
+    int path_at = 0;
+    if (sscanf(line, "%lx-%lx %7s %*s %x:%x %lu %n", &lo, &hi, perms, &maj, &min, &inode, &path_at) != 6) continue;
+    if (inode == 0 || perms[1] != '-') continue; /* anonymous, or writable: never drop */
+    if (s->n_ro == cap) {
+      cap = cap ? cap * 2 : 64;
+      ro_range *r = realloc(s->ro, cap * sizeof *r);
+      if (!r) break;
+      s->ro = r;
+    }
+    char *path = line + path_at;
+    path[strcspn(path, "\n")] = 0;
+    s->ro[s->n_ro++] = (ro_range){lo, hi, makedev(maj, min), inode, strdup(path)};
+  }
+  fclose(f);
+}
+
+/* Identity of the file behind a mapped model (dev = ino = 0 if not a file mapping or the
+ * path now names another file). */
+static fx_cache_model file_identity(const fx_store *s, const void *p) {
+  fx_cache_model id = {0};
+  for (size_t i = 0; p && i < s->n_ro; i++) {
+    if ((uintptr_t)p < s->ro[i].lo || (uintptr_t)p >= s->ro[i].hi || !s->ro[i].path) continue;
+    struct stat st;
+    if (stat(s->ro[i].path, &st) || st.st_ino != s->ro[i].ino || st.st_dev != s->ro[i].dev) break;
+    id.dev = st.st_dev;
+    id.ino = st.st_ino;
+    id.size = (uint64_t)st.st_size;
+    id.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+    id.ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+    break;
+  }
+  return id;
+}
+
+static void find_replay(fx_store *s) {
+  const fx_cache_model *r = fx_cache_find_file(s->map, &s->id);
+  s->replay = r ? s->map->keys + r->first_key : NULL;
+  s->n_replay = r ? r->n_keys : 0;
+  s->replay_pos = 0;
+}
+
+void fx_store_open(fx_store *s, const char *path, const void *model_ptr, uint32_t machine) {
+  fx_store_settle(s, 1);
+  scan_ro_mappings(s);
+  fx_hasher_init(&s->model, 0);
+  s->n_keys = 0;
+  s->id = file_identity(s, model_ptr);
+  s->id.machine = machine;
+  int file_ok = s->stats.file_ok;
+  memset(&s->stats, 0, sizeof s->stats);
+  s->stats.file_ok = file_ok;
+  int same = (!path || !*path) ? !s->path : (s->path && !strcmp(s->path, path));
+  if (same && (s->map || !s->path)) { find_replay(s); return; }
+  fx_cache_map_unref(s->map);
+  s->map = NULL;
+  free(s->path);
+  s->path = path && *path ? strdup(path) : NULL;
+  if (!s->path) return;
+  char why[200];
+  s->map = fx_cache_open(s->path, why, sizeof why);
+  s->stats.file_ok = s->map != NULL;
+  if (s->map) fx_log(FX_LOG_CACHE, "%s: %llu blobs, %llu models", s->path,
+                     (unsigned long long)s->map->n_entries, (unsigned long long)s->map->n_models);
+  else if (why[0]) fprintf(stderr, "flexdelegate: warning: ignoring cache %s (%s); it will be rebuilt\n", s->path, why);
+  else fx_log(FX_LOG_CACHE, "%s: not there yet (cold load)", s->path);
+  find_replay(s);
+}
+
+int fx_store_replay(fx_store *s, uint32_t algo, uint32_t version, size_t size, uint64_t key[2]) {
+  if (!s->replay || s->replay_pos >= s->n_replay) return 0;
+  const fx_cache_keyref *k = &s->replay[s->replay_pos];
+  if (k->algo != algo || k->layout_version != version || k->size != size) {
+    s->replay = NULL; /* the graph changed shape: hash from here on */
+    return 0;
+  }
+  s->replay_pos++;
+  s->stats.keys_replayed++;
+  key[0] = k->key_hi;
+  key[1] = k->key_lo;
+  return 1;
+}
+
+/* Drops the pages of a model weight we no longer need from our RSS, when they belong to a
+ * read-only file mapping (validation should not leave the model resident). */
+static void release_source(fx_store *s, const void *p, size_t len) {
+  uintptr_t lo = (uintptr_t)p, hi = lo + len;
+  for (size_t i = 0; p && i < s->n_ro; i++) {
+    if (lo < s->ro[i].lo || hi > s->ro[i].hi) continue;
+    /* Only whole pages inside the weight, so neighbours that are still needed stay. */
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t a = (lo + page - 1) & ~(page - 1), b = hi & ~(page - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_DONTNEED);
+    return;
+  }
+}
+
+/* Big enough to amortise the madvise, small against any budget. */
+#define FX_HASH_CHUNK (4u << 20)
+
+void fx_store_hash(fx_store *s, fx_hasher *h, const void *p, size_t len) {
+  const uint8_t *b = p;
+  for (size_t off = 0; off < len; off += FX_HASH_CHUNK) {
+    size_t n = len - off < FX_HASH_CHUNK ? len - off : FX_HASH_CHUNK;
+    fx_hasher_update(h, b + off, n);
+    release_source(s, b + off, n);
+  }
+}
+
+static fx_wref *from_map(fx_cache_map *m, const fx_cache_entry *e, size_t size) {
+  if (e->size != size) return NULL; /* same key, other size: never trust it */
+  fx_wref *w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  w->refs = 1;
+  w->data = m->base + e->offset;
+  w->size = size;
+  w->map = fx_cache_map_ref(m);
+  w->key_hi = e->key_hi;
+  w->key_lo = e->key_lo;
+  w->algo = e->algo;
+  w->version = e->layout_version;
+  w->checksum = e->checksum;
+  return w;
+}
+
+int fx_wref_verify(fx_wref *w) {
+  if (w->verified) return 0;
+  if (fx_hash64(w->data, w->size, 0) != w->checksum) return 1;
+  w->verified = 1;
+  return 0;
+}
+
+fx_wref *fx_wref_packed(size_t size, fx_pack_fn pack, void *ctx) {
+  fx_wref *w = calloc(1, sizeof *w);
+  void *dst = aligned_alloc(64, (size + 63) / 64 * 64);
+  if (!w || !dst) { free(w); free(dst); return NULL; }
+  if (pack(ctx, dst)) { free(w); free(dst); return NULL; }
+  *w = (fx_wref){.refs = 1, .data = dst, .owned = dst, .size = size, .verified = 1};
+  return w;
+}
+
+fx_wref *fx_store_get(fx_store *s, const uint64_t key[2], uint32_t algo, uint32_t version, size_t size,
+                      fx_pack_fn pack, const void *ctx, size_t ctx_size, const void *src, size_t src_len) {
+  uint64_t fp[3] = {key[0], key[1], ((uint64_t)algo << 32) | version};
+  fx_hasher_update(&s->model, fp, sizeof fp);
+  if (s->n_keys == s->cap_keys) {
+    size_t cap = s->cap_keys ? s->cap_keys * 2 : 64;
+    fx_cache_keyref *k = realloc(s->keys, cap * sizeof *k);
+    if (!k) return NULL;
+    s->keys = k;
+    s->cap_keys = cap;
+  }
+  s->keys[s->n_keys++] = (fx_cache_keyref){key[0], key[1], algo, version, size};
+  const fx_cache_entry *e = fx_cache_find(s->map, key[0], key[1], algo, version);
+  fx_wref *w = e ? from_map(s->map, e, size) : NULL;
+  if (w) {
+    s->stats.blobs_mapped++;
+    s->stats.bytes_mapped += size;
+    release_source(s, src, src_len);
+    return w;
+  }
+  for (size_t i = 0; i < s->n_pending; i++) {
+    fx_wref *p = s->pending[i];
+    if (p->key_hi == key[0] && p->key_lo == key[1] && p->algo == algo && p->version == version && p->size == size) {
+      s->stats.blobs_deduped++;
+      s->stats.bytes_deduped += size;
+      p->refs++;
+      release_source(s, src, src_len);
+      return p;
+    }
+  }
+  if (s->n_pending == s->cap_pending) {
+    size_t cap = s->cap_pending ? s->cap_pending * 2 : 64;
+    fx_wref **grown = realloc(s->pending, cap * sizeof *grown);
+    if (!grown) return NULL;
+    s->pending = grown;
+    s->cap_pending = cap;
+  }
+  w = calloc(1, sizeof *w);
+  void *c = malloc(ctx_size ? ctx_size : 1);
+  if (!w || !c) { free(w); free(c); return NULL; }
+  memcpy(c, ctx, ctx_size);
+  *w = (fx_wref){.refs = 2, .size = size, .key_hi = key[0], .key_lo = key[1], .algo = algo,
+                 .version = version, .verified = 1, .pack = pack, .pack_ctx = c, .src = src,
+                 .src_len = src_len}; /* refs: the caller's and pending's */
+  s->pending[s->n_pending++] = w;
+  s->stats.blobs_packed++;
+  s->stats.bytes_packed += size;
+  return w;
+}
+
+void fx_wref_unref(fx_wref *w) {
+  if (!w || --w->refs) return;
+  free(w->pack_ctx);
+  free(w->owned);
+  fx_cache_map_unref(w->map);
+  free(w);
+}
+
+int fx_wref_damaged(const fx_wref *w) { return w->map && fx_sigbus_damaged(w->map->base); }
+
+/* Called by the cache writer as it packs each blob into the file. */
+typedef struct { fx_store *s; fx_wref *w; } pack_job;
+
+static int pack_pending(void *ctx, void *dst) {
+  pack_job *j = ctx;
+  if (j->w->pack(j->w->pack_ctx, dst)) return -1;
+  j->w->verified = 1;
+  release_source(j->s, j->w->src, j->w->src_len);
+  return 0;
+}
+
+static void pack_into_memory(fx_store *s, fx_wref *w) {
+  if (w->data) return;
+  w->owned = aligned_alloc(64, (w->size + 63) / 64 * 64);
+  if (!w->owned) return; /* data stays NULL: the kernel reports out of memory */
+  if (w->pack(w->pack_ctx, w->owned)) {
+    free(w->owned);
+    w->owned = NULL;
+    return;
+  }
+  release_source(s, w->src, w->src_len);
+  w->data = w->owned;
+  w->verified = 1;
+}
+
+static void finish_pending(fx_store *s) {
+  for (size_t i = 0; i < s->n_pending; i++) {
+    fx_wref *w = s->pending[i];
+    pack_into_memory(s, w); /* whatever the file did not take */
+    free(w->pack_ctx);
+    w->pack_ctx = NULL;
+    w->pack = NULL;
+  }
+  drop_pending(s);
+}
+
+/* A model file changed less than this long ago may change again within the same timestamp
+ * tick, unseen ("racy git"): its identity is not recorded, so the next load hashes again. */
+#define FX_RACY_NS 2000000000LL
+
+static int racy(const fx_cache_model *id) {
+  struct timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  int64_t t = (int64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+  return t - id->mtime_ns < FX_RACY_NS || t - id->ctime_ns < FX_RACY_NS;
+}
+
+/* A commit writing in the background. The load computes from the weights it packed in
+ * memory meanwhile (the cold load costs what stock packing costs); fx_store_settle then points
+ * them into the file and frees the copies. The thread touches nothing but the job. */
+typedef struct commit_job {
+  pthread_t thread;
+  atomic_int done;
+  pid_t pid; /* a forked child inherits the job, not the thread: it never waits for it */
+  char *path;
+  fx_cache_blob *blobs;
+  fx_wref **refs; /* one reference each: the memory the thread reads stays alive */
+  size_t n;
+  fx_cache_model rec;
+  fx_cache_keyref *keys;
+  uint64_t dedup_bytes;
+  fx_cache_map *result;
+  char why[200];
+  double ms;
+} commit_job;
+
+/* Writers still running, so a process that exits right after loading still leaves its cache
+ * file behind (atexit waits for them; a kill leaves a temp file the next writer removes). */
+static pthread_mutex_t g_jobs_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_jobs_cv = PTHREAD_COND_INITIALIZER;
+static int g_jobs_running, g_hooks_set;
+
+static void forked_child(void) {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  g_jobs_mu = fresh;
+  g_jobs_running = 0;
+}
+
+static void wait_for_writers(void) {
+  pthread_mutex_lock(&g_jobs_mu);
+  while (g_jobs_running) pthread_cond_wait(&g_jobs_cv, &g_jobs_mu);
+  pthread_mutex_unlock(&g_jobs_mu);
+}
+
+static void run_job(commit_job *j) {
+  const uint64_t t0 = fx_now_ns();
+  j->result = fx_cache_commit(j->path, j->blobs, j->n, &j->rec, j->keys, j->dedup_bytes, j->why, sizeof j->why);
+  j->ms = (double)(fx_now_ns() - t0) / 1e6;
+}
+
+static void *job_main(void *arg) {
+  commit_job *j = arg;
+  run_job(j);
+  pthread_mutex_lock(&g_jobs_mu);
+  atomic_store(&j->done, 1);
+  g_jobs_running--;
+  pthread_cond_broadcast(&g_jobs_cv);
+  pthread_mutex_unlock(&g_jobs_mu);
+  return NULL;
+}
+
+static void free_job(commit_job *j) {
+  for (size_t i = 0; i < j->n; i++) fx_wref_unref(j->refs[i]);
+  free(j->refs);
+  free(j->blobs);
+  free(j->keys);
+  free(j->path);
+  fx_cache_map_unref(j->result);
+  free(j);
+}
+
+/* Points what the job wrote into the file. from_memory: the weights were packed in memory
+ * first; those copies are freed, and as another process may have stored some blobs first
+ * (bytes not ours), each is checked at first use, as on a warm load. */
+static void install(fx_store *s, commit_job *j, int from_memory) {
+  fx_cache_map *m = j->result;
+  if (!m) {
+    fprintf(stderr, "flexdelegate: warning: cannot write cache %s (%s); weights stay in memory\n", j->path, j->why);
+    s->stats.file_ok = 0;
+    return;
+  }
+  for (size_t i = 0; i < j->n; i++) {
+    fx_wref *w = j->refs[i];
+    const fx_cache_entry *e = fx_cache_find(m, w->key_hi, w->key_lo, w->algo, w->version);
+    if (!e || e->size != w->size || w->map || (w->data && !from_memory)) continue;
+    w->data = m->base + e->offset;
+    w->map = fx_cache_map_ref(m);
+    w->checksum = e->checksum;
+    if (from_memory) {
+      w->verified = 0;
+      free(w->owned);
+      w->owned = NULL;
+    }
+  }
+  fx_log(FX_LOG_CACHE, "%s: committed %zu blobs (%zu bytes) in %.1f ms", j->path, j->n, s->stats.bytes_packed, j->ms);
+  s->replay = NULL; /* it pointed into the old mapping's records */
+  s->n_replay = 0;
+  fx_cache_map_unref(s->map);
+  s->map = fx_cache_map_ref(m);
+  s->stats.file_ok = 1;
+}
+
+size_t fx_store_pending(const fx_store *s) { return s->n_pending; }
+
+int fx_store_settling(const fx_store *s) {
+  return s->job && (atomic_load(&s->job->done) || s->job->pid != getpid());
+}
+
+void fx_store_settle(fx_store *s, int wait) {
+  commit_job *j = s->job;
+  if (!j || (!wait && !atomic_load(&j->done) && j->pid == getpid())) return;
+  s->job = NULL;
+  if (j->pid == getpid()) { /* else: the parent's writer; this process keeps its copies */
+    pthread_join(j->thread, NULL);
+    install(s, j, 1);
+  }
+  free_job(j);
+}
+
+void fx_store_commit(fx_store *s, int background) {
+  fx_store_settle(s, 1);
+  uint64_t fp[2];
+  fx_hasher_final(&s->model, fp);
+  fx_cache_model rec = s->id;
+  rec.fingerprint = fp[0];
+  rec.n_keys = (uint32_t)s->n_keys;
+  if (!rec.ino || racy(&rec)) { /* record the fingerprint and keys, not the file */
+    rec.dev = rec.ino = rec.size = 0;
+    rec.mtime_ns = rec.ctime_ns = 0;
+  }
+  if (!s->path || (!s->n_pending && fx_cache_has_record(s->map, &rec))) {
+    finish_pending(s);
+    return;
+  }
+  commit_job *j = calloc(1, sizeof *j);
+  fx_cache_blob *blobs = calloc(s->n_pending + 1, sizeof *blobs);
+  pack_job *packs = calloc(s->n_pending + 1, sizeof *packs);
+  fx_wref **refs = calloc(s->n_pending + 1, sizeof *refs);
+  fx_cache_keyref *keys = malloc((s->n_keys + 1) * sizeof *keys);
+  char *path = strdup(s->path);
+  if (!j || !blobs || !packs || !refs || !keys || !path) {
+    free(j); free(blobs); free(packs); free(refs); free(keys); free(path);
+    finish_pending(s);
+    return;
+  }
+  if (s->n_keys) memcpy(keys, s->keys, s->n_keys * sizeof *keys); /* s->keys is NULL before any */
+  int missing = 0; /* a memory copy that could not be made: the writer packs it, here */
+  for (size_t i = 0; i < s->n_pending; i++) {
+    fx_wref *w = s->pending[i];
+    if (background) pack_into_memory(s, w); /* the thread writes these bytes */
+    else w->verified = 0; /* stays 0 if another process stored it first */
+    missing |= !w->data;
+    packs[i] = (pack_job){s, w};
+    blobs[i] = (fx_cache_blob){w->key_hi, w->key_lo, w->algo, w->version, w->data, w->size,
+                               w->data ? NULL : pack_pending, &packs[i]};
+    refs[i] = w;
+    w->refs++;
+  }
+  *j = (commit_job){.path = path, .blobs = blobs, .refs = refs, .n = s->n_pending, .rec = rec, .keys = keys,
+                    .dedup_bytes = s->stats.bytes_mapped + s->stats.bytes_deduped};
+  int threaded = 0;
+  if (background && !missing) {
+    pthread_mutex_lock(&g_jobs_mu);
+    if (!g_hooks_set) g_hooks_set = !atexit(wait_for_writers) && !pthread_atfork(NULL, NULL, forked_child);
+    j->pid = getpid();
+    threaded = g_hooks_set && !pthread_create(&j->thread, NULL, job_main, j);
+    if (threaded) g_jobs_running++;
+    pthread_mutex_unlock(&g_jobs_mu);
+  }
+  if (threaded) {
+    s->job = j;
+    fx_log(FX_LOG_CACHE, "%s: writing %zu blobs in the background", s->path, j->n);
+  } else {
+    run_job(j);
+    install(s, j, background);
+    free_job(j);
+  }
+  free(packs); /* the packing callbacks ran (or will not) by now */
+  finish_pending(s);
+}
+
+void fx_store_get_stats(const fx_store *s, fx_store_stats *out) { *out = s->stats; }
+const char *fx_store_path(const fx_store *s) { return s->path; }

@@ -1,0 +1,87 @@
+/* The weight store: every packed weight a kernel needs comes from here. A blob already in
+ * the cache file is used in place from its read-only mapping (no packing, no copy). A new one
+ * stays pending until commit, which packs it into memory and writes the file on a thread
+ * (settle then points it into the file), or, for budget plans, packs it into the file before
+ * returning. */
+#ifndef FLEX_WEIGHTS_H
+#define FLEX_WEIGHTS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "cache_file.h"
+#include "hash.h"
+
+typedef int (*fx_pack_fn)(void *ctx, void *dst); /* 0, or -1 when out of memory */
+
+/* One packed weight, shared by every node that packs the same source the same way. */
+typedef struct fx_wref {
+  int refs;
+  const void *data;  /* in a mapping, or `owned`; NULL while pending */
+  void *owned;       /* packed in memory (no cache file, or a damaged blob replaced) */
+  size_t size;
+  fx_cache_map *map; /* the mapping `data` points into (one reference) */
+  uint64_t key_hi, key_lo;
+  uint32_t algo, version;
+  uint64_t checksum; /* of the blob in the file */
+  int verified;      /* packed here, or its checksum checked at first use */
+  /* While pending: how to pack it, and the model bytes to release from RSS afterwards. */
+  fx_pack_fn pack;
+  void *pack_ctx;
+  const void *src;
+  size_t src_len;
+} fx_wref;
+
+/* Packing algorithms (part of the cache key): family in the high byte, its parameter below. */
+#define FX_ALGO_GEMM_PANEL(nr) (0x01000000u | (uint32_t)(nr))
+#define FX_ALGO_WINOGRAD(tile, nr) (0x02000000u | ((uint32_t)(tile) << 8) | (uint32_t)(nr))
+
+typedef struct fx_store fx_store;
+
+fx_store *fx_store_new(void);
+void fx_store_free(fx_store *s);
+/* Uses the cache file at `path` (NULL or "" = memory only) for what follows. model_ptr: any
+ * constant of the model being loaded; when it lies in a file mapping, that file's identity
+ * (dev, inode, size, times) lets a later load of the unchanged file skip hashing weights. */
+void fx_store_open(fx_store *s, const char *path, const void *model_ptr, uint32_t machine);
+/* The next key this load asked for last time, when the model file is unchanged since (its
+ * identity matches a record): fills key and returns 1 if algo and size agree; 0 = hash it. */
+int fx_store_replay(fx_store *s, uint32_t algo, uint32_t version, size_t size, uint64_t key[2]);
+/* The packed weight with this key: from the file, from this load's pending blobs, or a new
+ * pending one that commit packs with pack(ctx, dst). ctx (ctx_size bytes) is copied; what it
+ * points to must live until commit. src/src_len: the model bytes it reads, dropped from RSS
+ * once packed (or at once, for a blob found in the file). NULL on OOM. */
+fx_wref *fx_store_get(fx_store *s, const uint64_t key[2], uint32_t algo, uint32_t version, size_t size,
+                      fx_pack_fn pack, const void *ctx, size_t ctx_size, const void *src, size_t src_len);
+void fx_wref_unref(fx_wref *w);
+/* Checks a mapped blob against its checksum (once: the load validates only the index; this
+ * catches damage inside blobs before any result depends on them). Nonzero if damaged. */
+int fx_wref_verify(fx_wref *w);
+/* Nonzero if the mapping behind w was damaged under us (file truncated while mapped). */
+int fx_wref_damaged(const fx_wref *w);
+/* A private in-memory packing, outside any store (replacing a damaged blob). */
+fx_wref *fx_wref_packed(size_t size, fx_pack_fn pack, void *ctx);
+/* Hashes model bytes into h a few MB at a time, dropping each chunk's pages from RSS once
+ * hashed (when they are a read-only file mapping), so validating a 400 MB weight does not
+ * make it resident. */
+void fx_store_hash(fx_store *s, fx_hasher *h, const void *p, size_t len);
+/* Packs everything pending: into the cache file (adding the load's fingerprint: the keys it
+ * asked for), else into memory with a warning. After it, every wref has data. background:
+ * pack into memory now and write the file on a thread (the load does not wait for the disk);
+ * fx_store_settle then moves the weights into the file. */
+void fx_store_commit(fx_store *s, int background);
+/* Packed weights asked for since the last commit that the cache file does not hold yet. */
+size_t fx_store_pending(const fx_store *s);
+/* Nonzero when a background commit has finished and waits to be settled. */
+int fx_store_settling(const fx_store *s);
+/* Finishes a background commit: the weights it wrote point into the file and their memory
+ * copies are freed. Without `wait`, only if the writer is done. Callers make sure no kernel is
+ * reading weights meanwhile. */
+void fx_store_settle(fx_store *s, int wait);
+
+typedef struct {
+  size_t blobs_mapped, bytes_mapped, blobs_packed, bytes_packed, blobs_deduped, bytes_deduped;
+  size_t keys_replayed; /* weights not hashed: the model file is unchanged since a recorded load */
+  int file_ok; /* the file was usable (read or written) */
+} fx_store_stats;
+void fx_store_get_stats(const fx_store *s, fx_store_stats *out);
+const char *fx_store_path(const fx_store *s);
+#endif

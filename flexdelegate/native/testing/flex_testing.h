@@ -1,0 +1,89 @@
+/* Tester and benchmark entries (flexdelegate._native_testing_ext): each drives one kernel
+ * variant, or one planner, outside any model, for tests/ and bench/; the shipped library never
+ * imports them. Fed verbatim to cffi's cdef like flex_api.h ('#' lines are dropped).
+ *
+ * One convention for the kernel entries: `variant` is an index into the family's variants this
+ * CPU runs (flex_variant; 0 = the portable reference), the problem follows, and the entry runs
+ * it max(iters, 1) times, each run timed into seconds[i] when seconds is not NULL (room for
+ * max(iters, 1) values). They return 0, or -1 for bad arguments, an unavailable variant or no
+ * memory. */
+#ifndef FLEX_TESTING_H
+#define FLEX_TESTING_H
+#include <stddef.h>
+#include <stdint.h>
+
+/* Kernel families with one variant per ISA (kernels/). */
+enum { FLEX_FAMILY_GEMM = 0, FLEX_FAMILY_IGEMM = 1, FLEX_FAMILY_DWCONV = 2, FLEX_FAMILY_VSIGMOID = 3 };
+/* Name of variant i of a family this CPU runs, NULL past the end; i = -1: the one the delegate
+ * runs. Families list their variants by ISA family alike, so IGEMM variant i is the direct-conv
+ * kernel that reads GEMM variant i's panels. */
+const char *flex_variant(int family, int i);
+
+/* c[m x n] = clamp(a[m x k] * w[n x k]^T + bias, lo, hi), w packed as the delegate packs it;
+ * then, with res [m x n], c = clamp(c + res, rlo, rhi) (a fused residual ADD). */
+int flex_gemm_run(int variant, int m, int n, int k, const float *a, const float *w, const float *bias,
+                  float *c, float lo, float hi, const float *res, float rlo, float rhi, int iters,
+                  double *seconds);
+
+/* DEPTHWISE_CONV_2D of x [n,h,w,cin] with filter [kh,kw,cin*mult] and optional bias into
+ * y [n,oh,ow,cin*mult] (oh/ow must match TFLite's SAME/VALID sizes), one thread. */
+int flex_dwconv_run(int variant, int n, int h, int w, int cin, int mult, int kh, int kw,
+                    int stride_h, int stride_w, int dil_h, int dil_w, int same, const float *x,
+                    const float *filter, const float *bias, int act, float *y, int oh, int ow,
+                    int iters, double *seconds);
+
+/* y = sigmoid(x) over n floats (swish = 1: x * sigmoid(x)). */
+int flex_vsigmoid_run(int variant, const float *x, float *y, size_t n, int swish, int iters, double *seconds);
+
+/* Winograd F(tile x tile, 3x3) stride-1 convolution (tile 4 or 6) on GEMM variant `variant`:
+ * packs filter [cout][3][3][cin], then runs x [n,h,w,cin] into y [n,oh,ow,cout] (pad_top/pad_left
+ * leading zeros; oh/ow as given) on `threads` threads. slice_panels > 0 runs it as a budget plan
+ * does: slices of that many GEMM panels, each from its own copy of its packed bytes. from_gemm:
+ * packs the filter as GEMM panels and transforms it at every run (the run-time Winograd). */
+int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, int cin, int cout,
+                      int pad_top, int pad_left, int oh, int ow, const float *x,
+                      const float *filter, const float *bias, int act, float *y, int slice_panels,
+                      int from_gemm, int iters, double *seconds);
+
+/* CONV_2D of x [n,h,w,cin] with filter [cout][kh][kw][cin] into y [n,oh,ow,cout] (pad_top/pad_left
+ * leading zeros; oh/ow as given) over weights packed for GEMM variant `variant`: im2col GEMM
+ * (direct 0) or direct conv through the paired IGEMM kernel (direct 1), on `threads` threads. */
+int flex_conv2d_run(int variant, int direct, int threads, int n, int h, int w, int cin, int cout, int kh,
+                    int kw, int stride_h, int stride_w, int dil_h, int dil_w, int pad_top, int pad_left,
+                    int oh, int ow, const float *x, const float *filter, const float *bias, int act,
+                    float *y, int iters, double *seconds);
+
+/* The unlimited planner's placement (plan/greedy.c): buffers with byte sizes and inclusive
+ * [first, last] lifetimes (node indices) get offsets; greedy 0 lays them back to back instead
+ * (the baseline). Returns the arena size, or (size_t)-1 on bad input. */
+size_t flex_plan_arena(int greedy, int n, const size_t *sizes, const int *first, const int *last,
+                       size_t *offsets);
+
+/* ---- integer (QS8 / QU8) kernels: test and benchmark entry points (testing/qs8_tester.c) ----
+ * Variants this CPU runs (0 = the scalar reference), NULL past the end. */
+const char *flex_qs8_gemm_variant_at(int i);
+const char *flex_qs8_dwconv_variant_at(int i);
+/* TFLite's QuantizeMultiplier and CalculateActivationRangeQuantized (act: 0 NONE, 1 RELU,
+ * 2 RELU_N1_TO_1, 3 RELU6; -1 for others). */
+void flex_quantize_multiplier(double real, int single_rounding, int32_t *m, int32_t *shift);
+int flex_qs8_act_range(int act, float scale, int zp, int qmin, int qmax, int32_t *lo, int32_t *hi);
+/* CONV_2D (and FULLY_CONNECTED as a 1x1 conv of h = w = 1) on variant `variant`, single-threaded:
+ * x [n,h,w,cin], filter [cout,kh,kw,cin], int8 (u8 = 0) or uint8 (u8 = 1, with filter zero point
+ * zw), bias int32 or NULL, per-channel requant mult/shift (flex_quantize_multiplier), output zero
+ * point zy and clamp [lo, hi] in the output type, rounding 0 AWAY / 1 UP / 2 SINGLE (requant.h);
+ * 1x1 stride-1 unpadded windows run the GEMM, the others the IGEMM. `iters` runs; *seconds (if
+ * not NULL) gets the fastest, packing excluded. 0 ok, -1 bad arguments / OOM / bad requant. */
+int flex_qs8_conv_run(int variant, int u8, int n, int h, int w, int cin, int cout, int kh, int kw,
+                      int sh, int sw, int dh, int dw, int pt, int pl, int oh, int ow, const void *x,
+                      int zx, const void *filter, int zw, const int32_t *bias, const int32_t *mult,
+                      const int32_t *shift, int zy, int lo, int hi, int rounding, void *y,
+                      int iters, double *seconds);
+/* DEPTHWISE_CONV_2D likewise: filter [kh,kw,cin*mult]; channels c >= tail_from use
+ * tail_rounding (LiteRT's split; INT32_MAX for none). */
+int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int mult, int kh,
+                        int kw, int sh, int sw, int dh, int dw, int pt, int pl, int oh, int ow,
+                        const void *x, int zx, const void *filter, int zw, const int32_t *bias,
+                        const int32_t *qmult, const int32_t *shift, int zy, int lo, int hi,
+                        int rounding, int tail_rounding, int tail_from, void *y, int iters,
+                        double *seconds);
+#endif

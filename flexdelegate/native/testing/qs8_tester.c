@@ -1,0 +1,126 @@
+/* Test and benchmark entry points of the integer kernels (declared in testing/flex_testing.h):
+ * whole single-threaded layers on any variant this CPU runs, from TFLite's layouts and
+ * quantization parameters, the way the delegate will call them. */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "testing/flex_testing.h"
+#include "kernels/qs8-dwconv/qs8-dwconv.h"
+
+const char *flex_qs8_gemm_variant_at(int i) {
+  const fx_qs8_gemm_config *g = fx_qs8_gemm_config_at(i);
+  return g ? g->name : NULL;
+}
+
+const char *flex_qs8_dwconv_variant_at(int i) {
+  const fx_qs8_dwconv_config *d = fx_qs8_dwconv_config_at(i);
+  return d ? d->name : NULL;
+}
+
+void flex_quantize_multiplier(double real, int single_rounding, int32_t *m, int32_t *shift) {
+  fx_quantize_multiplier(real, single_rounding, m, shift);
+}
+
+int flex_qs8_act_range(int act, float scale, int zp, int qmin, int qmax, int32_t *lo, int32_t *hi) {
+  return fx_qs8_act_range(act, scale, zp, qmin, qmax, lo, hi);
+}
+
+static double now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* The output stage in the int8 domain: uint8 zero point and clamp move by -128. */
+static fx_qs8_out out_of(int u8, int zy, int lo, int hi, int rounding, int tail_rounding, int tail_from) {
+  const int d = u8 ? 128 : 0;
+  fx_qs8_out o = {zy - d, lo - d, hi - d, rounding, tail_rounding, tail_from};
+  return o;
+}
+
+/* x (int8, or uint8 flipped) into a fresh int8 buffer; NULL on OOM. */
+static int8_t *input_of(int u8, const void *x, size_t n) {
+  int8_t *x8 = malloc(n ? n : 1);
+  if (!x8) return NULL;
+  if (u8) fx_qu8_flip((const uint8_t *)x, x8, n); else memcpy(x8, x, n);
+  return x8;
+}
+
+static void output_back(int u8, int8_t *y, size_t n) {
+  if (u8) fx_qu8_flip((const uint8_t *)y, y, n); /* int8 domain -> uint8 bytes, in place */
+}
+
+int flex_qs8_conv_run(int variant, int u8, int n, int h, int w, int cin, int cout, int kh, int kw,
+                      int sh, int sw, int dh, int dw, int pt, int pl, int oh, int ow, const void *x,
+                      int zx, const void *filter, int zw, const int32_t *bias, const int32_t *mult,
+                      const int32_t *shift, int zy, int lo, int hi, int rounding, void *y,
+                      int iters, double *seconds) {
+  const fx_qs8_gemm_config *g = fx_qs8_gemm_config_at(variant);
+  const fx_qs8_conv_geom cg = {n, h, w, cin, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cout};
+  const fx_qs8_out o = out_of(u8, zy, lo, hi, rounding, FX_RQ_AWAY, INT32_MAX);
+  if (!g || n < 1 || h < 1 || w < 1 || cin < 1 || cout < 1 || kh < 1 || kw < 1 || sh < 1 || sw < 1 ||
+      dh < 1 || dw < 1 || oh < 1 || ow < 1 || !x || !filter || !mult || !shift || !y || fx_qs8_out_check(&o))
+    return -1;
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, &cg);
+  const size_t nx = (size_t)n * h * w * cin, ny = (size_t)n * oh * ow * cout;
+  void *packed = malloc(fx_qs8_gemm_packed_bytes(&geom));
+  int8_t *x8 = input_of(u8, x, nx), *zero = malloc((size_t)cin);
+  int rc = packed && x8 && zero ? 0 : -1;
+  if (rc == 0)
+    rc = u8 ? fx_qu8_pack_gemm(&geom, (const uint8_t *)filter, zw, bias, zx, mult, shift, packed)
+            : fx_qs8_pack_gemm(&geom, (const int8_t *)filter, bias, zx, mult, shift, packed);
+  const int32_t factor = u8 ? fx_qu8_row_factor(zw) : 0;
+  const int gemm = kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && oh == h && ow == w;
+  const size_t m = (size_t)n * oh * ow, panels = ((size_t)cout + g->nr - 1) / g->nr;
+  double best = 0;
+  if (rc == 0) memset(zero, u8 ? zx - 128 : zx, (size_t)cin);
+  for (int it = 0; rc == 0 && it < (iters > 0 ? iters : 1); it++) {
+    const double t0 = now();
+    if (gemm)
+      fx_qs8_gemm_run(g, m, (size_t)cout, (size_t)cin, x8, (size_t)cin, packed, (int8_t *)y,
+                      (size_t)cout, factor, &o, 0, panels);
+    else
+      rc = fx_qs8_conv_run(g, &cg, x8, zero, packed, (int8_t *)y, factor, &o, 0, m, 0, panels);
+    const double t = now() - t0;
+    if (it == 0 || t < best) best = t;
+  }
+  if (rc == 0) output_back(u8, (int8_t *)y, ny);
+  if (seconds) *seconds = best;
+  free(packed); free(x8); free(zero);
+  return rc;
+}
+
+int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int mult, int kh,
+                        int kw, int sh, int sw, int dh, int dw, int pt, int pl, int oh, int ow,
+                        const void *x, int zx, const void *filter, int zw, const int32_t *bias,
+                        const int32_t *qmult, const int32_t *shift, int zy, int lo, int hi,
+                        int rounding, int tail_rounding, int tail_from, void *y, int iters,
+                        double *seconds) {
+  const fx_qs8_dwconv_config *v = fx_qs8_dwconv_config_at(variant);
+  const fx_qs8_conv_geom cg = {n, h, w, cin, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cin * mult};
+  const fx_qs8_out o = out_of(u8, zy, lo, hi, rounding, tail_rounding, tail_from);
+  if (!v || n < 1 || h < 1 || w < 1 || cin < 1 || mult < 1 || kh < 1 || kw < 1 || sh < 1 || sw < 1 ||
+      dh < 1 || dw < 1 || oh < 1 || ow < 1 || !x || !filter || !qmult || !shift || !y || fx_qs8_out_check(&o))
+    return -1;
+  const int C = cin * mult, taps = kh * kw;
+  const size_t nx = (size_t)n * h * w * cin, ny = (size_t)n * oh * ow * C;
+  void *packed = malloc(fx_qs8_dw_packed_bytes(C, taps, v->ct));
+  int8_t *x8 = input_of(u8, x, nx), *zero = malloc((size_t)cin);
+  int rc = packed && x8 && zero ? 0 : -1;
+  if (rc == 0)
+    rc = u8 ? fx_qu8_pack_dw(C, taps, v->ct, (const uint8_t *)filter, zw, bias, zx, qmult, shift, packed)
+            : fx_qs8_pack_dw(C, taps, v->ct, (const int8_t *)filter, bias, zx, qmult, shift, packed);
+  double best = 0;
+  if (rc == 0) memset(zero, u8 ? zx - 128 : zx, (size_t)cin);
+  for (int it = 0; rc == 0 && it < (iters > 0 ? iters : 1); it++) {
+    const double t0 = now();
+    rc = fx_qs8_dwconv_run(v, &cg, mult, x8, zero, packed, (int8_t *)y, &o, 0, (size_t)n * oh);
+    const double t = now() - t0;
+    if (it == 0 || t < best) best = t;
+  }
+  if (rc == 0) output_back(u8, (int8_t *)y, ny);
+  if (seconds) *seconds = best;
+  free(packed); free(x8); free(zero);
+  return rc;
+}

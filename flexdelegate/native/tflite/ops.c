@@ -1,0 +1,420 @@
+/* Op translation: builtin nodes (params, tensors) into the IR. Whether a node is supported is
+ * decided by translating it and inferring its shapes with the same code the runtime uses, so
+ * "claimed" and "runs" cannot drift apart. */
+#include <string.h>
+#include "delegate.h"
+
+int fx_tfl_dtype(TfLiteType t) {
+  switch (t) {
+    case kTfLiteFloat32: return FX_F32;
+    case kTfLiteInt32: return FX_I32;
+    case kTfLiteInt64: return FX_I64;
+    case kTfLiteFloat16: return FX_F16;
+    case kTfLiteInt8: return FX_I8;
+    case kTfLiteUInt8: return FX_U8;
+    case kTfLiteInt16: return FX_I16;
+    case kTfLiteBool: return FX_BOOL;
+    default: return 0;
+  }
+}
+
+/* Adds TFLite tensor `idx` (or finds it); -1 for an absent optional input, -2 on error. */
+static int add_tensor(fx_translate *tr, fx_graph *g, int idx, const char **why) {
+  if (idx < 0) return -1;
+  if ((size_t)idx >= tr->ctx->tensors_size) { *why = "tensor index out of range"; return -2; }
+  if (tr->local[idx] >= 0) return tr->local[idx];
+  const TfLiteTensor *t = &tr->ctx->tensors[idx];
+  fx_tensor ft = {.tfl = idx, .dtype = fx_tfl_dtype(t->type), .storage = FX_ST_ARENA};
+  fx_blob *blob = tr->sg && tr->sg->statics && idx < tr->sg->n_tensors ? tr->sg->statics[idx] : NULL;
+  if (blob) {
+    ft.dtype = blob->dtype;
+    ft.shape = blob->shape;
+    ft.storage = FX_ST_CONST;
+    ft.cdata = blob->data;
+    ft.blob = fx_blob_ref(blob);
+  } else {
+    if (!t->dims || t->dims->size > FX_MAX_RANK) { *why = "tensor rank above 8"; return -2; }
+    if (t->sparsity) { *why = "sparse tensor outside DENSIFY"; return -2; }
+    if (tr->shapes) {
+      ft.shape = tr->shapes[idx];
+    } else {
+      ft.shape.rank = t->dims->size;
+      for (int i = 0; i < t->dims->size; i++) ft.shape.d[i] = t->dims->data[i];
+    }
+    for (int i = 0; i < ft.shape.rank; i++)
+      if (ft.shape.d[i] < 0) { *why = "dynamic (unknown) dimension"; return -2; }
+    if (t->allocation_type == kTfLiteMmapRo || t->allocation_type == kTfLitePersistentRo) {
+      if (!t->data.raw && fx_shape_numel(&ft.shape)) { *why = "constant without data"; return -2; }
+      ft.storage = FX_ST_CONST;
+      ft.cdata = t->data.raw;
+    } else if (t->allocation_type == kTfLiteDynamic) {
+      *why = "dynamic tensor";
+      return -2;
+    }
+  }
+  if (!ft.dtype || ft.dtype == FX_BOOL) { *why = "unsupported tensor type"; fx_blob_unref(ft.blob); return -2; }
+  int id = fx_graph_add_tensor(g, &ft);
+  if (id < 0) { *why = "out of memory"; fx_blob_unref(ft.blob); return -2; }
+  tr->local[idx] = id;
+  return id;
+}
+
+_Static_assert((int)FLEX_ACT_RELU == (int)kTfLiteActRelu && (int)FLEX_ACT_RELU_N1_TO_1 == (int)kTfLiteActReluN1To1 &&
+                   (int)FLEX_ACT_RELU6 == (int)kTfLiteActRelu6,
+               "the clamp activations are TFLite's values");
+
+static const char *map_act(int tfl_act, int *act) {
+  if (tfl_act < kTfLiteActNone || tfl_act > kTfLiteActTanh) return "unsupported fused activation";
+  /* TFLite's float kernels derive clamp bounds from the activation and give TANH no bounds
+   * and no tanh (CalculateActivationRange), so a fused TANH is a no-op on the stock path;
+   * we match it. The other four share our enum's values. */
+  *act = tfl_act == kTfLiteActTanh ? FLEX_ACT_NONE : tfl_act;
+  return NULL;
+}
+
+/* Every input in `f32_mask` (bit i = input i) and every output must be float32. */
+static const char *need_f32(fx_graph *g, const fx_node *n, unsigned f32_mask) {
+  for (int i = 0; i < n->n_in; i++)
+    if (((f32_mask >> i) & 1) && n->in[i] >= 0 && g->tensors[n->in[i]].dtype != FX_F32)
+      return "non-float32 input";
+  for (int i = 0; i < n->n_out; i++)
+    if (g->tensors[n->out[i]].dtype != FX_F32) return "non-float32 output";
+  return NULL;
+}
+
+/* Layout ops move elements of any 4-byte or 8-byte type, and inputs and outputs agree. */
+static const char *same_dtype(fx_graph *g, const fx_node *n, int n_data_inputs) {
+  int dt = g->tensors[n->out[0]].dtype;
+  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64) return "unsupported tensor type";
+  for (int i = 0; i < n_data_inputs; i++)
+    if (n->in[i] >= 0 && g->tensors[n->in[i]].dtype != dt) return "input and output types differ";
+  return NULL;
+}
+
+static const char *need_const(fx_graph *g, const fx_node *n, int input, int optional) {
+  int id = n->in[input];
+  if (id < 0) return optional ? NULL : "missing input";
+  return g->tensors[id].storage == FX_ST_CONST ? NULL : "non-constant weights or parameters";
+}
+
+static void conv_params(fx_node *n, int padding, int sw, int sh, int dw, int dh) {
+  n->p.conv.same = padding == kTfLitePaddingSame;
+  n->p.conv.stride_w = sw;
+  n->p.conv.stride_h = sh;
+  n->p.conv.dil_w = dw ? dw : 1;
+  n->p.conv.dil_h = dh ? dh : 1;
+}
+
+static const char *check_window(const fx_node *n, int padding) {
+  if (padding != kTfLitePaddingSame && padding != kTfLitePaddingValid) return "unknown padding";
+  if (n->p.conv.stride_w < 1 || n->p.conv.stride_h < 1 || n->p.conv.dil_w < 1 || n->p.conv.dil_h < 1)
+    return "stride and dilation must be >= 1";
+  return NULL;
+}
+
+/* ---- param readers: each reads one builtin's params into the node and applies its dtype
+ * rule; NULL, or the reason the variant is unsupported. `bd` is the node's builtin_data. ---- */
+typedef const char *(*reader_fn)(fx_graph *g, fx_node *n, const void *bd);
+
+/* Conv weights and the optional bias are constants; every tensor is float32. */
+static const char *conv_tensors(fx_graph *g, fx_node *n) {
+  const char *e;
+  if ((e = need_f32(g, n, 7)) || (e = need_const(g, n, 1, 0))) return e;
+  return n->n_in > 2 ? need_const(g, n, 2, 1) : NULL;
+}
+
+static const char *read_conv(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteConvParams *p = bd;
+  const char *e;
+  conv_params(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor, p->dilation_height_factor);
+  if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  return conv_tensors(g, n);
+}
+
+static const char *read_depthwise(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteDepthwiseConvParams *p = bd;
+  const char *e;
+  conv_params(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor, p->dilation_height_factor);
+  if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act)) || (e = conv_tensors(g, n)))
+    return e;
+  /* The multiplier follows from the shapes (newer converters leave the param 0). */
+  const fx_shape *x = &g->tensors[n->in[0]].shape, *f = &g->tensors[n->in[1]].shape;
+  if (x->rank != 4 || f->rank != 4 || x->d[3] == 0 || f->d[3] % x->d[3]) return "filter depth is not a multiple of input depth";
+  n->p.conv.mult = f->d[3] / x->d[3];
+  return NULL;
+}
+
+static const char *read_fc(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteFullyConnectedParams *p = bd;
+  const char *e;
+  if (p->weights_format != kTfLiteFullyConnectedWeightsFormatDefault) return "shuffled weights format";
+  n->p.fc.keep_num_dims = p->keep_num_dims;
+  if (n->n_out != 1) return "multiple outputs";
+  if (p->activation == kTfLiteActTanh) return "fused TANH (stock float FULLY_CONNECTED rejects it too)";
+  return (e = map_act(p->activation, &n->act)) ? e : conv_tensors(g, n);
+}
+
+static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteTransposeConvParams *p = bd;
+  const char *e;
+  if (n->n_in < 3) return "missing inputs";
+  conv_params(n, p->padding, p->stride_width, p->stride_height, 1, 1);
+  if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  if ((e = need_f32(g, n, 0xE)) || (e = need_const(g, n, 0, 0)) || (e = need_const(g, n, 1, 0))) return e;
+  return n->n_in > 3 ? need_const(g, n, 3, 1) : NULL;
+}
+
+/* ADD / SUB / MUL / DIV: their params all start with the activation (and may be absent). */
+static const char *read_arith(fx_graph *g, fx_node *n, const void *bd) {
+  const char *e;
+  if (bd && (e = map_act(((const TfLiteMulParams *)bd)->activation, &n->act))) return e;
+  return need_f32(g, n, 3);
+}
+
+static const char *read_f32_binary(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  return need_f32(g, n, 3);
+}
+
+static const char *read_f32_unary(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  return need_f32(g, n, 1);
+}
+
+static const char *read_leaky_relu(fx_graph *g, fx_node *n, const void *bd) {
+  n->p.un.alpha = bd ? ((const TfLiteLeakyReluParams *)bd)->alpha : 0.2f;
+  return need_f32(g, n, 1);
+}
+
+static const char *read_pool(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLitePoolParams *p = bd;
+  const char *e;
+  conv_params(n, p->padding, p->stride_width, p->stride_height, 1, 1);
+  n->p.conv.kh = p->filter_height;
+  n->p.conv.kw = p->filter_width;
+  if (p->filter_height < 1 || p->filter_width < 1) return "filter size must be >= 1";
+  if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  return need_f32(g, n, 1);
+}
+
+static const char *read_mean(fx_graph *g, fx_node *n, const void *bd) {
+  const char *e;
+  n->p.mean.keep_dims = bd ? ((const TfLiteReducerParams *)bd)->keep_dims : 0;
+  return (e = need_f32(g, n, 1)) ? e : need_const(g, n, 1, 0);
+}
+
+static const char *read_softmax(fx_graph *g, fx_node *n, const void *bd) {
+  n->p.softmax.beta = ((const TfLiteSoftmaxParams *)bd)->beta;
+  return need_f32(g, n, 1);
+}
+
+static const char *read_pad(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const char *e;
+  if ((e = same_dtype(g, n, 1)) || (e = need_const(g, n, 1, 0))) return e;
+  if (n->n_in > 2 && n->in[2] >= 0) {
+    const fx_tensor *v = &g->tensors[n->in[2]];
+    if (v->dtype != g->tensors[n->out[0]].dtype || fx_shape_numel(&v->shape) != 1)
+      return "pad value must be a scalar of the data type";
+  }
+  return NULL;
+}
+
+static const char *read_concat(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteConcatenationParams *p = bd;
+  const char *e;
+  n->p.concat.axis = p->axis;
+  if (n->n_in > 64) return "more than 64 inputs";
+  if ((e = map_act(p->activation, &n->act))) return e;
+  if (n->act != FLEX_ACT_NONE && g->tensors[n->out[0]].dtype != FX_F32) return "activation on non-float data";
+  return same_dtype(g, n, n->n_in);
+}
+
+static const char *read_pack(fx_graph *g, fx_node *n, const void *bd) {
+  n->p.concat.axis = ((const TfLitePackParams *)bd)->axis;
+  if (n->n_in > 64) return "more than 64 inputs";
+  return same_dtype(g, n, n->n_in);
+}
+
+static const char *read_reshape(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteReshapeParams *p = bd;
+  n->p.reshape.n_dims = 0;
+  int has_shape_input = n->n_in > 1 && n->in[1] >= 0;
+  if (has_shape_input && need_const(g, n, 1, 0)) return "new shape is not known at load";
+  if (!has_shape_input) {
+    if (!p || p->num_dimensions < 0 || p->num_dimensions > FX_MAX_RANK) return "no usable new shape";
+    n->p.reshape.n_dims = p->num_dimensions;
+    memcpy(n->p.reshape.dims, p->shape, sizeof(int) * (size_t)p->num_dimensions);
+  }
+  return same_dtype(g, n, 1);
+}
+
+static const char *read_squeeze(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteSqueezeParams *p = bd;
+  const fx_shape *x = &g->tensors[n->in[0]].shape;
+  for (int i = 0; i < p->num_squeeze_dims; i++) {
+    int d = p->squeeze_dims[i] < 0 ? p->squeeze_dims[i] + x->rank : p->squeeze_dims[i];
+    if (d < 0 || d >= x->rank) return "squeeze dim out of range";
+    n->p.reshape.squeeze_mask |= 1u << d;
+  }
+  return same_dtype(g, n, 1);
+}
+
+static const char *read_transpose(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const char *e;
+  return (e = same_dtype(g, n, 1)) ? e : need_const(g, n, 1, 0);
+}
+
+static const char *read_strided_slice(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteStridedSliceParams *p = bd;
+  const char *e;
+  n->p.ss.begin_mask = p->begin_mask;
+  n->p.ss.end_mask = p->end_mask;
+  n->p.ss.ellipsis_mask = p->ellipsis_mask;
+  n->p.ss.new_axis_mask = p->new_axis_mask;
+  n->p.ss.shrink_mask = p->shrink_axis_mask;
+  n->p.ss.offset = p->offset;
+  if (n->n_in != 4) return "needs begin, end and strides";
+  if ((e = same_dtype(g, n, 1))) return e;
+  for (int i = 1; i < 4; i++)
+    if ((e = need_const(g, n, i, 0))) return e;
+  return NULL;
+}
+
+/* RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR: their params have the same layout. */
+static const char *read_resize(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteResizeBilinearParams *p = bd;
+  const char *e;
+  n->p.resize.align_corners = p->align_corners;
+  n->p.resize.half_pixel = p->half_pixel_centers;
+  return (e = need_f32(g, n, 1)) ? e : need_const(g, n, 1, 0);
+}
+
+static const char *read_block(fx_graph *g, fx_node *n, const void *bd) {
+  n->p.block.block = ((const TfLiteDepthToSpaceParams *)bd)->block_size;
+  return same_dtype(g, n, 1);
+}
+
+static const char *read_gather(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteGatherParams *p = bd;
+  n->p.gather.axis = p->axis;
+  n->p.gather.batch_dims = p->batch_dims;
+  int it = g->tensors[n->in[1]].dtype;
+  if (it != FX_I32 && it != FX_I64) return "indices must be int32 or int64";
+  return same_dtype(g, n, 1);
+}
+
+static const char *read_shape(fx_graph *g, fx_node *n, const void *bd) {
+  if (bd) n->p.shape.out_type = ((const TfLiteShapeParams *)bd)->out_type;
+  int dt = g->tensors[n->out[0]].dtype;
+  return dt == FX_I32 || dt == FX_I64 ? NULL : "shape output must be int32 or int64";
+}
+
+static const char *read_cast(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  int a = g->tensors[n->in[0]].dtype, b = g->tensors[n->out[0]].dtype;
+  int ok = (a == FX_F32 || a == FX_I32 || a == FX_I64) && (b == FX_F32 || b == FX_I32 || b == FX_I64);
+  return ok ? NULL : "cast between unsupported types";
+}
+
+/* ---- the builtins the delegate runs: one row each ----
+ * builtin -> IR kind (ir/ops.inc) and its sub-kind (the binary op, unary kind, pool max, concat
+ * pack, reshape squeeze), param reader (params and dtype rule), the inputs it needs, those a
+ * model may leave out (tensor index -1: biases, PADV2's value, RESHAPE's shape; any other
+ * absent input is malformed, as for the stock kernels), and whether builtin_data must be set. */
+typedef struct {
+  int builtin, kind, sub;
+  reader_fn read;
+  int min_inputs;
+  unsigned optional; /* bit i: input i may be absent */
+  int needs_params;
+} builtin_op;
+
+static const builtin_op k_builtins[] = {
+    {kTfLiteBuiltinConv2d, FX_OP_CONV, 0, read_conv, 2, 1u << 2, 1},
+    {kTfLiteBuiltinDepthwiseConv2d, FX_OP_DEPTHWISE, 0, read_depthwise, 2, 1u << 2, 1},
+    {kTfLiteBuiltinFullyConnected, FX_OP_FC, 0, read_fc, 2, 1u << 2, 1},
+    {kTfLiteBuiltinTransposeConv, FX_OP_TRANSPOSE_CONV, 0, read_transpose_conv, 1, 1u << 3, 1},
+    {kTfLiteBuiltinAdd, FX_OP_BINARY, FX_B_ADD, read_arith, 2, 0, 0},
+    {kTfLiteBuiltinSub, FX_OP_BINARY, FX_B_SUB, read_arith, 2, 0, 0},
+    {kTfLiteBuiltinMul, FX_OP_BINARY, FX_B_MUL, read_arith, 2, 0, 0},
+    {kTfLiteBuiltinDiv, FX_OP_BINARY, FX_B_DIV, read_arith, 2, 0, 0},
+    {kTfLiteBuiltinMaximum, FX_OP_BINARY, FX_B_MAX, read_f32_binary, 2, 0, 0},
+    {kTfLiteBuiltinMinimum, FX_OP_BINARY, FX_B_MIN, read_f32_binary, 2, 0, 0},
+    {kTfLiteBuiltinPrelu, FX_OP_BINARY, FX_B_PRELU, read_f32_binary, 2, 0, 0},
+    {kTfLiteBuiltinRelu, FX_OP_UNARY, FX_U_RELU, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinRelu6, FX_OP_UNARY, FX_U_RELU6, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinReluN1To1, FX_OP_UNARY, FX_U_RELU_N1_TO_1, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinLogistic, FX_OP_UNARY, FX_U_LOGISTIC, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinTanh, FX_OP_UNARY, FX_U_TANH, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinHardSwish, FX_OP_UNARY, FX_U_HARD_SWISH, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinLeakyRelu, FX_OP_UNARY, FX_U_LEAKY_RELU, read_leaky_relu, 1, 0, 0},
+    {kTfLiteBuiltinMaxPool2d, FX_OP_POOL, 1, read_pool, 1, 0, 1},
+    {kTfLiteBuiltinAveragePool2d, FX_OP_POOL, 0, read_pool, 1, 0, 1},
+    {kTfLiteBuiltinMean, FX_OP_MEAN, 0, read_mean, 2, 0, 0},
+    {kTfLiteBuiltinSoftmax, FX_OP_SOFTMAX, 0, read_softmax, 1, 0, 1},
+    {kTfLiteBuiltinPad, FX_OP_PAD, 0, read_pad, 2, 1u << 2, 0},
+    {kTfLiteBuiltinPadv2, FX_OP_PAD, 0, read_pad, 2, 1u << 2, 0},
+    {kTfLiteBuiltinConcatenation, FX_OP_CONCAT, 0, read_concat, 1, 0, 1},
+    {kTfLiteBuiltinPack, FX_OP_CONCAT, 1, read_pack, 1, 0, 1},
+    {kTfLiteBuiltinReshape, FX_OP_RESHAPE, 0, read_reshape, 1, 1u << 1, 0},
+    {kTfLiteBuiltinSqueeze, FX_OP_RESHAPE, 1, read_squeeze, 1, 1u << 1, 1},
+    {kTfLiteBuiltinTranspose, FX_OP_TRANSPOSE, 0, read_transpose, 2, 0, 0},
+    {kTfLiteBuiltinStridedSlice, FX_OP_STRIDED_SLICE, 0, read_strided_slice, 1, 0, 1},
+    {kTfLiteBuiltinResizeBilinear, FX_OP_RESIZE_BILINEAR, 0, read_resize, 2, 0, 1},
+    {kTfLiteBuiltinResizeNearestNeighbor, FX_OP_RESIZE_NEAREST, 0, read_resize, 2, 0, 1},
+    {kTfLiteBuiltinDepthToSpace, FX_OP_DEPTH_TO_SPACE, 0, read_block, 1, 0, 1},
+    {kTfLiteBuiltinSpaceToDepth, FX_OP_SPACE_TO_DEPTH, 0, read_block, 1, 0, 1},
+    {kTfLiteBuiltinGather, FX_OP_GATHER, 0, read_gather, 2, 0, 1},
+    {kTfLiteBuiltinShape, FX_OP_SHAPE, 0, read_shape, 1, 0, 0},
+    {kTfLiteBuiltinCast, FX_OP_CAST, 0, read_cast, 1, 0, 0},
+};
+
+static const builtin_op *builtin_of(int builtin) {
+  for (size_t i = 0; i < sizeof k_builtins / sizeof *k_builtins; i++)
+    if (k_builtins[i].builtin == builtin) return &k_builtins[i];
+  return NULL;
+}
+
+/* The IR sub-kind field each kind's table sub-kind goes to. */
+static void set_sub(fx_node *n, int sub) {
+  switch (n->kind) {
+    case FX_OP_BINARY: n->p.bin.op = sub; break;
+    case FX_OP_UNARY: n->p.un.kind = sub; break;
+    case FX_OP_POOL: n->p.conv.is_max = sub; break;
+    case FX_OP_CONCAT: n->p.concat.pack = sub; break;
+    case FX_OP_RESHAPE: n->p.reshape.squeeze = sub; break;
+  }
+}
+
+const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,
+                              const TfLiteRegistration *reg) {
+  const builtin_op *op = builtin_of(reg->builtin_code);
+  if (!op) return reg->custom_name ? "custom op" : "unsupported op";
+  if (!node->inputs || !node->outputs || node->inputs->size < 1 || node->outputs->size != 1)
+    return "unexpected number of inputs/outputs";
+  if (!node->builtin_data && op->needs_params) return "missing builtin params";
+  fx_node *n = fx_graph_add_node(g, op->kind, node->inputs->size, 1);
+  if (!n) return "out of memory";
+  n->tfl_node = index;
+  n->tfl_builtin = reg->builtin_code;
+  const char *why = NULL;
+  for (int i = 0; i < node->inputs->size; i++)
+    if ((n->in[i] = add_tensor(tr, g, node->inputs->data[i], &why)) == -2) return why;
+  if ((n->out[0] = add_tensor(tr, g, node->outputs->data[0], &why)) < 0) return why ? why : "missing output";
+  if (g->tensors[n->out[0]].storage == FX_ST_CONST && !tr->allow_const_output) return "output is a constant";
+  if (n->in[0] < 0) return "missing input";
+  set_sub(n, op->sub);
+  if (n->n_in < op->min_inputs) return "missing inputs";
+  for (int i = 0; i < n->n_in; i++)
+    if (n->in[i] < 0 && !((op->optional >> i) & 1)) return "missing input";
+  /* Deferred folds become values here, except the weights a GEMM packs (see fx_fold_recipe). */
+  for (int i = 0; i < n->n_in; i++) {
+    fx_tensor *t = n->in[i] >= 0 ? &g->tensors[n->in[i]] : NULL;
+    if (!t || !t->blob || t->cdata || ((op->kind == FX_OP_CONV || op->kind == FX_OP_FC) && i == 1)) continue;
+    if (!(t->cdata = fx_blob_data(t->blob))) return "out of memory";
+  }
+  if ((why = op->read(g, n, node->builtin_data))) return why;
+  return fx_infer_node(g, n);
+}

@@ -1,0 +1,245 @@
+"""Running under a memory budget: same answers at every feasible budget, a clear error below
+the minimum, re-planning between invokes, and a measured peak within the budget."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from budgetcheck import heavy_model, min_budget, stock_reference
+from opcheck import check, conv_model
+from flexdelegate import BudgetError, load_flex
+from flexdelegate.run import invoke, make_interpreter, max_error
+
+MB = 2**20
+TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # budgetcheck.py
+
+
+@pytest.fixture(scope="module")
+def model():
+    return heavy_model()
+
+
+@pytest.fixture(scope="module")
+def reference(model):
+    return stock_reference(model, seed=4)
+
+
+def test_every_feasible_budget_gives_the_same_answer(model, reference, tmp_path):
+    cache = tmp_path / "m.fxc"
+    x, ref = reference
+    lo = min_budget(model, cache)
+    for budget in (lo, lo + 0.5, lo + 1.5, lo + 4.0, 64.0):
+        d = load_flex(budget=budget, cache_path=str(cache))
+        it = make_interpreter(model, delegate=d)
+        assert max_error(ref, invoke(it, x)) <= 1e-4, budget
+        assert max_error(ref, invoke(it, x)) <= 1e-4, budget  # the loader reruns cleanly
+        mem = d.stats()["partitions_memory"][0]
+        assert mem["arena_bytes"] <= budget * MB
+        if budget < lo + 2:  # ~18 MB of FC weights cannot sit in the arena: sliced and streamed
+            assert mem["steps"] > len(d.stats()["ops"])
+
+
+def test_a_budget_that_holds_everything_runs_the_unlimited_plan(model, reference, tmp_path):
+    """No slicing, no streaming, the unlimited arena: the same run as without a budget. Just
+    below that footprint the planner takes over again. The one choice of planner (native/plan/
+    planner.c) shows in stats(): the greedy one, then the budget one."""
+    x, ref = reference
+    cache = str(tmp_path / "m.fxc")
+    free = load_flex(cache_path=cache)
+    it_free = make_interpreter(model, delegate=free)  # partitions live as long as their interpreter
+    unlimited = free.stats()["partitions_memory"][0]
+    assert unlimited["planner"] == "greedy" and unlimited["min_budget_bytes"] == 0
+    d = load_flex(budget=64, cache_path=cache)
+    it = make_interpreter(model, delegate=d)
+    assert max_error(invoke(it_free, x), invoke(it, x)) == 0
+    assert d.stats()["partitions_memory"][0] == unlimited
+    # ~20 MB of weights plus the arena and reserve do not fit in 20 MB: planned and streamed.
+    d = load_flex(budget=20, cache_path=cache)
+    it = make_interpreter(model, delegate=d)
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    budgeted = d.stats()["partitions_memory"][0]
+    assert budgeted["steps"] != unlimited["steps"]
+    assert budgeted["planner"] == "budget" and 0 < budgeted["min_budget_bytes"] <= 20 * MB
+
+
+def test_infeasible_budget_names_the_minimum_and_the_bottleneck(model, tmp_path):
+    lo = min_budget(model, tmp_path / "m.fxc")
+    assert 2.5 < lo < 6  # the runtime's reserve plus a small arena, far below the ~20 MB of weights
+    # set_budget says the same as fields: a BudgetError, the minimum the load named, its node
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)  # noqa: F841 - its partitions are what is re-planned
+    with pytest.raises(BudgetError) as err:
+        d.set_budget(0.01)
+    e = err.value
+    assert e.min_budget_mb == lo and f"minimum is {lo:.2f} MB" in str(e)
+    assert f"node {e.node} ({e.op})" in str(e) and 0 <= e.node < 6 and e.op in (
+        "CONV_2D", "RESHAPE", "FULLY_CONNECTED")
+    d.set_budget(e.min_budget_mb)  # the figure quoted back as a budget is feasible
+
+
+def test_set_budget_replans_between_invokes(model, reference, tmp_path):
+    x, ref = reference
+    lo = min_budget(model, tmp_path / "m.fxc")
+    d = load_flex(budget=64, cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)
+    invoke(it, x)
+    for budget in (lo, 0, lo + 1, 64):
+        d.set_budget(budget)
+        assert max_error(ref, invoke(it, x)) <= 1e-4
+        if budget:
+            assert d.stats()["partitions_memory"][0]["arena_bytes"] <= budget * MB
+    with pytest.raises(BudgetError, match="minimum is") as err:
+        d.set_budget(0.05)
+    assert err.value.min_budget_mb == lo
+    assert max_error(ref, invoke(it, x)) <= 1e-4  # the old budget stays in force
+    with pytest.raises(ValueError):
+        d.set_budget(-1)
+
+
+@pytest.mark.parametrize("what", ["deleted", "replaced"])
+def test_cache_file_deleted_or_replaced_under_a_budgeted_delegate(model, reference, tmp_path, what):
+    """Budgeted runs stream weights from the file they mapped, whatever happens to its path
+    (a concurrent prune deleted it: 46 of ~832 loads failed "cannot open the cache file")."""
+    x, ref = reference
+    cache = tmp_path / "m.fxc"
+    lo = min_budget(model, cache)
+    make_interpreter(model, delegate=load_flex(cache_path=str(cache)))  # writes the file
+    d = load_flex(budget=lo + 0.5, cache_path=str(cache))
+    it = make_interpreter(model, delegate=d)
+    assert d.stats()["cache"]["blobs_mapped"] > 0
+    if what == "deleted":
+        cache.unlink()
+    else:  # another file renamed over the path: same name, other bytes
+        tmp = tmp_path / "other"
+        tmp.write_bytes(b"\0" * cache.stat().st_size)
+        tmp.rename(cache)
+    for budget in (lo + 1.5, lo):  # re-plans open nothing by path
+        d.set_budget(budget)
+        assert max_error(ref, invoke(it, x)) <= 1e-4, budget
+
+
+def test_set_budget_right_after_a_cold_unlimited_load(model, reference, tmp_path):
+    """The cold load's cache write may still be running: the new plan streams from the file
+    only once it is there (set_budget waits for it)."""
+    x, ref = reference
+    lo = min_budget(model, tmp_path / "other.fxc")
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)
+    d.set_budget(lo)
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    assert d.stats()["partitions_memory"][0]["steps"] > len(d.stats()["ops"])
+
+
+PEAK = textwrap.dedent("""
+    import json, sys; sys.path.insert(0, {here!r})
+    from budgetcheck import heavy_model, min_budget, stock_reference
+    from flexdelegate import BudgetError, load_flex
+    from flexdelegate.memstat import peak_rss_bytes, rss_bytes
+    from flexdelegate.run import make_interpreter, random_inputs, invoke
+    import flexdelegate.planner.bridge, flexdelegate.planner.arena  # imported before measuring
+    model = heavy_model(fc={fc})
+    budget = {budget}
+    if budget:  # build the cache first (the compile stage is not what the budget bounds)
+        make_interpreter(model, delegate=load_flex(cache_path={cache!r}))
+    open("/proc/self/clear_refs", "w").write("5")
+    r0 = rss_bytes()
+    d = load_flex(budget=budget, cache_path={cache!r}) if budget else None
+    it = make_interpreter(model, delegate=d)
+    x = random_inputs(it)
+    for _ in range(3):
+        invoke(it, x)
+    print(json.dumps({{"peak": peak_rss_bytes() - r0}}))
+""")
+
+
+def peak(budget, cache, fc):
+    code = PEAK.format(here=TESTS, budget=budget, cache=str(cache), fc=fc)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])["peak"]
+
+
+def test_measured_peak_stays_within_budget_plus_fixed_cost(tmp_path):
+    """Peak RSS increase over the process before the Interpreter, less the stock interpreter's
+    fixed cost (measured here on a tiny model), stays within the budget while the model's
+    weights (~36 MB) are far larger."""
+    fixed = peak(0, tmp_path / "none.fxc", fc=16)  # stock interpreter, tiny model
+    for budget in (6.0, 48.0):  # streamed; and all weights resident (the unlimited plan)
+        got = peak(budget, tmp_path / "m.fxc", fc=2048)
+        assert got - fixed <= budget * MB, f"budget {budget}: peak {got / MB:.1f} MB, fixed {fixed / MB:.1f} MB"
+
+
+def test_plans_are_cached_on_disk_and_checked(model, reference, tmp_path, monkeypatch):
+    """A warm load reuses the plan saved by the first (no planning); a damaged plan file is
+    replanned, never run."""
+    from flexdelegate.planner import bridge
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    x, ref = reference
+    lo = min_budget(model, tmp_path / "m.fxc")
+    make_interpreter(model, delegate=load_flex(budget=lo + 1, cache_path=str(tmp_path / "m.fxc")))
+    plans = list((tmp_path / "xdg" / "flexdelegate" / "plans").iterdir())
+    assert len(plans) == 1
+    bridge._memo.clear()
+
+    def no_planning(*a, **k):
+        raise AssertionError("planned again")
+    monkeypatch.setattr(bridge, "make_plan", no_planning)
+    it = make_interpreter(model, delegate=load_flex(budget=lo + 1, cache_path=str(tmp_path / "m.fxc")))
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    doc = json.loads(plans[0].read_text())
+    doc["plan"]["arena_bytes"] = doc["plan"]["budget_bytes"] * 10  # inconsistent: must not run
+    plans[0].write_text(json.dumps(doc))
+    bridge._memo.clear()
+    it = make_interpreter(model, delegate=load_flex(budget=lo + 1, cache_path=str(tmp_path / "m.fxc")))
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+
+
+def test_smallest_budgets_run_a_conv_direct():
+    """The kernel ladder's last rung: a 1x1 stride-2 conv runs im2col GEMM by default; at its
+    minimum budget only direct (weights by channel panels, no im2col scratch) fits."""
+    model = conv_model((1, 16, 16, 256), 256, 1, 1, stride=(2, 2))
+    low = min_budget(model, "")
+    kernels = {b: check(model, flex={"budget": b, "cache_path": ""})["ops"][0]["kernel"] for b in (low, 0)}
+    assert kernels[low].startswith("direct f32-igemm"), kernels
+    assert kernels[0].startswith("gemm-im2col"), kernels
+
+
+@pytest.mark.parametrize("bad", [float("inf"), float("-inf"), float("nan"), -1, -1e-9, 1e7 + 1, 1e18, 2**64,
+                                 10**400, True, False])
+def test_set_budget_refuses_what_load_flex_refuses(model, tmp_path, bad):
+    """One check for both: a one-line ValueError, the old budget still in force (huge values
+    reached an overflowing float -> size_t cast and failed as "budget 0.00 MB")."""
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)
+    with pytest.raises(ValueError) as set_err:
+        d.set_budget(bad)
+    assert "\n" not in str(set_err.value) and not isinstance(set_err.value, BudgetError)
+    with pytest.raises(ValueError):
+        load_flex(budget=bad)
+    assert d.stats()["budget_mb"] == 0
+    invoke(it, stock_reference(model, seed=1)[0])
+
+
+@pytest.mark.parametrize("edge", [1e-300, 2**-40])
+def test_tiny_positive_budget_is_infeasible_not_unlimited(model, tmp_path, edge):
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)  # noqa: F841 - its partitions are what is re-planned
+    with pytest.raises(BudgetError, match="infeasible: the minimum is") as err:
+        d.set_budget(edge)
+    assert err.value.min_budget_mb > 2.5
+    assert d.stats()["budget_mb"] == 0
+
+
+def test_largest_budget_runs_the_unlimited_plan(model, reference, tmp_path):
+    x, ref = reference
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)
+    unlimited = d.stats()["partitions_memory"]
+    d.set_budget(1e7)
+    assert d.stats()["partitions_memory"] == unlimited and d.stats()["budget_mb"] == 1e7
+    assert max_error(ref, invoke(it, x)) <= 1e-4
