@@ -46,6 +46,9 @@ int flex_gemm_run(int i, int m, int n, int k, const float *a, const float *w, co
 
 /* The weight cache's 64-bit content hash (cache/FORMAT.md), for the Python cache tools. */
 uint64_t flex_hash64(const void *data, size_t len, uint64_t seed);
+/* The cache loader's verdict on the file at path: 0 valid (a load would map it), 1 missing,
+ * -1 invalid or unreadable, with the reason in msg (NUL-terminated). */
+int flex_cache_check(const char *path, char *msg, size_t msg_len);
 
 /* Depthwise convolution variants (0 = the portable scalar reference): name of the i-th this CPU
  * can run, NULL past the end. flex_dwconv_run runs variant `variant` on x [n,h,w,cin] with
