@@ -1,11 +1,19 @@
 """flex_cache_check: the C loader's verdict on a cache file, which `flexdelegate cache verify`
 reports beside the Python reader's (and the cache fuzzer demands they agree)."""
+import os
+import subprocess
+import sys
+import textwrap
+
 import pytest
 
 from cachecheck import assert_correct, two_conv_model
 from flexdelegate._native import cache_check
 from flexdelegate.cache import verify
 from flexdelegate.cache.format import CacheError, read_cache
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
@@ -67,3 +75,21 @@ def test_verify_reports_the_c_loader_too(good, tmp_path, monkeypatch):
     monkeypatch.setattr(tools, "cache_check", lambda p: "index not sorted")
     ok, problems = verify(path)
     assert not ok and "delegate's loader refuses it: index not sorted" in problems[-1]
+
+
+def test_a_fifo_at_the_cache_path_neither_hangs_check_nor_load(tmp_path):
+    """open() of a FIFO blocks until a writer appears: the loader opened the cache path without
+    O_NONBLOCK, so a load (and the check) hung forever on one."""
+    fifo = tmp_path / "m.fxc"
+    os.mkfifo(fifo)
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {HERE!r})
+        from cachecheck import assert_correct, two_conv_model
+        from flexdelegate._native import cache_check
+        print(cache_check({str(fifo)!r}))
+        assert_correct(two_conv_model(), {str(fifo)!r})
+        print("done")
+    """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0 and run.stdout.split() == ["not", "a", "regular", "file", "done"], run.stdout + run.stderr

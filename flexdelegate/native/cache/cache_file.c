@@ -165,7 +165,9 @@ static const char *validate(int fd, uint64_t file_size, fx_cache_header *h, fx_c
 
 fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len) {
   say(msg, msg_len, "%s", "");
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO planted at the path would otherwise block until a writer
+   * appears (a load hung forever); it does not change reads of a regular file. */
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno != ENOENT) say(msg, msg_len, "cannot open: %s", errno == ELOOP ? "is a symlink" : strerror(errno));
     return NULL;
@@ -284,7 +286,7 @@ static void remove_dead_temps(const char *path) {
 
 /* Copies the old file's blob region [4096, end) into the new file. */
 static int copy_region(const char *path, int out, uint64_t end) {
-  int in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int in = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC); /* as in fx_cache_open */
   if (in < 0) return -1;
   loff_t src = FX_CACHE_PAGE, dst = FX_CACHE_PAGE;
   int rc = 0;
