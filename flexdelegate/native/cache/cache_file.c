@@ -314,7 +314,10 @@ static atomic_uint g_temp_counter;
 static uint8_t *merge_models(const fx_cache_map *cur, const fx_cache_model *rec, const fx_cache_keyref *keys,
                              size_t *n_models, size_t *n_keys) {
   size_t max_models = (cur ? (size_t)cur->n_models : 0) + 1;
-  size_t max_keys = (cur ? (size_t)cur->n_keys : 0) + rec->n_keys;
+  /* Room for every old record's keys: a valid file's key ranges may overlap (each only has to
+   * lie within the key list), so their total can exceed the list's length. */
+  size_t max_keys = rec->n_keys;
+  for (uint64_t i = 0; cur && i < cur->n_models; i++) max_keys += cur->models[i].n_keys;
   fx_cache_model *models = calloc(max_models, sizeof *models);
   fx_cache_keyref *all_keys = calloc(max_keys + 1, sizeof *all_keys);
   uint8_t *out = NULL;
