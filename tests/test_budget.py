@@ -106,6 +106,22 @@ def test_cache_file_deleted_or_replaced_under_a_budgeted_delegate(model, referen
         assert max_error(ref, invoke(it, x)) <= 1e-4, budget
 
 
+@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
+    "open finding (tests/test_chaos.py): a budgeted delegate streams weights with pread from the "
+    "file it mapped; truncated in place, the read comes up short and the invoke (or, in a race, "
+    "the load's pinned read) fails, where a mapped load falls back. For issue 12 item 4."))
+def test_cache_file_truncated_under_a_budgeted_delegate(model, reference, tmp_path):
+    x, ref = reference
+    cache = tmp_path / "m.fxc"
+    lo = min_budget(model, cache)
+    make_interpreter(model, delegate=load_flex(cache_path=str(cache)))  # writes the file
+    d = load_flex(budget=lo + 0.5, cache_path=str(cache))
+    it = make_interpreter(model, delegate=d)
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    os.truncate(cache, 4096)  # someone else truncates it in place
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+
+
 def test_set_budget_right_after_a_cold_unlimited_load(model, reference, tmp_path):
     """The cold load's cache write may still be running: the new plan streams from the file
     only once it is there (set_budget waits for it)."""
