@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from ccflags import sanitize_flags, child_env
+
 ROOT = Path(__file__).resolve().parents[2]
 OPS_DIR = ROOT / "flexdelegate" / "native" / "ops"
 SELFTEST = Path(__file__).resolve().parent / "ops_selftest.c"
@@ -42,12 +44,12 @@ def test_ops_selftest(tmp_path):
     if cc is None:
         pytest.skip("no C compiler found")
     exe = tmp_path / "ops_selftest"
-    cmd = [cc, "-std=c11", "-O1", "-Wall", "-Werror", "-I", str(OPS_DIR), str(SELFTEST),
+    cmd = [cc, "-std=c11", "-O1", "-Wall", "-Werror", *sanitize_flags(), "-I", str(OPS_DIR), str(SELFTEST),
            *_kernel_sources(), "-o", str(exe), "-lm"]
-    build = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    build = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=child_env())
     assert build.returncode == 0, (
         "self-test build failed:\n" + " ".join(cmd) + "\n" + build.stdout + build.stderr)
-    run = subprocess.run([str(exe)], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    run = subprocess.run([str(exe)], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=child_env())
     out = run.stdout + run.stderr
     assert run.returncode == 0, "C op self-test failed:\n" + out
     last = run.stdout.strip().splitlines()[-1] if run.stdout.strip() else ""
