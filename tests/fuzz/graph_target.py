@@ -20,6 +20,7 @@ import math
 import random
 import struct
 import zlib
+from pathlib import Path
 
 import numpy as np
 
@@ -260,11 +261,16 @@ def mutate_spec(spec: ModelSpec, rng: random.Random) -> None:
             rng.choice(EDITS)(spec, rng)
 
 
+_SEEDS = []
+
+
 def mutate(data: bytes, max_size: int, seed: int) -> bytes:
     rng = random.Random(seed)
     spec = read_spec(data)
-    if spec is None:  # no byte-level edits: they test TFLite's flatbuffer parser, not the delegate
-        return data
+    if spec is None:  # no byte-level edits (they test TFLite's flatbuffer parser): start over
+        if not _SEEDS:
+            _SEEDS.extend(f.read_bytes() for f in sorted((Path(__file__).parent / "corpus" / "graph").glob("seed-*")))
+        spec = read_spec(rng.choice(_SEEDS))
     mutate_spec(spec, rng)
     try:
         out = write_spec(spec)

@@ -126,11 +126,14 @@ def _leaves(node, path=()):
 
 
 def _numbers(rng, old):
-    base = old if isinstance(old, (int, float)) and not isinstance(old, bool) else 0
-    base = int(base) if abs(base) < 1 << 70 else 0
-    return rng.choice([0, 1, -1, 2, 63, 64, 65, 4096, base + 1, base - 1, base + 64, base - 64, base * 2,
-                       base // 2, -base, 1 << 31, (1 << 31) - 1, 1 << 32, 1 << 62, (1 << 63) - 1, 1 << 63, 1 << 64,
-                       -(1 << 63), 0.5, 1e300, float(base), True, None, "0", [], {}])
+    """Mostly another value of the same type (an int stays an int), so that most edited plans
+    are still read back and reach the checks; sometimes another type altogether."""
+    if type(old) is int and rng.random() < 0.85:
+        return rng.choice([0, 1, -1, 2, 63, 64, 65, 4096, old + 1, old - 1, old + 64, old - 64, old * 2, old // 2,
+                           -old, (1 << 31) - 1, 1 << 31, 1 << 40, (1 << 63) - 1, -(1 << 63)])
+    if type(old) is bool and rng.random() < 0.85:
+        return not old
+    return rng.choice([0, -1, 1 << 63, 1 << 64, 0.5, 1e300, True, None, "0", [], {}])
 
 
 def _edit(doc, rng: random.Random):
@@ -154,11 +157,20 @@ def _edit(doc, rng: random.Random):
             value[i], value[j] = value[j], value[i]
         else:
             value.append(json.loads(json.dumps(value[i])))
-    elif isinstance(parent, dict) and roll < 0.6:
+    elif isinstance(parent, dict) and roll < 0.53:
         del parent[key]
     else:
         parent[key] = _numbers(rng, value)
     return doc
+
+
+_SEEDS = []
+
+
+def _seed(rng) -> bytes:
+    if not _SEEDS:
+        _SEEDS.extend(f.read_bytes() for f in sorted((Path(__file__).parent / "corpus" / "plan").glob("seed-*")))
+    return rng.choice(_SEEDS)
 
 
 def mutate(data: bytes, max_size: int, seed: int) -> bytes:
@@ -168,8 +180,10 @@ def mutate(data: bytes, max_size: int, seed: int) -> bytes:
         doc = json.loads(data)
     except (ValueError, UnicodeDecodeError, RecursionError):
         doc = None
-    if doc is None or rng.random() < 0.1:
+    if rng.random() < 0.1:  # sometimes bytes: the JSON parser and the reader's type checks
         return atheris.Mutate(data, max_size)
+    if type(doc) is not dict or type(doc.get("plan")) is not dict:
+        doc = json.loads(_seed(rng))
     for _ in range(rng.choice((1, 1, 2, 3))):
         doc = _edit(doc, rng)
     return json.dumps(doc, separators=(",", ":")).encode()[:max_size]

@@ -82,7 +82,12 @@ def main(argv=None) -> int:
 
     flags = [f"-max_total_time={args.seconds}", "-timeout=900", "-rss_limit_mb=4096", f"-max_len={MAX_LEN[args.target]}",
              f"-artifact_prefix={os.path.join(args.artifacts, '')}", "-print_final_stats=1", *args.libfuzzer]
-    atheris.Setup([sys.argv[0], *flags, str(corpus)], one_input, custom_mutator=mutate)
+    def crossover(data1: bytes, data2: bytes, max_size: int, seed: int) -> bytes:
+        # libFuzzer's own crossover splices bytes (a broken model or plan, mostly): mutate one
+        # parent the structured way instead.
+        return mutate(data2 if seed & 1 else data1, max_size, seed >> 1)
+
+    atheris.Setup([sys.argv[0], *flags, str(corpus)], one_input, custom_mutator=mutate, custom_crossover=crossover)
     atheris.Fuzz()  # exits the process itself: libFuzzer prints "Done N runs in S second(s)"
     return 0
 

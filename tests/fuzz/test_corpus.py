@@ -20,7 +20,7 @@ def files(target: str) -> list[Path]:
 @pytest.fixture(scope="module")
 def cache_target():
     from cache_target import CacheTarget
-    t = CacheTarget()
+    t = CacheTarget(load_invalid_every=1)  # every file is loaded: a crash reproduces
     yield t
     t.close()
 
