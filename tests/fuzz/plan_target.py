@@ -138,6 +138,9 @@ def _numbers(rng, old):
 
 def _edit(doc, rng: random.Random):
     leaves = [(p, v) for p, v in _leaves(doc) if p and p[0] == "plan" or p == ("format",)]
+    scalars = [(p, v) for p, v in leaves if not isinstance(v, (dict, list))]
+    if scalars and rng.random() < 0.8:  # numbers mostly: most edited plans still parse
+        leaves = scalars
     if not leaves:
         return doc
     path, value = rng.choice(leaves)
@@ -157,7 +160,7 @@ def _edit(doc, rng: random.Random):
             value[i], value[j] = value[j], value[i]
         else:
             value.append(json.loads(json.dumps(value[i])))
-    elif isinstance(parent, dict) and roll < 0.53:
+    elif isinstance(parent, dict) and rng.random() < 0.05:
         del parent[key]
     else:
         parent[key] = _numbers(rng, value)
