@@ -119,12 +119,14 @@ class Engine:
         except (EOFError, OSError):  # BrokenPipeError is an OSError
             self._died(request[0])
 
-    def run(self, model: bytes, flex: dict | None = None, seed: int = 0, threads: int | None = None):
+    def run(self, model: bytes, flex: dict | None = None, seed: int = 0, threads: int | None = None,
+            specials: bool = False):
         """Loads `model` (stock if flex is None, else load_flex(**flex)), invokes it once on
         random_inputs(seed): ("ok", outputs, delegate stats or None), ("refused", "Type: first
         line", stage: build | allocate | invoke | other), or ("skipped", why) for a model
-        whose tensors exceed MAX_TENSOR_BYTES."""
-        return self.call("run", model, flex, seed, threads)
+        whose tensors exceed MAX_TENSOR_BYTES. specials: float inputs start with NaN, inf,
+        -inf, -0.0."""
+        return self.call("run", model, flex, seed, threads, specials)
 
 
 # ------------------------------------------------------------------------------------ child
@@ -152,7 +154,7 @@ def _stage(e: Exception) -> str:
     return "other"
 
 
-def _run(model, flex, seed, threads):
+def _run(model, flex, seed, threads, specials=False):
     from flexdelegate import load_flex
     from flexdelegate.planner import bridge
     from flexdelegate.run import invoke, make_interpreter, random_inputs
@@ -162,7 +164,12 @@ def _run(model, flex, seed, threads):
         it = make_interpreter(model, delegate=delegate, num_threads=threads)
         if _tensor_bytes(it) > MAX_TENSOR_BYTES:  # allocated, not yet touched: don't
             return ("skipped", "tensors too large to run here")
-        outputs = invoke(it, random_inputs(it, seed))
+        inputs = random_inputs(it, seed)
+        for x in inputs if specials else ():
+            if x.dtype.kind == "f":
+                flat = x.reshape(-1)
+                flat[:4] = [float("nan"), float("inf"), -float("inf"), -0.0][:flat.size]
+        outputs = invoke(it, inputs)
         stats = delegate.stats() if delegate is not None else None
     except Exception as e:  # noqa: BLE001 - a refusal is an outcome, reported by type
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
