@@ -236,11 +236,16 @@ const char *fx_infer_node(fx_graph *g, fx_node *n) {
     case FX_OP_RESIZE_BILINEAR: case FX_OP_RESIZE_NEAREST:
       if ((e = const_ints(g, n->in[1], v, 2, &nv))) return e;
       if (nv != 2 || x->rank != 4 || v[0] <= 0 || v[1] <= 0) return "size must be 2 positive ints on 4-D input";
+      if (!x->d[1] || !x->d[2]) return "resizing an empty input";
       *y = (fx_shape){4, {x->d[0], v[0], v[1], x->d[3]}};
       return NULL;
     case FX_OP_DEPTH_TO_SPACE: case FX_OP_SPACE_TO_DEPTH: {
       int bs = n->p.block.block;
       if (x->rank != 4 || bs < 1) return "needs 4-D input and block >= 1";
+      const int64_t bb = (int64_t)bs * bs; /* block^2 and the grown dims must fit an int */
+      if (bb > (n->kind == FX_OP_DEPTH_TO_SPACE ? x->d[3] : INT32_MAX / (x->d[3] ? x->d[3] : 1)) ||
+          (int64_t)(x->d[1] > x->d[2] ? x->d[1] : x->d[2]) * bs > INT32_MAX)
+        return "block too large for the input";
       if (n->kind == FX_OP_DEPTH_TO_SPACE) {
         if (x->d[3] % (bs * bs)) return "depth not divisible by block^2";
         *y = (fx_shape){4, {x->d[0], x->d[1] * bs, x->d[2] * bs, x->d[3] / (bs * bs)}};

@@ -104,8 +104,10 @@ static int producer_positions(TfLiteContext *ctx, const TfLiteIntArray *plan, in
       for (int i = 0; ts && i < ts->size; i++) {
         int t = ts->data[i];
         if (t < 0 || t >= nt) continue;
-        if (!pass) produced_at[t] = p;
-        else if (produced_at[t] >= p && *first_bad < 0) *first_bad = plan->data[p];
+        if (!pass) {
+          if (produced_at[t] >= 0 && *first_bad < 0) *first_bad = plan->data[p]; /* written twice */
+          produced_at[t] = p;
+        } else if (produced_at[t] >= p && *first_bad < 0) *first_bad = plan->data[p];
       }
     }
   return 0;
@@ -210,9 +212,9 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
     sg->nodes_total++;
     const char *why;
     fx_blob *folded = NULL;
-    char order_msg[96];
+    char order_msg[160];
     if (out_of_order >= 0) {
-      snprintf(order_msg, sizeof order_msg, "node %d reads a tensor that it or a later node writes", out_of_order);
+      snprintf(order_msg, sizeof order_msg, "node %d reads a tensor that it or a later node writes, or writes one another node writes", out_of_order);
       why = order_msg;
     } else if (reg->builtin_code == kTfLiteBuiltinDequantize || reg->builtin_code == kTfLiteBuiltinDensify) {
       why = fx_fold_special(&tr, node, reg->builtin_code, &folded);

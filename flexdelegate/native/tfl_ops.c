@@ -331,8 +331,8 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
   if (kind < 0) return reg->custom_name ? "custom op" : "unsupported op";
   if (!node->inputs || !node->outputs || node->inputs->size < 1 || node->outputs->size != 1)
     return "unexpected number of inputs/outputs";
-  const char *arity = fx_tfl_check_arity(reg->builtin_code, node);
-  if (arity) return arity;
+  const char *refused = fx_tfl_stock_refuses(tr->ctx, reg->builtin_code, node);
+  if (refused) return refused;
   if (!node->builtin_data && kind != FX_OP_BINARY && kind != FX_OP_UNARY && kind != FX_OP_TRANSPOSE &&
       kind != FX_OP_PAD && kind != FX_OP_MEAN && kind != FX_OP_SHAPE && kind != FX_OP_CAST &&
       kind != FX_OP_RESHAPE)
