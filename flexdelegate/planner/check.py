@@ -25,6 +25,11 @@ def verify(plan: Plan, graph: Graph) -> None:
     # Counts before anything is enumerated: a plan read from disk may claim 2**62 slices.
     if any(lp.slices < 1 for lp in plan.layers) or sum(lp.slices for lp in plan.layers) != nsteps:
         _fail("every layer needs >= 1 slice, and the slices must add up to the steps")
+    if [lp.index for lp in plan.layers] != list(range(L)):
+        _fail("layer plans must be numbered 0..L-1 in order")
+    for b in plan.blocks:  # what the checks below index by
+        if b.kind not in ("activation", "weight", "scratch") or (b.kind != "activation" and not 0 <= b.owner < L):
+            _fail(f"block of an unknown kind or layer: {b}")
     first = [lp.first_step for lp in plan.layers]
     last = [lp.first_step + lp.slices - 1 for lp in plan.layers]
     if plan.steps != [(j, s) for j in range(L) for s in range(plan.layers[j].slices)]:
