@@ -5,7 +5,8 @@
     bias, ...);
   * NaN and infinities in the inputs and in the constants come out where stock's do (a NaN
     bias of FULLY_CONNECTED came out as -FLT_MAX: x86 max/min return their second operand
-    when one is NaN, and the clamps passed the value first).
+    when one is NaN, and the clamps passed the value first). Depthwise follows LiteRT:
+    tflite-runtime 2.14 alone turns the NaN into the upper bound (a strict xfail there).
 Stock's verdict and answers are asked at test time, not written down here."""
 from pathlib import Path
 
@@ -73,7 +74,18 @@ def with_special_constants(data: bytes) -> bytes | None:
     return write_spec(spec) if changed else None
 
 
-@pytest.mark.parametrize("seed", SEEDS, ids=lambda p: p.stem[5:])
+def _tflite_214_depthwise(seed) -> bool:
+    from flexdelegate.runtime import detect
+    return "depthwise" in seed.stem and detect().name == "tflite_runtime"
+
+
+NAN_SEEDS = [pytest.param(p, marks=pytest.mark.xfail(
+    _tflite_214_depthwise(p), strict=True,
+    reason="tflite-runtime 2.14's depthwise kernel turns a NaN into the activation's upper bound; "
+           "LiteRT, and the delegate, keep it NaN")) for p in SEEDS]
+
+
+@pytest.mark.parametrize("seed", NAN_SEEDS, ids=lambda p: p.stem[5:])
 def test_non_finite_values_come_out_as_in_stock(seed, engines):
     from flexdelegate.run import max_error
     stock, flex = engines
