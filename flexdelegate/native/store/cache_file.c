@@ -165,7 +165,9 @@ static const char *validate(int fd, uint64_t file_size, fx_cache_header *h, fx_c
 
 fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len) {
   say(msg, msg_len, "%s", "");
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO planted at the path would otherwise block until a writer
+   * appears (a load hung forever); it does not change reads of a regular file. */
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno != ENOENT) say(msg, msg_len, "cannot open: %s", errno == ELOOP ? "is a symlink" : strerror(errno));
     return NULL;
@@ -278,7 +280,7 @@ static void remove_dead_temps(const char *path) {
 
 /* Copies the old file's blob region [4096, end) into the new file. */
 static int copy_region(const char *path, int out, uint64_t end) {
-  int in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int in = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC); /* as in fx_cache_open */
   if (in < 0) return -1;
   loff_t src = FX_CACHE_PAGE, dst = FX_CACHE_PAGE;
   int rc = 0;
@@ -306,7 +308,10 @@ static atomic_uint g_temp_counter;
 static uint8_t *merge_models(const fx_cache_map *cur, const fx_cache_model *rec, const fx_cache_keyref *keys,
                              size_t *n_models, size_t *n_keys) {
   size_t max_models = (cur ? (size_t)cur->n_models : 0) + 1;
-  size_t max_keys = (cur ? (size_t)cur->n_keys : 0) + rec->n_keys;
+  /* Room for every old record's keys: a valid file's key ranges may overlap (each only has to
+   * lie within the key list), so their total can exceed the list's length. */
+  size_t max_keys = rec->n_keys;
+  for (uint64_t i = 0; cur && i < cur->n_models; i++) max_keys += cur->models[i].n_keys;
   fx_cache_model *models = calloc(max_models, sizeof *models);
   fx_cache_keyref *all_keys = calloc(max_keys + 1, sizeof *all_keys);
   uint8_t *out = NULL;
