@@ -159,6 +159,38 @@ def test_truncated_under_a_live_mapping_never_crashes_or_misleads(tmp_path, afte
     assert "warning" in r.stderr
 
 
+REWRITE = textwrap.dedent("""
+    import os, sys; sys.path.insert(0, {here!r})
+    import numpy as np
+    from cachecheck import two_conv_model
+    from flexdelegate import load_flex
+    from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
+    model = two_conv_model(seed=5, cin=64, cout=64, size=16)
+    make_interpreter(model, delegate=load_flex(cache_path={path!r}))   # cold: write the file
+    it = make_interpreter(model, delegate=load_flex(cache_path={path!r}))  # warm: mapped
+    x = random_inputs(it)
+    ref = invoke(make_interpreter(model), x)
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    size = os.path.getsize({path!r})
+    with open({path!r}, "r+b") as f:  # someone else rewrites it in place: same inode, same size
+        f.seek(4096)
+        f.write(np.random.default_rng(1).integers(0, 256, size - 8192, np.uint8).tobytes())
+    print("err", max_error(ref, invoke(it, x)), max_error(ref, invoke(it, x)))
+""")
+
+
+def test_rewritten_in_place_under_a_live_mapping_is_noticed_and_repacked(tmp_path):
+    """Bytes written into the mapped file (same inode, same size) reach the mapping at once:
+    the fstat at the next invoke sees the new mtime and the weights are packed in memory."""
+    path = str(tmp_path / "w.fxc")
+    r = subprocess.run([sys.executable, "-c", REWRITE.format(here=HERE, path=path)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    errs = [float(v) for v in r.stdout.split()[1:]]
+    assert len(errs) == 2 and max(errs) <= 1e-4, errs
+    assert r.stderr.count("rewritten in place") == 1  # one warning
+
+
 def test_replaced_while_mapped_keeps_the_old_inode(tmp_path):
     from flexdelegate import load_flex
     from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
@@ -474,3 +506,29 @@ def test_damaged_blob_of_an_fp16_model_is_repacked_from_the_fp16_source(tmp_path
     stats = assert_correct(model, path)
     assert stats["cache"]["blobs_mapped"] == 3
     assert "checksum" in capfd.readouterr().err
+
+
+def test_a_blob_failing_its_checksum_is_stored_again_by_the_next_load(tmp_path, capfd):
+    """A damaged blob is dropped from the file by the load that finds it, and the next load
+    packs and stores it again: from then on every blob maps, silently (it used to be repacked
+    in memory on every load, forever)."""
+    from flexdelegate.cache.tools import verify
+    model, path = two_conv_model(seed=3), tmp_path / "m.fxc"
+    assert_correct(model, path)
+    info = read_cache(path)
+    data = bytearray(path.read_bytes())
+    e = info.entries[0]
+    data[e.offset + e.size // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    assert not verify(path)[0]
+    capfd.readouterr()
+    first = assert_correct(model, path)  # finds it, repacks it in memory, drops it from the file
+    assert "checksum" in capfd.readouterr().err
+    assert first["cache"]["blobs_mapped"] == TWO_CONV_BLOBS
+    assert len(read_cache(path).entries) == TWO_CONV_BLOBS - 1
+    second = assert_correct(model, path)  # packs and stores it again
+    assert second["cache"]["blobs_packed"] == 1
+    third = assert_correct(model, path)
+    assert third["cache"]["blobs_mapped"] == TWO_CONV_BLOBS and third["cache"]["blobs_packed"] == 0
+    assert "checksum" not in capfd.readouterr().err
+    assert verify(path)[0]

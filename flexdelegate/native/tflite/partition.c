@@ -159,7 +159,7 @@ static TfLiteStatus claim_nodes(TfLiteContext *ctx, const TfLiteIntArray *plan, 
     if (ctx->GetNodeAndRegistration(ctx, idx, &node, &reg) != kTfLiteOk) return kTfLiteDelegateError;
     sg->nodes_total++;
     fx_blob *folded = NULL;
-    char order_msg[160];
+    char order_msg[sizeof sg->fallback->reason];
     const char *why = order_msg;
     if (out_of_order >= 0)
       snprintf(order_msg, sizeof order_msg, "node %d reads a tensor that it or a later node writes, or writes one another node writes", out_of_order);
