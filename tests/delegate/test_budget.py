@@ -99,16 +99,22 @@ def test_set_budget_replans_between_invokes(model, reference, tmp_path):
         d.set_budget(-1)
 
 
+def budgeted_from_cache_file(model, tmp_path):
+    """A cache file written by an unlimited load, then a delegate budgeted just above the
+    minimum streaming from it: (cache path, minimum budget, delegate, interpreter)."""
+    cache = tmp_path / "m.fxc"
+    lo = min_budget(model, cache)
+    make_interpreter(model, delegate=load_flex(cache_path=str(cache)))  # writes the file
+    d = load_flex(budget=lo + 0.5, cache_path=str(cache))
+    return cache, lo, d, make_interpreter(model, delegate=d)
+
+
 @pytest.mark.parametrize("what", ["deleted", "replaced"])
 def test_cache_file_deleted_or_replaced_under_a_budgeted_delegate(model, reference, tmp_path, what):
     """Budgeted runs stream weights from the file they mapped, whatever happens to its path
     (a concurrent prune deleted it: 46 of ~832 loads failed "cannot open the cache file")."""
     x, ref = reference
-    cache = tmp_path / "m.fxc"
-    lo = min_budget(model, cache)
-    make_interpreter(model, delegate=load_flex(cache_path=str(cache)))  # writes the file
-    d = load_flex(budget=lo + 0.5, cache_path=str(cache))
-    it = make_interpreter(model, delegate=d)
+    cache, lo, d, it = budgeted_from_cache_file(model, tmp_path)
     assert d.stats()["cache"]["blobs_mapped"] > 0
     if what == "deleted":
         cache.unlink()
@@ -121,33 +127,22 @@ def test_cache_file_deleted_or_replaced_under_a_budgeted_delegate(model, referen
         assert max_error(ref, invoke(it, x)) <= 1e-4, budget
 
 
-def test_cache_file_truncated_under_a_budgeted_delegate(model, reference, tmp_path):
+@pytest.mark.parametrize("change", ["truncated", "rewritten"])
+def test_cache_file_changed_in_place_under_a_budgeted_delegate(model, reference, tmp_path, change):
+    """Streamed weights are read with pread from the mapped file: someone else truncating it
+    or writing into it in place would reach the kernels. The next invoke notices (a short read,
+    the per-invoke fstat), repacks the weights in memory, lays the plan out again: correct."""
     x, ref = reference
-    cache = tmp_path / "m.fxc"
-    lo = min_budget(model, cache)
-    make_interpreter(model, delegate=load_flex(cache_path=str(cache)))  # writes the file
-    d = load_flex(budget=lo + 0.5, cache_path=str(cache))
-    it = make_interpreter(model, delegate=d)
-    assert max_error(ref, invoke(it, x)) <= 1e-4
-    os.truncate(cache, 4096)  # someone else truncates it in place
-    assert max_error(ref, invoke(it, x)) <= 1e-4  # repacked in memory, laid out again
-    assert max_error(ref, invoke(it, x)) <= 1e-4
-
-
-def test_cache_file_rewritten_in_place_under_a_budgeted_delegate(model, reference, tmp_path):
-    """Streamed weights are read with pread from the mapped file: bytes someone else writes in
-    place would reach the kernels. The per-invoke fstat notices, and the run is correct."""
-    x, ref = reference
-    cache = tmp_path / "m.fxc"
-    lo = min_budget(model, cache)
-    make_interpreter(model, delegate=load_flex(cache_path=str(cache)))  # writes the file
-    d = load_flex(budget=lo + 0.5, cache_path=str(cache))
-    it = make_interpreter(model, delegate=d)
+    cache, lo, d, it = budgeted_from_cache_file(model, tmp_path)
     assert max_error(ref, invoke(it, x)) <= 1e-4
     size = cache.stat().st_size
-    with open(cache, "r+b") as f:
-        f.seek(4096)
-        f.write(b"\x55" * (size - 8192))
+    if change == "truncated":
+        os.truncate(cache, 4096)
+    else:
+        with open(cache, "r+b") as f:
+            f.seek(4096)
+            f.write(b"\x55" * (size - 8192))
+    assert max_error(ref, invoke(it, x)) <= 1e-4
     assert max_error(ref, invoke(it, x)) <= 1e-4
 
 
