@@ -113,9 +113,9 @@ static int repack_in_memory(fx_conv_pack *p) {
   return 0;
 }
 
-int fx_conv_pack_check(fx_conv_pack *p) {
+int fx_conv_pack_check(fx_conv_pack *p, int unmapped) {
   if (!p->ref->data) return -1; /* packing ran out of memory at commit */
-  if (!fx_wref_verify(p->ref)) return 0;
+  if (!fx_wref_verify(p->ref, unmapped)) return 0;
   /* Dropped from the file too (when it is still the one we mapped), so the next writable load
    * stores it again rather than every load repacking it forever. */
   const fx_wref *w = p->ref;

@@ -85,7 +85,7 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
 #define ES fx_dtype_size(XT->dtype)
 
 int fx_run_gemm(fx_graph *g, fx_node *n, fx_pool *pool) {
-  if (fx_conv_pack_check(n->pack)) return -1;
+  if (fx_conv_pack_check(n->pack, 0)) return -1;
   fx_conv_geom geo;
   conv_geom(g, n, &geo);
   float *scratch = n->scratch >= 0 ? (float *)g->tensors[n->scratch].ptr : NULL;

@@ -128,6 +128,10 @@ const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *st
 int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store);
 /* Repacks weights whose cache mapping was truncated under us: 1 repaired, 0 fine, -1 OOM. */
 int fx_node_repair(fx_node *n);
+/* Verifies the node's cached packed weights through the file, never touching the mapping (a
+ * budget plan streams them: their pages must not become resident), repacking in memory what
+ * fails its checksum. -1 out of memory. */
+int fx_node_check_unmapped(fx_node *n);
 /* Scratch bytes a node needs for `threads` workers (0 if none). */
 size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads);
 

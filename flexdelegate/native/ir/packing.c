@@ -98,6 +98,10 @@ int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store) {
   return added;
 }
 
+int fx_node_check_unmapped(fx_node *n) {
+  return (n->pack && fx_conv_pack_check(n->pack, 1)) || (n->gemm_pack && fx_conv_pack_check(n->gemm_pack, 1)) ? -1 : 0;
+}
+
 int fx_node_repair(fx_node *n) {
   const int a = n->pack ? fx_conv_pack_repair(n->pack) : 0;
   const int b = n->gemm_pack ? fx_conv_pack_repair(n->gemm_pack) : 0;

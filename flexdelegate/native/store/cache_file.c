@@ -500,6 +500,8 @@ static fx_cache_map *rewrite(const char *path, const fx_cache_map *cur, const fx
     rc = write_index(fd, cur, entries, n_old + n_new, model, keys, end, blob_bytes, dedup_bytes, msg, msg_len);
   }
   free(entries);
+  struct stat written;
+  if (!rc && fstat(fd, &written)) rc = -1;
   close(fd);
   if (!rc) rc = publish(tmp_path, path, msg, msg_len);
   if (rc) {
@@ -509,6 +511,16 @@ static fx_cache_map *rewrite(const char *path, const fx_cache_map *cur, const fx
   char why_new[160];
   fx_cache_map *result = fx_cache_open(path, why_new, sizeof why_new);
   if (!result) say(msg, msg_len, "the file just written does not validate: %s", why_new);
+  /* The blobs this writer packed count as verified: only if the file mapped is exactly the
+   * one written (someone may rename another over the path, or write into it, in between). */
+  struct stat now;
+  if (result && (fstat(result->fd, &now) || now.st_dev != written.st_dev || now.st_ino != written.st_ino ||
+                 now.st_size != written.st_size || now.st_mtim.tv_sec != written.st_mtim.tv_sec ||
+                 now.st_mtim.tv_nsec != written.st_mtim.tv_nsec)) {
+    fx_cache_map_unref(result);
+    result = NULL;
+    say(msg, msg_len, "%s", "the cache file changed right after it was written");
+  }
   return result;
 }
 

@@ -53,8 +53,10 @@ fx_wref *fx_store_get(fx_store *s, const uint64_t key[2], uint32_t algo, uint32_
                       fx_pack_fn pack, const void *ctx, size_t ctx_size, const void *src, size_t src_len);
 void fx_wref_unref(fx_wref *w);
 /* Checks a mapped blob against its checksum (once: the load validates only the index; this
- * catches damage inside blobs before any result depends on them). Nonzero if damaged. */
-int fx_wref_verify(fx_wref *w);
+ * catches damage inside blobs before any result depends on them). Nonzero if damaged.
+ * unmapped: read it through the file instead (pread), for weights a budget plan streams: their
+ * pages must not become resident. */
+int fx_wref_verify(fx_wref *w, int unmapped);
 /* Nonzero if the mapping behind w was damaged under us (file truncated while mapped). */
 int fx_wref_damaged(const fx_wref *w);
 /* A private in-memory packing, outside any store (replacing a damaged blob). */

@@ -195,11 +195,45 @@ static int resize_arena(fx_partition *p, size_t bytes) {
 
 /* The partition's memory for the delegate's current budget: a plan (plan/planner.h chooses
  * the planner), an arena of its size, and the plan started on it. */
-static const char *plan_memory(fx_partition *p, int threads, flex_error *err) {
+static const char *plan_once(fx_partition *p, int threads, flex_error *err) {
   const char *why = fx_plan_memory(&p->plan, &p->g, threads, p->d->opts.budget_mb, p->d->store, err);
   if (!why && resize_arena(p, p->plan.arena_bytes)) why = "out of memory for the arena";
   if (!why) why = p->plan.planner->start(&p->plan, p->arena);
   if (why) fx_mem_plan_free(&p->plan);
+  return why;
+}
+
+/* Packs again in memory the weights of every node whose cache mapping was damaged (see
+ * store/sigbus.h): -1 out of memory, else whether any was. */
+static int repair_nodes(fx_partition *p) {
+  int repaired = 0;
+  for (int i = 0; i < p->g.n_nodes; i++) {
+    const int r = fx_node_repair(&p->g.nodes[i]);
+    if (r < 0) return -1;
+    repaired |= r;
+  }
+  return repaired;
+}
+
+static void warn_budget_lost(void) {
+  fprintf(stderr, "flexdelegate: warning: the budget is not held until the delegate is loaded again (its "
+                  "cache file changed under it)\n");
+}
+
+static const char *plan_memory(fx_partition *p, int threads, flex_error *err) {
+  /* Unbudgeted runs verify weights at first use through the mapping; streamed ones never go
+   * through it, so they are checked here, once, through the file. */
+  for (int i = 0; p->d->opts.budget_mb > 0 && i < p->g.n_nodes; i++)
+    if (fx_node_check_unmapped(&p->g.nodes[i])) return "out of memory checking weights";
+  const char *why = plan_once(p, threads, err);
+  if (why && p->d->opts.budget_mb > 0) { /* the pinned weights' read came up short? */
+    fx_mapping_check_files();
+    const int seen = fx_sigbus_any();
+    if (seen != p->damage_seen && repair_nodes(p) > 0) {
+      p->damage_seen = seen;
+      if (!(why = plan_once(p, threads, err))) warn_budget_lost();
+    }
+  }
   return why;
 }
 
@@ -296,19 +330,12 @@ static TfLiteStatus repair_damage(TfLiteContext *ctx, fx_partition *p) {
   if (seen == p->damage_seen) return kTfLiteOk;
   pthread_mutex_lock(&p->d->state_lock);
   pthread_rwlock_wrlock(&p->d->weights_lock);
-  int repaired = 0, failed = 0;
-  for (int i = 0; i < p->g.n_nodes && !failed; i++) {
-    const int r = fx_node_repair(&p->g.nodes[i]);
-    failed = r < 0;
-    repaired |= r > 0;
-  }
-  const char *why = failed ? "out of memory packing weights again" : NULL;
-  if (!why && repaired && p->plan.planner == &fx_budget_planner) {
+  const int repaired = repair_nodes(p);
+  const char *why = repaired < 0 ? "out of memory packing weights again" : NULL;
+  if (repaired > 0 && p->plan.planner == &fx_budget_planner) {
     flex_error err;
-    why = fx_partition_replan(p, &err);
-    if (!why)
-      fprintf(stderr, "flexdelegate: warning: the budget is not held until the delegate is loaded again (its "
-                      "cache file changed under it)\n");
+    p->damage_seen = seen; /* the re-plan below need not look again */
+    if (!(why = fx_partition_replan(p, &err))) warn_budget_lost();
   }
   if (!why) p->damage_seen = seen;
   pthread_rwlock_unlock(&p->d->weights_lock);
