@@ -506,6 +506,38 @@ def test_unary(op, shape, scale):
     check(single_op(op, [shape], shape), scale=scale)
 
 
+# The transformer graphs' element-wise math (LayerNorm's spellings, GELU); SQRT, RSQRT and LOG
+# on positive inputs (and on the sign-mixed ones: NaN / inf where stock has them).
+MATH = ["NEG", "ABS", "SQUARE", "SQRT", "RSQRT", "EXP", "LOG"]
+
+
+@pytest.mark.parametrize("positive", [True, False])
+@pytest.mark.parametrize("shape", [(1, 5, 5, 3), (7,), (2, 33), ()], ids=str)
+@pytest.mark.parametrize("op", MATH)
+def test_unary_math(op, shape, positive):
+    check(single_op(op, [shape], shape), scale=2, positive=positive)
+
+
+@pytest.mark.parametrize("scale", [1, 4, 30])
+@pytest.mark.parametrize("approximate", [False, True])
+@pytest.mark.parametrize("shape", [(1, 7, 33), (5,), (2, 3, 4, 17)], ids=str)
+def test_gelu(shape, approximate, scale):
+    check(single_op("GELU", [shape], shape, approximate=approximate), scale=scale)
+
+
+@pytest.mark.parametrize("pattern", ["same", "scalar_rank0", "per_channel", "both_sides", "rank_mismatch"])
+@pytest.mark.parametrize("op", ["SQUARED_DIFFERENCE", "POW"])
+def test_binary_math(op, pattern):
+    a, b = BROADCASTS[pattern]
+    # POW on positive bases (a negative base with a fractional exponent is NaN on both sides,
+    # which the NaN-pattern check covers once, below).
+    check(binary_model(op, a, b), positive=op == "POW")
+
+
+def test_pow_negative_base_nan():
+    check(binary_model("POW", (2, 9), (2, 9)))
+
+
 @pytest.mark.parametrize("alpha", [0.2, 0.01, 0.0, 1.5, -0.3])
 def test_leaky_relu(alpha):
     check(single_op("LEAKY_RELU", [(1, 5, 5, 3)], (1, 5, 5, 3), alpha=alpha), scale=3)

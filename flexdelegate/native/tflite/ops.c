@@ -186,6 +186,11 @@ static const char *read_leaky_relu(fx_graph *g, fx_node *n, const void *bd) {
   return need_f32(g, n, 1);
 }
 
+static const char *read_gelu(fx_graph *g, fx_node *n, const void *bd) {
+  if (bd && ((const TfLiteGeluParams *)bd)->approximate) n->p.un.kind = FX_U_GELU_TANH;
+  return need_f32(g, n, 1);
+}
+
 static const char *read_pool(fx_graph *g, fx_node *n, const void *bd) {
   const TfLitePoolParams *p = bd;
   const char *e;
@@ -343,6 +348,8 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinMaximum, FX_OP_BINARY, FX_B_MAX, read_f32_binary, 2, 0, 0},
     {kTfLiteBuiltinMinimum, FX_OP_BINARY, FX_B_MIN, read_f32_binary, 2, 0, 0},
     {kTfLiteBuiltinPrelu, FX_OP_BINARY, FX_B_PRELU, read_f32_binary, 2, 0, 0},
+    {kTfLiteBuiltinSquaredDifference, FX_OP_BINARY, FX_B_SQDIFF, read_f32_binary, 2, 0, 0},
+    {kTfLiteBuiltinPow, FX_OP_BINARY, FX_B_POW, read_f32_binary, 2, 0, 0},
     {kTfLiteBuiltinRelu, FX_OP_UNARY, FX_U_RELU, read_f32_unary, 1, 0, 0},
     {kTfLiteBuiltinRelu6, FX_OP_UNARY, FX_U_RELU6, read_f32_unary, 1, 0, 0},
     {kTfLiteBuiltinReluN1To1, FX_OP_UNARY, FX_U_RELU_N1_TO_1, read_f32_unary, 1, 0, 0},
@@ -350,6 +357,14 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinTanh, FX_OP_UNARY, FX_U_TANH, read_f32_unary, 1, 0, 0},
     {kTfLiteBuiltinHardSwish, FX_OP_UNARY, FX_U_HARD_SWISH, read_f32_unary, 1, 0, 0},
     {kTfLiteBuiltinLeakyRelu, FX_OP_UNARY, FX_U_LEAKY_RELU, read_leaky_relu, 1, 0, 0},
+    {kTfLiteBuiltinNeg, FX_OP_UNARY, FX_U_NEG, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinAbs, FX_OP_UNARY, FX_U_ABS, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinSquare, FX_OP_UNARY, FX_U_SQUARE, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinSqrt, FX_OP_UNARY, FX_U_SQRT, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinRsqrt, FX_OP_UNARY, FX_U_RSQRT, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinExp, FX_OP_UNARY, FX_U_EXP, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinLog, FX_OP_UNARY, FX_U_LOG, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinGelu, FX_OP_UNARY, FX_U_GELU, read_gelu, 1, 0, 0},
     {kTfLiteBuiltinMaxPool2d, FX_OP_POOL, 1, read_pool, 1, 0, 1},
     {kTfLiteBuiltinAveragePool2d, FX_OP_POOL, 0, read_pool, 1, 0, 1},
     {kTfLiteBuiltinMean, FX_OP_MEAN, 0, read_mean, 2, 0, 0},

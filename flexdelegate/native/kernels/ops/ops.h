@@ -31,14 +31,17 @@ static inline int fx_act_is_curve(int act) { return act == FLEX_ACT_SIGMOID || a
 /* ---- elementwise ---- */
 enum fx_unary { FX_U_RELU, FX_U_RELU6, FX_U_RELU_N1_TO_1, FX_U_LOGISTIC, FX_U_TANH,
                 FX_U_HARD_SWISH, FX_U_LEAKY_RELU,
-                FX_U_SWISH /* x * sigmoid(x): fused LOGISTIC + MUL, never from a TFLite op */ };
+                FX_U_SWISH /* x * sigmoid(x): fused LOGISTIC + MUL, never from a TFLite op */,
+                FX_U_NEG, FX_U_ABS, FX_U_SQUARE, FX_U_SQRT, FX_U_RSQRT, FX_U_EXP, FX_U_LOG,
+                FX_U_GELU, FX_U_GELU_TANH /* kernels/vgelu: exact (erf) and approximate (tanh) */ };
 void fx_unary_f32(int kind, float alpha, const float *x, float *y, size_t n);
 /* The same, split across the pool's threads for big tensors. */
 void fx_unary_f32_pool(fx_pool *pool, int kind, float alpha, const float *x, float *y, size_t n);
 
 /* y = act(a OP b) with numpy-style broadcasting; shapes right-aligned, ranks may differ.
- * PRELU is y = a >= 0 ? a : a * b (b = alpha, broadcast). */
-enum fx_binop { FX_B_ADD, FX_B_SUB, FX_B_MUL, FX_B_DIV, FX_B_MAX, FX_B_MIN, FX_B_PRELU };
+ * PRELU is y = a >= 0 ? a : a * b (b = alpha, broadcast); SQDIFF (a - b)²; POW powf(a, b). */
+enum fx_binop { FX_B_ADD, FX_B_SUB, FX_B_MUL, FX_B_DIV, FX_B_MAX, FX_B_MIN, FX_B_PRELU, FX_B_SQDIFF, FX_B_POW,
+                FX_B_COUNT };
 int fx_broadcast_shape(const fx_shape *a, const fx_shape *b, fx_shape *out); /* 0 ok, -1 incompatible */
 void fx_binary_f32(fx_pool *pool, int op, const float *a, const fx_shape *as,
                    const float *b, const fx_shape *bs, float *y, const fx_shape *ys, int act);
