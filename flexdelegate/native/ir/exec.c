@@ -129,6 +129,15 @@ int fx_run_unary(fx_graph *g, fx_node *n, fx_pool *pool) {
   return 0;
 }
 
+int fx_run_batch_matmul(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_bmm_plan p;
+  if (fx_node_bmm_plan(g, n, &p)) return -1;
+  const size_t need = fx_bmm_scratch_floats(&p, NULL, pool ? fx_pool_threads(pool) : 1, 0);
+  const fx_tensor *s = n->scratch >= 0 ? T(g, n->scratch) : NULL;
+  if (need && (!s || !s->ptr || fx_shape_numel(&s->shape) < need)) return -1; /* never past the slot */
+  return fx_bmm_f32(pool, &p, NULL, F(g, n->in[0]), F(g, n->in[1]), NULL, YT->ptr, s ? s->ptr : NULL);
+}
+
 int fx_run_mean(fx_graph *g, fx_node *n, fx_pool *pool) {
   fx_mean_f32_pool(pool, XT->ptr, &XT->shape, (unsigned)n->pads[0], YT->ptr);
   return 0;

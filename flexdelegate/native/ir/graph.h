@@ -4,6 +4,7 @@
 #ifndef FLEX_GRAPH_H
 #define FLEX_GRAPH_H
 #include "blob.h"
+#include "kernels/batch-matmul/batch_matmul.h"
 #include "kernels/ops/ops.h"
 
 enum fx_storage {
@@ -50,6 +51,7 @@ typedef struct {
     struct { int op; } bin;
     struct { int kind; float alpha; } un;
     struct { int keep_num_dims; } fc;
+    struct { int adj_x, adj_y; } bmm;
     struct { int keep_dims; } mean;
     struct { float beta; } softmax;
     struct { int axis, pack; } concat;                  /* pack: inputs gain a new dim at axis */
@@ -128,6 +130,9 @@ const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *st
 int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store);
 /* Repacks weights whose cache mapping was truncated under us: 1 repaired, 0 fine, -1 OOM. */
 int fx_node_repair(fx_node *n);
+/* A BATCH_MATMUL node's plan (kernels/batch-matmul) for the current shapes: 0, or -1 when its
+ * operands cannot multiply. */
+int fx_node_bmm_plan(const fx_graph *g, const fx_node *n, fx_bmm_plan *plan);
 /* Scratch bytes a node needs for `threads` workers (0 if none). */
 size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads);
 

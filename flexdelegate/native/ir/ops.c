@@ -23,6 +23,11 @@ static double fx_flops_transpose_conv(const fx_graph *g, const fx_node *n) {
   return 2.0 * (double)fx_shape_numel(x) * f->d[0] * f->d[1] * f->d[2];
 }
 
+static double fx_flops_batch_matmul(const fx_graph *g, const fx_node *n) {
+  fx_bmm_plan p;
+  return fx_node_bmm_plan(g, n, &p) ? 0.0 : 2.0 * (double)p.batches * p.m * p.n * p.k;
+}
+
 const fx_op_def fx_op_defs[FX_OP_COUNT] = {
 #define FX_OP(kind, name, infer, run, flops) [FX_OP_##kind] = {name, infer, run, flops},
 #include "ops.inc"

@@ -291,6 +291,20 @@ const char *fx_infer_gather(fx_graph *g, fx_node *n) {
   return NULL;
 }
 
+int fx_node_bmm_plan(const fx_graph *g, const fx_node *n, fx_bmm_plan *plan) {
+  const fx_shape *a = &g->tensors[n->in[0]].shape, *b = &g->tensors[n->in[1]].shape;
+  return fx_bmm_plan_init(plan, a->d, a->rank, b->d, b->rank, n->p.bmm.adj_x, n->p.bmm.adj_y);
+}
+
+const char *fx_infer_batch_matmul(fx_graph *g, fx_node *n) {
+  fx_bmm_plan p;
+  if (fx_node_bmm_plan(g, n, &p)) return "operands do not multiply (rank 2..6, equal depth, broadcastable batch)";
+  fx_shape *y = Y_SHAPE;
+  y->rank = p.rank;
+  for (int i = 0; i < p.rank; i++) y->d[i] = p.dims[i];
+  return NULL;
+}
+
 const char *fx_infer_shape(fx_graph *g, fx_node *n) {
   *Y_SHAPE = (fx_shape){1, {X_SHAPE->rank}};
   return NULL;

@@ -310,6 +310,13 @@ static const char *read_gather(fx_graph *g, fx_node *n, const void *bd) {
   return same_dtype(g, n, 1);
 }
 
+static const char *read_batch_matmul(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteBatchMatMulParams *p = bd;
+  n->p.bmm.adj_x = p ? p->adj_x : 0;
+  n->p.bmm.adj_y = p ? p->adj_y : 0;
+  return need_f32(g, n, 3);
+}
+
 static const char *read_shape(fx_graph *g, fx_node *n, const void *bd) {
   if (bd) n->p.shape.out_type = ((const TfLiteShapeParams *)bd)->out_type;
   int dt = g->tensors[n->out[0]].dtype;
@@ -384,6 +391,7 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinGather, FX_OP_GATHER, 0, read_gather, 2, 0, 1},
     {kTfLiteBuiltinShape, FX_OP_SHAPE, 0, read_shape, 1, 0, 0},
     {kTfLiteBuiltinCast, FX_OP_CAST, 0, read_cast, 1, 0, 0},
+    {kTfLiteBuiltinBatchMatmul, FX_OP_BATCH_MATMUL, 0, read_batch_matmul, 2, 0, 0},
 };
 
 static const builtin_op *builtin_of(int builtin) {
