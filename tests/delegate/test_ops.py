@@ -1216,3 +1216,127 @@ def test_batch_matmul_after_resizing_the_input():
         it.allocate_tensors()
     xs = random_inputs(ref, seed=3)
     assert max_error(invoke(ref, xs), invoke(got, xs)) <= TOL
+
+
+# ======================================================================================
+# Bool and integer element-wise: comparisons, logical ops, SELECT / SELECT_V2, int ADD/SUB/MUL
+# ======================================================================================
+COMPARES = ["LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL"]
+BOOL = np.bool_
+
+
+def _ints(shape, seed, lo=-3, hi=4, dtype=I32):
+    return np.random.default_rng(seed).integers(lo, hi, size=shape).astype(dtype)
+
+
+def _typed_inputs(dtype):
+    """Small integers (ties likely, so EQUAL and the <= / >= edges are exercised), in `dtype`."""
+    def make(it, seed):
+        return [(_ints(tuple(d["shape"]), seed + i) if np.dtype(d["dtype"]) != BOOL
+                 else _ints(tuple(d["shape"]), seed + i, 0, 2).astype(BOOL)).astype(d["dtype"])
+                for i, d in enumerate(it.get_input_details())]
+    return make
+
+
+@pytest.mark.parametrize("dtype", [F32, I32, I64])
+@pytest.mark.parametrize("pattern", ["same", "scalar_rank0", "per_channel", "both_sides", "rank_mismatch"])
+@pytest.mark.parametrize("op", COMPARES)
+def test_compare(op, pattern, dtype):
+    a, b = BROADCASTS[pattern]
+    model = single_op(op, [Input(a, dtype), Input(b, dtype)], broadcast_shape(a, b), out_dtype=BOOL)
+    check(model, inputs=_typed_inputs(dtype))
+
+
+@pytest.mark.parametrize("op", ["EQUAL", "NOT_EQUAL"])
+def test_compare_bool(op):
+    check(single_op(op, [Input((2, 5), BOOL), Input((5,), BOOL)], (2, 5), out_dtype=BOOL),
+          inputs=_typed_inputs(BOOL))
+
+
+@pytest.mark.parametrize("pattern", ["same", "scalar_rank0", "both_sides"])
+@pytest.mark.parametrize("op", ["LOGICAL_AND", "LOGICAL_OR"])
+def test_logical(op, pattern):
+    a, b = BROADCASTS[pattern]
+    check(single_op(op, [Input(a, BOOL), Input(b, BOOL)], broadcast_shape(a, b), out_dtype=BOOL),
+          inputs=_typed_inputs(BOOL))
+
+
+def test_logical_not():
+    check(single_op("LOGICAL_NOT", [Input((3, 7), BOOL)], (3, 7), out_dtype=BOOL), inputs=_typed_inputs(BOOL))
+
+
+SELECT_V2_SHAPES = {
+    "same": ((2, 3, 4), (2, 3, 4), (2, 3, 4)),
+    "scalar_y": ((1, 2, 5, 5), (1, 2, 5, 5), ()),          # GPT-2's causal mask: where(mask, s, -inf)
+    "mask_bcast": ((1, 1, 5, 5), (1, 2, 5, 5), ()),
+    "all_bcast": ((3, 1, 1), (1, 4, 1), (1, 1, 5)),
+    "cond_scalar": ((), (2, 3), (2, 3)),
+}
+
+
+@pytest.mark.parametrize("dtype", [F32, I32, I64])
+@pytest.mark.parametrize("case", list(SELECT_V2_SHAPES))
+def test_select_v2(case, dtype):
+    c, x, y = SELECT_V2_SHAPES[case]
+    out = broadcast_shape(broadcast_shape(c, x), y)
+    check(single_op("SELECT_V2", [Input(c, BOOL), Input(x, dtype), Input(y, dtype)], out, out_dtype=dtype),
+          inputs=_typed_inputs(dtype))
+
+
+@pytest.mark.parametrize("dtype", [F32, I32])
+@pytest.mark.parametrize("c,x", [((2, 3, 4), (2, 3, 4)), ((4,), (4, 3, 2)), ((6,), (6,))], ids=str)
+def test_select(c, x, dtype):
+    check(single_op("SELECT", [Input(c, BOOL), Input(x, dtype), Input(x, dtype)], x, out_dtype=dtype),
+          inputs=_typed_inputs(dtype))
+
+
+def test_select_v2_constant_mask():
+    """GPT-2's spelling: a constant causal bool mask picks the scores or a large negative."""
+    mask = np.tril(np.ones((6, 6), bool))[None, None]
+    model = single_op("SELECT_V2", [mask, (1, 2, 6, 6), np.array(-1e9, F32)], (1, 2, 6, 6))
+    check(model)
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+@pytest.mark.parametrize("pattern", ["same", "scalar_rank0", "per_channel", "both_sides"])
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
+def test_binary_int(op, pattern, dtype):
+    a, b = BROADCASTS[pattern]
+    check(single_op(op, [Input(a, dtype), Input(b, dtype)], broadcast_shape(a, b), out_dtype=dtype),
+          inputs=lambda it, seed: [_ints(tuple(d["shape"]), seed + i, -1000, 1000, dtype)
+                                   for i, d in enumerate(it.get_input_details())])
+
+
+def test_binary_int_wraps_as_stock():
+    big = np.array([2**31 - 1, -2**31, 123456789], I32)
+    check(single_op("MUL", [Input((3,), I32), np.array([3, 3, 100], I32)], (3,), out_dtype=I32),
+          inputs=[big])
+    check(single_op("ADD", [Input((3,), I32), np.array([1, -1, 2**31 - 1], I32)], (3,), out_dtype=I32),
+          inputs=[big])
+
+
+def test_int_div_stays_with_stock():
+    model = single_op("DIV", [Input((4,), I32), Input((4,), I32)], (4,), out_dtype=I32)
+    delegate = load_flex()
+    make_interpreter(model, delegate=delegate)
+    assert delegate.stats()["nodes_delegated"] == 0
+
+
+def _token_wrap_model(vocab=50, seq=7, d=8):
+    """The converter's embedding lookup: ids < 0 wrap (LESS, ADD, SELECT), then GATHER."""
+    b = ModelBuilder()
+    ids = b.input((1, seq), dtype=I32)
+    neg = b.tensor((1, seq), dtype=BOOL)
+    b.op("LESS", [ids, b.const(np.array(0, I32))], [neg])
+    wrapped = b.tensor((1, seq), dtype=I32)
+    b.op("ADD", [ids, b.const(np.array(vocab, I32))], [wrapped])
+    sel = b.tensor((1, seq), dtype=I32)
+    b.op("SELECT", [neg, wrapped, ids], [sel])
+    y = b.tensor((1, seq, d))
+    b.op("GATHER", [b.const(rand((vocab, d), 3)), sel], [y], axis=0)
+    b.output(y)
+    return b.build()
+
+
+def test_token_embedding_with_negative_ids():
+    check(_token_wrap_model(), inputs=lambda it, seed: [_ints((1, 7), seed, -50, 50)])

@@ -118,14 +118,46 @@ int fx_run_transpose_conv(fx_graph *g, fx_node *n, fx_pool *pool) {
   return 0;
 }
 
+/* The kernels' element type of an IR dtype. */
+static int elem_of(int dtype) {
+  return dtype == FX_I32 ? FX_ELEM_I32 : dtype == FX_I64 ? FX_ELEM_I64 : dtype == FX_BOOL ? FX_ELEM_BOOL : FX_ELEM_F32;
+}
+
 int fx_run_binary(fx_graph *g, fx_node *n, fx_pool *pool) {
   fx_tensor *bt = T(g, n->in[1]);
+  if (YT->dtype != FX_F32) {
+    fx_binary_int(n->p.bin.op, elem_of(YT->dtype), XT->ptr, &XT->shape, bt->ptr, &bt->shape, YT->ptr, &YT->shape);
+    return 0;
+  }
   fx_binary_f32(pool, n->p.bin.op, XT->ptr, &XT->shape, bt->ptr, &bt->shape, YT->ptr, &YT->shape, n->act);
   return 0;
 }
 
 int fx_run_unary(fx_graph *g, fx_node *n, fx_pool *pool) {
   fx_unary_f32_pool(pool, n->p.un.kind, n->p.un.alpha, XT->ptr, YT->ptr, fx_shape_numel(&XT->shape));
+  return 0;
+}
+
+int fx_run_compare(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_tensor *b = T(g, n->in[1]);
+  fx_compare(n->p.cmp.op, elem_of(XT->dtype), XT->ptr, &XT->shape, b->ptr, &b->shape, YT->ptr, &YT->shape);
+  return 0;
+}
+
+int fx_run_logical(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_tensor *b = n->n_in > 1 ? T(g, n->in[1]) : NULL;
+  fx_logical(n->p.cmp.op, XT->ptr, &XT->shape, b ? b->ptr : NULL, b ? &b->shape : NULL, YT->ptr, &YT->shape);
+  return 0;
+}
+
+int fx_run_select(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_tensor *x = T(g, n->in[1]), *yv = T(g, n->in[2]);
+  fx_shape c;
+  fx_select_cond_shape(g, n, &c);
+  fx_select(fx_dtype_size(YT->dtype), XT->ptr, &c, x->ptr, &x->shape, yv->ptr, &yv->shape, YT->ptr, &YT->shape);
   return 0;
 }
 

@@ -52,6 +52,8 @@ typedef struct {
     struct { int kind; float alpha; } un;
     struct { int keep_num_dims; } fc;
     struct { int adj_x, adj_y; } bmm;
+    struct { int op; } cmp;                             /* COMPARE (FX_CMP_*), LOGICAL (FX_LOGIC_*) */
+    struct { int v2; } select;                          /* SELECT_V2 broadcasts all three */
     struct { int keep_dims; } mean;
     struct { float beta; } softmax;
     struct { int axis, pack; } concat;                  /* pack: inputs gain a new dim at axis */
@@ -132,6 +134,8 @@ int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store);
 int fx_node_repair(fx_node *n);
 /* A BATCH_MATMUL node's plan (kernels/batch-matmul) for the current shapes: 0, or -1 when its
  * operands cannot multiply. */
+/* SELECT's condition shape as it broadcasts against x (version 1's rank-1 form spelled out). */
+void fx_select_cond_shape(const fx_graph *g, const fx_node *n, fx_shape *c);
 int fx_node_bmm_plan(const fx_graph *g, const fx_node *n, fx_bmm_plan *plan);
 /* Scratch bytes a node needs for `threads` workers (0 if none). */
 size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads);

@@ -291,6 +291,35 @@ const char *fx_infer_gather(fx_graph *g, fx_node *n) {
   return NULL;
 }
 
+/* COMPARE / LOGICAL: the broadcast of the two operands (LOGICAL_NOT: the one). */
+const char *fx_infer_broadcast(fx_graph *g, fx_node *n) {
+  const fx_shape *b = n->n_in > 1 ? &T(g, n->in[1])->shape : X_SHAPE;
+  return fx_broadcast_shape(X_SHAPE, b, Y_SHAPE) ? "shapes do not broadcast" : NULL;
+}
+
+/* SELECT's condition as it broadcasts: version 1 takes a rank-1 condition over x's first dim. */
+void fx_select_cond_shape(const fx_graph *g, const fx_node *n, fx_shape *c) {
+  const fx_shape *x = &g->tensors[n->in[1]].shape;
+  *c = g->tensors[n->in[0]].shape;
+  if (!n->p.select.v2 && c->rank == 1 && x->rank > 1) {
+    *c = (fx_shape){x->rank, {c->d[0]}};
+    for (int i = 1; i < x->rank; i++) c->d[i] = 1;
+  }
+}
+
+const char *fx_infer_select(fx_graph *g, fx_node *n) {
+  const fx_shape *x = &T(g, n->in[1])->shape, *yv = &T(g, n->in[2])->shape;
+  fx_shape c, cx;
+  fx_select_cond_shape(g, n, &c);
+  if (!n->p.select.v2) { /* stock's version 1: x and y alike, the condition alike or over dim 0 */
+    if (!fx_shape_equal(x, yv)) return "SELECT needs x and y of one shape";
+    if (!fx_shape_equal(&c, x) && !(c.rank == x->rank && c.d[0] == x->d[0] && T(g, n->in[0])->shape.rank == 1))
+      return "SELECT condition neither x's shape nor its first dim";
+  }
+  if (fx_broadcast_shape(&c, x, &cx) || fx_broadcast_shape(&cx, yv, Y_SHAPE)) return "shapes do not broadcast";
+  return NULL;
+}
+
 int fx_node_bmm_plan(const fx_graph *g, const fx_node *n, fx_bmm_plan *plan) {
   const fx_shape *a = &g->tensors[n->in[0]].shape, *b = &g->tensors[n->in[1]].shape;
   return fx_bmm_plan_init(plan, a->d, a->rank, b->d, b->rank, n->p.bmm.adj_x, n->p.bmm.adj_y);

@@ -52,7 +52,7 @@ static int add_tensor(fx_translate *tr, fx_graph *g, int idx, const char **why) 
       return -2;
     }
   }
-  if (!ft.dtype || ft.dtype == FX_BOOL) { *why = "unsupported tensor type"; fx_blob_unref(ft.blob); return -2; }
+  if (!ft.dtype) { *why = "unsupported tensor type"; fx_blob_unref(ft.blob); return -2; }
   int id = fx_graph_add_tensor(g, &ft);
   if (id < 0) { *why = "out of memory"; fx_blob_unref(ft.blob); return -2; }
   tr->local[idx] = id;
@@ -164,11 +164,52 @@ static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) 
   return n->n_in > 3 ? need_const(g, n, 3, 1) : NULL;
 }
 
-/* ADD / SUB / MUL / DIV: their params all start with the activation (and may be absent). */
+/* Every input and the output of one integer type (int32 or int64). */
+static const char *same_int(fx_graph *g, const fx_node *n) {
+  int dt = g->tensors[n->out[0]].dtype;
+  if (dt != FX_I32 && dt != FX_I64) return "non-float32 input";
+  for (int i = 0; i < n->n_in; i++)
+    if (g->tensors[n->in[i]].dtype != dt) return "input and output types differ";
+  return NULL;
+}
+
+/* ADD / SUB / MUL / DIV: their params all start with the activation (and may be absent).
+ * ADD, SUB and MUL also run on int32 / int64 (ids, positions, shapes), without activation. */
 static const char *read_arith(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
   if (bd && (e = map_act(((const TfLiteMulParams *)bd)->activation, &n->act))) return e;
+  if (g->tensors[n->out[0]].dtype != FX_F32 && n->p.bin.op != FX_B_DIV) {
+    if ((e = same_int(g, n))) return e;
+    return n->act == FLEX_ACT_NONE ? NULL : "fused activation on integers";
+  }
   return need_f32(g, n, 3);
+}
+
+/* Comparisons: two operands of one numeric type (bool for (NOT_)EQUAL), a bool result. */
+static const char *read_compare(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  int a = g->tensors[n->in[0]].dtype, b = g->tensors[n->in[1]].dtype;
+  int eq = n->p.cmp.op == FX_CMP_EQUAL || n->p.cmp.op == FX_CMP_NOT_EQUAL;
+  if (a != b || !(a == FX_F32 || a == FX_I32 || a == FX_I64 || (eq && a == FX_BOOL))) return "unsupported operand types";
+  return g->tensors[n->out[0]].dtype == FX_BOOL ? NULL : "comparison output must be bool";
+}
+
+static const char *read_logical(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  for (int i = 0; i < n->n_in; i++)
+    if (g->tensors[n->in[i]].dtype != FX_BOOL) return "logical ops take bool";
+  return g->tensors[n->out[0]].dtype == FX_BOOL ? NULL : "logical output must be bool";
+}
+
+/* SELECT / SELECT_V2: a bool condition picks x or y, of one 4- or 8-byte type. */
+static const char *read_select(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  if (n->n_in != 3) return "needs condition, x and y";
+  if (g->tensors[n->in[0]].dtype != FX_BOOL) return "condition must be bool";
+  int dt = g->tensors[n->out[0]].dtype;
+  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64) return "unsupported tensor type";
+  if (g->tensors[n->in[1]].dtype != dt || g->tensors[n->in[2]].dtype != dt) return "input and output types differ";
+  return NULL;
 }
 
 static const char *read_f32_binary(fx_graph *g, fx_node *n, const void *bd) {
@@ -391,6 +432,17 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinGather, FX_OP_GATHER, 0, read_gather, 2, 0, 1},
     {kTfLiteBuiltinShape, FX_OP_SHAPE, 0, read_shape, 1, 0, 0},
     {kTfLiteBuiltinCast, FX_OP_CAST, 0, read_cast, 1, 0, 0},
+    {kTfLiteBuiltinLess, FX_OP_COMPARE, FX_CMP_LESS, read_compare, 2, 0, 0},
+    {kTfLiteBuiltinLessEqual, FX_OP_COMPARE, FX_CMP_LESS_EQUAL, read_compare, 2, 0, 0},
+    {kTfLiteBuiltinGreater, FX_OP_COMPARE, FX_CMP_GREATER, read_compare, 2, 0, 0},
+    {kTfLiteBuiltinGreaterEqual, FX_OP_COMPARE, FX_CMP_GREATER_EQUAL, read_compare, 2, 0, 0},
+    {kTfLiteBuiltinEqual, FX_OP_COMPARE, FX_CMP_EQUAL, read_compare, 2, 0, 0},
+    {kTfLiteBuiltinNotEqual, FX_OP_COMPARE, FX_CMP_NOT_EQUAL, read_compare, 2, 0, 0},
+    {kTfLiteBuiltinLogicalAnd, FX_OP_LOGICAL, FX_LOGIC_AND, read_logical, 2, 0, 0},
+    {kTfLiteBuiltinLogicalOr, FX_OP_LOGICAL, FX_LOGIC_OR, read_logical, 2, 0, 0},
+    {kTfLiteBuiltinLogicalNot, FX_OP_LOGICAL, FX_LOGIC_NOT, read_logical, 1, 0, 0},
+    {kTfLiteBuiltinSelect, FX_OP_SELECT, 0, read_select, 3, 0, 0},
+    {kTfLiteBuiltinSelectV2, FX_OP_SELECT, 1, read_select, 3, 0, 0},
     {kTfLiteBuiltinBatchMatmul, FX_OP_BATCH_MATMUL, 0, read_batch_matmul, 2, 0, 0},
 };
 
@@ -408,6 +460,8 @@ static void set_sub(fx_node *n, int sub) {
     case FX_OP_POOL: n->p.conv.is_max = sub; break;
     case FX_OP_CONCAT: n->p.concat.pack = sub; break;
     case FX_OP_RESHAPE: n->p.reshape.squeeze = sub; break;
+    case FX_OP_COMPARE: case FX_OP_LOGICAL: n->p.cmp.op = sub; break;
+    case FX_OP_SELECT: n->p.select.v2 = sub; break;
   }
 }
 

@@ -46,6 +46,25 @@ int fx_broadcast_shape(const fx_shape *a, const fx_shape *b, fx_shape *out); /* 
 void fx_binary_f32(fx_pool *pool, int op, const float *a, const fx_shape *as,
                    const float *b, const fx_shape *bs, float *y, const fx_shape *ys, int act);
 
+/* ---- bool and integer element-wise (select.c), numpy broadcasting; y's shape is the
+ * broadcast of the operands'. Element types: FX_ELEM_*. ---- */
+enum fx_elem { FX_ELEM_F32, FX_ELEM_I32, FX_ELEM_I64, FX_ELEM_BOOL };
+enum fx_compare_op { FX_CMP_LESS, FX_CMP_LESS_EQUAL, FX_CMP_GREATER, FX_CMP_GREATER_EQUAL, FX_CMP_EQUAL,
+                     FX_CMP_NOT_EQUAL };
+enum fx_logic_op { FX_LOGIC_AND, FX_LOGIC_OR, FX_LOGIC_NOT };
+/* y[i] = a OP b as 0 / 1 bytes (TFLite's bool). */
+void fx_compare(int op, int elem, const void *a, const fx_shape *as, const void *b, const fx_shape *bs, uint8_t *y,
+                const fx_shape *ys);
+/* AND / OR of two bool tensors, NOT of a (b NULL). */
+void fx_logical(int op, const uint8_t *a, const fx_shape *as, const uint8_t *b, const fx_shape *bs, uint8_t *y,
+                const fx_shape *ys);
+/* out[i] = c ? x : y for elements of es bytes. */
+void fx_select(size_t es, const uint8_t *c, const fx_shape *cs, const void *x, const fx_shape *xs, const void *y,
+               const fx_shape *ys, void *out, const fx_shape *os);
+/* int32 / int64 ADD, SUB, MUL (FX_B_*), wrapping as stock. */
+void fx_binary_int(int op, int elem, const void *a, const fx_shape *as, const void *b, const fx_shape *bs, void *y,
+                   const fx_shape *ys);
+
 /* ---- spatial (NHWC) ---- */
 /* Padding resolved by the caller: pad_top/left may be any >= 0 (SAME computes it as TFLite does). */
 typedef struct {
