@@ -7,6 +7,7 @@
 #include "conv/conv.h"
 #include "flex_api.h"
 #include "graph.h"
+#include "kernels/layernorm/layernorm.h"
 #include "runtime/clock.h"
 #include "runtime/pool.h"
 
@@ -158,6 +159,14 @@ int fx_run_select(fx_graph *g, fx_node *n, fx_pool *pool) {
   fx_shape c;
   fx_select_cond_shape(g, n, &c);
   fx_select(fx_dtype_size(YT->dtype), XT->ptr, &c, x->ptr, &x->shape, yv->ptr, &yv->shape, YT->ptr, &YT->shape);
+  return 0;
+}
+
+int fx_run_layernorm(fx_graph *g, fx_node *n, fx_pool *pool) {
+  const fx_shape *xs = &XT->shape;
+  const size_t c = (size_t)xs->d[xs->rank - 1], rows = c ? fx_shape_numel(xs) / c : 0;
+  const fx_layernorm_params p = {F(g, n->in[1]), F(g, n->in[2]), n->p.ln.eps, n->p.ln.mode};
+  fx_layernorm_f32(pool, rows, c, F(g, n->in[0]), c, YT->ptr, c, &p);
   return 0;
 }
 

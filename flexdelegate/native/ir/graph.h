@@ -54,6 +54,8 @@ typedef struct {
     struct { int adj_x, adj_y; } bmm;
     struct { int op; } cmp;                             /* COMPARE (FX_CMP_*), LOGICAL (FX_LOGIC_*) */
     struct { int v2; } select;                          /* SELECT_V2 broadcasts all three */
+    /* LAYERNORM (fuse.c): in = x, gamma, beta (-1: absent); over the last of `rank` axes */
+    struct { float eps; int mode, rank; } ln;
     struct { int keep_dims; } mean;
     struct { float beta; } softmax;
     struct { int axis, pack; } concat;                  /* pack: inputs gain a new dim at axis */

@@ -320,6 +320,16 @@ const char *fx_infer_select(fx_graph *g, fx_node *n) {
   return NULL;
 }
 
+const char *fx_infer_layernorm(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  if (x->rank != n->p.ln.rank) return "LayerNorm input rank changed"; /* its axis was the last */
+  for (int k = 1; k < 3 && k < n->n_in; k++)
+    if (n->in[k] >= 0 && fx_shape_numel(&T(g, n->in[k])->shape) != (size_t)x->d[x->rank - 1])
+      return "LayerNorm gamma / beta length differs from the normalised axis";
+  *Y_SHAPE = *x;
+  return NULL;
+}
+
 int fx_node_bmm_plan(const fx_graph *g, const fx_node *n, fx_bmm_plan *plan) {
   const fx_shape *a = &g->tensors[n->in[0]].shape, *b = &g->tensors[n->in[1]].shape;
   return fx_bmm_plan_init(plan, a->d, a->rank, b->d, b->rank, n->p.bmm.adj_x, n->p.bmm.adj_y);
