@@ -119,3 +119,134 @@ def test_layernorm_refused(case):
     opts = {case: True} if case != "axis" else {"axis": 1}
     stats = check(layernorm_graph(**opts), scale=3)
     assert _layernorms(stats) == 0, _kernels(stats)
+
+
+# ======================================================================================
+# Attention
+# ======================================================================================
+def _attention_kernels(stats):
+    return [k for _, k in _kernels(stats) if k.startswith("attention")]
+
+
+def mha_graph(b_=1, sq=12, sk=None, heads=2, dim=16, *, mask="none", scale=True, adj_y=False,
+              out_transpose=True, scores_out=False, beta=1.0, k_perm=(0, 2, 3, 1), fill=-2.3726709e38,
+              seed=0):
+    """Keras MultiHeadAttention as the converter writes it (kernels/attention/README.md): Q, K, V
+    FULLY_CONNECTED (keep_num_dims) -> RESHAPE [B,S,H,D] -> TRANSPOSE; BATCH_MATMUL(Q, Kᵀ) -> MUL
+    1/√D -> [SELECT_V2(mask, ·, fill)] -> SOFTMAX -> BATCH_MATMUL(·, V) -> TRANSPOSE -> RESHAPE.
+    mask: none | causal (constant) | causal_offset (constant, keys ahead by 1) | constant
+    (random constant) | padding (run-time [B,1,1,Sk] bool input) | full (run-time [B,H,Sq,Sk]).
+    adj_y: K as [B,H,Sk,D] with adj_y (no K TRANSPOSE [0,2,3,1]); scores_out: the scores are also
+    a graph output (refusal); beta: SOFTMAX's beta; k_perm: K's TRANSPOSE."""
+    sk = sk or sq
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    c = heads * dim
+    xq = b.input((b_, sq, c))
+    xkv = b.input((b_, sk, c)) if sk != sq else xq
+    mask_in = None
+    if mask == "padding":
+        mask_in = b.input((b_, 1, 1, sk), dtype=np.bool_)
+    elif mask == "full":
+        mask_in = b.input((b_, heads, sq, sk), dtype=np.bool_)
+
+    def proj(x, s, perm):
+        y = b.tensor((b_, s, c))
+        b.op("FULLY_CONNECTED", [x, b.const((rng.standard_normal((c, c)) / np.sqrt(c)).astype(F32)), -1], [y],
+             keep_num_dims=True)
+        r = b.tensor((b_, s, heads, dim))
+        b.op("RESHAPE", [y, b.const(np.array([-1, s, heads, dim], I32))], [r])
+        if perm is None:
+            return r
+        shape = tuple((b_, s, heads, dim)[i] for i in perm)
+        t = b.tensor(shape)
+        b.op("TRANSPOSE", [r, b.const(np.array(perm, I32))], [t])
+        return t
+
+    q = proj(xq, sq, (0, 2, 1, 3))
+    k = proj(xkv, sk, (0, 2, 1, 3) if adj_y else k_perm)
+    v = proj(xkv, sk, (0, 2, 1, 3))
+    s = b.tensor((b_, heads, sq, sk))
+    b.op("BATCH_MATMUL", [q, k], [s], adj_y=adj_y)
+    if scale:
+        s2 = b.tensor((b_, heads, sq, sk))
+        b.op("MUL", [s, b.const(np.array(1 / np.sqrt(dim), F32))], [s2])
+        s = s2
+    outs = []
+    if mask != "none":
+        if mask_in is None:
+            if mask == "constant":
+                m = rng.random((1, 1, sq, sk)) < 0.7
+            else:
+                m = np.tril(np.ones((sq, sk), bool), k=1 if mask == "causal_offset" else 0)[None, None]
+                m = np.broadcast_to(m, (1, heads, sq, sk)).copy()
+            mask_in = b.const(m)
+        s3 = b.tensor((b_, heads, sq, sk))
+        b.op("SELECT_V2", [mask_in, s, b.const(np.array(fill, F32))], [s3])
+        s = s3
+    if scores_out:
+        outs.append(s)
+    p = b.tensor((b_, heads, sq, sk))
+    b.op("SOFTMAX", [s], [p], beta=beta)
+    o = b.tensor((b_, heads, sq, dim))
+    b.op("BATCH_MATMUL", [p, v], [o])
+    if out_transpose:
+        ot = b.tensor((b_, sq, heads, dim))
+        b.op("TRANSPOSE", [o, b.const(np.array([0, 2, 1, 3], I32))], [ot])
+        o = b.tensor((b_, sq, c))
+        b.op("RESHAPE", [ot, b.const(np.array([b_, sq, c], I32))], [o])
+    b.output(o, *outs)
+    return b.build()
+
+
+def _mask_inputs(it, seed):
+    rng = np.random.default_rng(seed)
+    xs = []
+    for d in it.get_input_details():
+        shape = tuple(d["shape"])
+        if d["dtype"] == np.bool_:
+            m = rng.random(shape) < 0.75
+            m.reshape(-1, shape[-1])[0, :] = False  # a fully masked row: stock's uniform softmax
+            xs.append(m)
+        else:
+            xs.append(rng.standard_normal(shape).astype(F32))
+    return xs
+
+
+@pytest.mark.parametrize("mask,want", [("none", "attention"), ("causal", "attention +causal"),
+                                       ("causal_offset", "attention +causal"), ("constant", "attention +mask"),
+                                       ("padding", "attention +mask"), ("full", "attention +mask")])
+def test_attention_fuses(mask, want):
+    stats = check(mha_graph(mask=mask), inputs=_mask_inputs)
+    assert _attention_kernels(stats) == [want], _kernels(stats)
+
+
+@pytest.mark.parametrize("case", [dict(adj_y=True), dict(out_transpose=False), dict(scale=False),
+                                  dict(b_=2, sq=7, sk=33), dict(sq=197, heads=3, dim=64),
+                                  dict(sq=130, mask="causal", heads=2, dim=32)], ids=str)
+def test_attention_variants(case):
+    stats = check(mha_graph(**case), inputs=_mask_inputs)
+    assert len(_attention_kernels(stats)) == 1, _kernels(stats)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_attention_threads(threads):
+    stats = check(mha_graph(b_=2, sq=70, mask="causal"), inputs=_mask_inputs, flex={"num_threads": threads})
+    assert len(_attention_kernels(stats)) == 1
+
+
+def test_attention_with_budget():
+    from budgetcheck import min_budget
+    model = mha_graph(sq=64, heads=4, dim=64, mask="causal")
+    stats = check(model, inputs=_mask_inputs, flex={"budget": min_budget(model, "") + 0.05})
+    assert len(_attention_kernels(stats)) == 1
+
+
+@pytest.mark.parametrize("case", [dict(scores_out=True), dict(beta=0.5), dict(k_perm=(0, 2, 1, 3))], ids=str)
+def test_attention_refused(case):
+    """Scores read elsewhere, a SOFTMAX beta, K not transposed as Kᵀ: the ops run one by one."""
+    if "k_perm" in case:  # Q·K with K [B,H,Sk,D] is only well-formed when D == Sk
+        stats = check(mha_graph(sq=16, dim=16, **case), inputs=_mask_inputs)
+    else:
+        stats = check(mha_graph(mask="causal", **case), inputs=_mask_inputs)
+    assert _attention_kernels(stats) == [], _kernels(stats)

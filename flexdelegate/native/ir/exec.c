@@ -74,6 +74,8 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
       snprintf(buf, len, "direct %s%s", fx_conv_pack_kernel(pack, 1), curve);
     else
       snprintf(buf, len, "gemm-%s %s%s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(pack, 0), curve);
+  } else if (n->kind == FX_OP_ATTENTION) {
+    snprintf(buf, len, "attention%s", n->p.attn.causal ? " +causal" : n->in[3] >= 0 ? " +mask" : "");
   } else {
     snprintf(buf, len, "%s%s", fx_op_name(n->kind), curve);
   }
@@ -168,6 +170,18 @@ int fx_run_layernorm(fx_graph *g, fx_node *n, fx_pool *pool) {
   const fx_layernorm_params p = {F(g, n->in[1]), F(g, n->in[2]), n->p.ln.eps, n->p.ln.mode};
   fx_layernorm_f32(pool, rows, c, F(g, n->in[0]), c, YT->ptr, c, &p);
   return 0;
+}
+
+int fx_run_attention(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_attn_params p;
+  fx_attn_in q, k, v;
+  fx_attn_out o;
+  fx_shape ys;
+  if (fx_node_attention(g, n, &p, &q, &k, &v, &o, &ys)) return -1;
+  const size_t need = fx_attention_scratch_bytes(NULL, &p, pool ? fx_pool_threads(pool) : 1);
+  const fx_tensor *s = n->scratch >= 0 ? T(g, n->scratch) : NULL;
+  if (need && (!s || !s->ptr || fx_shape_numel(&s->shape) * sizeof(float) < need)) return -1;
+  return fx_attention_f32(NULL, pool, &p, q, k, v, o, s ? s->ptr : NULL);
 }
 
 int fx_run_batch_matmul(fx_graph *g, fx_node *n, fx_pool *pool) {

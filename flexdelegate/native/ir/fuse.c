@@ -12,6 +12,7 @@
  * lifetime and budget plan sees it read there); the ADD keeps only the conv's output as its
  * input and copies it, which the arena's in-place rule turns into no copy at all. */
 #include <stdlib.h>
+#include <string.h>
 #include "graph.h"
 #include "kernels/layernorm/layernorm.h"
 #include "kernels/ops/ops.h"
@@ -235,8 +236,129 @@ static int fuse_layernorm(fx_graph *g, fx_node *m1) {
   return 0;
 }
 
+/* ---- Attention: BATCH_MATMUL(Q, Kᵀ) -> [MUL scale] -> [SELECT_V2(mask, ·, fill)] -> SOFTMAX ->
+ * BATCH_MATMUL(·, V) -> [TRANSPOSE back to [B,S,H,D]] becomes one ATTENTION node
+ * (kernels/attention) that reads Q, K, V before the converter's TRANSPOSEs (through strides) and
+ * writes the output after its last one: the score matrix is never stored. A constant causal
+ * mask becomes the kernel's causal flag (its upper key tiles are never computed). Refused when
+ * an intermediate is read elsewhere or is a partition output, or the shapes do not line up. ---- */
+static int is_transpose(const fx_node *m, int p0, int p1, int p2, int p3) {
+  return m && m->kind == FX_OP_TRANSPOSE && plain(m) && m->n_in >= 1 && m->perm[0] == p0 && m->perm[1] == p1 &&
+         m->perm[2] == p2 && m->perm[3] == p3;
+}
+
+/* t's producer if it is a 4-D TRANSPOSE by perm (p0..p3) read only by `by`, else NULL. */
+static fx_node *transpose_into(fx_graph *g, int t, const fx_node *by, int p0, int p1, int p2, int p3) {
+  const int i = producer(g, t);
+  if (i < 0 || g->tensors[t].shape.rank != 4 || sole_reader(g, t) != by) return NULL;
+  fx_node *m = &g->nodes[i];
+  return is_transpose(m, p0, p1, p2, p3) ? m : NULL;
+}
+
+static int scalar_const(const fx_graph *g, int t, float *v) {
+  if (t < 0 || g->tensors[t].storage != FX_ST_CONST || g->tensors[t].dtype != FX_F32 || !g->tensors[t].cdata ||
+      fx_shape_numel(&g->tensors[t].shape) != 1)
+    return 0;
+  *v = *(const float *)g->tensors[t].cdata;
+  return 1;
+}
+
+/* A constant bool mask whose every [Sq, Sk] slice is the same causal triangle. */
+static int causal_mask(const fx_graph *g, int t, int q_len, int kv_len, int *offset) {
+  const fx_tensor *m = &g->tensors[t];
+  if (m->storage != FX_ST_CONST || !m->cdata || m->shape.rank < 2) return 0;
+  if (m->shape.d[m->shape.rank - 1] != kv_len || m->shape.d[m->shape.rank - 2] != q_len) return 0;
+  const size_t slice = (size_t)q_len * (size_t)kv_len, slices = fx_shape_numel(&m->shape) / slice;
+  for (size_t i = 0; i < slices; i++) {
+    int off;
+    if (!fx_attn_mask_is_causal((const uint8_t *)m->cdata + i * slice, q_len, kv_len, kv_len, &off)) return 0;
+    if (i && off != *offset) return 0;
+    *offset = off;
+  }
+  return 1;
+}
+
+static int fuse_attention(fx_graph *g, fx_node *b1) {
+  fx_node *skip[8];
+  int ns = 0;
+  if (!plain(b1) || b1->p.bmm.adj_x || g->tensors[b1->in[0]].shape.rank != 4) return 0;
+  fx_node attn = {0};
+  int in[4] = {b1->in[0], b1->in[1], -1, -1};
+  fx_node *t;
+  if ((t = transpose_into(g, b1->in[0], b1, 0, 2, 1, 3))) { in[0] = t->in[0]; attn.p.attn.q_seq_first = 1; skip[ns++] = t; }
+  if (!b1->p.bmm.adj_y) { /* Kᵀ: the converter's TRANSPOSE [0,2,3,1] of K in [B,Sk,H,D] */
+    if (!(t = transpose_into(g, b1->in[1], b1, 0, 2, 3, 1))) return 0;
+    in[1] = t->in[0];
+    attn.p.attn.k_seq_first = 1;
+    skip[ns++] = t;
+  } else if ((t = transpose_into(g, b1->in[1], b1, 0, 2, 1, 3))) {
+    in[1] = t->in[0];
+    attn.p.attn.k_seq_first = 1;
+    skip[ns++] = t;
+  }
+  skip[ns++] = b1;
+  int s = b1->out[0];
+  fx_node *cur = sole_reader(g, s);
+  float scale = 1.0f, fill = 0.0f;
+  if (cur && is_binary(cur, FX_B_MUL) && scalar_const(g, other_of(cur, s), &scale)) {
+    skip[ns++] = cur;
+    s = cur->out[0];
+    cur = sole_reader(g, s);
+  }
+  if (cur && cur->kind == FX_OP_SELECT && cur->p.select.v2 && plain(cur) && cur->in[1] == s &&
+      scalar_const(g, cur->in[2], &fill) && g->tensors[cur->in[0]].dtype == FX_BOOL) {
+    in[3] = cur->in[0];
+    skip[ns++] = cur;
+    s = cur->out[0];
+    cur = sole_reader(g, s);
+  }
+  if (!cur || cur->kind != FX_OP_SOFTMAX || !plain(cur) || cur->p.softmax.beta != 1.0f) return 0;
+  skip[ns++] = cur;
+  const int pt = cur->out[0];
+  fx_node *b2 = sole_reader(g, pt);
+  if (!b2 || b2->kind != FX_OP_BATCH_MATMUL || !plain(b2) || b2->p.bmm.adj_x || b2->p.bmm.adj_y || b2->in[0] != pt)
+    return 0;
+  in[2] = b2->in[1];
+  if ((t = transpose_into(g, b2->in[1], b2, 0, 2, 1, 3))) { in[2] = t->in[0]; attn.p.attn.v_seq_first = 1; skip[ns++] = t; }
+  fx_node *last = b2;
+  fx_node *ot = is_f32_arena(g, b2->out[0]) ? sole_reader(g, b2->out[0]) : NULL;
+  if (ot && is_transpose(ot, 0, 2, 1, 3)) {
+    skip[ns++] = b2;
+    last = ot;
+    attn.p.attn.o_seq_first = 1;
+  }
+  attn.p.attn.scale = scale;
+  attn.p.attn.fill = fill;
+  /* Check the shapes line up before changing anything. */
+  attn.kind = FX_OP_ATTENTION;
+  attn.in = in;
+  attn.n_in = 4;
+  attn.out = last->out;
+  attn.n_out = 1;
+  fx_attn_params p;
+  fx_attn_in q, k, v;
+  fx_attn_out o;
+  fx_shape ys;
+  if (fx_node_attention(g, &attn, &p, &q, &k, &v, &o, &ys) || !fx_shape_equal(&ys, &g->tensors[last->out[0]].shape))
+    return 0;
+  if (in[3] >= 0 && causal_mask(g, in[3], p.q_len, p.kv_len, &attn.p.attn.causal_offset)) {
+    attn.p.attn.causal = 1;
+    in[3] = -1;
+  }
+  int *nin = realloc(last->in, 4 * sizeof *nin);
+  if (!nin) return -1;
+  memcpy(nin, in, sizeof in);
+  last->in = nin;
+  last->n_in = 4;
+  last->kind = FX_OP_ATTENTION;
+  last->p.attn = attn.p.attn;
+  for (int i = 0; i < ns; i++) skip[i]->fused = FX_FUSED_SKIP;
+  return 0;
+}
+
 int fx_fuse_node(fx_graph *g, fx_node *n) {
   if (n->kind == FX_OP_MEAN) return fuse_layernorm(g, n);
+  if (n->kind == FX_OP_BATCH_MATMUL) return fuse_attention(g, n);
   if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC && n->kind != FX_OP_DEPTHWISE) return 0;
   if (n->at_prepare) return 0;
   const int y = n->out[0];

@@ -4,6 +4,7 @@
 #ifndef FLEX_GRAPH_H
 #define FLEX_GRAPH_H
 #include "blob.h"
+#include "kernels/attention/attention.h"
 #include "kernels/batch-matmul/batch_matmul.h"
 #include "kernels/ops/ops.h"
 
@@ -56,6 +57,10 @@ typedef struct {
     struct { int v2; } select;                          /* SELECT_V2 broadcasts all three */
     /* LAYERNORM (fuse.c): in = x, gamma, beta (-1: absent); over the last of `rank` axes */
     struct { float eps; int mode, rank; } ln;
+    /* ATTENTION (fuse.c): in = q, k, v, SELECT mask (-1: none). *_seq_first: that operand is in
+     * the converter's [B,S,H,D] (before / after its TRANSPOSE), else [B,H,S,D]; k_seq_first: K
+     * as [B,Sk,H,D], else [B,H,Sk,D] (BATCH_MATMUL with adj_y). */
+    struct { float scale, fill; int causal, causal_offset, q_seq_first, k_seq_first, v_seq_first, o_seq_first; } attn;
     struct { int keep_dims; } mean;
     struct { float beta; } softmax;
     struct { int axis, pack; } concat;                  /* pack: inputs gain a new dim at axis */
@@ -136,6 +141,10 @@ int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store);
 int fx_node_repair(fx_node *n);
 /* A BATCH_MATMUL node's plan (kernels/batch-matmul) for the current shapes: 0, or -1 when its
  * operands cannot multiply. */
+/* An ATTENTION node's kernel parameters and operand views for the current shapes (data pointers
+ * from the tensors' ptr, NULL before they are resolved). NULL, or why the shapes do not fit. */
+const char *fx_node_attention(const fx_graph *g, const fx_node *n, fx_attn_params *p, fx_attn_in *q, fx_attn_in *k,
+                              fx_attn_in *v, fx_attn_out *o, fx_shape *out_shape);
 /* SELECT's condition shape as it broadcasts against x (version 1's rank-1 form spelled out). */
 void fx_select_cond_shape(const fx_graph *g, const fx_node *n, fx_shape *c);
 int fx_node_bmm_plan(const fx_graph *g, const fx_node *n, fx_bmm_plan *plan);

@@ -330,6 +330,69 @@ const char *fx_infer_layernorm(fx_graph *g, fx_node *n) {
   return NULL;
 }
 
+/* [B,S,H,D] (seq_first) or [B,H,S,D]: the sizes and the (batch, head, seq) strides. */
+static const char *attn_view(const fx_shape *s, int seq_first, int *b, int *h, int *len, int *d, ptrdiff_t st[3]) {
+  if (s->rank != 4) return "attention operands must be 4-D";
+  *b = s->d[0];
+  *h = seq_first ? s->d[2] : s->d[1];
+  *len = seq_first ? s->d[1] : s->d[2];
+  *d = s->d[3];
+  st[0] = (ptrdiff_t)s->d[1] * s->d[2] * s->d[3];
+  st[1] = seq_first ? s->d[3] : (ptrdiff_t)s->d[2] * s->d[3];
+  st[2] = seq_first ? (ptrdiff_t)s->d[2] * s->d[3] : s->d[3];
+  return NULL;
+}
+
+const char *fx_node_attention(const fx_graph *g, const fx_node *n, fx_attn_params *p, fx_attn_in *q, fx_attn_in *k,
+                              fx_attn_in *v, fx_attn_out *o, fx_shape *out_shape) {
+  const fx_tensor *tq = &g->tensors[n->in[0]], *tk = &g->tensors[n->in[1]], *tv = &g->tensors[n->in[2]];
+  int b[3], h[3], len[3], d[3];
+  ptrdiff_t st[4][3];
+  const char *e;
+  if ((e = attn_view(&tq->shape, n->p.attn.q_seq_first, &b[0], &h[0], &len[0], &d[0], st[0])) ||
+      (e = attn_view(&tk->shape, n->p.attn.k_seq_first, &b[1], &h[1], &len[1], &d[1], st[1])) ||
+      (e = attn_view(&tv->shape, n->p.attn.v_seq_first, &b[2], &h[2], &len[2], &d[2], st[2])))
+    return e;
+  if (b[0] != b[1] || b[0] != b[2] || h[0] != h[1] || h[0] != h[2] || len[1] != len[2] || d[0] != d[1])
+    return "attention operands disagree";
+  memset(p, 0, sizeof *p);
+  *p = (fx_attn_params){.batch = b[0], .heads = h[0], .q_len = len[0], .kv_len = len[1], .head_dim = d[0],
+                        .value_dim = d[2], .scale = n->p.attn.scale, .causal = n->p.attn.causal,
+                        .causal_offset = n->p.attn.causal_offset, .fill = n->p.attn.fill};
+  const int of = n->p.attn.o_seq_first;
+  *out_shape = (fx_shape){4, {b[0], of ? len[0] : h[0], of ? h[0] : len[0], d[2]}};
+  attn_view(out_shape, of, &b[0], &h[0], &len[0], &d[0], st[3]);
+  *q = (fx_attn_in){tq->ptr, st[0][0], st[0][1], st[0][2]};
+  *k = (fx_attn_in){tk->ptr, st[1][0], st[1][1], st[1][2]};
+  *v = (fx_attn_in){tv->ptr, st[2][0], st[2][1], st[2][2]};
+  *o = (fx_attn_out){g->tensors[n->out[0]].ptr, st[3][0], st[3][1], st[3][2]};
+  if (n->n_in > 3 && n->in[3] >= 0) { /* a SELECT mask broadcast to [B,H,Sq,Sk], keys contiguous */
+    const fx_shape *m = &g->tensors[n->in[3]].shape;
+    if (m->rank < 1 || m->rank > 4 || m->d[m->rank - 1] != p->kv_len) return "mask does not cover the keys";
+    int md[4] = {1, 1, 1, 1};
+    for (int i = 0; i < m->rank; i++) md[4 - m->rank + i] = m->d[i];
+    if ((md[0] != 1 && md[0] != p->batch) || (md[1] != 1 && md[1] != p->heads) || (md[2] != 1 && md[2] != p->q_len))
+      return "mask does not broadcast to the scores";
+    p->mask_kind = FX_ATTN_MASK_SELECT;
+    p->mask = g->tensors[n->in[3]].ptr;
+    p->mask_row = md[2] == 1 ? 0 : p->kv_len;
+    p->mask_head = md[1] == 1 ? 0 : (ptrdiff_t)md[2] * p->kv_len;
+    p->mask_batch = md[0] == 1 ? 0 : (ptrdiff_t)md[1] * md[2] * p->kv_len;
+  }
+  return NULL;
+}
+
+const char *fx_infer_attention(fx_graph *g, fx_node *n) {
+  fx_attn_params p;
+  fx_attn_in q, k, v;
+  fx_attn_out o;
+  fx_shape ys;
+  const char *e = fx_node_attention(g, n, &p, &q, &k, &v, &o, &ys);
+  if (e) return e;
+  *Y_SHAPE = ys;
+  return NULL;
+}
+
 int fx_node_bmm_plan(const fx_graph *g, const fx_node *n, fx_bmm_plan *plan) {
   const fx_shape *a = &g->tensors[n->in[0]].shape, *b = &g->tensors[n->in[1]].shape;
   return fx_bmm_plan_init(plan, a->d, a->rank, b->d, b->rank, n->p.bmm.adj_x, n->p.bmm.adj_y);
