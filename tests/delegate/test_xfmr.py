@@ -250,3 +250,48 @@ def test_attention_refused(case):
     else:
         stats = check(mha_graph(mask="causal", **case), inputs=_mask_inputs)
     assert _attention_kernels(stats) == [], _kernels(stats)
+
+
+# ======================================================================================
+# GELU into the FULLY_CONNECTED output stage
+# ======================================================================================
+def fc_gelu_graph(x_shape=(1, 20, 48), units=96, *, approximate=False, bias=True, extra_reader=False,
+                  act="NONE", seed=0):
+    """Dense(activation="gelu") on a 3-D input: FULLY_CONNECTED (keep_num_dims) -> GELU.
+    extra_reader: the FC output is also a graph output (refusal)."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    x = b.input(x_shape)
+    y_shape = (*x_shape[:-1], units)
+    y = b.tensor(y_shape)
+    w = (rng.standard_normal((units, x_shape[-1])) / np.sqrt(x_shape[-1])).astype(F32)
+    b.op("FULLY_CONNECTED", [x, b.const(w), b.const(rand(units, seed + 1)) if bias else -1], [y],
+         keep_num_dims=len(x_shape) > 2, fused_activation_function=act)
+    z = b.tensor(y_shape)
+    b.op("GELU", [y], [z], approximate=approximate)
+    b.output(z, *([y] if extra_reader else []))
+    return b.build()
+
+
+def _fc_gelu(stats):
+    return [k for op, k in _kernels(stats) if op == "FULLY_CONNECTED" and k.endswith("+gelu")]
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("approximate", [False, True])
+@pytest.mark.parametrize("x_shape", [(1, 20, 48), (7, 33), (2, 3, 5, 16)], ids=str)
+def test_gelu_fuses_into_fc(x_shape, approximate, bias):
+    stats = check(fc_gelu_graph(x_shape, approximate=approximate, bias=bias), scale=3)
+    assert len(_fc_gelu(stats)) == 1, _kernels(stats)
+
+
+def test_gelu_fused_fc_threads():
+    stats = check(fc_gelu_graph((1, 197, 192), 768), scale=2, flex={"num_threads": 2})
+    assert len(_fc_gelu(stats)) == 1
+
+
+@pytest.mark.parametrize("case", [dict(extra_reader=True), dict(act="RELU")], ids=str)
+def test_gelu_not_fused(case):
+    """The FC output read elsewhere, or the FC already clamps: GELU runs as its own op."""
+    stats = check(fc_gelu_graph(**case), scale=3)
+    assert _fc_gelu(stats) == [], _kernels(stats)

@@ -62,6 +62,7 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
     return buf;
   }
   const char *curve = n->act == FLEX_ACT_SWISH ? " +swish" : n->act == FLEX_ACT_SIGMOID ? " +sigmoid"
+                      : n->act == FLEX_ACT_GELU || n->act == FLEX_ACT_GELU_TANH ? " +gelu"
                       : n->n_in > 3 && n->in[3] >= 0 ? " +add" : "";
   if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && pack) {
     fx_conv_geom geo;

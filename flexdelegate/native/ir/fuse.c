@@ -372,6 +372,14 @@ int fx_fuse_node(fx_graph *g, fx_node *n) {
   /* The curve takes the activation's place: only over NONE (which clamps to the float range,
    * as the curve kernels' bounds do). */
   if (n->act != FLEX_ACT_NONE) return 0;
+  fx_node *gl = uses == 1 ? who[0] : NULL;
+  if (n->kind == FX_OP_FC && gl && gl->kind == FX_OP_UNARY && gl->in[0] == y && !gl->at_prepare && !gl->fused &&
+      (gl->p.un.kind == FX_U_GELU || gl->p.un.kind == FX_U_GELU_TANH)) { /* Dense(activation="gelu") */
+    n->act = gl->p.un.kind == FX_U_GELU ? FLEX_ACT_GELU : FLEX_ACT_GELU_TANH;
+    gl->fused = FX_FUSED_COPY;
+    gl->fuse_from = y;
+    return 0;
+  }
   if (uses == 1 && is_logistic_of(who[0], y)) { /* gate: y -> sigmoid(y) */
     n->act = FLEX_ACT_SIGMOID;
     who[0]->fused = FX_FUSED_COPY;

@@ -25,7 +25,9 @@ void fx_act_bounds(int act, float *lo, float *hi);
 /* Applies a fused activation in place (clamp, tanh, sigmoid or swish). */
 void fx_apply_act(int act, float *y, size_t n);
 /* The activations a clamp cannot express (SIGMOID, SWISH): kernels apply them per tile. */
-static inline int fx_act_is_curve(int act) { return act == FLEX_ACT_SIGMOID || act == FLEX_ACT_SWISH; }
+static inline int fx_act_is_curve(int act) {
+  return act == FLEX_ACT_SIGMOID || act == FLEX_ACT_SWISH || act == FLEX_ACT_GELU || act == FLEX_ACT_GELU_TANH;
+}
 
 
 /* ---- elementwise ---- */
