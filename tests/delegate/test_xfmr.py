@@ -295,3 +295,101 @@ def test_gelu_not_fused(case):
     """The FC output read elsewhere, or the FC already clamps: GELU runs as its own op."""
     stats = check(fc_gelu_graph(**case), scale=3)
     assert _fc_gelu(stats) == [], _kernels(stats)
+
+
+# ======================================================================================
+# End to end: a GPT-2-style block as the converter writes it, every pattern at once
+# ======================================================================================
+def _ln(b, x, shape, rng):
+    """Keras LayerNormalization (center + scale) op by op, on tensor x of `shape`."""
+    c, red = shape[-1], (*shape[:-1], 1)
+    gamma = b.const((1 + 0.2 * rng.standard_normal((1, 1, c))).astype(F32))
+    beta = b.const((0.1 * rng.standard_normal((1, 1, c))).astype(F32))
+    mean = _mean(b, x, shape)
+    nm = b.tensor(red)
+    b.op("NEG", [mean], [nm])
+    var = _mean(b, _bin(b, "SQUARED_DIFFERENCE", x, mean, shape), shape)
+    r = b.tensor(red)
+    b.op("RSQRT", [_bin(b, "ADD", var, b.const(np.array(1e-5, F32)), red)], [r])
+    g = _bin(b, "MUL", r, gamma, shape)
+    a = _bin(b, "ADD", _bin(b, "MUL", nm, g, shape), beta, shape)
+    return _bin(b, "ADD", _bin(b, "MUL", x, g, shape), a, shape)
+
+
+def _fc(b, x, shape, units, rng, gelu=False):
+    y_shape = (*shape[:-1], units)
+    y = b.tensor(y_shape)
+    w = (rng.standard_normal((units, shape[-1])) / np.sqrt(shape[-1])).astype(F32)
+    b.op("FULLY_CONNECTED", [x, b.const(w), b.const((0.1 * rng.standard_normal(units)).astype(F32))], [y],
+         keep_num_dims=True)
+    if gelu:
+        z = b.tensor(y_shape)
+        b.op("GELU", [y], [z])
+        y = z
+    return y
+
+
+def gpt2_block_graph(seq=24, heads=2, dim=16, vocab=64, layers=2, seed=0):
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    c = heads * dim
+    shape = (1, seq, c)
+    ids = b.input((1, seq), dtype=I32)
+    neg = b.tensor((1, seq), dtype=np.bool_)
+    b.op("LESS", [ids, b.const(np.array(0, I32))], [neg])
+    wrapped = _bin_t(b, "ADD", ids, b.const(np.array(vocab, I32)), (1, seq), I32)
+    sel = b.tensor((1, seq), dtype=I32)
+    b.op("SELECT_V2", [neg, wrapped, ids], [sel])
+    emb = b.tensor(shape)
+    b.op("GATHER", [b.const(rng.standard_normal((vocab, c)).astype(F32)), sel], [emb], axis=0)
+    x = _bin(b, "ADD", emb, b.const((0.1 * rng.standard_normal(shape)).astype(F32)), shape)
+    causal = b.const(np.broadcast_to(np.tril(np.ones((seq, seq), bool)), (1, heads, seq, seq)).copy())
+    for _ in range(layers):
+        h = _ln(b, x, shape, rng)
+
+        def split(t, perm):
+            r = b.tensor((1, seq, heads, dim))
+            b.op("RESHAPE", [t, b.const(np.array([-1, seq, heads, dim], I32))], [r])
+            out = b.tensor(tuple((1, seq, heads, dim)[i] for i in perm))
+            b.op("TRANSPOSE", [r, b.const(np.array(perm, I32))], [out])
+            return out
+
+        q = split(_fc(b, h, shape, c, rng), (0, 2, 1, 3))
+        k = split(_fc(b, h, shape, c, rng), (0, 2, 3, 1))
+        v = split(_fc(b, h, shape, c, rng), (0, 2, 1, 3))
+        s = b.tensor((1, heads, seq, seq))
+        b.op("BATCH_MATMUL", [q, k], [s])
+        s = _bin(b, "MUL", s, b.const(np.array(1 / np.sqrt(dim), F32)), (1, heads, seq, seq))
+        sm = b.tensor((1, heads, seq, seq))
+        b.op("SELECT_V2", [causal, s, b.const(np.array(-2.3726709e38, F32))], [sm])
+        p = b.tensor((1, heads, seq, seq))
+        b.op("SOFTMAX", [sm], [p], beta=1.0)
+        o = b.tensor((1, heads, seq, dim))
+        b.op("BATCH_MATMUL", [p, v], [o])
+        ot = b.tensor((1, seq, heads, dim))
+        b.op("TRANSPOSE", [o, b.const(np.array([0, 2, 1, 3], I32))], [ot])
+        merged = b.tensor(shape)
+        b.op("RESHAPE", [ot, b.const(np.array([1, seq, c], I32))], [merged])
+        x = _bin(b, "ADD", x, _fc(b, merged, shape, c, rng), shape)
+        h = _ln(b, x, shape, rng)
+        x = _bin(b, "ADD", x, _fc(b, _fc(b, h, shape, 4 * c, rng, gelu=True), (1, seq, 4 * c), c, rng), shape)
+    b.output(_ln(b, x, shape, rng))
+    return b.build()
+
+
+def _bin_t(b, op, p, q, shape, dtype):
+    y = b.tensor(shape, dtype=dtype)
+    b.op(op, [p, q], [y])
+    return y
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_gpt2_block_end_to_end(threads):
+    """One partition, every pattern fused (3 + 2 LayerNorms per 2 layers, 2 causal attentions, 2
+    GELU FCs), within tolerance of stock; token ids include negatives (the converter's wrap)."""
+    stats = check(gpt2_block_graph(), inputs=lambda it, seed: [
+        np.random.default_rng(seed).integers(-64, 64, (1, 24)).astype(I32)], flex={"num_threads": threads})
+    assert stats["partitions"] == 1
+    kernels = [k for _, k in _kernels(stats)]
+    assert kernels.count("layer_norm") == 5 and kernels.count("attention +causal") == 2, kernels
+    assert len(_fc_gelu(stats)) == 2, kernels
