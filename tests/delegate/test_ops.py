@@ -1340,3 +1340,12 @@ def _token_wrap_model(vocab=50, seq=7, d=8):
 
 def test_token_embedding_with_negative_ids():
     check(_token_wrap_model(), inputs=lambda it, seed: [_ints((1, 7), seed, -50, 50)])
+
+
+def test_batch_matmul_beyond_5d_stays_with_stock():
+    """Stock refuses BATCH_MATMUL operands above 5-D at Prepare: so does the delegate's claim."""
+    model = single_op("BATCH_MATMUL", [(1, 1, 2, 1, 3, 4), (1, 1, 2, 1, 4, 5)], (1, 1, 2, 1, 3, 5))
+    delegate = load_flex()
+    with pytest.raises((RuntimeError, ValueError)):
+        make_interpreter(model, delegate=delegate)
+    assert delegate.stats()["nodes_delegated"] == 0
