@@ -16,10 +16,11 @@ enum {
 };
 
 /* Fused activations (TFLite's first four, then the curves the delegate fuses into a conv,
- * FC or depthwise output: a following LOGISTIC, or LOGISTIC + MUL by the same input). */
+ * FC or depthwise output: a following LOGISTIC, or LOGISTIC + MUL by the same input; and a
+ * GELU after a FULLY_CONNECTED, exact or tanh form). */
 enum {
   FLEX_ACT_NONE = 0, FLEX_ACT_RELU = 1, FLEX_ACT_RELU_N1_TO_1 = 2, FLEX_ACT_RELU6 = 3, FLEX_ACT_TANH = 4,
-  FLEX_ACT_SIGMOID = 5, FLEX_ACT_SWISH = 6
+  FLEX_ACT_SIGMOID = 5, FLEX_ACT_SWISH = 6, FLEX_ACT_GELU = 7, FLEX_ACT_GELU_TANH = 8
 };
 
 /* ---- the TFLite external-delegate plugin (the runtime finds these with dlsym) ---- */
