@@ -52,6 +52,9 @@ int fx_store_replay(fx_store *s, uint32_t algo, uint32_t version, size_t size, u
 fx_wref *fx_store_get(fx_store *s, const uint64_t key[2], uint32_t algo, uint32_t version, size_t size,
                       fx_pack_fn pack, const void *ctx, size_t ctx_size, const void *src, size_t src_len);
 void fx_wref_unref(fx_wref *w);
+/* Takes a pending blob back out of the next commit (its caller still holds its reference):
+ * asked for only in case the file had it. */
+void fx_store_forget(fx_store *s, fx_wref *w);
 /* Checks a mapped blob against its checksum (once: the load validates only the index; this
  * catches damage inside blobs before any result depends on them). Nonzero if damaged. */
 int fx_wref_verify(fx_wref *w);
@@ -81,7 +84,10 @@ typedef struct {
   size_t blobs_mapped, bytes_mapped, blobs_packed, bytes_packed, blobs_deduped, bytes_deduped;
   size_t keys_replayed; /* weights not hashed: the model file is unchanged since a recorded load */
   int file_ok; /* the file was usable (read or written) */
+  int writable; /* the file may be (re)written: a read-only cache is only read, another file left alone */
 } fx_store_stats;
 void fx_store_get_stats(const fx_store *s, fx_store_stats *out);
 const char *fx_store_path(const fx_store *s);
+/* Nonzero when the store has a cache file it may write (so packing more forms costs no memory). */
+int fx_store_writable(const fx_store *s);
 #endif

@@ -93,8 +93,9 @@ int fx_partition_n_ops(const struct fx_partition *p);
  * invokes); NULL ok, else why (err may hold the planner's account, e.g. the minimum budget). */
 const char *fx_partition_replan(struct fx_partition *p, flex_error *err);
 /* The GEMM form of its Winograd convs, for a budget plan to choose (see ir/graph.h
- * fx_pack_gemm_forms): how many were added, -1 when out of memory. */
-int fx_partition_add_gemm_forms(struct fx_partition *p);
+ * fx_pack_gemm_forms; mapped_only: those the cache file holds): how many were added, -1 when out
+ * of memory. */
+int fx_partition_add_gemm_forms(struct fx_partition *p, int mapped_only);
 /* The memory plan of a partition: arena bytes, minimum budget (0 unless budgeted), steps per
  * invoke; returns its planner's name. */
 const char *fx_partition_memory(const struct fx_partition *p, size_t *arena, size_t *min_budget, int *steps);

@@ -201,7 +201,9 @@ static const char *plan_memory(fx_partition *p, int threads, flex_error *err) {
   return why;
 }
 
-int fx_partition_add_gemm_forms(fx_partition *p) { return fx_pack_gemm_forms(&p->g, p->d->store); }
+int fx_partition_add_gemm_forms(fx_partition *p, int mapped_only) {
+  return fx_pack_gemm_forms(&p->g, p->d->store, mapped_only);
+}
 
 const char *fx_partition_memory(const fx_partition *p, size_t *arena, size_t *min_budget, int *steps) {
   *arena = p->plan.arena_bytes;

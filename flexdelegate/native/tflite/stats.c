@@ -99,9 +99,9 @@ static size_t stats_locked(fx_delegate *d, char *buf, size_t cap) {
     put(&s, ", \"cache\": {\"path\": ");
     if (path) put_json_string(&s, path);
     else put(&s, "null");
-    put(&s, ", \"file_ok\": %s, \"blobs_mapped\": %zu, \"bytes_mapped\": %zu, \"blobs_packed\": %zu, "
+    put(&s, ", \"file_ok\": %s, \"writable\": %s, \"blobs_mapped\": %zu, \"bytes_mapped\": %zu, \"blobs_packed\": %zu, "
             "\"bytes_packed\": %zu, \"blobs_deduped\": %zu, \"bytes_deduped\": %zu, \"keys_replayed\": %zu}",
-        st.file_ok ? "true" : "false", st.blobs_mapped, st.bytes_mapped, st.blobs_packed, st.bytes_packed,
+        st.file_ok ? "true" : "false", st.writable ? "true" : "false", st.blobs_mapped, st.bytes_mapped, st.blobs_packed, st.bytes_packed,
         st.blobs_deduped, st.bytes_deduped, st.keys_replayed);
   }
   put(&s, "}");
