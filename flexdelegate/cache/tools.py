@@ -6,7 +6,7 @@ import os
 import stat
 from collections import Counter
 
-from .format import TEMP_RE, CacheError, CacheOpenError, pid_alive, read_cache, verify_blobs
+from .format import MAGIC, TEMP_RE, CacheError, CacheOpenError, pid_alive, read_cache, verify_blobs
 
 MiB = 1 << 20
 SUFFIX = ".fxc"
@@ -64,10 +64,26 @@ def _lstat(dir_fd: int, name: str):
         return None
 
 
+def _is_ours(dir_fd: int, name: str) -> bool:
+    """Whether `name` starts with the cache magic (a cache of any version, damaged or not):
+    any other file merely named *.fxc is someone else's and is never removed."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        return os.pread(fd, len(MAGIC), 0) == MAGIC
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
 def prune(directory, max_size_mb: float) -> list[str]:
     """Shrinks the `*.fxc` files directly in `directory` to at most `max_size_mb` MiB in total,
     removing the least recently used (max(atime, mtime)) first, and removes temp files of dead
-    writers. Files whose lock is held are skipped. Symlinks and other names are never touched
+    writers. Files whose lock is held are skipped. Symlinks, files without the cache magic and
+    other names are never touched
     (entries are handled relative to the directory's fd, never followed). Returns removed paths."""
     if not max_size_mb >= 0:
         raise ValueError(f"max size must be >= 0 MB, got {max_size_mb!r}")
@@ -98,7 +114,7 @@ def prune(directory, max_size_mb: float) -> list[str]:
         files = []
         for name in names:
             st = _lstat(dir_fd, name) if name.endswith(SUFFIX) else None
-            if st is not None and stat.S_ISREG(st.st_mode):
+            if st is not None and stat.S_ISREG(st.st_mode) and _is_ours(dir_fd, name):
                 files.append((max(st.st_atime_ns, st.st_mtime_ns), name, st))
         total = sum(st.st_size for _, _, st in files)
         for _, name, st in sorted(files):

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from flexdelegate.cache import CacheError, CacheOpenError, info, prune, read_cache, verify, write_cache
-from flexdelegate.cache.format import ModelRecord
+from flexdelegate.cache.format import MAGIC, ModelRecord
 
 MiB = 1 << 20
 BLOBS = [(1, 1, 0x10004, 2, b"a" * 1000), (1, 1, 0x20008, 2, b"b" * 5000), (3, 0, 0x10004, 2, b"c" * 7)]
@@ -82,10 +82,12 @@ def test_verify_unopenable(tmp_path):
 
 # -------------------------------------------------------------------------------------- prune
 
-def make(directory, name, size, used):
-    """A file of `size` bytes last used at time `used` (atime = mtime)."""
+def make(directory, name, size, used, ours=True):
+    """A file of `size` bytes last used at time `used` (atime = mtime); a *.fxc one starts with
+    the cache magic unless not `ours`."""
     path = directory / name
-    path.write_bytes(b"x" * size)
+    head = MAGIC if ours and name.endswith(".fxc") else b""
+    path.write_bytes((head + b"x" * size)[:size])
     os.utime(path, (used, used))
     return path
 
@@ -178,6 +180,16 @@ def test_prune_touches_only_fxc_files(tmp_path):
     assert prune(d, 0) == [str(keep)]
     assert names(d) == sorted([n for n in before if n != "keep.fxc"] + ["keep.fxc.lock"])
     assert target.exists() and (d / "sub" / "deep.fxc").exists()
+
+
+def test_prune_never_removes_a_file_without_the_cache_magic(tmp_path):
+    """Named *.fxc but not ours (someone's notes, a model renamed): left alone, no lock beside it."""
+    notes = make(tmp_path, "notes.fxc", MiB, 1_000_000, ours=False)
+    empty = make(tmp_path, "empty.fxc", 0, 1_000_000, ours=False)
+    before = {p: p.read_bytes() for p in (notes, empty)}
+    assert prune(tmp_path, 0) == []
+    assert {p: p.read_bytes() for p in (notes, empty)} == before
+    assert names(tmp_path) == ["empty.fxc", "notes.fxc"]
 
 
 def test_prune_symlinked_lock_is_not_followed(tmp_path):
