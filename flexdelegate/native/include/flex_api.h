@@ -59,6 +59,9 @@ size_t flex_stats_json(void *delegate, char *buf, size_t cap);
 /* Re-plans every partition for a new budget (MB; 0 = unlimited) between invokes. 0 ok; -1 with
  * err filled (an infeasible budget: the old one stays in force). */
 int flex_set_budget(void *delegate, double mb, flex_error *err);
+/* The last memory plan that failed (an infeasible budget at an interpreter's Prepare, or a
+ * refused set_budget), cleared by the next plan that works: 1 with err filled, else 0. */
+int flex_last_error(void *delegate, flex_error *err);
 
 /* The weight cache's 64-bit content hash (cache/FORMAT.md), for the Python cache tools. */
 uint64_t flex_hash64(const void *data, size_t len, uint64_t seed);

@@ -58,7 +58,12 @@ typedef struct fx_delegate {
   /* Invokes hold it shared; moving weights into the cache file once a background write is
    * done (fx_store_settle) holds it exclusive, so no kernel reads a copy being freed. */
   pthread_rwlock_t weights_lock;
+  /* The last failed memory plan (a Prepare's or set_budget's; message empty: none since the
+   * last plan that worked), for flex_last_error. Under state_lock. */
+  flex_error last_error;
 } fx_delegate;
+/* Records (why non-NULL) or clears d's last planning failure; err may hold its fields. */
+void fx_delegate_plan_outcome(fx_delegate *d, const char *why, const flex_error *err);
 
 /* A delegate with these options (taking over opts->cache_path, also on failure), one reference
  * held; NULL when out of memory. */

@@ -91,7 +91,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     if (fk == 1) { folded++; continue; }
     const char *why = fx_translate_node(&tr, &p->g, idx, node, reg);
     if (why) {
-      ctx->ReportError(ctx, "flexdelegate: node %d (%s): %s", idx, fx_builtin_name(reg->builtin_code), why);
+      ctx->ReportError(ctx, "flexdelegate: node %d (%s): %s\n", idx, fx_builtin_name(reg->builtin_code), why);
       goto fail;
     }
     p->g.nodes[p->g.n_nodes - 1].at_prepare = fk == 2;
@@ -119,7 +119,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     const char *why = fx_fuse_node(&p->g, &p->g.nodes[i]) ? "out of memory" : NULL;
     if (!why) why = fx_prepare_node_weights(&p->g, &p->g.nodes[i], d->store);
     if (why) {
-      ctx->ReportError(ctx, "flexdelegate: node %d: %s", p->g.nodes[i].tfl_node, why);
+      ctx->ReportError(ctx, "flexdelegate: node %d: %s\n", p->g.nodes[i].tfl_node, why);
       goto fail;
     }
   }
@@ -243,7 +243,7 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p) {
     if (!why && g->nodes[i].at_prepare) why = eval_at_prepare(g, &g->nodes[i]);
     g->nodes[i].flops = why ? 0 : fx_node_flops(g, &g->nodes[i]);
     if (why) {
-      ctx->ReportError(ctx, "flexdelegate: node %d: %s", g->nodes[i].tfl_node, why);
+      ctx->ReportError(ctx, "flexdelegate: node %d: %s\n", g->nodes[i].tfl_node, why);
       return kTfLiteError;
     }
   }
@@ -258,10 +258,11 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p) {
                 : ctx->recommended_num_threads > 0 ? ctx->recommended_num_threads : 1;
   p->pool = fx_delegate_pool(p->d, threads);
   if (!p->pool) return kTfLiteError;
-  flex_error err;
+  flex_error err = {.node = -1};
   const char *why = plan_memory(p, threads, &err);
+  fx_delegate_plan_outcome(p->d, why, &err);
   if (why) {
-    ctx->ReportError(ctx, "flexdelegate: %s", why);
+    ctx->ReportError(ctx, "flexdelegate: %s\n", why);
     return kTfLiteError;
   }
   return kTfLiteOk;
@@ -295,7 +296,7 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
   pthread_rwlock_rdlock(&p->d->weights_lock);
   if (!p->plan.planner) { /* a re-plan failed, and so did going back to the old budget */
     pthread_rwlock_unlock(&p->d->weights_lock);
-    ctx->ReportError(ctx, "flexdelegate: the partition has no memory plan");
+    ctx->ReportError(ctx, "flexdelegate: the partition has no memory plan\n");
     return kTfLiteError;
   }
   for (int i = 0; i < g->n_tensors; i++) {
@@ -323,7 +324,7 @@ static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p) {
   fx_graph *g = &p->g;
   char msg[FLEX_MSG_LEN];
   if (p->plan.planner->run(&p->plan, g, p->pool, p->arena, p->d->opts.profile, msg, sizeof msg)) {
-    ctx->ReportError(ctx, "flexdelegate: %s", msg);
+    ctx->ReportError(ctx, "flexdelegate: %s\n", msg);
     return kTfLiteError;
   }
   /* A cache file truncated under our mapping reads as zeros (see store/sigbus.h): never hand
@@ -337,7 +338,7 @@ static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p) {
     }
     const int failed = repaired ? fx_run_nodes(g, p->pool, p->d->opts.profile) : -1;
     if (failed >= 0) {
-      ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data", g->nodes[failed].tfl_node,
+      ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data\n", g->nodes[failed].tfl_node,
                        fx_op_name(g->nodes[failed].kind));
       return kTfLiteError;
     }
