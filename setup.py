@@ -3,6 +3,7 @@ flexdelegate/native/_build.py)."""
 import os
 import runpy
 import shutil
+import sys
 import sysconfig
 
 from setuptools import setup
@@ -53,6 +54,22 @@ class BuildExtWithCore(build_ext):
         for ext in self.extensions:
             ext.depends = list(ext.depends) + [core]
         super().run()
+        self.build_plain_library(core)
+
+    def build_plain_library(self, core):
+        """libflexdelegate.so beside the extension: the whole core library plus plain/, no
+        Python, so a C/C++ host can dlopen it (native/plain/README.md)."""
+        from setuptools.dep_util import newer_group
+        out_dir = os.path.dirname(self.get_ext_fullpath("flexdelegate._native_ext"))
+        target = os.path.join(out_dir, BUILD["PLAIN_LIBRARY"])
+        if not (self.force or newer_group(BUILD["PLAIN_SOURCES"] + [core], target)):
+            return
+        objects = self.compiler.compile(BUILD["PLAIN_SOURCES"], output_dir=self.build_temp,
+                                        include_dirs=BUILD["CORE_LIBRARY"][1]["include_dirs"],
+                                        extra_postargs=BUILD["compile_args"]())
+        whole = ([f"-Wl,-force_load,{core}"] if sys.platform == "darwin"
+                 else ["-Wl,--whole-archive", core, "-Wl,--no-whole-archive"])
+        self.compiler.link_shared_object(objects, target, extra_postargs=whole + BUILD["link_args"]())
 
 
 setup(libraries=[BUILD["CORE_LIBRARY"]], cmdclass={"build_ext": BuildExtWithCore},

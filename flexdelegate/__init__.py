@@ -92,11 +92,15 @@ def load_flex(*, runtime: str | None = None, **options):
     return _delegate_class(detect(runtime))(strings)
 
 
-def library_path() -> str:
-    """The delegate's shared library: what `load_delegate(path, options)` and C++ tools'
-    `--external_delegate_path` take."""
+def library_path(plain: bool = False) -> str:
+    """The delegate's shared library as a TFLite external-delegate plugin.
+
+    plain=False: the extension module, for a Python process (`load_delegate(path, options)`);
+    it needs the Python interpreter it runs in, and plans budgets with Python's planner.
+    plain=True: libflexdelegate.so, the same core without Python, for C/C++ hosts
+    (`benchmark_model --external_delegate_path`, dlopen); it refuses a `budget` option."""
     from . import _native
-    return _native.library_path()
+    return _native.library_path(plain)
 
 
 def __getattr__(name):

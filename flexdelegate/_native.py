@@ -30,9 +30,13 @@ def _options() -> dict[str, tuple[int, str]]:
 OPTIONS = _options()
 
 
-def library_path() -> str:
-    """The shared object TFLite loads as the external-delegate plugin."""
-    return _ext.__file__
+def library_path(plain: bool = False) -> str:
+    """The shared object TFLite loads as the external-delegate plugin: this extension, or the
+    plain library (no Python) setup.py links beside it."""
+    if not plain:
+        return _ext.__file__
+    import os
+    return os.path.join(os.path.dirname(_ext.__file__), "libflexdelegate.so")
 
 
 def check_option(key: str, value: str) -> None:

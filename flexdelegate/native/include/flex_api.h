@@ -43,6 +43,9 @@ const char *flex_check_option(const char *key, const char *value);
  * in [0, FLEX_BUDGET_MAX_MB] (0 = unlimited), else a message. */
 const char *flex_check_budget(double mb);
 
+/* The plain library's refusal of a budget (plain/no_python.c, tflite/plugin.c). */
+#define FLEX_PLAIN_NO_BUDGET "a memory budget needs the Python planner: libflexdelegate.so (no Python) runs without one; drop the budget option, or load flexdelegate.library_path() from a Python process"
+
 /* ---- a running delegate ---- */
 /* Why a call failed; for an infeasible budget also the smallest feasible one and the node it is
  * bottlenecked on. */
