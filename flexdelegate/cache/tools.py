@@ -39,6 +39,13 @@ def verify(path) -> tuple[bool, list[str]]:
     return not problems, problems
 
 
+def default_dir() -> str:
+    """Where the delegate keeps one cache file per model when no cache_path is given (the same
+    rule as native/tflite/partition.c): $XDG_CACHE_HOME/flexdelegate, else ~/.cache/flexdelegate."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "flexdelegate")
+
+
 def _try_lock(dir_fd: int, name: str) -> int | None:
     """flock(LOCK_EX|LOCK_NB) on `<name>.lock`, or None if a writer holds it or the lock file
     is unusable (e.g. a symlink): then the file is left alone. The lock file is created if

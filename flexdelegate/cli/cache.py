@@ -15,15 +15,15 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="flexdelegate cache", description=main.__doc__)
     sub = ap.add_subparsers(dest="action", required=True, metavar="ACTION")
     p = sub.add_parser("info", help="header figures of a cache file")
-    p.add_argument("file")
+    p.add_argument("file", help="a .fxc cache file")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p = sub.add_parser("verify", help="validate a cache file and every blob checksum")
-    p.add_argument("file")
+    p.add_argument("file", help="a .fxc cache file")
     p = sub.add_parser("prune", help="remove least recently used .fxc files down to a size")
-    p.add_argument("dir")
+    p.add_argument("dir", nargs="?", default=None,
+                   help="directory of .fxc files (default: $XDG_CACHE_HOME/flexdelegate, else ~/.cache/flexdelegate)")
     p.add_argument("--max-size", type=float, required=True, metavar="MB", help="MiB to keep")
-    args = ap.parse_args(argv)  # usage errors exit 2 with a usage line
-    return run_command(f"flexdelegate cache {args.action}", lambda: _run(args))
+    return run_command("flexdelegate cache", lambda: _run(ap.parse_args(argv)))  # usage errors: exit 2
 
 
 def _run(args) -> int:
@@ -53,7 +53,8 @@ def _run(args) -> int:
             return 1
         if not args.max_size >= 0:  # also NaN
             raise CommandError(f"--max-size must be >= 0, got {args.max_size}")
-        removed = prune(args.dir, args.max_size)
+        from ..cache.tools import default_dir
+        removed = prune(args.dir or default_dir(), args.max_size)
         for path in removed:
             print(f"removed {path}")
         print(f"{len(removed)} file(s) removed")

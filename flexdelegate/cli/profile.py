@@ -207,7 +207,7 @@ def plot(report: dict, samples_us: list, out: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = common.parser("flexdelegate profile", __doc__.split("\n\n")[0], iterations=50, raw=True)
+    ap = common.parser("flexdelegate profile", __doc__, iterations=50, raw=True)
     ap.add_argument("--budget", type=float, default=None, metavar="MB",
                     help="memory budget passed to the delegate (0 or absent = unlimited)")
     ap.add_argument("--json", metavar="OUT", help="write the report as JSON")

@@ -33,3 +33,20 @@ def draw(plan: Plan, path, title: str | None = None) -> None:
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
+
+
+def draw_curve(budgets_mb, latency_ms, path, minimum_mb: float, title: str = "") -> None:
+    """The budget -> simulated latency curve of `flexdelegate plan MODEL`, the minimum marked."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ax.plot(budgets_mb, latency_ms, marker="o", label="simulated latency")
+    ax.axvline(minimum_mb, color="#c44e52", linestyle="--", label=f"minimum {minimum_mb:.2f} MB")
+    ax.set_xlabel("memory budget (MB)")
+    ax.set_ylabel("latency (ms, planner's estimate)")
+    ax.set_title(title)
+    ax.legend(loc="best")
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
