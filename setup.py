@@ -59,10 +59,11 @@ class BuildExtWithCore(build_ext):
     def build_plain_library(self, core):
         """libflexdelegate.so beside the extension: the whole core library plus plain/, no
         Python, so a C/C++ host can dlopen it (native/plain/README.md)."""
-        from setuptools.dep_util import newer_group
         out_dir = os.path.dirname(self.get_ext_fullpath("flexdelegate._native_ext"))
         target = os.path.join(out_dir, BUILD["PLAIN_LIBRARY"])
-        if not (self.force or newer_group(BUILD["PLAIN_SOURCES"] + [core], target)):
+        inputs = BUILD["PLAIN_SOURCES"] + [core]
+        if not self.force and os.path.exists(target) and \
+                max(map(os.path.getmtime, inputs)) <= os.path.getmtime(target):
             return
         objects = self.compiler.compile(BUILD["PLAIN_SOURCES"], output_dir=self.build_temp,
                                         include_dirs=BUILD["CORE_LIBRARY"][1]["include_dirs"],

@@ -12,9 +12,25 @@ MiB = 1 << 20
 SUFFIX = ".fxc"
 
 
+def algo_name(algo: int) -> str:
+    """A blob's packing algorithm in words (flex_api.h FLEX_PACK_* families)."""
+    from .. import _native
+    families = {v: k for k, v in _native.enum("FLEX_PACK_").items()}
+    family = families.get(algo >> 24)
+    if family == "gemm-panels":
+        return f"GEMM panels, {algo & 0xFF} columns"
+    if family == "winograd":
+        return f"Winograd, {(algo >> 8) & 0xFF}x{(algo >> 8) & 0xFF} output tiles, panels of {algo & 0xFF}"
+    return f"unknown algorithm {algo:#x}"
+
+
 def info(path) -> dict:
-    """Summary figures of a valid cache file (raises CacheError otherwise)."""
+    """Summary figures of a valid cache file (raises CacheError otherwise). models: the loads it
+    served from a model file it could identify: that file's size and modification time as last
+    seen (the file records no path), and how many blobs it asked for."""
     cf = read_cache(path)
+    models = [{"fingerprint": f"{m.fingerprint:016x}", "size_bytes": m.size, "mtime_ns": m.mtime_ns,
+               "blobs": len(m.keys)} for m in cf.models if m.dev or m.ino]
     return {
         "format_version": cf.format_version,
         "producer": cf.producer,
@@ -24,6 +40,7 @@ def info(path) -> dict:
         "models_served": len(cf.fingerprints),
         "dedup_saved_bytes": cf.dedup_saved_bytes,
         "algos": dict(sorted(Counter(e.algo for e in cf.entries).items())),
+        "models": models,
     }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 
 from ..cache import CacheError, CacheOpenError, info, prune, verify
 from .common import CommandError, run_command, size
@@ -33,7 +34,8 @@ def _run(args) -> int:
             if args.json:
                 print(json.dumps(figures, indent=2))
                 return 0
-            algos = ", ".join(f"{a:#x} x{n}" for a, n in figures["algos"].items()) or "none"
+            from ..cache.tools import algo_name
+            algos = "; ".join(f"{algo_name(a)} x{n}" for a, n in figures["algos"].items()) or "none"
             print(f"file:              {args.file}")
             print(f"format version:    {figures['format_version']}")
             print(f"producer:          {figures['producer']}")
@@ -42,6 +44,10 @@ def _run(args) -> int:
             print(f"models served:     {figures['models_served']}")
             print(f"dedup saved:       {size(figures['dedup_saved_bytes'])}")
             print(f"packing algos:     {algos}")
+            for m in figures["models"]:
+                seen = time.strftime("%Y-%m-%d %H:%M", time.localtime(m["mtime_ns"] / 1e9))
+                print(f"  model {m['fingerprint']}: a {size(m['size_bytes'])} file modified {seen}, "
+                      f"{m['blobs']} blobs")
             return 0
         if args.action == "verify":
             ok, problems = verify(args.file)

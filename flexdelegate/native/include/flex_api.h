@@ -46,6 +46,10 @@ const char *flex_check_budget(double mb);
 /* The plain library's refusal of a budget (plain/no_python.c, tflite/plugin.c). */
 #define FLEX_PLAIN_NO_BUDGET "a memory budget needs the Python planner: libflexdelegate.so (no Python) runs without one; drop the budget option, or load flexdelegate.library_path() from a Python process"
 
+/* Packing algorithm families: the high byte of a cache blob's algo (store/store.h builds the
+ * rest: GEMM panels = nr; Winograd = tile << 8 | nr). `flexdelegate cache info` names them. */
+enum { FLEX_PACK_GEMM_PANELS = 1, FLEX_PACK_WINOGRAD = 2 };
+
 /* ---- a running delegate ---- */
 /* Why a call failed; for an infeasible budget also the smallest feasible one and the node it is
  * bottlenecked on. */

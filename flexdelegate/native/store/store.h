@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cache_file.h"
+#include "flex_api.h"
 #include "hash.h"
 
 typedef int (*fx_pack_fn)(void *ctx, void *dst); /* 0, or -1 when out of memory */
@@ -31,8 +32,8 @@ typedef struct fx_wref {
 } fx_wref;
 
 /* Packing algorithms (part of the cache key): family in the high byte, its parameter below. */
-#define FX_ALGO_GEMM_PANEL(nr) (0x01000000u | (uint32_t)(nr))
-#define FX_ALGO_WINOGRAD(tile, nr) (0x02000000u | ((uint32_t)(tile) << 8) | (uint32_t)(nr))
+#define FX_ALGO_GEMM_PANEL(nr) (((uint32_t)FLEX_PACK_GEMM_PANELS << 24) | (uint32_t)(nr))
+#define FX_ALGO_WINOGRAD(tile, nr) (((uint32_t)FLEX_PACK_WINOGRAD << 24) | ((uint32_t)(tile) << 8) | (uint32_t)(nr))
 
 typedef struct fx_store fx_store;
 
