@@ -66,8 +66,8 @@ def default_dir() -> str:
 def _try_lock(dir_fd: int, name: str) -> int | None:
     """flock(LOCK_EX|LOCK_NB) on `<name>.lock`, or None if a writer holds it or the lock file
     is unusable (e.g. a symlink): then the file is left alone. The lock file is created if
-    missing, like writers do, and never removed: unlinking a lock file races with a writer
-    that already opened it (two holders of two different inodes)."""
+    missing, like writers do; tidy() removes it once its cache is gone, under the lock (writers
+    check, once they hold a lock, that it is still the file at the name: take_lock)."""
     flags = os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(name + ".lock", flags, 0o644, dir_fd=dir_fd)
@@ -156,10 +156,82 @@ def prune(directory, max_size_mb: float) -> list[str]:
                     total += now.st_size - st.st_size  # rewritten since the scan: just used
                     continue
                 os.unlink(name, dir_fd=dir_fd)
+                os.unlink(name + ".lock", dir_fd=dir_fd)  # held: its writers re-check (take_lock)
                 total -= st.st_size
                 removed.append(os.path.join(directory, name))
             finally:
                 os.close(lock)
     finally:
         os.close(dir_fd)
+    return removed
+
+
+def tidy(directory) -> list[str]:
+    """What `cache prune` also clears after prune(): orphan lock files and stale budget plans
+    (directory/plans). Returns the removed paths."""
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        removed = _remove_orphan_locks(dir_fd, directory)
+    finally:
+        os.close(dir_fd)
+    return removed + prune_plans(os.path.join(directory, "plans"))
+
+
+def _remove_orphan_locks(dir_fd: int, directory) -> list[str]:
+    """`<x>.fxc.lock` files whose `<x>.fxc` is gone, removed while held (no writer is mid-write:
+    a writer holds the lock through its whole write)."""
+    removed = []
+    for name in sorted(os.listdir(dir_fd)):
+        if not name.endswith(SUFFIX + ".lock"):
+            continue
+        base = name[: -len(".lock")]
+        st = _lstat(dir_fd, name)
+        if st is None or not stat.S_ISREG(st.st_mode) or _lstat(dir_fd, base) is not None:
+            continue
+        lock = _try_lock(dir_fd, base)
+        if lock is None:
+            continue
+        try:
+            now, held = _lstat(dir_fd, name), os.fstat(lock)
+            if _lstat(dir_fd, base) is None and now is not None and (now.st_ino, now.st_dev) == (held.st_ino, held.st_dev):
+                os.unlink(name, dir_fd=dir_fd)
+                removed.append(os.path.join(directory, name))
+        finally:
+            os.close(lock)
+    return removed
+
+
+def prune_plans(plans_dir) -> list[str]:
+    """Stale budget plans (planner/cache.py): files of another plan format or unreadable, and
+    temp files a writer left an hour ago or more. A missing directory has none."""
+    import json
+    import time
+
+    from ..planner.cache import FORMAT
+    try:
+        names = sorted(os.listdir(plans_dir))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    removed = []
+    for name in names:
+        path = os.path.join(plans_dir, name)
+        try:
+            st = os.lstat(path)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            if name.startswith(".") and name.endswith(".tmp"):
+                stale = time.time() - st.st_mtime >= 3600
+            elif name.endswith(".json"):
+                try:
+                    with open(path, "rb") as f:
+                        stale = json.loads(f.read()).get("format") != FORMAT
+                except (ValueError, AttributeError):
+                    stale = True
+            else:
+                continue
+            if stale:
+                os.unlink(path)
+                removed.append(path)
+        except FileNotFoundError:
+            continue
     return removed

@@ -20,7 +20,8 @@ def main(argv=None) -> int:
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p = sub.add_parser("verify", help="validate a cache file and every blob checksum")
     p.add_argument("file", help="a .fxc cache file")
-    p = sub.add_parser("prune", help="remove least recently used .fxc files down to a size")
+    p = sub.add_parser("prune", help="remove least recently used .fxc files down to a size, "
+                                      "then orphan lock files and stale budget plans")
     p.add_argument("dir", nargs="?", default=None,
                    help="directory of .fxc files (default: $XDG_CACHE_HOME/flexdelegate, else ~/.cache/flexdelegate)")
     p.add_argument("--max-size", type=float, required=True, metavar="MB", help="MiB to keep")
@@ -59,11 +60,17 @@ def _run(args) -> int:
             return 1
         if not args.max_size >= 0:  # also NaN
             raise CommandError(f"--max-size must be >= 0, got {args.max_size}")
-        from ..cache.tools import default_dir
-        removed = prune(args.dir or default_dir(), args.max_size)
+        from ..cache.tools import default_dir, tidy
+        directory = args.dir or default_dir()
+        removed = prune(directory, args.max_size)
         for path in removed:
             print(f"removed {path}")
         print(f"{len(removed)} file(s) removed")
+        tidied = tidy(directory)
+        for path in tidied:
+            print(f"removed {path}")
+        if tidied:
+            print(f"{len(tidied)} orphan lock file(s) and stale plan(s) removed")
         return 0
     except CacheOpenError as e:
         raise CommandError(str(e)) from None
