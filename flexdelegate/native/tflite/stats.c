@@ -63,6 +63,15 @@ static size_t stats_locked(fx_delegate *d, char *buf, size_t cap) {
       put(&s, "}");
       first = 0;
     }
+  /* The totals above summed over every subgraph this delegate prepared: one TfLiteContext
+   * each, so a delegate shared by two interpreters reports each one's coverage here. */
+  put(&s, "], \"by_subgraph\": [");
+  for (int i = 0; d && i < d->n_subgraphs; i++) {
+    const fx_subgraph *sg = &d->subgraphs[i];
+    put(&s, "%s{\"subgraph\": %d, \"nodes_total\": %d, \"nodes_delegated\": %d, \"nodes_folded\": %d, "
+            "\"partitions\": %d, \"fallback\": %d}", i ? ", " : "", i, sg->nodes_total, sg->nodes_delegated,
+        sg->nodes_folded, sg->partitions, sg->n_fallback);
+  }
   put(&s, "], \"budget_mb\": %.6g, \"partitions_memory\": [", d ? d->opts.budget_mb : 0.0);
   first = 1;
   for (int i = 0; d && i < d->n_subgraphs; i++)
