@@ -7,7 +7,9 @@ invoke may never fail; a worker may only die by our SIGKILL; at the end `flexdel
 verify` passes on the file left.
 
     python tests/test_chaos.py --seconds 600 [--workers 3]      # a longer run by hand
-"""
+
+The vandal's damage keeps the cache magic: a file without it is not ours and is never replaced
+(issue 14 item 1, tests/cache/test_not_ours.py), so the last load could not rebuild it."""
 from __future__ import annotations
 
 import json
@@ -19,6 +21,8 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+
+from flexdelegate.cache.format import MAGIC
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -88,15 +92,16 @@ def vandal(path: str, log: str, deadline: float, seed: int) -> None:
             elif act == "prune":
                 subprocess.run([sys.executable, "-m", "flexdelegate", "cache", "prune", os.path.dirname(path),
                                 "--max-size", "0"], capture_output=True, check=True, cwd=ROOT)
-            elif act == "truncate":
-                os.truncate(path, rng.randrange(max(1, os.path.getsize(path))))
-            elif act == "overwrite":  # into the mapped inode: same size, other bytes somewhere
+            elif act == "truncate":  # past the magic: a damaged cache is still ours to rebuild
+                os.truncate(path, rng.randrange(len(MAGIC), max(len(MAGIC) + 1, os.path.getsize(path))))
+            elif act == "overwrite":  # into the mapped inode, past the magic: same size, other bytes
                 size = os.path.getsize(path)
                 with open(path, "r+b") as f:
-                    f.seek(rng.randrange(max(1, size)))
+                    f.seek(rng.randrange(len(MAGIC), max(len(MAGIC) + 1, size)))
                     f.write(os.urandom(rng.choice([8, 4096, 65536])))
             else:  # rename other bytes over the path
-                data = stale[rng.randrange(len(stale))] if act == "stale" and stale else os.urandom(rng.choice([100, 5000, 70000]))
+                data = (stale[rng.randrange(len(stale))] if act == "stale" and stale
+                        else MAGIC + os.urandom(rng.choice([100, 5000, 70000])))
                 tmp = f"{path}.vandal"
                 Path(tmp).write_bytes(data)
                 os.rename(tmp, path)

@@ -105,6 +105,13 @@ fx_conv_pack *fx_conv_pack_gemm_form(struct fx_store *store, const fx_conv_pack 
 
 int fx_conv_pack_tile(const fx_conv_pack *p) { return p->tile; }
 
+int fx_conv_pack_mapped(const fx_conv_pack *p) { return p->ref->map != NULL; }
+
+void fx_conv_pack_forget(fx_store *store, fx_conv_pack *p) {
+  fx_store_forget(store, p->ref);
+  fx_conv_pack_free(p);
+}
+
 static int repack_in_memory(fx_conv_pack *p) {
   fx_wref *fresh = fx_wref_packed(p->ref->size, pack_weights, &p->args);
   if (!fresh) return -1;

@@ -44,6 +44,13 @@ const char *flex_check_option(const char *key, const char *value);
  * in [0, FLEX_BUDGET_MAX_MB] (0 = unlimited), else a message. */
 const char *flex_check_budget(double mb);
 
+/* The plain library's refusal of a budget (plain/no_python.c, tflite/plugin.c). */
+#define FLEX_PLAIN_NO_BUDGET "a memory budget needs the Python planner: libflexdelegate.so (no Python) runs without one; drop the budget option, or load flexdelegate.library_path() from a Python process"
+
+/* Packing algorithm families: the high byte of a cache blob's algo (store/store.h builds the
+ * rest: GEMM panels = nr; Winograd = tile << 8 | nr). `flexdelegate cache info` names them. */
+enum { FLEX_PACK_GEMM_PANELS = 1, FLEX_PACK_WINOGRAD = 2 };
+
 /* ---- a running delegate ---- */
 /* Why a call failed; for an infeasible budget also the smallest feasible one and the node it is
  * bottlenecked on. */
@@ -60,6 +67,9 @@ size_t flex_stats_json(void *delegate, char *buf, size_t cap);
 /* Re-plans every partition for a new budget (MB; 0 = unlimited) between invokes. 0 ok; -1 with
  * err filled (an infeasible budget: the old one stays in force). */
 int flex_set_budget(void *delegate, double mb, flex_error *err);
+/* The last memory plan that failed (an infeasible budget at an interpreter's Prepare, or a
+ * refused set_budget), cleared by the next plan that works: 1 with err filled, else 0. */
+int flex_last_error(void *delegate, flex_error *err);
 
 /* The weight cache's 64-bit content hash (cache/FORMAT.md), for the Python cache tools. */
 uint64_t flex_hash64(const void *data, size_t len, uint64_t seed);

@@ -134,9 +134,10 @@ const char *fx_infer_node(fx_graph *g, fx_node *n);
 struct fx_store;
 const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store);
 /* Packs the im2col GEMM form of every Winograd conv in g that lacks one (a budget plan may run
- * that instead when the Winograd weights do not fit). Returns how many it added (pending in
- * the store until its commit), or -1 when out of memory. */
-int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store);
+ * that instead when the Winograd weights do not fit). mapped_only: only those the cache file
+ * already holds (a read-only file: packing the others would only add memory). Returns how many
+ * it added (pending in the store until its commit), or -1 when out of memory. */
+int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store, int mapped_only);
 /* Repacks weights whose cache mapping was truncated under us: 1 repaired, 0 fine, -1 OOM. */
 int fx_node_repair(fx_node *n);
 /* Verifies the node's cached packed weights through the file, never touching the mapping (a

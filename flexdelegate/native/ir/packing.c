@@ -97,12 +97,17 @@ size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads) {
   return rt > gemm ? rt : gemm;
 }
 
-int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store) {
+int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store, int mapped_only) {
   int added = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     fx_node *n = &g->nodes[i];
     if (!n->pack || !fx_conv_pack_tile(n->pack) || n->gemm_pack) continue;
     if (!(n->gemm_pack = fx_conv_pack_gemm_form(store, n->pack))) return -1;
+    if (mapped_only && !fx_conv_pack_mapped(n->gemm_pack)) {
+      fx_conv_pack_forget(store, n->gemm_pack);
+      n->gemm_pack = NULL;
+      continue;
+    }
     added++;
   }
   return added;

@@ -93,7 +93,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     if (fk == 1) { folded++; continue; }
     const char *why = fx_translate_node(&tr, &p->g, idx, node, reg);
     if (why) {
-      ctx->ReportError(ctx, "flexdelegate: node %d (%s): %s", idx, fx_builtin_name(reg->builtin_code), why);
+      ctx->ReportError(ctx, "flexdelegate: node %d (%s): %s\n", idx, fx_builtin_name(reg->builtin_code), why);
       goto fail;
     }
     p->g.nodes[p->g.n_nodes - 1].at_prepare = fk == 2;
@@ -121,7 +121,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     const char *why = fx_fuse_node(&p->g, &p->g.nodes[i]) ? "out of memory" : NULL;
     if (!why) why = fx_prepare_node_weights(&p->g, &p->g.nodes[i], d->store);
     if (why) {
-      ctx->ReportError(ctx, "flexdelegate: node %d: %s", p->g.nodes[i].tfl_node, why);
+      ctx->ReportError(ctx, "flexdelegate: node %d: %s\n", p->g.nodes[i].tfl_node, why);
       goto fail;
     }
   }
@@ -237,7 +237,9 @@ static const char *plan_memory(fx_partition *p, int threads, flex_error *err) {
   return why;
 }
 
-int fx_partition_add_gemm_forms(fx_partition *p) { return fx_pack_gemm_forms(&p->g, p->d->store); }
+int fx_partition_add_gemm_forms(fx_partition *p, int mapped_only) {
+  return fx_pack_gemm_forms(&p->g, p->d->store, mapped_only);
+}
 
 const char *fx_partition_memory(const fx_partition *p, size_t *arena, size_t *min_budget, int *steps) {
   *arena = p->plan.arena_bytes;
@@ -277,7 +279,7 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p) {
     if (!why && g->nodes[i].at_prepare) why = eval_at_prepare(g, &g->nodes[i]);
     g->nodes[i].flops = why ? 0 : fx_node_flops(g, &g->nodes[i]);
     if (why) {
-      ctx->ReportError(ctx, "flexdelegate: node %d: %s", g->nodes[i].tfl_node, why);
+      ctx->ReportError(ctx, "flexdelegate: node %d: %s\n", g->nodes[i].tfl_node, why);
       return kTfLiteError;
     }
   }
@@ -292,10 +294,11 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p) {
                 : ctx->recommended_num_threads > 0 ? ctx->recommended_num_threads : 1;
   p->pool = fx_delegate_pool(p->d, threads);
   if (!p->pool) return kTfLiteError;
-  flex_error err;
+  flex_error err = {.node = -1};
   const char *why = plan_memory(p, threads, &err);
+  fx_delegate_plan_outcome(p->d, why, &err);
   if (why) {
-    ctx->ReportError(ctx, "flexdelegate: %s", why);
+    ctx->ReportError(ctx, "flexdelegate: %s\n", why);
     return kTfLiteError;
   }
   return kTfLiteOk;
@@ -340,7 +343,7 @@ static TfLiteStatus repair_damage(TfLiteContext *ctx, fx_partition *p) {
   if (!why) p->damage_seen = seen;
   pthread_rwlock_unlock(&p->d->weights_lock);
   pthread_mutex_unlock(&p->d->state_lock);
-  if (why) ctx->ReportError(ctx, "flexdelegate: %s", why);
+  if (why) ctx->ReportError(ctx, "flexdelegate: %s\n", why);
   return why ? kTfLiteError : kTfLiteOk;
 }
 
@@ -350,7 +353,7 @@ static TfLiteStatus run_locked(TfLiteContext *ctx, fx_partition *p) {
   pthread_rwlock_rdlock(&p->d->weights_lock);
   if (!p->plan.planner) { /* a re-plan failed, and so did going back to the old budget */
     pthread_rwlock_unlock(&p->d->weights_lock);
-    ctx->ReportError(ctx, "flexdelegate: the partition has no memory plan");
+    ctx->ReportError(ctx, "flexdelegate: the partition has no memory plan\n");
     return kTfLiteError;
   }
   for (int i = 0; i < g->n_tensors; i++) {
@@ -384,7 +387,7 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
     fx_mapping_check_files();
     if (fx_sigbus_any() == p->damage_seen) break;
     if (attempt) {
-      ctx->ReportError(ctx, "flexdelegate: the weight cache file keeps changing under the run");
+      ctx->ReportError(ctx, "flexdelegate: the weight cache file keeps changing under the run\n");
       return kTfLiteError;
     }
   }
@@ -399,7 +402,7 @@ static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p) {
   fx_graph *g = &p->g;
   char msg[FLEX_MSG_LEN];
   if (p->plan.planner->run(&p->plan, g, p->pool, p->arena, p->d->opts.profile, msg, sizeof msg)) {
-    ctx->ReportError(ctx, "flexdelegate: %s", msg);
+    ctx->ReportError(ctx, "flexdelegate: %s\n", msg);
     return kTfLiteError;
   }
   for (int i = 0; i < p->n_static; i++) {
