@@ -6,6 +6,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
+#include <linux/magic.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -118,9 +120,12 @@ void fx_store_open(fx_store *s, const char *path, const void *model_ptr, uint32_
   s->n_keys = 0;
   s->id = file_identity(s, model_ptr);
   s->id.machine = machine;
-  int file_ok = s->stats.file_ok;
+  const fx_store_stats old = s->stats; /* the file's state outlives one load's counts */
   memset(&s->stats, 0, sizeof s->stats);
-  s->stats.file_ok = file_ok;
+  s->stats.file_ok = old.file_ok;
+  s->stats.backing = old.backing;
+  s->stats.temp_tmpfs = old.temp_tmpfs;
+  memcpy(s->stats.temp_dir, old.temp_dir, sizeof old.temp_dir);
   int same = (!path || !*path) ? !s->path : (s->path && !strcmp(s->path, path));
   if (same && (s->map || !s->path)) { find_replay(s); return; }
   fx_cache_map_unref(s->map);
@@ -131,6 +136,7 @@ void fx_store_open(fx_store *s, const char *path, const void *model_ptr, uint32_
   char why[200];
   s->map = fx_cache_open(s->path, why, sizeof why);
   s->stats.file_ok = s->map != NULL;
+  s->stats.backing = s->map ? FX_BACKING_CACHE_FILE : FX_BACKING_MEMORY;
   if (s->map) fx_log(FX_LOG_CACHE, "%s: %llu blobs, %llu models", s->path,
                      (unsigned long long)s->map->n_entries, (unsigned long long)s->map->n_models);
   else if (why[0]) fprintf(stderr, "flexdelegate: warning: ignoring cache %s (%s); it will be rebuilt\n", s->path, why);
@@ -394,8 +400,8 @@ static void free_job(commit_job *j) {
  * (bytes not ours), each is checked at first use, as on a warm load. */
 static void install(fx_store *s, commit_job *j, int from_memory) {
   fx_cache_map *m = j->result;
-  if (!m) {
-    fprintf(stderr, "flexdelegate: warning: cannot write cache %s (%s); weights stay in memory\n", j->path, j->why);
+  if (!m) { /* a budgeted load (not from_memory) refuses to go on instead: partition.c */
+    if (from_memory) fprintf(stderr, "flexdelegate: warning: cannot write cache %s (%s); weights stay in memory\n", j->path, j->why);
     s->stats.file_ok = 0;
     return;
   }
@@ -418,6 +424,32 @@ static void install(fx_store *s, commit_job *j, int from_memory) {
   fx_cache_map_unref(s->map);
   s->map = fx_cache_map_ref(m);
   s->stats.file_ok = 1;
+  if (s->stats.backing != FX_BACKING_TEMP_FILE) s->stats.backing = FX_BACKING_CACHE_FILE;
+}
+
+static atomic_uint g_private_counter;
+
+/* A budgeted load whose cache path is missing or unwritable: the job is written to a file of
+ * this process's own under $TMPDIR (else /tmp), which is unlinked (with its lock file) as soon
+ * as it is mapped: the mapping and its fd keep it alive for this process only. 0 if done. */
+static int commit_private(fx_store *s, commit_job *j) {
+  const char *dir = getenv("TMPDIR");
+  if (!dir || !*dir) dir = "/tmp";
+  char path[4200], lock[4300];
+  snprintf(path, sizeof path, "%s/flexdelegate-%ld-%u.fxc", dir, (long)getpid(), atomic_fetch_add(&g_private_counter, 1));
+  snprintf(lock, sizeof lock, "%s.lock", path);
+  j->rec.dev = j->rec.ino = 0; /* no file identity: nobody else will read this one */
+  j->result = fx_cache_commit(path, j->blobs, j->n, &j->rec, j->keys, 0, j->why, sizeof j->why);
+  unlink(path);
+  unlink(lock);
+  if (!j->result) return -1;
+  struct statfs fs;
+  s->stats.backing = FX_BACKING_TEMP_FILE;
+  s->stats.temp_tmpfs = !statfs(dir, &fs) && fs.f_type == TMPFS_MAGIC;
+  snprintf(s->stats.temp_dir, sizeof s->stats.temp_dir, "%s", dir);
+  fx_log(FX_LOG_CACHE, "%s: no writable cache file; weights in an unlinked temp file there%s", dir,
+         s->stats.temp_tmpfs ? " (tmpfs: in RAM)" : "");
+  return 0;
 }
 
 size_t fx_store_pending(const fx_store *s) { return s->n_pending; }
@@ -457,7 +489,8 @@ void fx_store_commit(fx_store *s, int background) {
     rec.dev = rec.ino = rec.size = 0;
     rec.mtime_ns = rec.ctime_ns = 0;
   }
-  if (!s->path || (!s->n_pending && fx_cache_has_record(s->map, &rec))) {
+  const int private = !s->path && !background && s->n_pending; /* a budget needs a file */
+  if ((!s->path && !private) || (!s->n_pending && fx_cache_has_record(s->map, &rec))) {
     finish_pending(s);
     return;
   }
@@ -466,7 +499,7 @@ void fx_store_commit(fx_store *s, int background) {
   pack_job *packs = calloc(s->n_pending + 1, sizeof *packs);
   fx_wref **refs = calloc(s->n_pending + 1, sizeof *refs);
   fx_cache_keyref *keys = malloc((s->n_keys + 1) * sizeof *keys);
-  char *path = strdup(s->path);
+  char *path = strdup(s->path ? s->path : "(temp)");
   if (!j || !blobs || !packs || !refs || !keys || !path) {
     free(j); free(blobs); free(packs); free(refs); free(keys); free(path);
     finish_pending(s);
@@ -501,7 +534,13 @@ void fx_store_commit(fx_store *s, int background) {
     s->job = j;
     fx_log(FX_LOG_CACHE, "%s: writing %zu blobs in the background", s->path, j->n);
   } else {
-    run_job(j);
+    if (!private) run_job(j);
+    if (!background && !j->result) {
+      if (!private)
+        fprintf(stderr, "flexdelegate: warning: cannot write cache %s (%s); trying an unlinked temp file "
+                        "instead\n", j->path, j->why);
+      commit_private(s, j);
+    }
     install(s, j, background);
     free_job(j);
   }

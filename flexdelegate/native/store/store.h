@@ -78,7 +78,9 @@ void fx_store_hash(fx_store *s, fx_hasher *h, const void *p, size_t len);
  * pack into memory now and write the file on a thread (the load does not wait for the disk);
  * fx_store_settle then moves the weights into the file. Otherwise (a budgeted load) the file
  * is written a few MB of panels at a time, the model bytes each read dropped after it, so
- * building the file needs no more memory than that (FX_WRITE_CHUNK). */
+ * building the file needs no more memory than that (FX_WRITE_CHUNK); and when there is no
+ * cache path or it cannot be written, the file is a private one under $TMPDIR (or /tmp),
+ * unlinked once mapped, so streaming still has a file to read from (stats: backing). */
 void fx_store_commit(fx_store *s, int background);
 /* Packed weights asked for since the last commit that the cache file does not hold yet. */
 size_t fx_store_pending(const fx_store *s);
@@ -89,10 +91,16 @@ int fx_store_settling(const fx_store *s);
  * reading weights meanwhile. */
 void fx_store_settle(fx_store *s, int wait);
 
+/* Where the packed weights live after a commit. */
+enum { FX_BACKING_MEMORY = 0, FX_BACKING_CACHE_FILE = 1, FX_BACKING_TEMP_FILE = 2 };
+
 typedef struct {
   size_t blobs_mapped, bytes_mapped, blobs_packed, bytes_packed, blobs_deduped, bytes_deduped;
   size_t keys_replayed; /* weights not hashed: the model file is unchanged since a recorded load */
   int file_ok; /* the file was usable (read or written) */
+  int backing;     /* FX_BACKING_*: MEMORY only when something was packed and no file took it */
+  int temp_tmpfs;  /* the temp file is on tmpfs: RAM, though outside this process's RSS */
+  char temp_dir[256];
 } fx_store_stats;
 void fx_store_get_stats(const fx_store *s, fx_store_stats *out);
 const char *fx_store_path(const fx_store *s);
