@@ -245,6 +245,16 @@ def test_budget_with_nowhere_to_write_is_refused_in_one_line(tmp_path):
     assert "cache_path=" in got["refused"] and "TMPDIR" in got["refused"]
 
 
+def test_set_budget_refuses_weights_packed_in_memory(model, reference, tmp_path):
+    x, ref = reference
+    d = load_flex(cache_path="")
+    it = make_interpreter(model, delegate=d)
+    with pytest.raises(ValueError, match="packed in memory"):
+        d.set_budget(8)
+    assert d.stats()["budget_mb"] == 0 and d.stats()["memory"]["weights_backing"] == "memory"
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+
+
 def test_unbudgeted_without_a_cache_keeps_weights_in_memory(tmp_path):
     got, _ = no_cache_run(tmp_path, 0, "")
     assert got["memory"]["weights_backing"] == "memory" and got["memory"]["budget_held"] is None
