@@ -311,6 +311,16 @@ void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *
   run_part(pool, p, g, x, y, scratch, act, panels, pan0, pan1, m0, m1, tile, p->direct);
 }
 
+void fx_conv_run_winograd_rt_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
+                                  float *y, float *scratch, int act, const float *panels, int pan0, int pan1) {
+  fx_shape xs = {4, {(int)(g->m / ((size_t)g->oh * g->ow)), g->ih, g->iw, g->cin}};
+  fx_shape ys = {4, {xs.d[0], g->oh, g->ow, p->n}};
+  fx_winograd_rt_run_panels(p->uk, pool, p->rt_tile, panels, pan0, pan1, p->n, g->cin, p->args.bias, x, &xs,
+                            g->pad_top, g->pad_left, y, &ys, scratch, act);
+  size_t c0 = (size_t)pan0 * (size_t)p->uk->nr, c1 = (size_t)pan1 * (size_t)p->uk->nr;
+  if (g->residual) add_residual(g, y, (size_t)p->n, 0, g->m, c0, c1 < (size_t)p->n ? c1 : (size_t)p->n);
+}
+
 void fx_conv_run_direct_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                              float *y, int act, const float *panels, int pan0, int pan1, size_t m0, size_t m1) {
   run_part(pool, p, g, x, y, NULL, act, panels, pan0, pan1, m0, m1, 0, 1);

@@ -93,6 +93,8 @@ int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store) {
     fx_node *n = &g->nodes[i];
     if (!n->pack || !fx_conv_pack_tile(n->pack) || n->gemm_pack) continue;
     if (!(n->gemm_pack = fx_conv_pack_gemm_form(store, n->pack))) return -1;
+    /* a budget plan may run it as Winograd from these panels: scratch, not 4-7x the bytes */
+    fx_conv_set_winograd_rt(n->gemm_pack, fx_conv_pack_tile(n->pack));
     added++;
   }
   return added;
