@@ -100,7 +100,11 @@ int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store) {
   return added;
 }
 
-int fx_node_repair(fx_node *n) { return n->pack ? fx_conv_pack_repair(n->pack) : 0; }
+int fx_node_repair(fx_node *n) {
+  const int a = n->pack ? fx_conv_pack_repair(n->pack) : 0;
+  const int b = n->gemm_pack ? fx_conv_pack_repair(n->gemm_pack) : 0;
+  return a < 0 || b < 0 ? -1 : a | b;
+}
 
 void fx_node_release(fx_node *n) {
   fx_conv_pack_free(n->pack);
