@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 import gc
 import math
-import os
 
 from .. import _native
 from ..tflite.schema import BUILTIN_OP_NAMES
@@ -29,23 +28,6 @@ KERNEL_NAMES = {v: k for k, v in KERNELS.items()}
 # does not plan again.
 _memo: dict = {}
 keep_plans = False  # `flexdelegate plan` sets it to read the whole plan back
-
-
-# What planning may leave resident (the Python heap it cannot hand back, the flat steps kept)
-# within the runtime reserve the C side subtracts (plan/budget.c FX_BUDGET_RUNTIME_RESERVE);
-# past it the plan is made again with that much less arena. Measured: ResNet-152 at 35 MB kept
-# ~3 MB after a plan-cache miss, ~0 after a hit (bench/budget_sweep.py), which put a first run
-# 2.5 MB over its budget.
-PLANNER_ALLOWANCE = 0
-
-
-def _resident_bytes() -> int:
-    """This process's resident set now (0 where /proc/self/statm is missing)."""
-    try:
-        with open("/proc/self/statm") as f:
-            return int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") or 4096)
-    except (OSError, ValueError, IndexError):
-        return 0
 
 
 def _release_heap() -> None:
@@ -143,7 +125,6 @@ def _write_string(ffi, field, text: str) -> None:
 
 def fill_plan(ffi, desc, out) -> int:
     """0 ok (or out.n_steps > out.capacity: call again), -1 infeasible budget, -2 other error."""
-    extra = 0  # what planning kept past its allowance: the budget holds it too
     try:
         graph = graph_from_desc(ffi, desc)
         isa = ffi.string(desc.isa).decode() if desc.isa != ffi.NULL else ""
@@ -151,16 +132,10 @@ def fill_plan(ffi, desc, out) -> int:
         key = (graph.key(), arena_budget, int(desc.threads), isa)
         if key not in _memo:
             _memo.clear()
-            before = _resident_bytes()
             p = _cached_or_new(graph, arena_budget, int(desc.threads), isa)
-            _release_heap()
-            over = _resident_bytes() - before - PLANNER_ALLOWANCE if before else 0
-            if over > 0 and p.arena_bytes > arena_budget - over:  # the plan and what planning kept
-                extra = over
-                p = _cached_or_new(graph, arena_budget - over, int(desc.threads), isa)
             nodes = [int(desc.layers[i].node) for i in range(desc.n_layers)]
             offsets = [int(p.tensor_offsets.get(int(desc.tensors[i].id), 0)) for i in range(desc.n_tensors)]
-            summary = (p.deps_start, p.arena_bytes, p.min_budget_bytes + int(desc.reserve_bytes) + extra, offsets)
+            summary = (p.deps_start, p.arena_bytes, p.min_budget_bytes + int(desc.reserve_bytes), offsets)
             # Planning is the budget's Python-side cost: keep only the flat steps (the whole
             # plan only for `flexdelegate plan`), and give the freed heap back to the OS.
             _memo[key] = (p if keep_plans else None, _steps(p), graph if keep_plans else None, nodes, summary)
@@ -182,7 +157,7 @@ def fill_plan(ffi, desc, out) -> int:
         node = desc.layers[e.layer].node if 0 <= e.layer < desc.n_layers else -1
         # In the user's terms (arena + what the budget also holds), rounded up so the figure
         # quoted back as a budget is feasible.
-        user_min = int(e.min_budget_bytes) + int(desc.reserve_bytes) + extra
+        user_min = int(e.min_budget_bytes) + int(desc.reserve_bytes)
         user_budget = int(desc.budget_bytes)
         min_mb = math.ceil(user_min / 2**20 * 100) / 100
         _write_string(ffi, out.error.message, f"budget {user_budget / 2**20:.4g} MB is infeasible: the minimum is "
