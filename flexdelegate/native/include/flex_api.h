@@ -84,7 +84,9 @@ enum {
   FLEX_KERNEL_GEMM = 1,     /* im2col/direct GEMM panels, sliced by output channels */
   FLEX_KERNEL_GEMM_ROWS = 2, /* the same panels whole, the im2col rows sliced */
   FLEX_KERNEL_WINOGRAD = 3, /* Winograd-transformed panels, sliced by output channels */
-  FLEX_KERNEL_DIRECT = 4    /* the GEMM panels as a direct (implicit-GEMM) conv: no scratch at all */
+  FLEX_KERNEL_DIRECT = 4,   /* the GEMM panels as a direct (implicit-GEMM) conv: no scratch at all */
+  FLEX_KERNEL_WINOGRAD_RT = 5 /* the GEMM panels as Winograd, filters transformed at run time (scratch
+                               * only), sliced by output channels; each slice transforms the input again */
 };
 /* How a kernel slices a layer (flex_kernel_desc.slicing, flex_step_plan.slicing). */
 enum { FLEX_SLICE_NONE = 0, FLEX_SLICE_WEIGHTS = 1 /* output channels */, FLEX_SLICE_INPUT = 2 /* output rows */ };
@@ -99,6 +101,7 @@ typedef struct {
   double compute_us, load_us;
   int out_channels, out_rows; /* what FLEX_SLICE_WEIGHTS / FLEX_SLICE_INPUT split */
   int simd;               /* slices are multiples of this many channels (panel width) or rows */
+  double slice_us;        /* what each extra slice costs beyond the planner's flat per-slice cost */
 } flex_kernel_desc;
 
 typedef struct {

@@ -69,7 +69,8 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
     conv_geom((fx_graph *)g, n, &geo);
     if (fx_conv_pack_tile(pack))
       snprintf(buf, len, "winograd-f%d %s%s", fx_conv_pack_tile(pack), fx_conv_pack_kernel(pack, 0), curve);
-    else if (kernel == FLEX_KERNEL_NODE && fx_conv_pack_winograd_rt(pack)) /* a budget step runs GEMM */
+    else if ((kernel == FLEX_KERNEL_NODE || kernel == FLEX_KERNEL_WINOGRAD_RT) && fx_conv_pack_winograd_rt(pack))
+      /* (a budget step of another kernel runs GEMM) */
       snprintf(buf, len, "winograd-f%d-rt %s%s", fx_conv_pack_winograd_rt(pack), fx_conv_pack_kernel(pack, 0), curve);
     else if (direct || fx_conv_pack_direct(pack))
       snprintf(buf, len, "direct %s%s", fx_conv_pack_kernel(pack, 1), curve);
@@ -346,6 +347,10 @@ const struct fx_conv_pack *fx_node_pack(const fx_node *n, int kernel) {
   if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) return NULL;
   const int winograd = fx_conv_pack_tile(n->pack) != 0;
   if (kernel == FLEX_KERNEL_WINOGRAD) return winograd ? n->pack : NULL;
+  if (kernel == FLEX_KERNEL_WINOGRAD_RT) { /* from the GEMM panels (a Winograd conv's GEMM form too) */
+    const struct fx_conv_pack *p = winograd ? n->gemm_pack : n->pack;
+    return p && fx_conv_pack_winograd_rt(p) ? p : NULL;
+  }
   if (kernel == FLEX_KERNEL_GEMM || kernel == FLEX_KERNEL_GEMM_ROWS || kernel == FLEX_KERNEL_DIRECT)
     return winograd ? n->gemm_pack : n->pack;
   return NULL;

@@ -108,6 +108,8 @@ int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store, int mapped_only) {
       n->gemm_pack = NULL;
       continue;
     }
+    /* a budget plan may run it as Winograd from these panels: scratch, not 4-7x the bytes */
+    fx_conv_set_winograd_rt(n->gemm_pack, fx_conv_pack_tile(n->pack));
     added++;
   }
   return added;

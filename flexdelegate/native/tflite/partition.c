@@ -192,14 +192,24 @@ static TfLiteStatus make_partitions(TfLiteContext *ctx, fx_delegate *d, fx_subgr
    * on: with or without a budget now, so a later set_budget() finds it there instead of
    * copying the whole file to add it (1 s on VGG-19). An unbudgeted run never reads it, so its
    * pages are never resident. Without a cache file we may write, every packed form stays in
-   * memory, so a second one would only add to it: a read-only file lends those it holds. */
-  if (claimed->size && fx_store_path(d->store))
+   * memory, so a second one would only add to it: a read-only file lends those it holds. A
+   * budget always gets a file (a private temp file if need be). */
+  const int budgeted = d->opts.budget_mb > 0;
+  if (claimed->size && (fx_store_path(d->store) || budgeted))
     for (int i = 0; i < sg->n_parts && status == kTfLiteOk; i++)
-      if (fx_partition_add_gemm_forms(sg->parts[i], !fx_store_writable(d->store)) < 0)
+      if (fx_partition_add_gemm_forms(sg->parts[i], !fx_store_writable(d->store) && !budgeted) < 0)
         status = kTfLiteDelegateError;
   /* Every partition has packed (or found) its weights by now: one write for the model, in the
    * background unless a budget plan will stream weights from the file. */
-  fx_store_commit(d->store, d->opts.budget_mb <= 0);
+  fx_store_commit(d->store, !budgeted);
+  fx_store_stats st;
+  fx_store_get_stats(d->store, &st);
+  if (budgeted && status == kTfLiteOk && st.bytes_packed && st.backing == FX_BACKING_MEMORY) {
+    /* Never run unbudgeted while claiming a budget. */
+    ctx->ReportError(ctx, "flexdelegate: a budget needs a file to stream weights from, and neither the cache path "
+                          "nor $TMPDIR could be written: pass a writable cache_path=, or set TMPDIR");
+    status = kTfLiteDelegateError;
+  }
   return status;
 }
 
