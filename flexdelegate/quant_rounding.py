@@ -135,3 +135,19 @@ def detect(interpreter_cls=None, resolver_type=None) -> dict:
                 cands = [r for r in cands if np.array_equal(_expected(acc, m, shift, r, zp, lo, hi), got)]
             found[(op, name)] = cands[0] if cands else None
     return found
+
+
+STOCK_PORTABLE, STOCK_NEON = 0, 1  # kernels/qs8-ops/qs8-ops.h's FX_STOCK_*
+
+
+def stock_arithmetic(found: dict | None = None) -> int | None:
+    """Which loops the stock build runs for the element-wise integer ops: STOCK_NEON when it was
+    compiled with USE_NEON (x86 builds with SSE4.1 get TFLite's NEON loops through NEON_2_SSE:
+    ai-edge-litert 2.3), STOCK_PORTABLE for the portable C++ loops (tflite-runtime 2.14), None if
+    unknown. USE_NEON is one build-wide switch (optimized/neon_check.h), and its one visible trace
+    among detect()'s probes is the int8 depthwise requantization's 8-channel split (the NEON
+    Quantize loop): that decides. tests/quant/test_qs8_ops_vs_stock.py checks every op on both."""
+    rule = (found or detect()).get(("DEPTHWISE_CONV_2D", "int8"))
+    if rule is None:
+        return None
+    return STOCK_NEON if rule.split8 else STOCK_PORTABLE
