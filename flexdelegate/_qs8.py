@@ -148,14 +148,16 @@ def lut_op(variant: int, kind: str, x, q_in, q_out, *, out_dtype=None, alpha: fl
     return y, float(secs[0])
 
 
-def mean_hw(variant: int, x, q_in, q_out, *, stock: int, stock_threads: int = 1, chunk: int = 0,
-            iters: int = 1):
-    """MEAN of int8 x [n,h,w,c] over H, W with keep_dims; returns (y [n,1,1,c], best seconds)."""
+def mean_hw(variant: int, x, q_in, q_out, *, axes=(1, 2), stock: int, stock_threads: int = 1,
+            chunk: int = 0, iters: int = 1):
+    """MEAN of int8 x [n,h,w,c] over H, W with keep_dims (axes: the model's axis tensor);
+    returns (y [n,1,1,c], best seconds)."""
     x = np.ascontiguousarray(x, np.int8)
+    ax = np.ascontiguousarray(axes, np.int32)
     n, h, w, c = x.shape
     y = np.empty((n, 1, 1, c), np.int8)
     secs = ffi.new("double *")
-    if lib.flex_qs8_mean_hw_run(variant, n, h, w, c, *_q(q_in), *_q(q_out), _ptr(x), _ptr(y),
+    if lib.flex_qs8_mean_hw_run(variant, n, h, w, c, _ptr(ax, "int32_t *"), ax.size, *_q(q_in), *_q(q_out), _ptr(x), _ptr(y),
                                 stock, stock_threads, chunk, iters, secs):
         raise ValueError("qs8 MEAN: refused")
     return y, float(secs[0])

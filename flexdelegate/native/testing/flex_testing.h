@@ -104,11 +104,11 @@ int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2,
 int flex_qs8_lut_op_run(int variant, int kind, int sub, int in_u8, int out_u8, float s_in,
                         int z_in, float s_out, int z_out, float alpha, size_t n, const void *x,
                         void *y, int stock, int chunk, int iters, double *seconds);
-/* MEAN of x [batch,h,w,c] int8 over H, W (keep_dims) into y [batch,1,1,c]; stock_threads: the
- * interpreter's thread count. */
-int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, float si, int zi, float so,
-                         int zo, const void *x, void *y, int stock, int stock_threads, int chunk,
-                         int iters, double *seconds);
+/* MEAN of x [batch,h,w,c] int8 over H, W (keep_dims; axes: the model's axis tensor) into
+ * y [batch,1,1,c]; stock_threads: the interpreter's thread count. */
+int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int32_t *axes,
+                         int naxes, float si, int zi, float so, int zo, const void *x, void *y,
+                         int stock, int stock_threads, int chunk, int iters, double *seconds);
 /* SOFTMAX over the last dim (cols) of rows x cols int8/uint8 (beta; output scale/zero point). */
 int flex_qs8_softmax_run(int u8, float si, float beta, float so, int zo, size_t rows,
                          size_t cols, const void *x, void *y, int chunk, int iters,

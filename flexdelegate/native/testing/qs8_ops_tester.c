@@ -78,12 +78,12 @@ int flex_qs8_lut_op_run(int variant, int kind, int sub, int in_u8, int out_u8, f
   return 0;
 }
 
-int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, float si, int zi, float so,
-                         int zo, const void *x, void *y, int stock, int stock_threads, int chunk,
-                         int iters, double *seconds) {
+int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int32_t *axes,
+                         int naxes, float si, int zi, float so, int zo, const void *x, void *y,
+                         int stock, int stock_threads, int chunk, int iters, double *seconds) {
   const fx_qs8_ops_config *v = fx_qs8_ops_config_at(variant);
   fx_qs8_mean_op op;
-  if (!v || fx_qs8_mean_hw_prepare(batch, h, w, c, si, zi, so, zo, stock, stock_threads, &op)) return -1;
+  if (!v || fx_qs8_mean_hw_prepare(batch, h, w, c, axes, naxes, si, zi, so, zo, stock, stock_threads, &op)) return -1;
   int32_t *scratch = malloc(sizeof(int32_t) * (size_t)(c > 0 ? c : 1));
   if (!scratch) return -1;
   TIMED_CHUNKS((size_t)batch, chunk, iters, seconds,

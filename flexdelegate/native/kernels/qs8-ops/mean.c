@@ -8,9 +8,24 @@
 #include "qs8-ops.h"
 #include "kernels/simd/nofuse.h"
 
-int fx_qs8_mean_hw_prepare(int batch, int h, int w, int c, float si, int32_t zi, float so,
-                           int32_t zo, int stock, int stock_threads, fx_qs8_mean_op *op) {
+/* Whether stock's reduce.cc takes the H, W fast path for this axis tensor. */
+static int fast_path_axes(const int32_t *axes, int naxes, int stock) {
+  if (naxes == 2 && ((axes[0] == 1 && axes[1] == 2) || (axes[0] == 2 && axes[1] == 1))) return 1;
+  if (stock != FX_STOCK_NEON) return 0;
+  unsigned seen = 0;
+  for (int i = 0; i < naxes; i++) {
+    const int a = axes[i] < 0 ? axes[i] + 4 : axes[i];
+    if (a < 0 || a > 3) return 0;
+    seen |= 1u << a;
+  }
+  return seen == 6u; /* {1, 2} */
+}
+
+int fx_qs8_mean_hw_prepare(int batch, int h, int w, int c, const int32_t *axes, int naxes,
+                           float si, int32_t zi, float so, int32_t zo, int stock,
+                           int stock_threads, fx_qs8_mean_op *op) {
   memset(op, 0, sizeof *op);
+  if (!axes || !fast_path_axes(axes, naxes, stock)) return -1;
   if (batch < 0 || h <= 0 || w <= 0 || c < 0 || !(si > 0) || !(so > 0)) return -1;
   if ((int64_t)h * w > (1 << 23)) return -1; /* int32 sums of int8 stay exact below this */
   if (zi < -128 || zi > 127 || zo < -128 || zo > 127) return -1;

@@ -124,10 +124,14 @@ typedef struct {
   int32_t split[9];           /* FX_STOCK_NEON: channel bounds of stock's threads */
   int32_t nsplit;
 } fx_qs8_mean_op;
-/* stock_threads: the interpreter's thread count (its MEAN splits channels per thread, which
- * moves the NEON loop's 16-channel blocks). -1 where stock takes another path or refuses. */
-int fx_qs8_mean_hw_prepare(int batch, int h, int w, int c, float si, int32_t zi, float so,
-                           int32_t zo, int stock, int stock_threads, fx_qs8_mean_op *op);
+/* axes: the model's axis tensor as written (stock picks the fast path from its entries:
+ * tflite-runtime 2.14 only for exactly {1, 2} or {2, 1}, LiteRT after resolving negative and
+ * repeated axes). stock_threads: the interpreter's thread count (its MEAN splits channels per
+ * thread, which moves the NEON loop's 16-channel blocks). -1 where stock takes another path
+ * (the caller leaves the op to stock) or refuses. */
+int fx_qs8_mean_hw_prepare(int batch, int h, int w, int c, const int32_t *axes, int naxes,
+                           float si, int32_t zi, float so, int32_t zo, int stock,
+                           int stock_threads, fx_qs8_mean_op *op);
 /* Output pixels [p0, p1) of batch (each c channels); scratch: 4 * c bytes. */
 void fx_qs8_mean_hw_run(const fx_qs8_ops_config *v, const fx_qs8_mean_op *op, const int8_t *x,
                         int8_t *y, size_t p0, size_t p1, int32_t *scratch);
