@@ -100,8 +100,14 @@ int fx_run_depthwise(fx_graph *g, fx_node *n, fx_pool *pool) {
   return 0;
 }
 
+static int is_q8(int dtype) { return dtype == FX_I8 || dtype == FX_U8; }
+
 int fx_run_pool(fx_graph *g, fx_node *n, fx_pool *pool) {
   fx_window w = window_of(g, n);
+  if (is_q8(XT->dtype)) { /* max pool (the only integer pool read_pool lets through) */
+    fx_maxpool_q8(pool, XT->dtype == FX_U8, XT->ptr, &XT->shape, &w, YT->ptr, &YT->shape, n->qout.lo, n->qout.hi);
+    return 0;
+  }
   fx_pool2d_f32(pool, n->p.conv.is_max, F(g, n->in[0]), &XT->shape, &w, YT->ptr, &YT->shape, n->act);
   return 0;
 }
@@ -125,6 +131,10 @@ int fx_run_binary(fx_graph *g, fx_node *n, fx_pool *pool) {
 }
 
 int fx_run_unary(fx_graph *g, fx_node *n, fx_pool *pool) {
+  if (is_q8(XT->dtype)) { /* the RELUs on quantized data: clamps (read_relu) */
+    fx_clamp_q8(XT->dtype == FX_U8, XT->ptr, YT->ptr, fx_shape_numel(&XT->shape), n->qout.lo, n->qout.hi);
+    return 0;
+  }
   fx_unary_f32_pool(pool, n->p.un.kind, n->p.un.alpha, XT->ptr, YT->ptr, fx_shape_numel(&XT->shape));
   return 0;
 }
@@ -144,7 +154,8 @@ int fx_run_softmax(fx_graph *g, fx_node *n, fx_pool *pool) {
 
 int fx_run_pad(fx_graph *g, fx_node *n, fx_pool *pool) {
   (void)pool;
-  const void *value = n->n_in > 2 && n->in[2] >= 0 ? T(g, n->in[2])->ptr : NULL;
+  const uint8_t fill = (uint8_t)n->p.pad.fill;
+  const void *value = n->n_in > 2 && n->in[2] >= 0 ? T(g, n->in[2])->ptr : n->p.pad.has_fill ? &fill : NULL;
   fx_pad(XT->ptr, &XT->shape, n->pads, value, ES, YT->ptr);
   return 0;
 }
@@ -198,7 +209,7 @@ int fx_run_resize_bilinear(fx_graph *g, fx_node *n, fx_pool *pool) {
 
 int fx_run_resize_nearest(fx_graph *g, fx_node *n, fx_pool *pool) {
   (void)pool;
-  fx_resize_nearest_f32(XT->ptr, &XT->shape, YT->ptr, &YT->shape, n->p.resize.align_corners, n->p.resize.half_pixel);
+  fx_resize_nearest(XT->ptr, &XT->shape, YT->ptr, &YT->shape, ES, n->p.resize.align_corners, n->p.resize.half_pixel);
   return 0;
 }
 

@@ -5,6 +5,7 @@
 #define FLEX_GRAPH_H
 #include "blob.h"
 #include "kernels/ops/ops.h"
+#include "kernels/quant/requant.h"
 
 enum fx_storage {
   FX_ST_CONST,    /* read-only data outside the arena (model mmap or a blob) */
@@ -12,9 +13,24 @@ enum fx_storage {
   FX_ST_ARENA,    /* internal to the partition: lives at `offset` in the arena */
 };
 
+/* A tensor's affine quantization as TFLite's integer kernels read it: real = scale * (q -
+ * zero_point), with the per-tensor (legacy) scale and zero point, which every kernel uses for
+ * activations; a per-channel tensor (weights) has n > 1 scales along dimension `axis`. n == 0:
+ * not quantized (float tensors, or integers the model left without parameters). `scales`
+ * points into the interpreter's record of the tensor (valid as long as the interpreter). */
+typedef struct {
+  int n, axis;
+  float scale;
+  int32_t zero_point;
+  const float *scales;
+} fx_quant;
+/* Same parameters (scales compared as floats, as TFLite's kernels compare them). */
+int fx_quant_equal(const fx_quant *a, const fx_quant *b);
+
 typedef struct {
   int tfl;          /* TfLite tensor index, or -1 for partition scratch */
   int dtype;
+  fx_quant quant;   /* integer tensors only */
   fx_shape shape;
   int storage;
   const void *cdata; /* FX_ST_CONST */
@@ -59,7 +75,11 @@ typedef struct {
     struct { int begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask, offset; } ss;
     struct { int out_type; } shape;
     struct { int n_dims; int dims[FX_MAX_RANK]; int squeeze; unsigned squeeze_mask; } reshape;
+    struct { int has_fill; int32_t fill; } pad; /* 1-byte data without a value input: fill byte */
   } p;
+  /* Integer ops: the output zero point, the fused activation's quantized range [lo, hi] and
+   * the stock kernel's rounding (kernels/quant/requant.h), set when the node is read. */
+  fx_qs8_out qout;
   /* Filled at prepare/init by the kernels that need them. */
   struct fx_conv_pack *pack;   /* packed weights for conv / fc */
   struct fx_conv_pack *gemm_pack; /* a Winograd conv's im2col GEMM form, for a budget plan to

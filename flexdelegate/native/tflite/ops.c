@@ -18,6 +18,27 @@ int fx_tfl_dtype(TfLiteType t) {
   }
 }
 
+/* The quantization of an integer tensor (float ones: none, whatever the model attached). A
+ * record the interpreter would trip over (no scales, zero points not one per scale, a channel
+ * axis outside the shape or of another length) is a reason, never read past. */
+static const char *read_quant(const TfLiteTensor *t, int dtype, fx_quant *q) {
+  memset(q, 0, sizeof *q);
+  if (dtype != FX_I8 && dtype != FX_U8 && dtype != FX_I16 && dtype != FX_I32) return NULL;
+  if (t->quantization.type == kTfLiteNoQuantization) return NULL;
+  const TfLiteAffineQuantization *a = t->quantization.params;
+  if (t->quantization.type != kTfLiteAffineQuantization || !a) return "unsupported quantization";
+  if (!a->scale || a->scale->size < 1 || !a->zero_point || a->zero_point->size != a->scale->size)
+    return "malformed quantization parameters";
+  q->n = a->scale->size;
+  q->axis = a->quantized_dimension;
+  q->scales = a->scale->data;
+  q->scale = t->params.scale;
+  q->zero_point = t->params.zero_point;
+  if (q->n > 1 && (!t->dims || q->axis < 0 || q->axis >= t->dims->size || t->dims->data[q->axis] != q->n))
+    return "per-channel scales do not match the quantized dimension";
+  return NULL;
+}
+
 /* Adds TFLite tensor `idx` (or finds it); -1 for an absent optional input, -2 on error. */
 static int add_tensor(fx_translate *tr, fx_graph *g, int idx, const char **why) {
   if (idx < 0) return -1;
@@ -53,6 +74,7 @@ static int add_tensor(fx_translate *tr, fx_graph *g, int idx, const char **why) 
     }
   }
   if (!ft.dtype || ft.dtype == FX_BOOL) { *why = "unsupported tensor type"; fx_blob_unref(ft.blob); return -2; }
+  if ((*why = read_quant(t, fx_tfl_dtype(t->type), &ft.quant))) { fx_blob_unref(ft.blob); return -2; }
   int id = fx_graph_add_tensor(g, &ft);
   if (id < 0) { *why = "out of memory"; fx_blob_unref(ft.blob); return -2; }
   tr->local[idx] = id;
@@ -82,12 +104,45 @@ static const char *need_f32(fx_graph *g, const fx_node *n, unsigned f32_mask) {
   return NULL;
 }
 
-/* Layout ops move elements of any 4-byte or 8-byte type, and inputs and outputs agree. */
+static int is_q8(int dtype) { return dtype == FX_I8 || dtype == FX_U8; }
+
+/* Layout ops move elements of any 1-, 4- or 8-byte type, and inputs and outputs agree. Quantized
+ * bytes move unchanged whatever the tensors' quantization says, as in the stock kernels. */
 static const char *same_dtype(fx_graph *g, const fx_node *n, int n_data_inputs) {
   int dt = g->tensors[n->out[0]].dtype;
-  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64) return "unsupported tensor type";
+  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64 && !is_q8(dt)) return "unsupported tensor type";
   for (int i = 0; i < n_data_inputs; i++)
     if (n->in[i] >= 0 && g->tensors[n->in[i]].dtype != dt) return "input and output types differ";
+  return NULL;
+}
+
+/* Whether tensors a and b carry the same per-tensor scale and zero point (stock compares these). */
+static int same_scale(const fx_graph *g, int a, int b) {
+  const fx_quant *qa = &g->tensors[a].quant, *qb = &g->tensors[b].quant;
+  return qa->scale == qb->scale && qa->zero_point == qb->zero_point;
+}
+
+/* Quantized CONCATENATION / PACK: stock int8 kernels require every input quantized as the
+ * output (else they refuse the model), and uint8 ones copy such inputs unchanged. */
+static const char *same_quant(fx_graph *g, const fx_node *n, int n_data_inputs) {
+  if (!is_q8(g->tensors[n->out[0]].dtype)) return NULL;
+  for (int i = 0; i < n_data_inputs; i++)
+    if (n->in[i] >= 0 && !same_scale(g, n->in[i], n->out[0])) return "inputs quantized differently from the output";
+  return NULL;
+}
+
+/* An integer op's output stage in n->qout: the output zero point and the fused activation's
+ * range (CalculateActivationRangeQuantized, which gives TANH no range, like the float path). */
+static const char *q8_out(fx_graph *g, fx_node *n, int tfl_act) {
+  const fx_tensor *y = &g->tensors[n->out[0]];
+  const int u8 = y->dtype == FX_U8;
+  int act;
+  const char *e = map_act(tfl_act, &act);
+  if (e) return e;
+  n->qout = (fx_qs8_out){.zp = y->quant.zero_point, .tail_from = INT32_MAX};
+  if (fx_qs8_act_range(act, y->quant.scale, y->quant.zero_point, u8 ? 0 : -128, u8 ? 255 : 127, &n->qout.lo,
+                       &n->qout.hi))
+    return "fused activation range outside int32 (the stock kernel refuses the model)";
   return NULL;
 }
 
@@ -181,6 +236,19 @@ static const char *read_f32_unary(fx_graph *g, fx_node *n, const void *bd) {
   return need_f32(g, n, 1);
 }
 
+/* RELU, RELU6, RELU_N1_TO_1: on quantized data a clamp when input and output share their
+ * quantization (stock's requantization by 1.0 is then exact), as TFLite's QuantizedReluX. */
+static const char *read_relu(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const char *e;
+  if (!is_q8(g->tensors[n->in[0]].dtype)) return need_f32(g, n, 1);
+  if ((e = same_dtype(g, n, 1))) return e;
+  if (!same_scale(g, n->in[0], n->out[0])) return "input and output quantized differently (a requantizing RELU)";
+  const int act = n->p.un.kind == FX_U_RELU ? kTfLiteActRelu : n->p.un.kind == FX_U_RELU6 ? kTfLiteActRelu6
+                                                                                        : kTfLiteActReluN1To1;
+  return q8_out(g, n, act);
+}
+
 static const char *read_leaky_relu(fx_graph *g, fx_node *n, const void *bd) {
   n->p.un.alpha = bd ? ((const TfLiteLeakyReluParams *)bd)->alpha : 0.2f;
   return need_f32(g, n, 1);
@@ -194,6 +262,8 @@ static const char *read_pool(fx_graph *g, fx_node *n, const void *bd) {
   n->p.conv.kw = p->filter_width;
   if (p->filter_height < 1 || p->filter_width < 1) return "filter size must be >= 1";
   if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  if (is_q8(g->tensors[n->in[0]].dtype) && n->p.conv.is_max) /* max, then the activation's clamp */
+    return (e = same_dtype(g, n, 1)) ? e : q8_out(g, n, p->activation);
   return need_f32(g, n, 1);
 }
 
@@ -208,14 +278,24 @@ static const char *read_softmax(fx_graph *g, fx_node *n, const void *bd) {
   return need_f32(g, n, 1);
 }
 
+/* PAD / PADV2. Quantized data (uint8, or int8 with quantization) pads with the output zero point
+ * or a value quantized as the output; unquantized int8 with 0 or the value (stock's EvalInt). */
 static const char *read_pad(fx_graph *g, fx_node *n, const void *bd) {
   (void)bd;
   const char *e;
   if ((e = same_dtype(g, n, 1)) || (e = need_const(g, n, 1, 0))) return e;
+  const fx_tensor *y = &g->tensors[n->out[0]];
+  const int quantized = y->dtype == FX_U8 || (y->dtype == FX_I8 && g->tensors[n->in[0]].quant.n > 0);
+  n->p.pad.has_fill = 0;
   if (n->n_in > 2 && n->in[2] >= 0) {
     const fx_tensor *v = &g->tensors[n->in[2]];
-    if (v->dtype != g->tensors[n->out[0]].dtype || fx_shape_numel(&v->shape) != 1)
-      return "pad value must be a scalar of the data type";
+    if (v->dtype != y->dtype || fx_shape_numel(&v->shape) != 1) return "pad value must be a scalar of the data type";
+    if (quantized && !same_scale(g, n->in[2], n->out[0])) return "pad value quantized differently from the output";
+  } else if (is_q8(y->dtype)) {
+    const int32_t zp = quantized ? y->quant.zero_point : 0, lo = y->dtype == FX_U8 ? 0 : -128;
+    if (zp < lo || zp > lo + 255) return "output zero point outside its type";
+    n->p.pad.has_fill = 1;
+    n->p.pad.fill = zp;
   }
   return NULL;
 }
@@ -227,13 +307,14 @@ static const char *read_concat(fx_graph *g, fx_node *n, const void *bd) {
   if (n->n_in > 64) return "more than 64 inputs";
   if ((e = map_act(p->activation, &n->act))) return e;
   if (n->act != FLEX_ACT_NONE && g->tensors[n->out[0]].dtype != FX_F32) return "activation on non-float data";
-  return same_dtype(g, n, n->n_in);
+  return (e = same_dtype(g, n, n->n_in)) ? e : same_quant(g, n, n->n_in);
 }
 
 static const char *read_pack(fx_graph *g, fx_node *n, const void *bd) {
+  const char *e;
   n->p.concat.axis = ((const TfLitePackParams *)bd)->axis;
   if (n->n_in > 64) return "more than 64 inputs";
-  return same_dtype(g, n, n->n_in);
+  return (e = same_dtype(g, n, n->n_in)) ? e : same_quant(g, n, n->n_in);
 }
 
 static const char *read_reshape(fx_graph *g, fx_node *n, const void *bd) {
@@ -288,7 +369,9 @@ static const char *read_resize(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
   n->p.resize.align_corners = p->align_corners;
   n->p.resize.half_pixel = p->half_pixel_centers;
-  return (e = need_f32(g, n, 1)) ? e : need_const(g, n, 1, 0);
+  if (n->kind == FX_OP_RESIZE_NEAREST) e = same_dtype(g, n, 1); /* moves elements: any type */
+  else e = need_f32(g, n, 1);
+  return e ? e : need_const(g, n, 1, 0);
 }
 
 static const char *read_block(fx_graph *g, fx_node *n, const void *bd) {
@@ -343,9 +426,9 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinMaximum, FX_OP_BINARY, FX_B_MAX, read_f32_binary, 2, 0, 0},
     {kTfLiteBuiltinMinimum, FX_OP_BINARY, FX_B_MIN, read_f32_binary, 2, 0, 0},
     {kTfLiteBuiltinPrelu, FX_OP_BINARY, FX_B_PRELU, read_f32_binary, 2, 0, 0},
-    {kTfLiteBuiltinRelu, FX_OP_UNARY, FX_U_RELU, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinRelu6, FX_OP_UNARY, FX_U_RELU6, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinReluN1To1, FX_OP_UNARY, FX_U_RELU_N1_TO_1, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinRelu, FX_OP_UNARY, FX_U_RELU, read_relu, 1, 0, 0},
+    {kTfLiteBuiltinRelu6, FX_OP_UNARY, FX_U_RELU6, read_relu, 1, 0, 0},
+    {kTfLiteBuiltinReluN1To1, FX_OP_UNARY, FX_U_RELU_N1_TO_1, read_relu, 1, 0, 0},
     {kTfLiteBuiltinLogistic, FX_OP_UNARY, FX_U_LOGISTIC, read_f32_unary, 1, 0, 0},
     {kTfLiteBuiltinTanh, FX_OP_UNARY, FX_U_TANH, read_f32_unary, 1, 0, 0},
     {kTfLiteBuiltinHardSwish, FX_OP_UNARY, FX_U_HARD_SWISH, read_f32_unary, 1, 0, 0},
