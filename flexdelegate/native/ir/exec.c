@@ -296,3 +296,52 @@ const struct fx_conv_pack *fx_node_pack(const fx_node *n, int kernel) {
     return winograd ? n->gemm_pack : n->pack;
   return NULL;
 }
+
+/* Float -> integer QUANTIZE, one value, under stock's rule (quant_rounding.py: Q_AWAY = 0,
+ * TFLite's scalar loop: (int32)round_half_away((double)x / scale); Q_RECIP_EVEN = 1, its NEON
+ * loop: x * (float)(1 / scale) rounded half to even). A value past int32 (inf, NaN) becomes
+ * INT32_MIN, as x86's conversions give it; the zero point is a wrapping int32 add. */
+static int32_t quantize_one(float x, double scale, float inv, int rule, int32_t zp) {
+  const double r = rule == 1 ? (double)nearbyintf(x * inv) : round((double)x / scale);
+  const int32_t v = r >= -2147483648.0 && r < 2147483648.0 ? (int32_t)r : INT32_MIN;
+  return (int32_t)((uint32_t)v + (uint32_t)zp);
+}
+
+/* QUANTIZE / DEQUANTIZE, as stock. Float -> int: quantize_one, the rule n->qout.rounding on the
+ * first count - count % 8 values and tail_rounding on the rest when split (tail_from == 0),
+ * clamped to the type. Int -> int with equal scales moves the zero point (stock's requantize by
+ * exactly 1.0 rounds nothing). Int -> float (DEQUANTIZE), the same split of rules
+ * (quant_rounding.py): 0, scale * (float)(q - zero point), one rounding of an exact product
+ * (TFLite's scalar loop); 1, (float)q * scale - (float)zp * scale in float (its NEON loop). */
+int fx_run_quantize(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_tensor *x = XT, *y = YT;
+  const size_t count = fx_shape_numel(&x->shape);
+  const int xu8 = x->dtype == FX_U8, yu8 = y->dtype == FX_U8;
+  const size_t main = n->qout.tail_from == 0 ? count - count % 8 : count;
+  if (y->dtype == FX_F32) {
+    const float scale = x->quant.scale, zp_scaled = (float)x->quant.zero_point * scale;
+    const int32_t zp = x->quant.zero_point;
+    float *out = y->ptr;
+    for (size_t i = 0; i < count; i++) {
+      const int32_t v = xu8 ? ((const uint8_t *)x->ptr)[i] : ((const int8_t *)x->ptr)[i];
+      const int mul_sub = (i < main ? n->qout.rounding : n->qout.tail_rounding) == 1;
+      out[i] = mul_sub ? (float)v * scale - zp_scaled : scale * (float)(v - zp);
+    }
+    return 0;
+  }
+  const int32_t lo = n->qout.lo, hi = n->qout.hi, zy = n->qout.zp;
+  const double scale = (double)y->quant.scale;
+  const float inv = (float)(1.0 / scale);
+  for (size_t i = 0; i < count; i++) {
+    int32_t v;
+    if (x->dtype == FX_F32)
+      v = quantize_one(((const float *)x->ptr)[i], scale, inv, i < main ? n->qout.rounding : n->qout.tail_rounding, zy);
+    else
+      v = (xu8 ? ((const uint8_t *)x->ptr)[i] : ((const int8_t *)x->ptr)[i]) - x->quant.zero_point + zy;
+    v = v < lo ? lo : v > hi ? hi : v;
+    if (yu8) ((uint8_t *)y->ptr)[i] = (uint8_t)v;
+    else ((int8_t *)y->ptr)[i] = (int8_t)v;
+  }
+  return 0;
+}

@@ -32,6 +32,7 @@ static const char *read_quant(const TfLiteTensor *t, int dtype, fx_quant *q) {
   q->n = a->scale->size;
   q->axis = a->quantized_dimension;
   q->scales = a->scale->data;
+  q->zero_points = a->zero_point->data;
   q->scale = t->params.scale;
   q->zero_point = t->params.zero_point;
   if (q->n > 1 && (!t->dims || q->axis < 0 || q->axis >= t->dims->size || t->dims->data[q->axis] != q->n))
@@ -139,7 +140,7 @@ static const char *q8_out(fx_graph *g, fx_node *n, int tfl_act) {
   int act;
   const char *e = map_act(tfl_act, &act);
   if (e) return e;
-  n->qout = (fx_qs8_out){.zp = y->quant.zero_point, .tail_from = INT32_MAX};
+  n->qout.zp = y->quant.zero_point;
   if (fx_qs8_act_range(act, y->quant.scale, y->quant.zero_point, u8 ? 0 : -128, u8 ? 255 : 127, &n->qout.lo,
                        &n->qout.hi))
     return "fused activation range outside int32 (the stock kernel refuses the model)";
@@ -178,11 +179,41 @@ static const char *conv_tensors(fx_graph *g, fx_node *n) {
   return n->n_in > 2 ? need_const(g, n, 2, 1) : NULL;
 }
 
+/* int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (the node becomes QCONV / QDEPTHWISE /
+ * QFC): int8 input, weights and output, int32 bias, per-tensor or per-channel weight scales
+ * along the output channels with zero points 0 (what stock's int8 kernels accept), a fused
+ * activation with a quantized range, and the stock rounding known for this op. uint8 layers
+ * stay with the stock kernel for now. */
+static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
+  const fx_tensor *x = &g->tensors[n->in[0]], *w = &g->tensors[n->in[1]], *y = &g->tensors[n->out[0]];
+  const fx_tensor *b = n->n_in > 2 && n->in[2] >= 0 ? &g->tensors[n->in[2]] : NULL;
+  const char *e;
+  if (x->dtype != FX_I8) return "uint8 convolutions are left to the stock kernel";
+  if (w->dtype != FX_I8 || y->dtype != FX_I8) return "int8 input with weights or output of another type";
+  if (b && b->dtype != FX_I32) return "int8 layer with a bias that is not int32";
+  if ((e = need_const(g, n, 1, 0)) || (e = need_const(g, n, 2, 1))) return e;
+  if (!x->quant.n || !w->quant.n || !y->quant.n) return "int8 tensor without quantization";
+  if (x->quant.n > 1 || y->quant.n > 1) return "per-channel activations";
+  const int axis = qkind == FX_OP_QDEPTHWISE ? 3 : 0;
+  if (w->shape.rank < 2 || (qkind == FX_OP_QDEPTHWISE && w->shape.rank != 4)) return "unexpected weight rank";
+  if (w->quant.n > 1 && (w->quant.axis != axis || w->quant.n != w->shape.d[axis]))
+    return "per-channel weight scales not along the output channels";
+  for (int c = 0; c < w->quant.n; c++)
+    if (w->quant.zero_points[c] != 0) return "int8 weights with a nonzero zero point";
+  if (n->qout.rounding < 0) return "stock's rounding for this int8 op unknown (no rounding table)";
+  n->kind = qkind;
+  if ((e = q8_out(g, n, tfl_act))) return e;
+  if (qkind != FX_OP_QDEPTHWISE || n->qout.tail_from) n->qout.tail_from = INT32_MAX;
+  else n->qout.tail_from = w->shape.d[3] - w->shape.d[3] % 8; /* split8: the last C % 8 channels */
+  return fx_qlayer_check(g, n);
+}
+
 static const char *read_conv(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteConvParams *p = bd;
   const char *e;
   conv_params(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor, p->dilation_height_factor);
   if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  if (is_q8(g->tensors[n->in[0]].dtype)) return read_qconv(g, n, p->activation, FX_OP_QCONV);
   return conv_tensors(g, n);
 }
 
@@ -190,13 +221,14 @@ static const char *read_depthwise(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteDepthwiseConvParams *p = bd;
   const char *e;
   conv_params(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor, p->dilation_height_factor);
-  if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act)) || (e = conv_tensors(g, n)))
-    return e;
+  if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  const int q8 = is_q8(g->tensors[n->in[0]].dtype);
+  if (!q8 && (e = conv_tensors(g, n))) return e;
   /* The multiplier follows from the shapes (newer converters leave the param 0). */
   const fx_shape *x = &g->tensors[n->in[0]].shape, *f = &g->tensors[n->in[1]].shape;
   if (x->rank != 4 || f->rank != 4 || x->d[3] == 0 || f->d[3] % x->d[3]) return "filter depth is not a multiple of input depth";
   n->p.conv.mult = f->d[3] / x->d[3];
-  return NULL;
+  return q8 ? read_qconv(g, n, p->activation, FX_OP_QDEPTHWISE) : NULL;
 }
 
 static const char *read_fc(fx_graph *g, fx_node *n, const void *bd) {
@@ -206,7 +238,8 @@ static const char *read_fc(fx_graph *g, fx_node *n, const void *bd) {
   n->p.fc.keep_num_dims = p->keep_num_dims;
   if (n->n_out != 1) return "multiple outputs";
   if (p->activation == kTfLiteActTanh) return "fused TANH (stock float FULLY_CONNECTED rejects it too)";
-  return (e = map_act(p->activation, &n->act)) ? e : conv_tensors(g, n);
+  if ((e = map_act(p->activation, &n->act))) return e;
+  return is_q8(g->tensors[n->in[0]].dtype) ? read_qconv(g, n, p->activation, FX_OP_QFC) : conv_tensors(g, n);
 }
 
 static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) {
@@ -276,6 +309,25 @@ static const char *read_mean(fx_graph *g, fx_node *n, const void *bd) {
 static const char *read_softmax(fx_graph *g, fx_node *n, const void *bd) {
   n->p.softmax.beta = ((const TfLiteSoftmaxParams *)bd)->beta;
   return need_f32(g, n, 1);
+}
+
+/* QUANTIZE (float -> int8/uint8, or int8/uint8 -> int8/uint8 with equal scales: a zero-point
+ * move) and DEQUANTIZE of activations (constants are folded before this, fold.c). Per-tensor
+ * quantization only; float -> int needs the stock rule known (quant_rounding.detect()'s
+ * QUANTIZE probe: its two rules are exec.c's quantize_one). */
+static const char *read_quantize(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const fx_tensor *x = &g->tensors[n->in[0]], *y = &g->tensors[n->out[0]];
+  const int xq = is_q8(x->dtype), yq = is_q8(y->dtype);
+  if ((xq && x->quant.n != 1) || (yq && y->quant.n != 1)) return "quantize needs one scale and zero point per tensor";
+  if (xq && y->dtype == FX_F32) {
+    if (n->tfl_builtin != kTfLiteBuiltinDequantize) return "unexpected types";
+    return n->qout.rounding < 0 ? "stock's dequantize arithmetic unknown (no rounding table)" : NULL;
+  }
+  if (!yq || (!xq && x->dtype != FX_F32)) return "unsupported quantize types";
+  if (xq && x->quant.scale != y->quant.scale) return "requantizing QUANTIZE (scales differ) is left to the stock kernel";
+  if (!xq && n->qout.rounding < 0) return "stock's float quantize rounding unknown (no rounding table)";
+  return q8_out(g, n, kTfLiteActNone);
 }
 
 /* PAD / PADV2. Quantized data (uint8, or int8 with quantization) pads with the output zero point
@@ -452,6 +504,8 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinGather, FX_OP_GATHER, 0, read_gather, 2, 0, 1},
     {kTfLiteBuiltinShape, FX_OP_SHAPE, 0, read_shape, 1, 0, 0},
     {kTfLiteBuiltinCast, FX_OP_CAST, 0, read_cast, 1, 0, 0},
+    {kTfLiteBuiltinQuantize, FX_OP_QUANTIZE, 0, read_quantize, 1, 0, 0},
+    {kTfLiteBuiltinDequantize, FX_OP_QUANTIZE, 0, read_quantize, 1, 0, 0},
 };
 
 static const builtin_op *builtin_of(int builtin) {
@@ -490,6 +544,11 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
   if (n->in[0] < 0) return "missing input";
   set_sub(n, op->sub);
   if (n->n_in < op->min_inputs) return "missing inputs";
+  /* the stock rounding for this op on this type (integer readers check it is known) */
+  const fx_rounding_rule *rule = fx_rounding_find(tr->rounding, reg->builtin_code,
+                                                  g->tensors[n->out[0]].dtype == FX_U8 || g->tensors[n->in[0]].dtype == FX_U8);
+  n->qout = (fx_qs8_out){.rounding = rule ? rule->rounding : -1, .tail_rounding = rule ? rule->tail_rounding : FX_RQ_AWAY,
+                         .tail_from = rule && rule->split8 ? 0 : INT32_MAX};
   for (int i = 0; i < n->n_in; i++)
     if (n->in[i] < 0 && !((op->optional >> i) & 1)) return "missing input";
   /* Deferred folds become values here, except the weights a GEMM packs (see fx_fold_recipe). */
