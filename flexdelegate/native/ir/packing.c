@@ -58,6 +58,8 @@ done:
 }
 
 const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store) {
+  if (n->kind == FX_OP_QCONV || n->kind == FX_OP_QFC || n->kind == FX_OP_QDEPTHWISE)
+    return n->qlayer ? NULL : fx_qlayer_pack(g, n);
   if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC) return NULL;
   if (n->pack) return NULL;
   const fx_tensor *w = T(g, n->in[1]);
@@ -103,5 +105,7 @@ int fx_node_repair(fx_node *n) { return n->pack ? fx_conv_pack_repair(n->pack) :
 void fx_node_release(fx_node *n) {
   fx_conv_pack_free(n->pack);
   fx_conv_pack_free(n->gemm_pack);
+  fx_qlayer_free(n->qlayer);
   n->pack = n->gemm_pack = NULL;
+  n->qlayer = NULL;
 }
