@@ -62,6 +62,9 @@ int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_
   int32_t lo, hi;
   if (fx_qs8_act_range_of(act, so, zo, u8, &lo, &hi)) return -1;
   if (fx_qs8_bcast_plan(a, b, &bop->bc)) return -1;
+  /* tflite-runtime 2.14's MUL aborts on generic broadcasts of rank > 4 (README.md "MUL") */
+  if (op == FX_QS8_MUL && stock == FX_STOCK_PORTABLE && bop->bc.kind == FX_BC_GENERIC && bop->bc.out.rank > 4)
+    return -1;
   bop->op = op;
   bop->stock = stock;
   if (op == FX_QS8_ADD) {
