@@ -49,11 +49,28 @@ def test_mean_hw(shape, threads):
     check_exact(m.build(y), num_threads=threads)
 
 
-def test_mean_general_path_stays_with_stock():
+@pytest.mark.parametrize("dtype", [S8, U8])
+@pytest.mark.parametrize("shape,axes,keep", [((1, 7, 7, 64), [1, 2], False), ((2, 5, 6), [-1], True),
+                                             ((1, 5, 5, 8), [-3, -2], True)])
+def test_mean_general(dtype, shape, axes, keep):
+    """stock's general path (QuantizedMeanOrSum): global pooling without keep_dims and others."""
     m = QModel()
-    x = m.input((1, 5, 5, 8), Q(S8, 0.07, -9))
-    y = m.tensor((1, 8), Q(S8, 0.05, 4))
-    m.op("MEAN", [x, m.const(np.array([1, 2], np.int32))], [y], keep_dims=False)
+    x = m.input(shape, Q(dtype, 0.07, -9 if dtype == S8 else 119))
+    res = {a % len(shape) for a in axes}
+    out = [1 if i in res else d for i, d in enumerate(shape)] if keep else [d for i, d in enumerate(shape) if i not in res]
+    y = m.tensor(out, Q(dtype, 0.05, 4 if dtype == S8 else 130))
+    m.op("MEAN", [x, m.const(np.array(axes, np.int32))], [y], keep_dims=keep)
+    fast_u8 = dtype == U8 and keep and len(shape) == 4  # LiteRT resolves [-3, -2] to its fast path
+    stats = check_exact(m.build(y), delegated=not fast_u8)
+    if not fast_u8:
+        assert stats["nodes_delegated"] == 1, stats
+
+
+def test_uint8_mean_fast_path_stays_with_stock():
+    m = QModel()
+    x = m.input((1, 5, 5, 8), Q(U8, 0.07, 119))
+    y = m.tensor((1, 1, 1, 8), Q(U8, 0.05, 130))
+    m.op("MEAN", [x, m.const(np.array([1, 2], np.int32))], [y], keep_dims=True)
     stats = check_exact(m.build(y), delegated=False)
     assert stats["nodes_delegated"] == 0, stats
 

@@ -92,6 +92,21 @@ int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int3
   return 0;
 }
 
+int flex_qs8_mean_run(int variant, int u8, int r, const int *d, unsigned axis_mask, float si,
+                      int zi, float so, int zo, const void *x, void *y, int chunk, int iters,
+                      double *seconds) {
+  const fx_qs8_ops_config *v = fx_qs8_ops_config_at(variant);
+  fx_qs8_shape s;
+  fx_qs8_mean_any_op op;
+  if (!v || shape_of(r, d, &s) || fx_qs8_mean_prepare(u8, &s, axis_mask, si, zi, so, zo, &op)) return -1;
+  const size_t n = fx_qs8_mean_outputs(&op);
+  int32_t *scratch = malloc(sizeof(int32_t) * ((size_t)op.inner + 1));
+  if (!scratch) return -1;
+  TIMED_CHUNKS(n, chunk, iters, seconds, fx_qs8_mean_run(v, &op, x, y, lo, hi, scratch));
+  free(scratch);
+  return 0;
+}
+
 int flex_qs8_softmax_run(int u8, float si, float beta, float so, int zo, size_t rows,
                          size_t cols, const void *x, void *y, int chunk, int iters,
                          double *seconds) {

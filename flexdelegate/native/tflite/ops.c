@@ -339,7 +339,6 @@ static const char *read_mean(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
   n->p.mean.keep_dims = bd ? ((const TfLiteReducerParams *)bd)->keep_dims : 0;
   if (is_q8(g->tensors[n->in[0]].dtype)) {
-    if (!n->p.mean.keep_dims) return "integer MEAN without keep_dims (stock's general path) is left to stock";
     return (e = need_const(g, n, 1, 0)) ? e : read_qelem(g, n, FX_QOP_MEAN, 1, kTfLiteActNone, 0.0f);
   }
   return (e = need_f32(g, n, 1)) ? e : need_const(g, n, 1, 0);
