@@ -108,3 +108,25 @@ def test_squeeze_excite_block():
     m.op("LOGISTIC", [s], [g])
     m.op("MUL", [x, g], [y])
     check_exact(m.build(y))
+
+
+POOLS = [((1, 9, 9, 20), 3, 2, "SAME"), ((2, 8, 7, 300), 2, 2, "VALID"), ((1, 7, 7, 33), 7, 1, "VALID"),
+         ((1, 10, 10, 16), 5, 3, "SAME")]
+
+
+@pytest.mark.parametrize("dtype", [S8, U8])
+@pytest.mark.parametrize("shape,k,s,pad", POOLS, ids=[f"{p[0]}k{p[1]}s{p[2]}{p[3]}" for p in POOLS])
+@pytest.mark.parametrize("act", ["NONE", "RELU6"])
+def test_average_pool(dtype, shape, k, s, pad, act):
+    """AVERAGE_POOL_2D (kernels/qs8-ops/pool.c): sums of the in-bounds taps, rounded half away
+    from zero by their count (edges of SAME windows: fewer taps), the activation's clamp."""
+    from flexdelegate.run import make_interpreter
+    m = QModel()
+    q = Q(dtype, 0.05, -7 if dtype == S8 else 121)
+    x = m.input(shape, q)
+    oh = -(-shape[1] // s) if pad == "SAME" else (shape[1] - k) // s + 1
+    ow = -(-shape[2] // s) if pad == "SAME" else (shape[2] - k) // s + 1
+    y = m.tensor((shape[0], oh, ow, shape[3]), q)
+    m.op("AVERAGE_POOL_2D", [x], [y], padding=pad, stride_h=s, stride_w=s, filter_height=k, filter_width=k,
+         fused_activation_function=act)
+    check_exact(m.build(y), seeds=(0, 1, 2), num_threads=2)

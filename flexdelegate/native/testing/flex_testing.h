@@ -114,6 +114,11 @@ int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int3
 int flex_qs8_mean_run(int variant, int u8, int r, const int *d, unsigned axis_mask, float si,
                       int zi, float so, int zo, const void *x, void *y, int chunk, int iters,
                       double *seconds);
+/* AVERAGE_POOL_2D of x [n,h,w,c] (int8/uint8) with window kh x kw, strides, leading pads pt/pl
+ * into y [n,oh,ow,c], clamped to [lo, hi]. */
+int flex_qs8_avgpool_run(int variant, int u8, int n, int h, int w, int c, int kh, int kw, int sh,
+                         int sw, int pt, int pl, int oh, int ow, int lo, int hi, const void *x,
+                         void *y, int chunk, int iters, double *seconds);
 /* SOFTMAX over the last dim (cols) of rows x cols int8/uint8 (beta; output scale/zero point). */
 int flex_qs8_softmax_run(int u8, float si, float beta, float so, int zo, size_t rows,
                          size_t cols, const void *x, void *y, int chunk, int iters,

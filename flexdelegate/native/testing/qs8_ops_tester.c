@@ -107,6 +107,18 @@ int flex_qs8_mean_run(int variant, int u8, int r, const int *d, unsigned axis_ma
   return 0;
 }
 
+int flex_qs8_avgpool_run(int variant, int u8, int n, int h, int w, int c, int kh, int kw, int sh,
+                         int sw, int pt, int pl, int oh, int ow, int lo, int hi, const void *x,
+                         void *y, int chunk, int iters, double *seconds) {
+  const fx_qs8_ops_config *v = fx_qs8_ops_config_at(variant);
+  const fx_qs8_pool_geom p = {u8, n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, lo, hi};
+  if (!v || n < 0 || h < 1 || w < 1 || c < 0 || kh < 1 || kw < 1 || sh < 1 || sw < 1 || oh < 0 || ow < 0)
+    return -1;
+  const size_t rows = (size_t)n * (size_t)oh;
+  TIMED_CHUNKS(rows, chunk, iters, seconds, fx_qs8_avgpool_rows(v, &p, x, y, lo, hi));
+  return 0;
+}
+
 int flex_qs8_softmax_run(int u8, float si, float beta, float so, int zo, size_t rows,
                          size_t cols, const void *x, void *y, int chunk, int iters,
                          double *seconds) {

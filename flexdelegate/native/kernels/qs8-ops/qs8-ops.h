@@ -154,6 +154,15 @@ size_t fx_qs8_mean_outputs(const fx_qs8_mean_any_op *op);
 void fx_qs8_mean_run(const fx_qs8_ops_config *v, const fx_qs8_mean_any_op *op, const void *x,
                      void *y, size_t o0, size_t o1, int32_t *scratch);
 
+/* ---- AVERAGE_POOL_2D (NHWC, int8 / uint8; stock requires equal input and output quantization) ---- */
+typedef struct {
+  int32_t u8, batch, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl;
+  int32_t lo, hi; /* the fused activation's range (fx_qs8_act_range_of on the output) */
+} fx_qs8_pool_geom;
+/* Output rows [r0, r1) of batch * oh. */
+void fx_qs8_avgpool_rows(const fx_qs8_ops_config *v, const fx_qs8_pool_geom *p, const void *x,
+                         void *y, size_t r0, size_t r1);
+
 /* ---- SOFTMAX (last dim) ---- */
 typedef struct {
   float table[256];  /* expf(-si * beta * v) at 255 - v */
