@@ -59,7 +59,7 @@ done:
 
 const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store) {
   if (n->kind == FX_OP_QCONV || n->kind == FX_OP_QFC || n->kind == FX_OP_QDEPTHWISE)
-    return n->qlayer ? NULL : fx_qlayer_pack(g, n);
+    return n->qlayer ? NULL : fx_qlayer_pack(g, n, store);
   if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC) return NULL;
   if (n->pack) return NULL;
   const fx_tensor *w = T(g, n->in[1]);
@@ -100,7 +100,10 @@ int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store) {
   return added;
 }
 
-int fx_node_repair(fx_node *n) { return n->pack ? fx_conv_pack_repair(n->pack) : 0; }
+int fx_node_repair(fx_node *n) {
+  if (n->qlayer) return fx_qlayer_repair(n->qlayer);
+  return n->pack ? fx_conv_pack_repair(n->pack) : 0;
+}
 
 void fx_node_release(fx_node *n) {
   fx_conv_pack_free(n->pack);
