@@ -102,7 +102,9 @@ int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store) {
 
 int fx_node_repair(fx_node *n) {
   if (n->qlayer) return fx_qlayer_repair(n->qlayer);
-  return n->pack ? fx_conv_pack_repair(n->pack) : 0;
+  const int a = n->pack ? fx_conv_pack_repair(n->pack) : 0;
+  const int b = n->gemm_pack ? fx_conv_pack_repair(n->gemm_pack) : 0;
+  return a < 0 || b < 0 ? -1 : a | b;
 }
 
 void fx_node_release(fx_node *n) {

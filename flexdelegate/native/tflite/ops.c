@@ -531,6 +531,8 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
   if (!op) return reg->custom_name ? "custom op" : "unsupported op";
   if (!node->inputs || !node->outputs || node->inputs->size < 1 || node->outputs->size != 1)
     return "unexpected number of inputs/outputs";
+  const char *refused = fx_tfl_stock_refuses(tr->ctx, reg->builtin_code, node);
+  if (refused) return refused;
   if (!node->builtin_data && op->needs_params) return "missing builtin params";
   fx_node *n = fx_graph_add_node(g, op->kind, node->inputs->size, 1);
   if (!n) return "out of memory";
