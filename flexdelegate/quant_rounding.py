@@ -240,4 +240,26 @@ def option_text(found: dict) -> str:
     for (op, dtype), r in sorted(found.items()):
         if r is not None:
             parts.append(f"{op}.{dtype}={r.rounding}" + (f":{r.tail_rounding}" if r.split8 else ""))
+    stock = stock_arithmetic(found)  # the element-wise ops: the number is qs8-ops' FX_STOCK_*
+    if stock is not None:
+        parts += [f"{op}.{dtype}={stock}" for op, dtype in ELEMENTWISE]
     return ",".join(parts)
+
+
+STOCK_PORTABLE, STOCK_NEON = 0, 1  # kernels/qs8-ops/qs8-ops.h's FX_STOCK_*
+# The element-wise integer ops whose arithmetic differs between the two stock builds: their
+# "_rounding" entry carries stock_arithmetic() (tflite/ops.c read_qelem).
+ELEMENTWISE = [("ADD", "int8"), ("ADD", "uint8"), ("MUL", "int8"), ("MUL", "uint8"), ("MEAN", "int8")]
+
+
+def stock_arithmetic(found: dict | None = None) -> int | None:
+    """Which loops the stock build runs for the element-wise integer ops: STOCK_NEON when it was
+    compiled with USE_NEON (x86 builds with SSE4.1 get TFLite's NEON loops through NEON_2_SSE:
+    ai-edge-litert 2.3), STOCK_PORTABLE for the portable C++ loops (tflite-runtime 2.14), None if
+    unknown. USE_NEON is one build-wide switch (optimized/neon_check.h), and its one visible trace
+    among detect()'s probes is the int8 depthwise requantization's 8-channel split (the NEON
+    Quantize loop): that decides. tests/quant/test_qs8_*_vs_stock.py check every op on both."""
+    rule = (detect() if found is None else found).get(("DEPTHWISE_CONV_2D", "int8"))
+    if rule is None:
+        return None
+    return STOCK_NEON if rule.split8 else STOCK_PORTABLE

@@ -52,6 +52,7 @@ const char *fx_op_name(int kind);
 struct fx_conv_pack;    /* conv/conv.c */
 struct fx_qlayer;       /* qlayer.c: an int8 conv / FC / depthwise, packed */
 struct fx_store;        /* store/store.h */
+struct fx_qop;          /* qop.c: an int8 / uint8 element-wise op, prepared */
 
 typedef struct {
   int kind;
@@ -86,6 +87,7 @@ typedef struct {
    * tail_from == 0 before the reader resolves a split8 rule to C - C % 8. */
   fx_qs8_out qout;
   struct fx_qlayer *qlayer;    /* int8 conv / FC / depthwise: packed at init (qlayer.c) */
+  struct fx_qop *qop;          /* QELEM: made by the reader, prepared at shape inference (qop.h) */
   /* Filled at prepare/init by the kernels that need them. */
   struct fx_conv_pack *pack;   /* packed weights for conv / fc */
   struct fx_conv_pack *gemm_pack; /* a Winograd conv's im2col GEMM form, for a budget plan to

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "conv/conv.h"
 #include "graph.h"
+#include "qop.h"
 
 static const fx_tensor *T(const fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
 static const void *cdata_of(const fx_graph *g, int id) {
@@ -111,6 +112,8 @@ void fx_node_release(fx_node *n) {
   fx_conv_pack_free(n->pack);
   fx_conv_pack_free(n->gemm_pack);
   fx_qlayer_free(n->qlayer);
+  fx_qop_free(n->qop);
+  n->qop = NULL;
   n->pack = n->gemm_pack = NULL;
   n->qlayer = NULL;
 }

@@ -3,6 +3,7 @@
  * "claimed" and "runs" cannot drift apart. */
 #include <string.h>
 #include "delegate.h"
+#include "ir/qop.h"
 
 int fx_tfl_dtype(TfLiteType t) {
   switch (t) {
@@ -252,10 +253,37 @@ static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) 
   return n->n_in > 3 ? need_const(g, n, 3, 1) : NULL;
 }
 
+/* int8 / uint8 ADD, MUL, MEAN, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU on the qs8-ops
+ * kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output of one type, one
+ * scale and zero point each. ADD, MUL and MEAN compute differently on tflite-runtime and LiteRT
+ * (kernels/qs8-ops/README.md): their "_rounding" entry names stock's arithmetic (FX_STOCK_*).
+ * Parameters the stock kernel refuses, or that these kernels do not reproduce, are found when
+ * the node is prepared for its shapes (fx_infer_qelem) and leave the node to stock. */
+static const char *read_qelem(fx_graph *g, fx_node *n, int kind, int n_data, int tfl_act, float param) {
+  const fx_tensor *y = &g->tensors[n->out[0]];
+  int act;
+  const char *e;
+  for (int i = 0; i < n_data; i++) {
+    const fx_tensor *x = &g->tensors[n->in[i]];
+    if (x->dtype != y->dtype) return "integer op with inputs of another type than its output";
+    if (x->quant.n != 1) return "integer op input without one scale and zero point";
+  }
+  if (y->quant.n != 1) return "integer op output without one scale and zero point";
+  if ((kind == FX_QOP_ADD || kind == FX_QOP_MUL || kind == FX_QOP_MEAN) && n->qout.rounding < 0)
+    return "stock's arithmetic for this integer op unknown (no rounding table)";
+  if ((e = map_act(tfl_act, &act))) return e;
+  return fx_qop_make(n, kind, n->qout.rounding, act, param, 1);
+}
+
 /* ADD / SUB / MUL / DIV: their params all start with the activation (and may be absent). */
 static const char *read_arith(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
-  if (bd && (e = map_act(((const TfLiteMulParams *)bd)->activation, &n->act))) return e;
+  const int act = bd ? ((const TfLiteMulParams *)bd)->activation : kTfLiteActNone;
+  if (is_q8(g->tensors[n->in[0]].dtype)) {
+    if (n->p.bin.op != FX_B_ADD && n->p.bin.op != FX_B_MUL) return "integer SUB / DIV are left to the stock kernel";
+    return read_qelem(g, n, n->p.bin.op == FX_B_ADD ? FX_QOP_ADD : FX_QOP_MUL, 2, act, 0.0f);
+  }
+  if ((e = map_act(act, &n->act))) return e;
   return need_f32(g, n, 3);
 }
 
@@ -266,6 +294,12 @@ static const char *read_f32_binary(fx_graph *g, fx_node *n, const void *bd) {
 
 static const char *read_f32_unary(fx_graph *g, fx_node *n, const void *bd) {
   (void)bd;
+  if (is_q8(g->tensors[n->in[0]].dtype)) {
+    const int k = n->p.un.kind;
+    if (k != FX_U_LOGISTIC && k != FX_U_TANH && k != FX_U_HARD_SWISH) return "unsupported integer op";
+    return read_qelem(g, n, k == FX_U_LOGISTIC ? FX_QOP_LOGISTIC : k == FX_U_TANH ? FX_QOP_TANH : FX_QOP_HARD_SWISH,
+                      1, kTfLiteActNone, 0.0f);
+  }
   return need_f32(g, n, 1);
 }
 
@@ -284,6 +318,7 @@ static const char *read_relu(fx_graph *g, fx_node *n, const void *bd) {
 
 static const char *read_leaky_relu(fx_graph *g, fx_node *n, const void *bd) {
   n->p.un.alpha = bd ? ((const TfLiteLeakyReluParams *)bd)->alpha : 0.2f;
+  if (is_q8(g->tensors[n->in[0]].dtype)) return read_qelem(g, n, FX_QOP_LEAKY_RELU, 1, kTfLiteActNone, n->p.un.alpha);
   return need_f32(g, n, 1);
 }
 
@@ -303,11 +338,16 @@ static const char *read_pool(fx_graph *g, fx_node *n, const void *bd) {
 static const char *read_mean(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
   n->p.mean.keep_dims = bd ? ((const TfLiteReducerParams *)bd)->keep_dims : 0;
+  if (is_q8(g->tensors[n->in[0]].dtype)) {
+    if (!n->p.mean.keep_dims) return "integer MEAN without keep_dims (stock's general path) is left to stock";
+    return (e = need_const(g, n, 1, 0)) ? e : read_qelem(g, n, FX_QOP_MEAN, 1, kTfLiteActNone, 0.0f);
+  }
   return (e = need_f32(g, n, 1)) ? e : need_const(g, n, 1, 0);
 }
 
 static const char *read_softmax(fx_graph *g, fx_node *n, const void *bd) {
   n->p.softmax.beta = ((const TfLiteSoftmaxParams *)bd)->beta;
+  if (is_q8(g->tensors[n->in[0]].dtype)) return read_qelem(g, n, FX_QOP_SOFTMAX, 1, kTfLiteActNone, n->p.softmax.beta);
   return need_f32(g, n, 1);
 }
 
@@ -560,5 +600,6 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
     if (!(t->cdata = fx_blob_data(t->blob))) return "out of memory";
   }
   if ((why = op->read(g, n, node->builtin_data))) return why;
+  if (n->qop) fx_qop_set_stock_threads(n, tr->ctx && tr->ctx->recommended_num_threads > 0 ? tr->ctx->recommended_num_threads : 1);
   return fx_infer_node(g, n);
 }

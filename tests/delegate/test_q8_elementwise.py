@@ -1,0 +1,93 @@
+"""The integer element-wise ops through the delegate (ir/qop.c on kernels/qs8-ops), bit for bit
+against the stock reference of the runtime in use, every node delegated: ADD and MUL with
+broadcasting (squeeze-excite's [1,1,1,C] x [1,H,W,C], scalar, the generic walk) and fused
+activations, MEAN over H, W with keep_dims (1 and 2 interpreter threads: stock splits channels
+by them), SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU; and what must stay with stock."""
+import numpy as np
+import pytest
+
+from qopcheck import Q, QModel, check_exact
+
+S8, U8 = np.int8, np.uint8
+
+
+def binary(op, a_shape, b_shape, qa, qb, qo, act="NONE"):
+    m = QModel()
+    a, b = m.input(a_shape, qa), m.input(b_shape, qb)
+    y = m.tensor(np.broadcast_shapes(a_shape, b_shape), qo)
+    m.op(op, [a, b], [y], fused_activation_function=act)
+    return m.build(y)
+
+
+BCAST = [((1, 8, 8, 24), (1, 8, 8, 24)), ((1, 1, 1, 40), (1, 7, 7, 40)), ((1, 6, 6, 33), (1, 1, 1, 33)),
+         ((1,), (2, 5, 19)), ((3, 1, 6), (1, 4, 1))]
+
+
+@pytest.mark.parametrize("dtype", [S8, U8])
+@pytest.mark.parametrize("shapes", BCAST, ids=[f"{a}x{b}" for a, b in BCAST])
+@pytest.mark.parametrize("act", ["NONE", "RELU6"])
+def test_add(dtype, shapes, act):
+    z = (-5, 7, -20) if dtype == S8 else (120, 131, 100)
+    check_exact(binary("ADD", *shapes, Q(dtype, 0.05, z[0]), Q(dtype, 0.031, z[1]), Q(dtype, 0.07, z[2]), act),
+                num_threads=2)
+
+
+@pytest.mark.parametrize("dtype", [S8, U8])
+@pytest.mark.parametrize("shapes", BCAST, ids=[f"{a}x{b}" for a, b in BCAST])
+def test_mul(dtype, shapes):
+    z = (-128, 3, -10) if dtype == S8 else (0, 128, 10)
+    check_exact(binary("MUL", *shapes, Q(dtype, 0.02, z[0]), Q(dtype, 1 / 256, z[1]), Q(dtype, 0.01, z[2]), "RELU"))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", [(1, 7, 7, 1280), (2, 4, 4, 40), (1, 3, 3, 17)])
+def test_mean_hw(shape, threads):
+    m = QModel()
+    x = m.input(shape, Q(S8, 0.07, -9))
+    y = m.tensor((shape[0], 1, 1, shape[3]), Q(S8, 0.05, 4))
+    m.op("MEAN", [x, m.const(np.array([1, 2], np.int32))], [y], keep_dims=True)
+    check_exact(m.build(y), num_threads=threads)
+
+
+def test_mean_general_path_stays_with_stock():
+    m = QModel()
+    x = m.input((1, 5, 5, 8), Q(S8, 0.07, -9))
+    y = m.tensor((1, 8), Q(S8, 0.05, 4))
+    m.op("MEAN", [x, m.const(np.array([1, 2], np.int32))], [y], keep_dims=False)
+    stats = check_exact(m.build(y), delegated=False)
+    assert stats["nodes_delegated"] == 0, stats
+
+
+@pytest.mark.parametrize("dtype", [S8, U8])
+def test_softmax(dtype):
+    m = QModel()
+    x = m.input((3, 1001), Q(dtype, 0.11, 5 if dtype == S8 else 130))
+    y = m.tensor((3, 1001), Q(dtype, 1 / 256, -128 if dtype == S8 else 0))
+    m.op("SOFTMAX", [x], [y], beta=1.0)
+    check_exact(m.build(y))
+
+
+TABLE = [("LOGISTIC", (1 / 256, -128)), ("TANH", (1 / 128, 0)), ("HARD_SWISH", (0.03, -100)),
+         ("LEAKY_RELU", (0.02, -40))]
+
+
+@pytest.mark.parametrize("op,qo", TABLE, ids=[t[0] for t in TABLE])
+def test_table_ops(op, qo):
+    m = QModel()
+    x = m.input((1, 9, 9, 35), Q(S8, 0.04, 3))
+    y = m.tensor((1, 9, 9, 35), Q(S8, *qo))
+    m.op(op, [x], [y], **({"alpha": 0.1} if op == "LEAKY_RELU" else {}))
+    check_exact(m.build(y))
+
+
+def test_squeeze_excite_block():
+    """MEAN -> (1x1 convs elided) LOGISTIC -> MUL back onto the feature map, as in EfficientNet."""
+    m = QModel()
+    x = m.input((1, 10, 10, 48), Q(S8, 0.05, -7))
+    s = m.tensor((1, 1, 1, 48), Q(S8, 0.04, 2))
+    g = m.tensor((1, 1, 1, 48), Q(S8, 1 / 256, -128))
+    y = m.tensor((1, 10, 10, 48), Q(S8, 0.03, -5))
+    m.op("MEAN", [x, m.const(np.array([1, 2], np.int32))], [s], keep_dims=True)
+    m.op("LOGISTIC", [s], [g])
+    m.op("MUL", [x, g], [y])
+    check_exact(m.build(y))
