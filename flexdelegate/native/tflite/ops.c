@@ -202,6 +202,13 @@ static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
   for (int c = 0; c < w->quant.n; c++)
     if (w->quant.zero_points[c] != 0) return "int8 weights with a nonzero zero point";
   if (n->qout.rounding < 0) return "stock's rounding for this int8 op unknown (no rounding table)";
+  /* stock FULLY_CONNECTED refuses a bias scale off input x weight scale by over 2% of the output
+   * scale (GetQuantizedConvolutionMultipler; int8 convs check only uint8): so do we */
+  if (qkind == FX_OP_QFC && b) {
+    const double product = (double)x->quant.scale * (double)w->quant.scale;
+    const double diff = product > b->quant.scale ? product - b->quant.scale : b->quant.scale - product;
+    if (!(diff / (double)y->quant.scale <= 0.02)) return "bias scale is not input scale x weight scale (stock refuses it)";
+  }
   n->kind = qkind;
   if ((e = q8_out(g, n, tfl_act))) return e;
   if (qkind != FX_OP_QDEPTHWISE || n->qout.tail_from) n->qout.tail_from = INT32_MAX;
