@@ -4,6 +4,7 @@ Return codes become exceptions here; callers get plain Python values."""
 from __future__ import annotations
 
 import json
+import os
 
 from . import _native_ext as _ext
 
@@ -76,6 +77,17 @@ def hash64(data, seed: int = 0) -> int:
     """The cache's content hash of a bytes-like object (see flexdelegate/cache/FORMAT.md)."""
     buf = ffi.from_buffer(data)
     return int(lib.flex_hash64(buf, len(buf), seed))
+
+
+def cache_check(path) -> str | None:
+    """The C loader's verdict on a cache file: None if a load would map it, else why not
+    ("missing" for no file at all)."""
+    raw = os.fsencode(path)
+    if b"\0" in raw:
+        return "not a valid path"
+    msg = ffi.new("char[]", 256)
+    rc = lib.flex_cache_check(raw, msg, 256)
+    return None if rc == 0 else "missing" if rc == 1 else ffi.string(msg).decode(errors="replace")
 
 
 @ffi.def_extern(error=-2)

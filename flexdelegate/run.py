@@ -77,16 +77,21 @@ def time_invokes(it, inputs, iterations: int, warmup: int = 2) -> Timing:
 
 
 def max_error(ref: list[np.ndarray], got: list[np.ndarray]) -> float:
-    """max |err| / max(1, max |ref|) over all outputs: the project's agreement measure."""
+    """max |err| / max(1, max |ref|) over all outputs: the project's agreement measure. NaN and
+    infinities must sit at the same places with the same signs (inf if not); the error and
+    the scale are measured over the finite elements, so one infinity cannot hide the rest."""
+    if len(ref) != len(got):
+        return float("inf")
     worst = 0.0
     for r, g in zip(ref, got):
         if r.shape != g.shape:
             return float("inf")
         r64, g64 = r.astype(np.float64), g.astype(np.float64)
-        nan_r, nan_g = np.isnan(r64), np.isnan(g64)
-        if (nan_r != nan_g).any():
-            return float("inf")  # NaN where the reference has a number (or the reverse)
-        r64, g64 = r64[~nan_r], g64[~nan_r]
+        fin_r = np.isfinite(r64)
+        if (fin_r != np.isfinite(g64)).any() or (np.isnan(r64) != np.isnan(g64)).any() or \
+                (r64[np.isinf(r64)] != g64[np.isinf(r64)]).any():
+            return float("inf")  # NaN or an infinity where the reference has another value
+        r64, g64 = r64[fin_r], g64[fin_r]
         scale = max(1.0, float(np.max(np.abs(r64))) if r64.size else 1.0)
         err = float(np.max(np.abs(r64 - g64))) if r64.size else 0.0
         worst = max(worst, err / scale)

@@ -6,6 +6,7 @@ import os
 import stat
 from collections import Counter
 
+from .._native import cache_check
 from .format import TEMP_RE, CacheError, CacheOpenError, pid_alive, read_cache, verify_blobs
 
 MiB = 1 << 20
@@ -28,14 +29,18 @@ def info(path) -> dict:
 
 
 def verify(path) -> tuple[bool, list[str]]:
-    """(ok, problems): loader validation plus every blob checksum. A path that cannot be opened
-    as a regular file is not a damaged cache: CacheOpenError propagates."""
+    """(ok, problems): loader validation plus every blob checksum, and the delegate's own C
+    loader must accept the file too. A path that cannot be opened as a regular file is not a
+    damaged cache: CacheOpenError propagates."""
     try:
         problems = verify_blobs(path)
     except CacheOpenError:
         raise
     except CacheError as e:
         return False, [str(e)]
+    refused = cache_check(path)
+    if refused is not None:  # the readers disagree (or the file changed in between)
+        problems.append(f"{path}: the delegate's loader refuses it: {refused}")
     return not problems, problems
 
 

@@ -74,6 +74,20 @@ def _steps(p) -> list[tuple]:
     return out
 
 
+# The C types of flex_step_plan's fields, in _steps' order (flex_api.h).
+_I32, _I64, _U64 = (-(1 << 31), (1 << 31) - 1), (-(1 << 63), (1 << 63) - 1), (0, (1 << 64) - 1)
+_STEP_TYPES = (_I32, _I32, _I32, _I32, _I64, _I64, _U64, _U64, _I32, _I32, _U64, _U64, _I32)
+
+
+def _fits_c(p) -> bool:
+    """Every value the runtime's structs receive fits its C type (else cffi raises mid-copy)."""
+    def ok(v, r):
+        return r[0] <= v <= r[1]
+    return (all(ok(v, r) for s in _steps(p) for v, r in zip(s, _STEP_TYPES)) and ok(p.deps_start, _I32)
+            and ok(p.arena_bytes, _U64) and ok(p.min_budget_bytes, _U64)
+            and all(ok(v, _U64) for v in p.tensor_offsets.values()))
+
+
 def _cached_or_new(graph, budget: int, threads: int, isa: str):
     """Plans are cached on disk by graph, budget, ISA and threads, so warm loads skip planning;
     one read back is verified before it runs (a damaged or foreign file is just replanned)."""
@@ -82,6 +96,8 @@ def _cached_or_new(graph, budget: int, threads: int, isa: str):
         p = cache.get(graph, budget, isa, threads)
         if p is not None:
             verify(p, graph)
+            if not _fits_c(p):
+                raise ValueError("plan values out of range for the runtime")
             return p
     except Exception:  # unreadable or inconsistent: plan afresh
         pass

@@ -22,10 +22,20 @@ def verify(plan: Plan, graph: Graph) -> None:
         _fail("one LayerPlan per layer expected")
     if plan.arena_bytes > plan.budget_bytes:
         _fail(f"arena {plan.arena_bytes} exceeds budget {plan.budget_bytes}")
+    # Counts before anything is enumerated: a plan read from disk may claim 2**62 slices.
+    if any(lp.slices < 1 for lp in plan.layers) or sum(lp.slices for lp in plan.layers) != nsteps:
+        _fail("every layer needs >= 1 slice, and the slices must add up to the steps")
+    if [lp.index for lp in plan.layers] != list(range(L)):
+        _fail("layer plans must be numbered 0..L-1 in order")
+    for b in plan.blocks:  # what the checks below index by
+        if b.kind not in ("activation", "weight", "scratch") or (b.kind != "activation" and not 0 <= b.owner < L):
+            _fail(f"block of an unknown kind or layer: {b}")
     first = [lp.first_step for lp in plan.layers]
     last = [lp.first_step + lp.slices - 1 for lp in plan.layers]
     if plan.steps != [(j, s) for j in range(L) for s in range(plan.layers[j].slices)]:
         _fail("steps must enumerate (layer, slice) in compute order")
+    if first != [sum(lp.slices for lp in plan.layers[:j]) for j in range(L)]:
+        _fail("a layer's first_step must be the step of its first slice")
 
     # every block inside the arena, aligned, and no two overlapping in time x address
     bl = plan.blocks
@@ -70,8 +80,15 @@ def verify(plan: Plan, graph: Graph) -> None:
         if opt is None:
             _fail(f"layer {lp.index}: unknown kernel {lp.kernel}")
         total = opt.out_channels if opt.slicing == "weights" else opt.out_rows
-        if lp.slices > 1 and sum(c for _, c in lp.slice_ranges) != total:
-            _fail(f"layer {lp.index}: slices do not cover {total}")
+        if lp.slicing not in ("none", opt.slicing):
+            _fail(f"layer {lp.index}: kernel {lp.kernel} cannot be sliced by {lp.slicing}")
+        if lp.slicing == "none" and lp.slices != 1:
+            _fail(f"layer {lp.index}: {lp.slices} slices of an unsliced layer")
+        if lp.slicing != "none":  # back to back from 0, each non-empty, exactly covering the layer
+            starts = [0] + [sum(c for _, c in lp.slice_ranges[:i + 1]) for i in range(len(lp.slice_ranges))]
+            if len(lp.slice_ranges) != lp.slices or any(c < (1 if total else 0) for _, c in lp.slice_ranges) or \
+                    [s for s, _ in lp.slice_ranges] != starts[:-1] or starts[-1] != total:
+                _fail(f"layer {lp.index}: slice ranges {lp.slice_ranges[:4]} do not tile [0, {total})")
         if opt.weight_bytes:
             units = lp.slices if opt.slicing == "weights" else 1
             if len(lp.weight_slots) != units:

@@ -92,16 +92,64 @@ class Plan:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Plan":
-        d = dict(d)
-        d["layers"] = [LayerPlan(**{**l, "weight_slots": [Slot(**s) for s in l["weight_slots"]],
-                                    "scratch": [Slot(**s) for s in l["scratch"]],
-                                    "slice_ranges": [tuple(r) for r in l["slice_ranges"]]})
+        """The plan of to_dict's output. Anything else (a plan file damaged or written by hand)
+        raises ValueError: every field must be there with its type, integers within int64."""
+        d = _fields(d, _PLAN, "plan")
+        d["layers"] = [LayerPlan(**{**_fields(l, _LAYER, "layer"),
+                                    "weight_slots": [Slot(**_fields(s, _SLOT, "slot")) for s in l["weight_slots"]],
+                                    "scratch": [Slot(**_fields(s, _SLOT, "slot")) for s in l["scratch"]],
+                                    "slice_ranges": [_pair(r, "slice range") for r in l["slice_ranges"]]})
                        for l in d["layers"]]
-        d["blocks"] = [Block(**b) for b in d["blocks"]]
-        d["steps"] = [tuple(s) for s in d["steps"]]
-        d["tensor_offsets"] = {int(k): v for k, v in d["tensor_offsets"].items()}
+        d["blocks"] = [Block(**_fields(b, _BLOCK, "block")) for b in d["blocks"]]
+        d["steps"] = [_pair(s, "step") for s in d["steps"]]
+        if not all(_is_int(v) for v in d["deps"]):
+            raise ValueError("plan: deps must be integers")
+        offsets = {}
+        for k, v in d["tensor_offsets"].items():
+            if not (isinstance(k, str) and k.lstrip("-").isdigit() and _is_int(v)):
+                raise ValueError("plan: tensor_offsets must map tensor ids to integers")
+            offsets[int(k)] = v
+        d["tensor_offsets"] = offsets
         return cls(**d)
 
     @classmethod
     def from_json(cls, text: str) -> "Plan":
         return cls.from_dict(json.loads(text))
+
+
+# ---- reading a plan back: the type of every field (to_dict writes exactly these) ----------
+_INT, _NUM, _STR, _BOOL, _LIST, _DICT = "int", "number", "str", "bool", "list", "dict"
+_SLOT = {"offset": _INT, "nbytes": _INT, "load_start_step": _INT, "step": _INT}
+_BLOCK = {"kind": _STR, "owner": _INT, "t0": _INT, "t1": _INT, "offset": _INT, "nbytes": _INT, "slice": _INT}
+_LAYER = {"index": _INT, "kernel": _STR, "slices": _INT, "pinned": _BOOL, "weight_slots": _LIST, "scratch": _LIST,
+          "load_after": _INT, "op": _STR, "slicing": _STR, "first_step": _INT, "slice_ranges": _LIST,
+          "compute_us": _LIST, "load_us": _LIST}
+_PLAN = {"budget_bytes": _INT, "arena_bytes": _INT, "layers": _LIST, "blocks": _LIST, "deps": _LIST,
+         "deps_start": _INT, "steps": _LIST, "tensor_offsets": _DICT, "pinned_bytes": _INT, "min_budget_bytes": _INT,
+         "latency_us": _NUM, "graph_key": _STR, "isa": _STR, "threads": _INT, "max_preload": _INT}
+
+
+def _is_int(v) -> bool:
+    """An integer a C int64 holds (JSON has no other kind; bool is not one)."""
+    return type(v) is int and -(1 << 63) <= v < (1 << 63)
+
+
+_CHECKS = {_INT: _is_int, _NUM: lambda v: _is_int(v) or type(v) is float, _STR: lambda v: type(v) is str,
+           _BOOL: lambda v: type(v) is bool, _LIST: lambda v: type(v) is list, _DICT: lambda v: type(v) is dict}
+
+
+def _fields(d, schema: dict, what: str) -> dict:
+    if type(d) is not dict or set(d) != set(schema):
+        raise ValueError(f"plan: a {what} must have exactly the fields {sorted(schema)}")
+    for name, kind in schema.items():
+        if not _CHECKS[kind](d[name]):
+            raise ValueError(f"plan: {what} field {name!r} must be {kind}, got {d[name]!r:.40}")
+    if what == "layer" and not all(_CHECKS[_NUM](v) for v in d["compute_us"] + d["load_us"]):
+        raise ValueError("plan: layer timings must be numbers")
+    return dict(d)
+
+
+def _pair(v, what: str) -> tuple:
+    if type(v) is not list or len(v) != 2 or not all(_is_int(x) for x in v):
+        raise ValueError(f"plan: a {what} must be two integers, got {v!r:.40}")
+    return tuple(v)

@@ -99,16 +99,22 @@ def test_set_budget_replans_between_invokes(model, reference, tmp_path):
         d.set_budget(-1)
 
 
+def budgeted_from_cache_file(model, tmp_path):
+    """A cache file written by an unlimited load, then a delegate budgeted just above the
+    minimum streaming from it: (cache path, minimum budget, delegate, interpreter)."""
+    cache = tmp_path / "m.fxc"
+    lo = min_budget(model, cache)
+    make_interpreter(model, delegate=load_flex(cache_path=str(cache)))  # writes the file
+    d = load_flex(budget=lo + 0.5, cache_path=str(cache))
+    return cache, lo, d, make_interpreter(model, delegate=d)
+
+
 @pytest.mark.parametrize("what", ["deleted", "replaced"])
 def test_cache_file_deleted_or_replaced_under_a_budgeted_delegate(model, reference, tmp_path, what):
     """Budgeted runs stream weights from the file they mapped, whatever happens to its path
     (a concurrent prune deleted it: 46 of ~832 loads failed "cannot open the cache file")."""
     x, ref = reference
-    cache = tmp_path / "m.fxc"
-    lo = min_budget(model, cache)
-    make_interpreter(model, delegate=load_flex(cache_path=str(cache)))  # writes the file
-    d = load_flex(budget=lo + 0.5, cache_path=str(cache))
-    it = make_interpreter(model, delegate=d)
+    cache, lo, d, it = budgeted_from_cache_file(model, tmp_path)
     assert d.stats()["cache"]["blobs_mapped"] > 0
     if what == "deleted":
         cache.unlink()
@@ -119,6 +125,25 @@ def test_cache_file_deleted_or_replaced_under_a_budgeted_delegate(model, referen
     for budget in (lo + 1.5, lo):  # re-plans open nothing by path
         d.set_budget(budget)
         assert max_error(ref, invoke(it, x)) <= 1e-4, budget
+
+
+@pytest.mark.parametrize("change", ["truncated", "rewritten"])
+def test_cache_file_changed_in_place_under_a_budgeted_delegate(model, reference, tmp_path, change):
+    """Streamed weights are read with pread from the mapped file: someone else truncating it
+    or writing into it in place would reach the kernels. The next invoke notices (a short read,
+    the per-invoke fstat), repacks the weights in memory, lays the plan out again: correct."""
+    x, ref = reference
+    cache, lo, d, it = budgeted_from_cache_file(model, tmp_path)
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    size = cache.stat().st_size
+    if change == "truncated":
+        os.truncate(cache, 4096)
+    else:
+        with open(cache, "r+b") as f:
+            f.seek(4096)
+            f.write(b"\x55" * (size - 8192))
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    assert max_error(ref, invoke(it, x)) <= 1e-4
 
 
 def test_set_budget_right_after_a_cold_unlimited_load(model, reference, tmp_path):
@@ -243,3 +268,75 @@ def test_largest_budget_runs_the_unlimited_plan(model, reference, tmp_path):
     d.set_budget(1e7)
     assert d.stats()["partitions_memory"] == unlimited and d.stats()["budget_mb"] == 1e7
     assert max_error(ref, invoke(it, x)) <= 1e-4
+
+
+def test_set_budget_to_exactly_the_minimum_it_names(model, reference, tmp_path):
+    """The figure an infeasible set_budget quotes back is itself feasible (it is rounded up to
+    0.01 MB), runs correctly within it, and 0.02 MB less is refused again."""
+    x, ref = reference
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)
+    with pytest.raises(ValueError, match="minimum is") as err:
+        d.set_budget(0.5)
+    named = float(str(err.value).split("minimum is ")[1].split(" MB")[0])
+    d.set_budget(named)
+    assert d.stats()["budget_mb"] == named
+    assert d.stats()["partitions_memory"][0]["arena_bytes"] <= named * MB
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    with pytest.raises(ValueError, match="minimum is"):
+        d.set_budget(named - 0.02)
+    assert d.stats()["budget_mb"] == named  # the refused budget left the old one in force
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+
+
+def test_mixed_switches_while_stats_and_invokes_run(model, reference, tmp_path):
+    """200 set_budget calls cycling through the minimum, unlimited, the largest, infeasible and
+    invalid values (inf, nan, negative, bool, 2**64) on one thread, while another reads stats()
+    and a third invokes: each call takes effect or raises a one-line ValueError, every report
+    is whole, every invoke answers right, nothing crashes (run under ASan in CI)."""
+    import threading
+    x, ref = reference
+    lo = min_budget(model, tmp_path / "m.fxc")
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)
+    values = [lo, 0, 1e7, float("inf"), lo * 0.5, float("nan"), -3, True, 2**64, 1e-300, lo + 1.5, lo]
+    stop, problems, reports, answers = threading.Event(), [], [], []
+
+    def reader():
+        while not stop.is_set():
+            try:
+                s = d.stats()
+                reports.append(s["budget_mb"])
+            except Exception as e:  # noqa: BLE001 - reported below
+                problems.append(f"stats: {e!r}")
+
+    def runner():
+        while not stop.is_set():
+            answers.append(max_error(ref, invoke(it, x)))
+
+    threads = [threading.Thread(target=reader), threading.Thread(target=runner)]
+    for t in threads:
+        t.start()
+    accepted = refused = 0
+    try:
+        for i in range(200):
+            v = values[i % len(values)]
+            try:
+                d.set_budget(v)
+                accepted += 1
+            except ValueError as e:
+                refused += 1
+                if "\n" in str(e):
+                    problems.append(f"set_budget({v!r}): a multi-line error")
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not problems, problems[:5]
+    # lo, 0, 1e7, lo + 1.5 and lo again (positions 0, 1, 2, 10, 11) take effect, the rest not.
+    assert accepted == sum(1 for i in range(200) if i % 12 in (0, 1, 2, 10, 11))
+    assert refused == 200 - accepted
+    assert reports and answers and max(answers) <= 1e-4
+    assert set(reports) <= {0, lo, 1e7, lo + 1.5}
+    last = values[max(i for i in range(200) if i % 12 in (0, 1, 2, 10, 11)) % 12]  # the last accepted
+    assert d.stats()["budget_mb"] == last and max_error(ref, invoke(it, x)) <= 1e-4

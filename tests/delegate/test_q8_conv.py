@@ -148,3 +148,63 @@ def test_rounding_option_is_internal():
     from flexdelegate import load_flex
     with pytest.raises(ValueError, match="unknown option"):
         load_flex(_rounding="CONV_2D.int8=1")
+
+
+@pytest.mark.parametrize("zx,zy,sy", [(-128, 127, 0.3), (127, -128, 0.3), (0, 0, 1e-4), (5, -5, 500.0), (-128, -128, 3e-3)])
+def test_conv_saturation_edges(zx, zy, sy):
+    """Zero points at the ends of int8, outputs saturating both ways, a huge and a tiny real
+    multiplier (the tiny one flushes to 0 as QuantizeMultiplier does)."""
+    m = QModel()
+    x = m.input((1, 6, 6, 8), Q(S8, 0.5, zx))
+    y = m.tensor((1, 6, 6, 16), Q(S8, sy, zy))
+    w = m.const(weights((16, 3, 3, 8), 5), wq(0.05, 16, True, 0))
+    m.op("CONV_2D", [x, w, m.const(bias(16, 2), Q(np.int32, 0.025, 0))], [y], padding="SAME", stride_w=1,
+         stride_h=1, fused_activation_function="RELU6")
+    check_exact(m.build(y))
+
+
+def test_multiplier_of_2_pow_30_is_left_to_stock():
+    m = QModel()
+    x = m.input((1, 4, 4, 4), Q(S8, 1.0, 0))
+    y = m.tensor((1, 4, 4, 4), Q(S8, 1e-9, 0))
+    w = m.const(weights((4, 1, 1, 4), 2), Q(S8, 1.5, 0))
+    m.op("CONV_2D", [x, w, m.const(np.zeros(4, np.int32), Q(np.int32, 1.5, 0))], [y], padding="VALID",
+         stride_w=1, stride_h=1)
+    stats = check_exact(m.build(y), delegated=False)
+    assert stats["nodes_delegated"] == 0 and "2^30" in stats["fallback"][0]["reason"], stats
+
+
+def test_converter_like_int8_graph_is_one_partition():
+    """QUANTIZE in -> CONV (stride 2) -> DEPTHWISE -> 1x1 CONV -> ADD residual -> MAX_POOL -> PAD ->
+    RESHAPE -> FC -> SOFTMAX -> DEQUANTIZE out, as converters emit: every node delegated, one
+    partition, bit-identical."""
+    rng = np.random.default_rng(3)
+    m = QModel()
+    x = m.input((1, 16, 16, 3), F32)
+    q = m.tensor((1, 16, 16, 3), Q(S8, 0.02, -1))
+    m.op("QUANTIZE", [x], [q])
+    a = m.tensor((1, 8, 8, 16), Q(S8, 0.05, -128))
+    m.op("CONV_2D", [q, m.const(weights((16, 3, 3, 3), 1), wq(0.01, 16, True, 0)), m.const(bias(16, 1), Q(np.int32, 2e-4, 0))],
+         [a], padding="SAME", stride_w=2, stride_h=2, fused_activation_function="RELU6")
+    d = m.tensor((1, 8, 8, 16), Q(S8, 0.05, -128))
+    m.op("DEPTHWISE_CONV_2D", [a, m.const(weights((1, 3, 3, 16), 2), wq(0.02, 16, True, 3)), m.const(bias(16, 2), Q(np.int32, 1e-3, 0))],
+         [d], padding="SAME", stride_w=1, stride_h=1, depth_multiplier=1, fused_activation_function="RELU6")
+    p = m.tensor((1, 8, 8, 16), Q(S8, 0.08, 3))
+    m.op("CONV_2D", [d, m.const(weights((16, 1, 1, 16), 3), wq(0.01, 16, True, 0)), m.const(bias(16, 3), Q(np.int32, 5e-4, 0))],
+         [p], padding="VALID", stride_w=1, stride_h=1)
+    r = m.tensor((1, 8, 8, 16), Q(S8, 0.1, 0))
+    m.op("ADD", [p, a], [r])
+    mp = m.tensor((1, 4, 4, 16), Q(S8, 0.1, 0))
+    m.op("MAX_POOL_2D", [r], [mp], padding="VALID", stride_w=2, stride_h=2, filter_width=2, filter_height=2)
+    pd = m.tensor((1, 6, 6, 16), Q(S8, 0.1, 0))
+    m.op("PAD", [mp, m.const(np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))], [pd])
+    flat = m.tensor((1, 576), Q(S8, 0.1, 0))
+    m.op("RESHAPE", [pd, m.const(np.array([1, 576], np.int32))], [flat], new_shape=[1, 576])
+    logits = m.tensor((1, 10), Q(S8, 0.2, 5))
+    m.op("FULLY_CONNECTED", [flat, m.const(weights((10, 576), 4), Q(S8, 0.002, 0)), m.const(bias(10, 4), Q(np.int32, 2e-4, 0))], [logits])
+    sm = m.tensor((1, 10), Q(S8, 1.0 / 256, -128))
+    m.op("SOFTMAX", [logits], [sm], beta=1.0)
+    y = m.tensor((1, 10), F32)
+    m.op("DEQUANTIZE", [sm], [y])
+    stats = check_exact(m.build(y), seeds=(0, 1, 2))
+    assert stats["partitions"] == 1, stats

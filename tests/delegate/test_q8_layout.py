@@ -113,3 +113,19 @@ def test_resize_nearest(dtype, ac, hp):
     m.op("RESIZE_NEAREST_NEIGHBOR", [x, m.const(np.array([7, 9], np.int32))], [y], align_corners=ac,
          half_pixel_centers=hp)
     check_exact(m.build(y))
+
+
+@pytest.mark.parametrize("dtype", [S8, U8])
+def test_transpose_squeeze_and_block_moves(dtype):
+    qt = q(dtype)
+    m2 = QModel()
+    x2 = m2.input((1, 4, 6, 8), qt)
+    s = m2.tensor((1, 2, 3, 32), qt)
+    m2.op("SPACE_TO_DEPTH", [x2], [s], block_size=2)
+    d2 = m2.tensor((1, 4, 6, 8), qt)
+    m2.op("DEPTH_TO_SPACE", [s], [d2], block_size=2)
+    tr = m2.tensor((1, 8, 4, 6), qt)
+    m2.op("TRANSPOSE", [d2, m2.const(np.array([0, 3, 1, 2], np.int32))], [tr])
+    r = m2.tensor((8, 4, 6), qt)
+    m2.op("SQUEEZE", [tr], [r], squeeze_dims=[0])
+    check_exact(m2.build(r))

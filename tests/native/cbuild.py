@@ -72,8 +72,9 @@ def run(exe, *args, aarch64=False, env=None, timeout=600):
     updated by env (a None value removes the variable); the CompletedProcess."""
     prefix = aarch64_runner() if aarch64 else []
     full = dict(os.environ)
-    if aarch64:
-        full.pop("LD_PRELOAD", None)  # a host sanitizer runtime preloaded for Python is not qemu's
+    # A sanitizer runtime preloaded for Python is not qemu's, and a sanitized host tester links
+    # its own: the tester runs without the preload either way.
+    full.pop("LD_PRELOAD", None)
     for key, value in (env or {}).items():
         if value is None:
             full.pop(key, None)

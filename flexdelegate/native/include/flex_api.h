@@ -62,6 +62,9 @@ int flex_set_budget(void *delegate, double mb, flex_error *err);
 
 /* The weight cache's 64-bit content hash (cache/FORMAT.md), for the Python cache tools. */
 uint64_t flex_hash64(const void *data, size_t len, uint64_t seed);
+/* The cache loader's verdict on the file at path: 0 valid (a load would map it), 1 missing,
+ * -1 invalid or unreadable, with the reason in msg (NUL-terminated). */
+int flex_cache_check(const char *path, char *msg, size_t msg_len);
 
 /* ---- budget planning: the runtime describes a partition, Python's planner answers ---- */
 /* The ways a layer can run under a budget (flex_kernel_desc.kernel, flex_step_plan.kernel). */

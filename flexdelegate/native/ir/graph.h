@@ -51,6 +51,7 @@ const char *fx_op_name(int kind);
 
 struct fx_conv_pack;    /* conv/conv.c */
 struct fx_qlayer;       /* qlayer.c: an int8 conv / FC / depthwise, packed */
+struct fx_store;        /* store/store.h */
 struct fx_qop;          /* qop.c: an int8 / uint8 element-wise op, prepared */
 
 typedef struct {
@@ -143,11 +144,14 @@ int fx_choose_winograd(fx_graph *g, int mode);
 
 /* An int8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D node (QCONV, QFC, QDEPTHWISE): whether
  * its parameters give requantization the kernels take (NULL, or why not), and its packing at
- * init (qlayer.c; NULL or why it failed). */
+ * init (qlayer.c: the packed panels are content-addressed blobs of the weight store, so a warm load
+ * maps them from the cache file; NULL or why it failed). */
 const char *fx_qlayer_check(const fx_graph *g, const fx_node *n);
-const char *fx_qlayer_pack(fx_graph *g, fx_node *n);
+const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store);
 void fx_qlayer_free(struct fx_qlayer *q);
 size_t fx_qlayer_bytes(const struct fx_qlayer *q);
+/* 1 if its cache blob was damaged under us and it packed again in memory, -1 if that failed. */
+int fx_qlayer_repair(struct fx_qlayer *q);
 
 /* Output shapes (and per-node resolved plans) from input shapes and constant inputs.
  * Returns NULL on success or a static message naming why the node cannot run. */

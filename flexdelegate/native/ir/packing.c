@@ -60,7 +60,7 @@ done:
 
 const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store) {
   if (n->kind == FX_OP_QCONV || n->kind == FX_OP_QFC || n->kind == FX_OP_QDEPTHWISE)
-    return n->qlayer ? NULL : fx_qlayer_pack(g, n);
+    return n->qlayer ? NULL : fx_qlayer_pack(g, n, store);
   if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC) return NULL;
   if (n->pack) return NULL;
   const fx_tensor *w = T(g, n->in[1]);
@@ -101,7 +101,12 @@ int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store) {
   return added;
 }
 
-int fx_node_repair(fx_node *n) { return n->pack ? fx_conv_pack_repair(n->pack) : 0; }
+int fx_node_repair(fx_node *n) {
+  if (n->qlayer) return fx_qlayer_repair(n->qlayer);
+  const int a = n->pack ? fx_conv_pack_repair(n->pack) : 0;
+  const int b = n->gemm_pack ? fx_conv_pack_repair(n->gemm_pack) : 0;
+  return a < 0 || b < 0 ? -1 : a | b;
+}
 
 void fx_node_release(fx_node *n) {
   fx_conv_pack_free(n->pack);

@@ -253,6 +253,7 @@ const char *fx_infer_resize(fx_graph *g, fx_node *n) {
   const char *e = const_ints(g, n->in[1], v, 2, &nv);
   if (e) return e;
   if (nv != 2 || x->rank != 4 || v[0] <= 0 || v[1] <= 0) return "size must be 2 positive ints on 4-D input";
+  if (!x->d[1] || !x->d[2]) return "resizing an empty input";
   *Y_SHAPE = (fx_shape){4, {x->d[0], v[0], v[1], x->d[3]}};
   return NULL;
 }
@@ -261,6 +262,9 @@ const char *fx_infer_depth_to_space(fx_graph *g, fx_node *n) {
   const fx_shape *x = X_SHAPE;
   const int bs = n->p.block.block;
   if (x->rank != 4 || bs < 1) return "needs 4-D input and block >= 1";
+  /* block^2 and the grown dims must fit an int */
+  if ((int64_t)bs * bs > x->d[3] || (int64_t)(x->d[1] > x->d[2] ? x->d[1] : x->d[2]) * bs > INT32_MAX)
+    return "block too large for the input";
   if (x->d[3] % (bs * bs)) return "depth not divisible by block^2";
   *Y_SHAPE = (fx_shape){4, {x->d[0], x->d[1] * bs, x->d[2] * bs, x->d[3] / (bs * bs)}};
   return NULL;
@@ -270,6 +274,7 @@ const char *fx_infer_space_to_depth(fx_graph *g, fx_node *n) {
   const fx_shape *x = X_SHAPE;
   const int bs = n->p.block.block;
   if (x->rank != 4 || bs < 1) return "needs 4-D input and block >= 1";
+  if ((int64_t)bs * bs > INT32_MAX / (x->d[3] ? x->d[3] : 1)) return "block too large for the input";
   if (x->d[1] % bs || x->d[2] % bs) return "spatial dims not divisible by block";
   *Y_SHAPE = (fx_shape){4, {x->d[0], x->d[1] / bs, x->d[2] / bs, x->d[3] * bs * bs}};
   return NULL;

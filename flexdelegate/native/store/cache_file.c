@@ -41,6 +41,7 @@ typedef struct {
   fx_cache_entry *entries;
   fx_cache_model *models;
   fx_cache_keyref *keys;
+  char *path; /* as opened: fx_cache_drop_blob rewrites the file found there */
 } map_impl;
 
 static void say(char *msg, size_t len, const char *fmt, const char *detail) {
@@ -165,7 +166,9 @@ static const char *validate(int fd, uint64_t file_size, fx_cache_header *h, fx_c
 
 fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len) {
   say(msg, msg_len, "%s", "");
-  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO planted at the path would otherwise block until a writer
+   * appears (a load hung forever); it does not change reads of a regular file. */
+  int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno != ENOENT) say(msg, msg_len, "cannot open: %s", errno == ELOOP ? "is a symlink" : strerror(errno));
     return NULL;
@@ -206,7 +209,8 @@ fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len) {
   m->pub.n_keys = h.keys_count;
   m->pub.blob_bytes = h.blob_bytes;
   m->pub.dedup_saved = h.dedup_saved;
-  fx_sigbus_watch(base, m->pub.size);
+  m->path = strdup(path); /* NULL when out of memory: the blob is then not dropped, only repacked */
+  fx_sigbus_watch(base, m->pub.size, fd);
   return &m->pub;
 }
 
@@ -223,6 +227,7 @@ void fx_cache_map_unref(fx_cache_map *m) {
   close(m->fd);
   free(impl->entries);
   free(impl->models);
+  free(impl->path);
   free(impl);
 }
 
@@ -278,7 +283,7 @@ static void remove_dead_temps(const char *path) {
 
 /* Copies the old file's blob region [4096, end) into the new file. */
 static int copy_region(const char *path, int out, uint64_t end) {
-  int in = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  int in = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC); /* as in fx_cache_open */
   if (in < 0) return -1;
   loff_t src = FX_CACHE_PAGE, dst = FX_CACHE_PAGE;
   int rc = 0;
@@ -302,29 +307,35 @@ static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 static atomic_uint g_temp_counter;
 
 /* The new file's model records and key lists: the old ones, but the record this load replaces
- * (same fingerprint, dev, inode), plus this load's. Returns the bytes (records then keys). */
+ * (same fingerprint, dev, inode), plus this load's (rec NULL: none). Returns the bytes (records
+ * then keys). */
 static uint8_t *merge_models(const fx_cache_map *cur, const fx_cache_model *rec, const fx_cache_keyref *keys,
                              size_t *n_models, size_t *n_keys) {
   size_t max_models = (cur ? (size_t)cur->n_models : 0) + 1;
-  size_t max_keys = (cur ? (size_t)cur->n_keys : 0) + rec->n_keys;
+  /* Room for every old record's keys: a valid file's key ranges may overlap (each only has to
+   * lie within the key list), so their total can exceed the list's length. */
+  size_t max_keys = rec ? rec->n_keys : 0;
+  for (uint64_t i = 0; cur && i < cur->n_models; i++) max_keys += cur->models[i].n_keys;
   fx_cache_model *models = calloc(max_models, sizeof *models);
   fx_cache_keyref *all_keys = calloc(max_keys + 1, sizeof *all_keys);
   uint8_t *out = NULL;
   if (!models || !all_keys) goto done;
   size_t nm = 0, nk = 0;
   for (uint64_t i = 0; cur && i < cur->n_models; i++) {
-    if (!model_cmp(&cur->models[i], rec)) continue;
+    if (rec && !model_cmp(&cur->models[i], rec)) continue;
     models[nm] = cur->models[i];
     models[nm].first_key = nk;
     memcpy(all_keys + nk, cur->keys + cur->models[i].first_key, cur->models[i].n_keys * sizeof *all_keys);
     nk += cur->models[i].n_keys;
     nm++;
   }
-  models[nm] = *rec;
-  models[nm].first_key = nk;
-  memcpy(all_keys + nk, keys, rec->n_keys * sizeof *all_keys);
-  nk += rec->n_keys;
-  nm++;
+  if (rec) {
+    models[nm] = *rec;
+    models[nm].first_key = nk;
+    memcpy(all_keys + nk, keys, rec->n_keys * sizeof *all_keys);
+    nk += rec->n_keys;
+    nm++;
+  }
   qsort(models, nm, sizeof *models, model_cmp);
   out = malloc(nm * sizeof *models + nk * sizeof *all_keys);
   if (out) {
@@ -458,7 +469,7 @@ static int publish(const char *tmp_path, const char *path, char *msg, size_t msg
  * rewritten) into a temp file and publishes it; the new mapping, or NULL with msg set. */
 static fx_cache_map *rewrite(const char *path, const fx_cache_map *cur, const fx_cache_blob **add, size_t n_new,
                              const fx_cache_model *model, const fx_cache_keyref *keys, uint64_t dedup_bytes,
-                             char *msg, size_t msg_len) {
+                             const fx_cache_entry *drop, char *msg, size_t msg_len) {
   char tmp_path[4200];
   snprintf(tmp_path, sizeof tmp_path, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&g_temp_counter, 1));
   int fd = open(tmp_path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
@@ -467,18 +478,24 @@ static fx_cache_map *rewrite(const char *path, const fx_cache_map *cur, const fx
     return NULL;
   }
   fchmod(fd, 0644); /* whatever the umask: other processes share the file */
-  const size_t n_old = cur ? (size_t)cur->n_entries : 0;
+  size_t n_old = cur ? (size_t)cur->n_entries : 0;
   fx_cache_entry *entries = calloc(n_old + n_new + 1, sizeof *entries);
   uint64_t end = cur ? ((const fx_cache_header *)cur->base)->index_offset : FX_CACHE_PAGE;
   int rc = entries ? 0 : -1;
   if (rc) say(msg, msg_len, "%s", "out of memory");
+  uint64_t dropped_bytes = 0;
   if (!rc && cur) {
     memcpy(entries, cur->entries, n_old * sizeof *entries);
+    if (drop) { /* its bytes stay behind as dead space, never indexed again */
+      entries[drop - cur->entries] = entries[n_old - 1];
+      dropped_bytes = drop->size;
+      n_old--;
+    }
     if ((rc = copy_region(path, fd, end))) say(msg, msg_len, "copying the old blobs failed: %s", strerror(errno));
   }
   if (!rc) rc = write_blobs(fd, add, n_new, &end, entries + n_old, msg, msg_len);
   if (!rc) {
-    uint64_t blob_bytes = cur ? cur->blob_bytes : 0;
+    uint64_t blob_bytes = cur ? cur->blob_bytes - dropped_bytes : 0;
     for (size_t i = 0; i < n_new; i++) blob_bytes += add[i]->size;
     rc = write_index(fd, cur, entries, n_old + n_new, model, keys, end, blob_bytes, dedup_bytes, msg, msg_len);
   }
@@ -519,11 +536,34 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
   } else {
     const size_t n_new = missing_blobs(cur, blobs, n, add);
     if (!n_new && cur && fx_cache_has_record(cur, model)) result = fx_cache_map_ref(cur); /* nothing to add */
-    else result = rewrite(path, cur, add, n_new, model, keys, dedup_bytes, msg, msg_len);
+    else result = rewrite(path, cur, add, n_new, model, keys, dedup_bytes, NULL, msg, msg_len);
   }
   free(add);
   fx_cache_map_unref(cur);
   flock(lock, LOCK_UN);
   close(lock);
   return result;
+}
+
+int fx_cache_drop_blob(const fx_cache_map *seen, uint64_t hi, uint64_t lo, uint32_t algo, uint32_t version) {
+  const char *path = seen ? ((const map_impl *)seen)->path : NULL;
+  char lock_path[4200];
+  if (!path || snprintf(lock_path, sizeof lock_path, "%s.lock", path) >= (int)sizeof lock_path) return -1;
+  int lock = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (lock < 0) return -1; /* read-only location: every load repacks it, as before */
+  while (flock(lock, LOCK_EX) && errno == EINTR) {
+  }
+  char why[160], msg[160];
+  fx_cache_map *cur = fx_cache_open(path, why, sizeof why), *result = NULL;
+  struct stat a, b;
+  /* Only the very file version we found damaged: a newer one renamed over the path since is
+   * another writer's, and may hold the blob intact. */
+  const int same = cur && !fstat(cur->fd, &a) && !fstat(seen->fd, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+  const fx_cache_entry *e = same ? fx_cache_find(cur, hi, lo, algo, version) : NULL;
+  if (e) result = rewrite(path, cur, NULL, 0, NULL, NULL, 0, e, msg, sizeof msg);
+  fx_cache_map_unref(result);
+  fx_cache_map_unref(cur);
+  flock(lock, LOCK_UN);
+  close(lock);
+  return result ? 0 : -1;
 }

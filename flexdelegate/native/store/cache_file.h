@@ -80,4 +80,8 @@ typedef struct {
 fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
                               const fx_cache_model *model, const fx_cache_keyref *keys,
                               uint64_t dedup_bytes, char *msg, size_t msg_len);
+/* Removes the blob with this key from the file at the path `seen` was opened from, if that
+ * is still the same file (a blob that failed its checksum: the next writable load packs and
+ * stores it again instead of repacking it on every load forever). 0 if dropped. */
+int fx_cache_drop_blob(const fx_cache_map *seen, uint64_t hi, uint64_t lo, uint32_t algo, uint32_t version);
 #endif

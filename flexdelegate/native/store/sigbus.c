@@ -1,9 +1,11 @@
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "sigbus.h"
 
@@ -14,7 +16,13 @@
 typedef struct {
   _Atomic uintptr_t lo, hi;
   atomic_int damaged;
+  /* Not read by the signal handler; under g_files_lock. */
+  int fd;
+  struct stat id;
 } range;
+
+/* Serialises watch / unwatch (which close the fd after) with fx_mapping_check_files. */
+static pthread_mutex_t g_files_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static range g_ranges[MAX_RANGES];
 static atomic_int g_any_damage;
@@ -29,8 +37,7 @@ static void on_sigbus(int sig, siginfo_t *info, void *uctx) {
       uintptr_t page = a & ~(uintptr_t)(sysconf(_SC_PAGESIZE) - 1);
       mmap((void *)page, (size_t)sysconf(_SC_PAGESIZE), PROT_READ,
            MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-      atomic_store(&g_ranges[i].damaged, 1);
-      atomic_store(&g_any_damage, 1);
+      if (!atomic_exchange(&g_ranges[i].damaged, 1)) atomic_fetch_add(&g_any_damage, 1);
       return; /* the load retries and reads zeros; the kernel reports the damage */
     }
   }
@@ -55,16 +62,19 @@ static void install(void) {
   sigaction(SIGBUS, &sa, &g_prev);
 }
 
-void fx_sigbus_watch(const void *base, size_t size) {
+void fx_sigbus_watch(const void *base, size_t size, int fd) {
   install();
+  pthread_mutex_lock(&g_files_lock);
   for (int i = 0; i < MAX_RANGES; i++) {
     uintptr_t zero = 0;
     if (atomic_compare_exchange_strong(&g_ranges[i].lo, &zero, (uintptr_t)base)) {
+      g_ranges[i].fd = fstat(fd, &g_ranges[i].id) ? -1 : fd;
       atomic_store(&g_ranges[i].damaged, 0);
       atomic_store(&g_ranges[i].hi, (uintptr_t)base + size);
-      return;
+      break;
     }
   }
+  pthread_mutex_unlock(&g_files_lock);
 }
 
 static range *find(const void *base) {
@@ -74,10 +84,34 @@ static range *find(const void *base) {
 }
 
 void fx_sigbus_unwatch(const void *base) {
+  pthread_mutex_lock(&g_files_lock);
   range *r = find(base);
-  if (!r) return;
-  atomic_store(&r->hi, 0);
-  atomic_store(&r->lo, 0);
+  if (r) {
+    r->fd = -1;
+    atomic_store(&r->hi, 0);
+    atomic_store(&r->lo, 0);
+  }
+  pthread_mutex_unlock(&g_files_lock);
+}
+
+static int same_time(struct timespec a, struct timespec b) { return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec; }
+
+int fx_mapping_check_files(void) {
+  int changed = 0;
+  pthread_mutex_lock(&g_files_lock);
+  for (int i = 0; i < MAX_RANGES; i++) {
+    range *r = &g_ranges[i];
+    if (!atomic_load(&r->hi) || r->fd < 0 || atomic_load(&r->damaged)) continue;
+    struct stat now;
+    /* A write in place moves mtime, truncation the size; our own files are never written once
+     * published. Not ctime: unlinking the file (a newer version renamed over the path, a
+     * prune) moves it, and leaves the bytes we map intact. */
+    if (!fstat(r->fd, &now) && now.st_size == r->id.st_size && same_time(now.st_mtim, r->id.st_mtim)) continue;
+    if (!atomic_exchange(&r->damaged, 1)) atomic_fetch_add(&g_any_damage, 1);
+    changed++;
+  }
+  pthread_mutex_unlock(&g_files_lock);
+  return changed;
 }
 
 int fx_sigbus_any(void) { return atomic_load_explicit(&g_any_damage, memory_order_relaxed); }

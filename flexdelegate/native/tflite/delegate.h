@@ -129,6 +129,8 @@ typedef struct {
 /* Adds node `index` to g. NULL on success, else why it cannot be delegated. */
 const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,
                               const TfLiteRegistration *reg);
+/* Why the stock kernel of `builtin` would refuse the node at Prepare, or NULL (stock.c). */
+const char *fx_tfl_stock_refuses(const TfLiteContext *ctx, int builtin, const TfLiteNode *node);
 /* Folds DEQUANTIZE / DENSIFY of constants into a blob; NULL ok (blob set) or a reason. */
 const char *fx_fold_special(fx_translate *tr, const TfLiteNode *node, int builtin, fx_blob **out);
 const char *fx_builtin_name(int builtin);

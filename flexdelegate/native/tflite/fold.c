@@ -75,6 +75,10 @@ static const char *dequantize(fx_translate *tr, int in, const fx_shape *shape, f
   if (!fx_dtype_size(dt) || bytes < count * fx_dtype_size(dt)) return "constant smaller than its shape";
   if (dt != FX_F16 && dt != FX_I8 && dt != FX_U8 && dt != FX_I16) return "dequantize from an unsupported type";
   const TfLiteTensor *t = &tr->ctx->tensors[in];
+  if (dt == FX_F16 && t->quantization.type == kTfLiteAffineQuantization && t->quantization.params &&
+      ((const TfLiteAffineQuantization *)t->quantization.params)->scale &&
+      ((const TfLiteAffineQuantization *)t->quantization.params)->scale->size > 1)
+    return "per-channel parameters on FP16 data (stock refuses them)";
   /* Per-channel (affine) parameters, else the per-tensor ones. */
   const float *scales = &t->params.scale;
   const int *zps = &t->params.zero_point;

@@ -1,6 +1,7 @@
 /* One partition kernel (init / prepare / invoke / free). Init builds the IR and packs weights;
  * prepare infers shapes, resizes partition outputs and plans the memory (plan/planner.h);
  * invoke only resolves pointers and runs the plan (no allocation). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "plan/planner.h"
@@ -23,6 +24,7 @@ typedef struct fx_partition {
   void *arena;
   size_t arena_size;
   fx_pool *pool;
+  int damage_seen; /* fx_sigbus_any() when this partition last repaired its weights */
 } fx_partition;
 
 static void unregister(fx_partition *p) {
@@ -283,13 +285,41 @@ void fx_partition_op(const fx_partition *p, int i, fx_op_report *out) {
 
 static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p);
 
-static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
-  fx_partition *p = node->user_data;
+/* Packs again in memory whatever weights a cache file changed or cut short under its mapping
+ * damaged (one fstat per live mapping per invoke finds a file rewritten in place; a SIGBUS one
+ * truncated), before they reach a kernel. A budget plan is laid out again over the repacked
+ * weights: correct results, its weights no longer streamed (over budget) until the delegate is
+ * loaded again — one warning says so. Same lock order as set_budget(). */
+static TfLiteStatus repair_damage(TfLiteContext *ctx, fx_partition *p) {
+  fx_mapping_check_files();
+  const int seen = fx_sigbus_any();
+  if (seen == p->damage_seen) return kTfLiteOk;
+  pthread_mutex_lock(&p->d->state_lock);
+  pthread_rwlock_wrlock(&p->d->weights_lock);
+  int repaired = 0, failed = 0;
+  for (int i = 0; i < p->g.n_nodes && !failed; i++) {
+    const int r = fx_node_repair(&p->g.nodes[i]);
+    failed = r < 0;
+    repaired |= r > 0;
+  }
+  const char *why = failed ? "out of memory packing weights again" : NULL;
+  if (!why && repaired && p->plan.planner == &fx_budget_planner) {
+    flex_error err;
+    why = fx_partition_replan(p, &err);
+    if (!why)
+      fprintf(stderr, "flexdelegate: warning: the budget is not held until the delegate is loaded again (its "
+                      "cache file changed under it)\n");
+  }
+  if (!why) p->damage_seen = seen;
+  pthread_rwlock_unlock(&p->d->weights_lock);
+  pthread_mutex_unlock(&p->d->state_lock);
+  if (why) ctx->ReportError(ctx, "flexdelegate: %s", why);
+  return why ? kTfLiteError : kTfLiteOk;
+}
+
+/* One run under the weights lock (held shared: set_budget() replaces the plan and arena). */
+static TfLiteStatus run_locked(TfLiteContext *ctx, fx_partition *p) {
   fx_graph *g = &p->g;
-  const int log_exec = fx_log_mask & FX_LOG_EXEC;
-  uint64_t t0 = log_exec ? fx_now_ns() : 0;
-  fx_delegate_settle(p->d, 0);
-  /* Held over the whole invoke: set_budget() replaces the plan and arena read here. */
   pthread_rwlock_rdlock(&p->d->weights_lock);
   if (!p->plan.planner) { /* a re-plan failed, and so did going back to the old budget */
     pthread_rwlock_unlock(&p->d->weights_lock);
@@ -310,8 +340,29 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
   TfLiteStatus status = run_partition(ctx, p);
   fx_pool_set_active(p->pool, 0);
   pthread_rwlock_unlock(&p->d->weights_lock);
+  return status;
+}
+
+static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
+  fx_partition *p = node->user_data;
+  const int log_exec = fx_log_mask & FX_LOG_EXEC;
+  uint64_t t0 = log_exec ? fx_now_ns() : 0;
+  fx_delegate_settle(p->d, 0);
+  TfLiteStatus status;
+  for (int attempt = 0;; attempt++) {
+    if (repair_damage(ctx, p) != kTfLiteOk) return kTfLiteError;
+    status = run_locked(ctx, p);
+    /* The cache file cut short or rewritten during the run: its results may hold zeros or
+     * foreign bytes, never hand them out. Repair and run again (inputs are untouched). */
+    fx_mapping_check_files();
+    if (fx_sigbus_any() == p->damage_seen) break;
+    if (attempt) {
+      ctx->ReportError(ctx, "flexdelegate: the weight cache file keeps changing under the run");
+      return kTfLiteError;
+    }
+  }
   if (log_exec)
-    fx_log(FX_LOG_EXEC, "partition %p: %d nodes, %d threads%s, %.1f us%s", (void *)p, g->n_nodes,
+    fx_log(FX_LOG_EXEC, "partition %p: %d nodes, %d threads%s, %.1f us%s", (void *)p, p->g.n_nodes,
            fx_pool_threads(p->pool), p->plan.planner == &fx_budget_planner ? ", budgeted" : "", (fx_now_ns() - t0) / 1e3,
            status == kTfLiteOk ? "" : " (failed)");
   return status;
@@ -323,22 +374,6 @@ static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p) {
   if (p->plan.planner->run(&p->plan, g, p->pool, p->arena, p->d->opts.profile, msg, sizeof msg)) {
     ctx->ReportError(ctx, "flexdelegate: %s", msg);
     return kTfLiteError;
-  }
-  /* A cache file truncated under our mapping reads as zeros (see store/sigbus.h): never hand
-   * out results computed from it. Repack what was hit and run again (inputs are untouched). */
-  if (fx_sigbus_any()) {
-    int repaired = 0;
-    for (int i = 0; i < g->n_nodes; i++) {
-      int r = fx_node_repair(&g->nodes[i]);
-      if (r < 0) return kTfLiteError;
-      repaired |= r;
-    }
-    const int failed = repaired ? fx_run_nodes(g, p->pool, p->d->opts.profile) : -1;
-    if (failed >= 0) {
-      ctx->ReportError(ctx, "flexdelegate: node %d (%s) failed on its input data", g->nodes[failed].tfl_node,
-                       fx_op_name(g->nodes[failed].kind));
-      return kTfLiteError;
-    }
   }
   for (int i = 0; i < p->n_static; i++) {
     TfLiteTensor *t = &ctx->tensors[p->outputs_static[i]];

@@ -202,6 +202,13 @@ static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
   for (int c = 0; c < w->quant.n; c++)
     if (w->quant.zero_points[c] != 0) return "int8 weights with a nonzero zero point";
   if (n->qout.rounding < 0) return "stock's rounding for this int8 op unknown (no rounding table)";
+  /* stock FULLY_CONNECTED refuses a bias scale off input x weight scale by over 2% of the output
+   * scale (GetQuantizedConvolutionMultipler; int8 convs check only uint8): so do we */
+  if (qkind == FX_OP_QFC && b) {
+    const double product = (double)x->quant.scale * (double)w->quant.scale;
+    const double diff = product > b->quant.scale ? product - b->quant.scale : b->quant.scale - product;
+    if (!(diff / (double)y->quant.scale <= 0.02)) return "bias scale is not input scale x weight scale (stock refuses it)";
+  }
   n->kind = qkind;
   if ((e = q8_out(g, n, tfl_act))) return e;
   if (qkind != FX_OP_QDEPTHWISE || n->qout.tail_from) n->qout.tail_from = INT32_MAX;
@@ -571,6 +578,8 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
   if (!op) return reg->custom_name ? "custom op" : "unsupported op";
   if (!node->inputs || !node->outputs || node->inputs->size < 1 || node->outputs->size != 1)
     return "unexpected number of inputs/outputs";
+  const char *refused = fx_tfl_stock_refuses(tr->ctx, reg->builtin_code, node);
+  if (refused) return refused;
   if (!node->builtin_data && op->needs_params) return "missing builtin params";
   fx_node *n = fx_graph_add_node(g, op->kind, node->inputs->size, 1);
   if (!n) return "out of memory";

@@ -63,8 +63,10 @@ static int producer_positions(TfLiteContext *ctx, const TfLiteIntArray *plan, in
       for (int i = 0; ts && i < ts->size; i++) {
         int t = ts->data[i];
         if (t < 0 || t >= nt) continue;
-        if (!pass) produced_at[t] = p;
-        else if (produced_at[t] >= p && *first_bad < 0) *first_bad = plan->data[p];
+        if (!pass) {
+          if (produced_at[t] >= 0 && *first_bad < 0) *first_bad = plan->data[p]; /* written twice */
+          produced_at[t] = p;
+        } else if (produced_at[t] >= p && *first_bad < 0) *first_bad = plan->data[p];
       }
     }
   return 0;
@@ -163,10 +165,10 @@ static TfLiteStatus claim_nodes(TfLiteContext *ctx, const fx_delegate *d, const 
     if (ctx->GetNodeAndRegistration(ctx, idx, &node, &reg) != kTfLiteOk) return kTfLiteDelegateError;
     sg->nodes_total++;
     fx_blob *folded = NULL;
-    char order_msg[96];
+    char order_msg[sizeof sg->fallback->reason];
     const char *why = order_msg;
     if (out_of_order >= 0)
-      snprintf(order_msg, sizeof order_msg, "node %d reads a tensor that it or a later node writes", out_of_order);
+      snprintf(order_msg, sizeof order_msg, "node %d reads a tensor that it or a later node writes, or writes one another node writes", out_of_order);
     else
       why = claim(&tr, shapes, idx, node, reg, &folded);
     if (why) {

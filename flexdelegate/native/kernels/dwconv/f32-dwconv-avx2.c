@@ -22,8 +22,11 @@
 #define DW_MUL(a, b) _mm256_mul_ps((a), (b))
 #define DW_SET1(f) _mm256_set1_ps(f)
 #define DW_ZERO() _mm256_setzero_ps()
-#define DW_MIN(a, b) _mm256_min_ps((a), (b))
-#define DW_MAX(a, b) _mm256_max_ps((a), (b))
+/* Operands swapped: every use is DW_MIN(DW_MAX(value, lo), hi), and x86 min/max return their
+ * second operand when one is NaN, so a NaN stays NaN, as in LiteRT (tflite-runtime 2.14's
+ * depthwise kernel turns it into hi instead; its conv and fully connected keep it). */
+#define DW_MIN(a, b) _mm256_min_ps((b), (a))
+#define DW_MAX(a, b) _mm256_max_ps((b), (a))
 
 typedef struct { __m256i idx, m; } dw_exp256;
 #define DW_EXP_T dw_exp256

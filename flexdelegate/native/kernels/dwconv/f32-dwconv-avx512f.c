@@ -22,8 +22,11 @@
 #define DW_MUL(a, b) _mm512_mul_ps((a), (b))
 #define DW_SET1(f) _mm512_set1_ps(f)
 #define DW_ZERO() _mm512_setzero_ps()
-#define DW_MIN(a, b) _mm512_min_ps((a), (b))
-#define DW_MAX(a, b) _mm512_max_ps((a), (b))
+/* Operands swapped: every use is DW_MIN(DW_MAX(value, lo), hi), and x86 min/max return their
+ * second operand when one is NaN, so a NaN stays NaN, as in LiteRT (tflite-runtime 2.14's
+ * depthwise kernel turns it into hi instead; its conv and fully connected keep it). */
+#define DW_MIN(a, b) _mm512_min_ps((b), (a))
+#define DW_MAX(a, b) _mm512_max_ps((b), (a))
 
 typedef struct { __m512i idx; __mmask16 m; } dw_exp512;
 #define DW_EXP_T dw_exp512

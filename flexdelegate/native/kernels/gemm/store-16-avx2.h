@@ -10,8 +10,10 @@
 
 #define FX_AVX2_INLINE __attribute__((target("avx2,fma"), always_inline)) static inline
 
+/* The value goes second: x86 min/max return their second operand when one is NaN, and a NaN
+ * must come out as NaN (as from TFLite's std::min/std::max), not as a bound. */
 FX_AVX2_INLINE __m256 fx_clamp8_avx2(__m256 v, float lo, float hi) {
-  return _mm256_min_ps(_mm256_max_ps(v, _mm256_set1_ps(lo)), _mm256_set1_ps(hi));
+  return _mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(lo), v));
 }
 
 /* Output stage of one row: ri = its residual or NULL. */

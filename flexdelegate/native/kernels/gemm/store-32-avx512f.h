@@ -12,8 +12,9 @@
 /* Lanes [0, nc) of one 16-float column (all of them from nc >= 16). */
 static inline __mmask16 fx_cols_mask16(size_t nc) { return nc >= 16 ? 0xFFFF : (__mmask16)((1u << nc) - 1); }
 
+/* The value goes second, so a NaN stays NaN (see fx_clamp8_avx2). */
 FX_AVX512_INLINE __m512 fx_clamp16_avx512f(__m512 v, float lo, float hi) {
-  return _mm512_min_ps(_mm512_max_ps(v, _mm512_set1_ps(lo)), _mm512_set1_ps(hi));
+  return _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), v));
 }
 
 /* Output stage of one column of one row: ri = its residual or NULL. */

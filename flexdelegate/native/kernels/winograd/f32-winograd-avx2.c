@@ -22,8 +22,10 @@
 #define WG_STORET(p, v, t) _mm256_maskstore_ps((p), (t), (v))
 #define WG_ZERO() _mm256_setzero_ps()
 #define WG_SET1(f) _mm256_set1_ps(f)
-#define WG_MIN(a, b) _mm256_min_ps((a), (b))
-#define WG_MAX(a, b) _mm256_max_ps((a), (b))
+/* Operands swapped: every use clamps a value (a) to a bound (b), and x86 min/max return the
+ * second operand when one is NaN: this way a NaN stays NaN, as in TFLite. */
+#define WG_MIN(a, b) _mm256_min_ps((b), (a))
+#define WG_MAX(a, b) _mm256_max_ps((b), (a))
 
 #include "transforms_2d.inc"
 #endif

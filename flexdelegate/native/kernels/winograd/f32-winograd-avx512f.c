@@ -22,8 +22,10 @@
 #define WG_STORET(p, v, t) _mm512_mask_storeu_ps((p), (t), (v))
 #define WG_ZERO() _mm512_setzero_ps()
 #define WG_SET1(f) _mm512_set1_ps(f)
-#define WG_MIN(a, b) _mm512_min_ps((a), (b))
-#define WG_MAX(a, b) _mm512_max_ps((a), (b))
+/* Operands swapped: every use clamps a value (a) to a bound (b), and x86 min/max return the
+ * second operand when one is NaN: this way a NaN stays NaN, as in TFLite. */
+#define WG_MIN(a, b) _mm512_min_ps((b), (a))
+#define WG_MAX(a, b) _mm512_max_ps((b), (a))
 
 #include "transforms_2d.inc"
 #endif

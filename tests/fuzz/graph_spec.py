@@ -1,0 +1,167 @@
+"""A .tflite model as plain editable values, and back, for the graph fuzzer's mutator.
+
+Unlike flexdelegate.tflite.reader (which decodes enums to names and refuses codes it does not
+know) this keeps every field as its raw code, so a mutated model can be read and mutated
+again; writing goes through ModelBuilder's serializer with its input checks bypassed, so
+out-of-range tensor indices, unknown types and odd shapes reach the runtime as written.
+Sparse tensors are not modelled: read_spec returns None for models holding one."""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from flexdelegate.tflite import schema as S
+from flexdelegate.tflite.reader import _buffer_bytes, _read, _Table
+from flexdelegate.tflite.writer import ModelBuilder, _Op, _Tensor
+
+# struct formats of option scalars by kind (enums are bytes)
+_SCALAR = {"bool": "<?", "int8": "<b", "uint8": "<B", "int32": "<i", "uint32": "<I", "int64": "<q",
+           "float32": "<f"}
+LIMITS = {"bool": (0, 1), "int8": (-128, 127), "uint8": (0, 255), "int32": (-(1 << 31), (1 << 31) - 1),
+          "uint32": (0, (1 << 32) - 1), "int64": (-(1 << 63), (1 << 63) - 1)}
+
+
+def kind_format(kind: str) -> str | None:
+    if kind in S.ENUMS:
+        return "<b"
+    return _SCALAR.get(kind)
+
+
+@dataclass
+class TensorSpec:
+    shape: list
+    type: int
+    buffer: int
+    name: str
+    shape_signature: list | None = None
+    quant: tuple | None = None  # (scale float32 array, zero_point int64 array, dimension)
+
+
+@dataclass
+class OpSpec:
+    code: int                    # builtin operator code
+    inputs: list
+    outputs: list
+    table: str | None            # options table name (None: no options)
+    options: list = field(default_factory=list)  # [(slot, kind, value)] as the writer takes them
+
+
+@dataclass
+class ModelSpec:
+    buffers: list
+    tensors: list
+    ops: list
+    inputs: list
+    outputs: list
+
+    @property
+    def names(self) -> list:
+        return [S.BUILTIN_OP_NAMES.get(o.code, str(o.code)) for o in self.ops]
+
+
+def _ints(table, slot):
+    v = table.vector(slot, "<i4")
+    return None if v is None else [int(x) for x in v]
+
+
+def _options(op_table, code) -> tuple[str | None, list]:
+    kind_code = op_table.scalar(S.OPERATOR["builtin_options_type"], "<B")
+    if kind_code == 0 or kind_code > len(S.BUILTIN_OPTIONS):
+        return None, []
+    name = S.BUILTIN_OPTIONS[kind_code - 1]
+    fields = S.OPTION_TABLES.get(name)
+    table = op_table.table(S.OPERATOR["builtin_options"])
+    if fields is None or table is None:
+        return None, []
+    out = []
+    for slot, (_, kind, _) in enumerate(fields):
+        if kind == "deprecated" or table._field(slot) is None:
+            continue
+        if kind in ("[int32]", "[float32]"):
+            v = table.vector(slot, "<i4" if kind == "[int32]" else "<f4")
+            out.append((slot, kind, [x.item() for x in v]))
+        elif kind == "string":
+            out.append((slot, kind, table.string(slot) or ""))
+        elif kind_format(kind):
+            out.append((slot, kind, table.scalar(slot, kind_format(kind))))
+    return name, out
+
+
+def read_spec(data: bytes) -> ModelSpec | None:
+    """The model's subgraph 0, or None if it cannot be modelled (not parseable, sparse, custom
+    ops, several subgraphs)."""
+    buf = bytes(data)
+    try:
+        if len(buf) < 8 or buf[4:8] != S.FILE_IDENTIFIER:
+            return None
+        model = _Table(buf, _read(buf, "<I", 0))
+        M, G, T, O = S.MODEL, S.SUBGRAPH, S.TENSOR, S.OPERATOR
+        buffers = [_buffer_bytes(buf, b) for b in model.tables(M["buffers"])]
+        codes = [max(c.scalar(S.OPERATOR_CODE["deprecated_builtin_code"], "<b"),
+                     c.scalar(S.OPERATOR_CODE["builtin_code"], "<i")) for c in model.tables(M["operator_codes"])]
+        graphs = model.tables(M["subgraphs"])
+        if len(graphs) != 1 or S.BUILTIN_OPS["CUSTOM"] in codes:
+            return None
+        g = graphs[0]
+        tensors = []
+        for t in g.tables(G["tensors"]):
+            if t.table(T["sparsity"]) is not None:
+                return None
+            q = t.table(T["quantization"])
+            quant = None
+            if q is not None and q.vector(S.QUANTIZATION["scale"], "<f4") is not None:
+                zp = q.vector(S.QUANTIZATION["zero_point"], "<i8")
+                quant = (q.vector(S.QUANTIZATION["scale"], "<f4").copy(),
+                         np.zeros(0, np.int64) if zp is None else zp.copy(),
+                         q.scalar(S.QUANTIZATION["quantized_dimension"], "<i"))
+            tensors.append(TensorSpec(_ints(t, T["shape"]) or [], t.scalar(T["type"], "<b"),
+                                      t.scalar(T["buffer"], "<I"), t.string(T["name"]) or "",
+                                      _ints(t, T["shape_signature"]), quant))
+        ops = []
+        for o in g.tables(G["operators"]):
+            code = codes[o.scalar(O["opcode_index"], "<I")]
+            table, options = _options(o, code)
+            ops.append(OpSpec(code, _ints(o, O["inputs"]) or [], _ints(o, O["outputs"]) or [], table, options))
+        return ModelSpec(buffers, tensors, ops, _ints(g, G["inputs"]) or [], _ints(g, G["outputs"]) or [])
+    except (ValueError, IndexError, KeyError, struct.error, OverflowError, UnicodeDecodeError):
+        return None
+
+
+def write_spec(spec: ModelSpec) -> bytes:
+    b = ModelBuilder()
+    b._buffers = list(spec.buffers) or [b""]
+    for t in spec.tensors:
+        b._tensors.append(_Tensor(tuple(t.shape), t.type, t.buffer, t.name,
+                                  None if t.shape_signature is None else tuple(t.shape_signature), t.quant, None))
+    for o in spec.ops:
+        index = b._opcodes.setdefault(o.code, len(b._opcodes))
+        b._ops.append(_Op(index, list(o.inputs), list(o.outputs), o.table, list(o.options) if o.table else []))
+    b._inputs, b._outputs = list(spec.inputs), list(spec.outputs)
+    return b.build()
+
+
+def ambiguous(spec: ModelSpec) -> bool:
+    """Whether the model's answer is not defined by its inputs and constants: some op reads a
+    tensor nothing wrote (not a graph input, not constant data, not an earlier op's output), a
+    tensor is written twice, a graph output is never written, or a graph input also carries
+    constant data (stock computes from what set_tensor wrote over it, a delegate may have
+    taken the constant at prepare). Only "no crash, same refusal" can be asked of such a
+    model, not the same numbers."""
+    n = len(spec.tensors)
+    const = {i for i, t in enumerate(spec.tensors) if 0 <= t.buffer < len(spec.buffers) and spec.buffers[t.buffer]}
+    if const & set(spec.inputs):
+        return True
+    ready = {i for i in spec.inputs if 0 <= i < n} | const
+    written = set()
+    for o in spec.ops:
+        for i in o.inputs:
+            if i != -1 and i not in ready:
+                return True
+        for i in o.outputs:
+            if i in ready or i in written:
+                return True
+            written.add(i)
+            ready.add(i)
+    return any(i not in ready for i in spec.outputs)

@@ -1,0 +1,317 @@
+"""Fuzz target: the delegate's graph translation (what it claims, folds, shapes and runs).
+
+Each input is a .tflite model, run by the stock interpreter (the reference: no default
+delegates) and by flexdelegate, each in its own child process:
+  * stock crashes or hangs: not ours, skipped (counted);
+  * flexdelegate crashes or hangs: a finding, unless the crash does not recur in a fresh
+    process, or a sanitizer report shows only the runtime's frames (a stock kernel's own
+    overflow, which lands elsewhere once the delegate changed the arena): counted apart;
+  * stock refuses it: flexdelegate must refuse it too; stock runs it: flexdelegate must too,
+    and, if no op reads memory nothing wrote, give the same numbers (tests/opcheck.py's
+    tolerance; NaN and infinities in the same places).
+
+The mutator reads the model into plain values (graph_spec.py), applies one to three edits
+(shapes, options, tensor indices, types, buffers, op order and codes, graph inputs and
+outputs, quantization) and writes it with our own .tflite writer. No byte-level edits: those
+exercise TFLite's flatbuffer parser (which crashes on some malformed files before any
+delegate is involved), not the delegate."""
+from __future__ import annotations
+
+import copy
+import math
+import random
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+
+from flexdelegate.run import max_error
+from flexdelegate.tflite import schema as S
+
+from engine import Engine, EngineDied
+from graph_spec import LIMITS, ModelSpec, ambiguous, read_spec, write_spec
+from oracle import Finding, coarse
+
+TOL = 1e-4  # tests/opcheck.py
+# The ops the delegate runs (README "What runs on it") plus the ones it folds: the op-code
+# edit swaps between these, where the delegate has something to get wrong.
+OPS = """CONV_2D DEPTHWISE_CONV_2D FULLY_CONNECTED TRANSPOSE_CONV ADD SUB MUL DIV MAXIMUM MINIMUM PRELU
+MAX_POOL_2D AVERAGE_POOL_2D MEAN PAD PADV2 CONCATENATION PACK RESHAPE SQUEEZE SOFTMAX RELU RELU6 RELU_N1_TO_1
+LOGISTIC TANH HARD_SWISH LEAKY_RELU RESIZE_BILINEAR RESIZE_NEAREST_NEIGHBOR DEPTH_TO_SPACE SPACE_TO_DEPTH
+STRIDED_SLICE TRANSPOSE GATHER SHAPE CAST DEQUANTIZE""".split()
+F32, INT32 = S.TENSOR_TYPES["FLOAT32"], S.TENSOR_TYPES["INT32"]
+
+
+class GraphTarget:
+    def __init__(self):
+        self.stock = Engine()
+        self.flex = Engine()
+        self.counts = {}
+
+    def close(self):
+        self.stock.close()
+        self.flex.close()
+
+    def _stock_disagrees_with_itself(self, data: bytes, ref) -> bool:
+        again = self.flex.run(data, None)  # stock, in the other process (another heap)
+        return again[0] != "ok" or not max_error(ref, again[1]) <= TOL
+
+    def _flex_died(self, data: bytes, stock, threads: int, report: str) -> str:
+        if stock[0] == "refused" and stock[2] == "build":
+            # Stock refused it while building the interpreter from the flatbuffer, before any
+            # delegate is applied: that parser reads out of bounds on some malformed files, so
+            # the same bytes may crash the other process. Not the delegate's code.
+            return self._count("runtime-parser-crashed")
+        # The engine runs model after model: a stock kernel that overflowed on an earlier one
+        # (nodes the delegate leaves to stock run there too) may crash it later. Again, fresh.
+        try:
+            with Engine() as fresh:
+                fresh.run(data, {"cache_path": ""}, threads=threads)
+        except EngineDied as again:
+            report = str(again)
+        else:
+            print(f"[graph] a crash that did not recur in a fresh process (an earlier input's damage?):\n"
+                  f"{report[-1500:]}", flush=True)
+            return self._count("crash-not-reproducible")
+        sanitized = "AddressSanitizer" in report or "runtime error:" in report
+        if sanitized and not any(ours in report for ours in ("_native_ext", "flexdelegate/native")):
+            # A sanitizer report with no frame of ours: a stock kernel's own bug on this model,
+            # hit at another place than in the stock process because the arenas differ.
+            return self._count("runtime-crashed", report.split("SUMMARY:")[-1][:80])
+        raise Finding(f"flexdelegate crashed or hung where stock {stock[0] == 'ok' and 'ran' or 'refused'} "
+                      f"the model: {report}")
+
+    def _count(self, what, *detail):
+        self.counts[what] = self.counts.get(what, 0) + 1
+        spec = read_spec(self._data)
+        ops = ",".join(sorted(set(spec.names))) if spec else "?"
+        self.signature = "|".join([what, ops, *map(coarse, detail)])
+        return what
+
+    def check(self, data: bytes) -> str:
+        self._data = data
+        try:
+            stock = self.stock.run(data, None)
+        except EngineDied:
+            return self._count("stock-crashed")
+        if stock[0] == "skipped":
+            return self._count("too-big")
+        threads = 1 + zlib.crc32(data) % 2  # the thread pool's paths too
+        try:
+            flex = self.flex.run(data, {"cache_path": ""}, threads=threads)
+        except EngineDied as e:
+            return self._flex_died(data, stock, threads, str(e))
+        if flex[0] == "skipped":
+            return self._count("too-big")
+        if stock[0] != flex[0]:
+            said = stock[1] if stock[0] == "refused" else flex[1]
+            raise Finding(f"stock {stock[0]}, flexdelegate {flex[0]}: {said}")
+        if stock[0] == "refused":
+            return self._count("refused", stock[1])
+        spec = read_spec(data)
+        reasons = sorted({f["reason"] for f in flex[2]["fallback"]})
+        if spec is None or ambiguous(spec):
+            return self._count("ran-ambiguous", *reasons)
+        if not flex[2]["nodes_delegated"]:  # all stock: the delegate cannot change the answer
+            return self._count("ran-undelegated", *reasons)
+        ref, got = stock[1], flex[1]
+        if [a.dtype for a in ref] != [a.dtype for a in got]:
+            raise Finding(f"output types differ: stock {[a.dtype for a in ref]}, flex {[a.dtype for a in got]}")
+        err = max_error(ref, got)
+        if not err <= TOL and self._stock_disagrees_with_itself(data, ref):
+            # Stock itself answers otherwise in the other process: it reads memory nothing
+            # wrote (e.g. a kernel reinterpreting a type-mismatched tensor).
+            return self._count("stock-nondeterministic", *reasons)
+        if not err <= TOL:
+            raise Finding(f"flexdelegate answers differently from stock: max_error {err:.3g} "
+                          f"(stats: fallback {flex[2]['fallback']}, {flex[2]['nodes_delegated']} of "
+                          f"{flex[2]['nodes_total']} nodes delegated)")
+        delegated = flex[2]["nodes_delegated"] if flex[2] else 0
+        reasons = sorted({f["reason"] for f in flex[2]["fallback"]}) if flex[2] else []
+        return self._count("ran-same" if delegated else "ran-undelegated", *reasons)
+
+
+# ------------------------------------------------------------------------------------ mutator
+
+def _int_near(rng, old, lo=-(1 << 31), hi=(1 << 31) - 1):
+    v = rng.choice([0, 1, 2, 3, -1, -2, old + 1, old - 1, old * 2, old // 2 if old else 5, 7, 16, 255, 256,
+                    1 << 15, (1 << 31) - 1, -(1 << 31), rng.randrange(-4, 65)])
+    return min(max(v, lo), hi)
+
+
+def _edit_shape(spec: ModelSpec, rng):
+    t = rng.choice(spec.tensors)
+    roll = rng.random()
+    if t.shape and roll < 0.7:
+        i = rng.randrange(len(t.shape))
+        t.shape[i] = _int_near(rng, t.shape[i])
+    elif t.shape and roll < 0.85:
+        t.shape.pop(rng.randrange(len(t.shape)))
+    else:
+        t.shape.insert(rng.randrange(len(t.shape) + 1), rng.choice([1, 1, 2, 3]))
+    t.shape_signature = None
+
+
+def _option_value(rng, kind, old):
+    if kind in S.ENUMS:
+        return rng.randrange(-1, len(S.ENUMS[kind]) + 2)
+    if kind == "bool":
+        return not old
+    if kind == "float32":
+        return rng.choice([0.0, -1.0, 1.0, 0.5, 2.0, 1e-30, 1e30, math.inf, -math.inf, math.nan, float(old) * 2])
+    if kind in ("[int32]", "[float32]"):
+        vals = list(old)
+        action = rng.randrange(3)
+        if action == 0 and vals:
+            vals.pop(rng.randrange(len(vals)))
+        elif action == 1:
+            vals.insert(rng.randrange(len(vals) + 1), rng.choice([0, 1, -1, 2, 3]))
+        elif vals:
+            i = rng.randrange(len(vals))
+            vals[i] = _int_near(rng, int(vals[i])) if kind == "[int32]" else float(rng.choice([0, -1, 1e30]))
+        return vals
+    lo, hi = LIMITS.get(kind, LIMITS["int32"])
+    return _int_near(rng, int(old), lo, hi)
+
+
+def _edit_options(spec: ModelSpec, rng):
+    ops = [o for o in spec.ops if o.table in S.OPTION_TABLES]
+    if not ops:
+        return _edit_shape(spec, rng)
+    o = rng.choice(ops)
+    fields = S.OPTION_TABLES[o.table]
+    slots = [s for s, f in enumerate(fields) if f[1] not in ("deprecated", "string")]
+    if not slots:
+        return
+    slot = rng.choice(slots)
+    kind = fields[slot][1]
+    have = {s: v for s, _, v in o.options}
+    old = have.get(slot, fields[slot][2] if fields[slot][2] is not None else [])
+    value = _option_value(rng, kind, old)
+    o.options = [(s, k, v) for s, k, v in o.options if s != slot] + [(slot, kind, value)]
+
+
+def _edit_index(spec: ModelSpec, rng):
+    o = rng.choice(spec.ops)
+    slots = o.inputs if (rng.random() < 0.75 or not o.outputs) else o.outputs
+    n = len(spec.tensors)
+    choices = [rng.randrange(n), rng.randrange(n), -1, n, n + 5, 1 << 20]
+    if not slots or rng.random() < 0.15:
+        (slots.append if rng.random() < 0.7 or not slots else lambda _: slots.pop())(rng.choice(choices))
+    else:
+        slots[rng.randrange(len(slots))] = rng.choice(choices)
+
+
+def _edit_type(spec: ModelSpec, rng):
+    t = rng.choice(spec.tensors)
+    t.type = rng.choice([F32, F32, INT32, S.TENSOR_TYPES["FLOAT16"], S.TENSOR_TYPES["INT8"],
+                         S.TENSOR_TYPES["INT64"], S.TENSOR_TYPES["BOOL"], S.TENSOR_TYPES["UINT8"],
+                         rng.randrange(0, len(S.TENSOR_TYPES) + 3)])
+
+
+def _edit_buffer(spec: ModelSpec, rng):
+    t = rng.choice(spec.tensors)
+    consts = [i for i, b in enumerate(spec.buffers) if b]
+    roll = rng.random()
+    if t.buffer and 0 <= t.buffer < len(spec.buffers) and spec.buffers[t.buffer] and roll < 0.6:
+        data = bytearray(spec.buffers[t.buffer])
+        action = rng.randrange(4)
+        if action == 0:
+            data = data[:rng.randrange(len(data) + 1)]
+        elif action == 1:
+            data += bytes(rng.choice([1, 4, 16, len(data)]))
+        else:  # special floats in place
+            for _ in range(rng.randrange(1, 4)):
+                at = rng.randrange(max(1, len(data) // 4)) * 4
+                special = rng.choice([math.nan, math.inf, -math.inf, 1e30, -1e30, 0.0, 1e-40])
+                data[at:at + 4] = np.float32(special).tobytes()[: max(0, len(data) - at)]
+        spec.buffers.append(bytes(data))
+        t.buffer = len(spec.buffers) - 1
+    elif roll < 0.8 and consts:
+        t.buffer = rng.choice(consts + [0, len(spec.buffers), 1 << 20])
+    else:  # constant data of the declared size (an activation becomes a constant)
+        n = math.prod(max(d, 0) for d in t.shape)  # Python ints: no int64 wrap-around
+        if n <= 1 << 16:
+            spec.buffers.append(np.random.default_rng(rng.randrange(1 << 30)).standard_normal(n)
+                                .astype(np.float32).tobytes())
+            t.buffer = len(spec.buffers) - 1
+
+
+def _edit_order(spec: ModelSpec, rng):
+    ops = spec.ops
+    action = rng.randrange(4)
+    if action == 0 and len(ops) > 1:
+        i, j = rng.sample(range(len(ops)), 2)
+        ops[i], ops[j] = ops[j], ops[i]
+    elif action == 1 and len(ops) > 1:
+        ops.pop(rng.randrange(len(ops)))
+    elif action == 2:
+        ops.insert(rng.randrange(len(ops) + 1), copy.deepcopy(rng.choice(ops)))
+    else:
+        o = rng.choice(ops)
+        name = rng.choice(OPS)
+        o.code = S.BUILTIN_OPS[name]
+        table = S.OP_OPTIONS.get(name)
+        if table != o.table:
+            o.table, o.options = (table, []) if table in S.OPTION_TABLES else (None, [])
+
+
+def _edit_io(spec: ModelSpec, rng):
+    lst = spec.inputs if rng.random() < 0.5 else spec.outputs
+    n = len(spec.tensors)
+    action = rng.randrange(3)
+    if action == 0 and lst:
+        lst.pop(rng.randrange(len(lst)))
+    elif action == 1:
+        lst.append(rng.randrange(n))
+    elif lst:
+        lst[rng.randrange(len(lst))] = rng.choice([rng.randrange(n), -1, n])
+
+
+def _edit_quant(spec: ModelSpec, rng):
+    t = rng.choice(spec.tensors)
+    if t.quant is None or rng.random() < 0.3:
+        k = rng.choice([1, 1, min(max(1, t.shape[0] if t.shape else 1), 4096)])  # per channel, bounded
+        t.quant = (np.full(k, rng.choice([0.1, 1.0, 0.0, math.nan]), np.float32), np.zeros(k, np.int64),
+                   rng.choice([0, 0, 1, 3, 9]))
+    else:
+        scale, zp, dim = t.quant
+        scale = scale.copy()
+        if scale.size:
+            scale[rng.randrange(scale.size)] = rng.choice([0.0, -1.0, math.nan, math.inf, 1e-30])
+        t.quant = (scale, zp, rng.choice([dim, dim + 1, -1]))
+
+
+EDITS = [_edit_shape, _edit_shape, _edit_options, _edit_options, _edit_index, _edit_type, _edit_buffer,
+         _edit_buffer, _edit_order, _edit_io, _edit_quant]
+
+
+def mutate_spec(spec: ModelSpec, rng: random.Random) -> None:
+    for _ in range(rng.choice((1, 1, 2, 3))):
+        if spec.tensors and spec.ops:
+            rng.choice(EDITS)(spec, rng)
+
+
+_SEEDS = []
+
+
+def _seeds() -> list:
+    if not _SEEDS:
+        _SEEDS.extend(f.read_bytes() for f in sorted((Path(__file__).parent / "corpus" / "graph").glob("seed-*")))
+    return _SEEDS
+
+
+def mutate(data: bytes, max_size: int, seed: int) -> bytes:
+    rng = random.Random(seed)
+    spec = read_spec(data)
+    if spec is None:  # no byte-level edits (they test TFLite's flatbuffer parser): start over
+        spec = read_spec(rng.choice(_seeds()))
+    elif rng.random() < 0.2:  # most edits of a refused model stay refused: back to a seed
+        spec = read_spec(_seeds()[rng.randrange(len(_SEEDS))])
+    mutate_spec(spec, rng)
+    try:
+        out = write_spec(spec)
+    except (ValueError, OverflowError, TypeError, struct.error):
+        return data  # a value the serializer cannot write: no edit this time
+    return out if len(out) <= max_size else data
