@@ -72,3 +72,25 @@ def test_pool_and_mean_variants_equal_scalar(dtype):
             if dtype == np.int8:
                 assert np.array_equal(_qs8.mean_hw(v, x, qi, qo, stock=1, stock_threads=2)[0],
                                       _qs8.mean_hw(0, x, qi, qo, stock=1, stock_threads=2)[0])
+
+
+@pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
+def test_table_variants_equal_scalar():
+    """The byte-table lookup (the SIMD ones rebuild the table as XOR-telescoped rows): every
+    input byte, lengths around the 32-byte steps, tables from several ops, both stocks."""
+    rng = np.random.default_rng(9)
+    for i in range(40):
+        n = int(rng.choice([128, 129, 160, 255, 256, 1000, 4099]))
+        x = rng.integers(-128, 128, n).astype(np.int8)
+        x[:256 if n >= 256 else n] = np.arange(-128, 128, dtype=np.int8)[:min(n, 256)]
+        kind = ["REQUANTIZE", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU6"][i % 5]
+        qi = (float(np.float32(2.0 ** rng.uniform(-8, -1))), int(rng.integers(-128, 128)))
+        qo = (float(np.float32(qi[0] * 2.0 ** rng.uniform(-3, 3))), int(rng.integers(-128, 128)))
+        stock = i % 2
+        try:
+            want = _qs8.lut_op(0, kind, x, qi, qo, alpha=0.3, stock=stock)[0]
+        except ValueError:
+            continue
+        for v in VARIANTS:
+            got = _qs8.lut_op(v, kind, x, qi, qo, alpha=0.3, stock=stock, chunk=[0, 200, 33][i % 3])[0]
+            assert np.array_equal(got, want), (v, kind, n, qi, qo)

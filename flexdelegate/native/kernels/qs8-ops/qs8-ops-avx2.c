@@ -1,8 +1,6 @@
 /* AVX2 microkernels: 8 elements per step in int32 lanes, computing ref.h's definitions exactly
  * (64-bit products for the doubling high multiply, the overflow-free rounding shift); the last
- * n % 8 elements (and a whole call of fewer) go through the scalar kernel. The table lookup
- * stays scalar: 256 one-byte entries (vpshufb reaches 16 at a time) and a byte load per
- * element already run at store speed. */
+ * n % 8 elements (and a whole call of fewer) go through the scalar kernel. */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include "qs8-ops.h"
@@ -53,8 +51,43 @@ OPS_AVX2 __m256i neon_out(__m256i r, __m256i zo, int u8) {
   return _mm256_min_epi32(_mm256_max_epi32(r, lo), hi);
 }
 
-void fx_qs8_lut__avx2(size_t n, const uint8_t *x, const uint8_t *t, uint8_t *y) {
-  fx_qs8_lut__scalar(n, x, t, y);
+/* 256-entry byte table by vpshufb, which looks up 16 entries and gives 0 where the index byte
+ * has bit 7 set: 16 lookups with the index stepped down by 16 each time (wrapping for steps
+ * 1..8, saturating after), XORed together. For x = 16h + l, step k reads row v[k] at l exactly
+ * when its index byte has bit 7 clear, which is k in 0..h for h < 8 and k in h-7..h for h >= 8;
+ * so v[0] = t[0], v[k] = t[k] ^ t[k-1] ^ (k >= 8 ? v[k-8] : 0) makes the XOR telescope to t[h].
+ * (XNNPACK's x8-lut kernels use this scheme.) */
+__attribute__((target("avx2,fma"))) void fx_qs8_lut__avx2(size_t n, const uint8_t *x,
+                                                         const uint8_t *t, uint8_t *y) {
+  if (n < 128) { /* building the rows costs more than it saves */
+    fx_qs8_lut__scalar(n, x, t, y);
+    return;
+  }
+  __m128i r[16];
+  r[0] = _mm_loadu_si128((const __m128i *)t);
+  for (int k = 1; k < 16; k++) {
+    r[k] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(t + 16 * k)),
+                         _mm_loadu_si128((const __m128i *)(t + 16 * (k - 1))));
+    if (k >= 8) r[k] = _mm_xor_si128(r[k], r[k - 8]);
+  }
+  __m256i v[16];
+  for (int k = 0; k < 16; k++) v[k] = _mm256_broadcastsi128_si256(r[k]);
+  const __m256i step = _mm256_set1_epi8(16);
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i vx = _mm256_loadu_si256((const __m256i *)(x + i));
+    __m256i vy = _mm256_shuffle_epi8(v[0], vx);
+    for (int k = 1; k <= 8; k++) {
+      vx = _mm256_sub_epi8(vx, step);
+      vy = _mm256_xor_si256(vy, _mm256_shuffle_epi8(v[k], vx));
+    }
+    for (int k = 9; k < 16; k++) {
+      vx = _mm256_subs_epi8(vx, step);
+      vy = _mm256_xor_si256(vy, _mm256_shuffle_epi8(v[k], vx));
+    }
+    _mm256_storeu_si256((__m256i *)(y + i), vy);
+  }
+  if (i < n) fx_qs8_lut__scalar(n - i, x + i, t, y + i);
 }
 
 /* One input's rescale in a form (the left shift by 20 is exact: |x - z| < 2^9). */
