@@ -101,7 +101,7 @@ def dwconv(variant: int, x, w, bias, *, depth_mult: int = 1, zx: int, zw: int = 
 
 # ---- the element-wise integer ops (kernels/qs8-ops) ----
 STOCK_PORTABLE, STOCK_NEON = 0, 1   # qs8-ops.h's FX_STOCK_*: the arithmetic to reproduce
-BINARY_OPS = {"ADD": 0, "MUL": 2}
+BINARY_OPS = {"ADD": 0, "SUB": 1, "MUL": 2}
 LUT_KINDS = {"REQUANTIZE": (0, 0), "RELU": (1, 0), "RELU6": (1, 1), "RELU_N1_TO_1": (1, 2),
              "RELU_0_TO_1": (1, 3), "LEAKY_RELU": (2, 0), "HARD_SWISH": (3, 0),
              "LOGISTIC": (4, 0), "TANH": (4, 1), "GELU": (4, 2), "GELU_APPROX": (4, 3),

@@ -34,6 +34,13 @@ def test_add(dtype, shapes, act):
 
 @pytest.mark.parametrize("dtype", [S8, U8])
 @pytest.mark.parametrize("shapes", BCAST, ids=[f"{a}x{b}" for a, b in BCAST])
+def test_sub(dtype, shapes):
+    z = (-128, 127, 0) if dtype == S8 else (0, 255, 128)
+    check_exact(binary("SUB", *shapes, Q(dtype, 0.05, z[0]), Q(dtype, 0.02, z[1]), Q(dtype, 0.09, z[2]), "RELU"))
+
+
+@pytest.mark.parametrize("dtype", [S8, U8])
+@pytest.mark.parametrize("shapes", BCAST, ids=[f"{a}x{b}" for a, b in BCAST])
 def test_mul(dtype, shapes):
     z = (-128, 3, -10) if dtype == S8 else (0, 128, 10)
     check_exact(binary("MUL", *shapes, Q(dtype, 0.02, z[0]), Q(dtype, 1 / 256, z[1]), Q(dtype, 0.01, z[2]), "RELU"))

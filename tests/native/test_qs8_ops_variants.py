@@ -19,7 +19,7 @@ def rand_params(rng, dtype, op):
     zs = [int(rng.choice([lo, hi, rng.integers(lo, hi + 1)])) for _ in range(3)]
     s1 = float(np.float32(2.0 ** rng.uniform(-12, 0)))
     s2 = float(np.float32(s1 * 2.0 ** rng.choice([0, -20, rng.uniform(-24, 4)])))
-    if op == "ADD":
+    if op != "MUL":
         so = float(np.float32(2 * max(s1, s2) * 2.0 ** -rng.uniform(-6, 19.9)))
     else:
         so = float(np.float32(s1 * s2 * 2.0 ** rng.uniform(-29, 16)))
@@ -27,7 +27,7 @@ def rand_params(rng, dtype, op):
 
 
 @pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
-@pytest.mark.parametrize("op", ["ADD", "MUL"])
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
 def test_binary_variants_equal_scalar(op, dtype):
     rng = np.random.default_rng(7 + (op == "MUL") + 2 * (dtype == np.uint8))

@@ -1,4 +1,4 @@
-"""ADD and MUL (kernels/qs8-ops/binary.c): every variant this CPU runs, in any output split,
+"""ADD, SUB and MUL (kernels/qs8-ops/binary.c): every variant this CPU runs, in any output split,
 reproduces the stock interpreter bit for bit on random single-op models from our writer: int8
 and uint8, equal shapes, every broadcast class stock distinguishes (its five-fold element-wise
 runs, scalar-broadcast runs, either input broadcast fastest, the generic walk), squeeze-excite
@@ -34,14 +34,14 @@ def case(rng, op, dtype, i):
     the input rescale), every fifth another an output scale near the smallest stock takes (sums
     and products far outside int16: where the NEON loops' narrowing differs)."""
     a_shape, b_shape = SHAPES[i % len(SHAPES)]
-    hi = 0.5 if op == "ADD" else 0.05
+    hi = 0.05 if op == "MUL" else 0.5
     qa, qb = rand_q(rng, dtype, 1e-3, hi), rand_q(rng, dtype, 1e-3, hi)
     if i % 3 == 0:  # equal scales
         qb = (qa[0], qb[1])
     if i % 5 == 1:
         qb = (float(np.float32(qa[0] * 2.0 ** -int(rng.integers(18, 23)))), qb[1])
     big = max(qa[0], qb[0])
-    if op == "ADD":
+    if op != "MUL":
         qo = rand_q(rng, dtype, big * 0.25, big * 8)
         if i % 5 == 3:
             qo = (float(np.float32(2 * big * 2.0 ** -rng.uniform(12, 19.9))), qo[1])
@@ -54,7 +54,7 @@ def case(rng, op, dtype, i):
     return a_shape, b_shape, qa, qb, qo, act
 
 
-@pytest.mark.parametrize("op", ["ADD", "MUL"])
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
 def test_binary_matches_stock_bit_for_bit(op, dtype):
     assert STOCK is not None, f"{RUNTIME}: stock arithmetic not recognised"

@@ -63,12 +63,14 @@ const char *fx_infer_qelem(fx_graph *g, fx_node *n) {
   if (!q) return "integer op not prepared";
   switch (q->kind) {
     case FX_QOP_ADD:
+    case FX_QOP_SUB:
     case FX_QOP_MUL: {
       const fx_tensor *b = T(g, n->in[1]);
       fx_qs8_shape sa, sb;
       if ((e = fx_infer_binary(g, n))) return e;
       if (to_qs8_shape(&x->shape, &sa) || to_qs8_shape(&b->shape, &sb)) return "integer ADD / MUL of rank > 6";
-      if (fx_qs8_binary_prepare(q->kind == FX_QOP_ADD ? FX_QS8_ADD : FX_QS8_MUL, u8, si, zi, b->quant.scale,
+      const int op = q->kind == FX_QOP_ADD ? FX_QS8_ADD : q->kind == FX_QOP_SUB ? FX_QS8_SUB : FX_QS8_MUL;
+      if (fx_qs8_binary_prepare(op, u8, si, zi, b->quant.scale,
                                 b->quant.zero_point, so, zo, q->act, &sa, &sb, q->stock, &q->k.bin))
         return "quantization parameters stock's integer ADD / MUL refuses or these kernels do not reproduce";
       return NULL;
@@ -149,6 +151,7 @@ int fx_run_qelem(fx_graph *g, fx_node *n, fx_pool *pool) {
              fx_shape_numel(&y->shape), 0, 0, NULL};
   switch (n->qop->kind) {
     case FX_QOP_ADD:
+    case FX_QOP_SUB:
     case FX_QOP_MUL: fx_parallel_for(pool, t.n, 1 << 14, binary_part, &t); break;
     case FX_QOP_MEAN:
       if (n->qop->general) {

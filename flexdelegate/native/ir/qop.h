@@ -1,4 +1,4 @@
-/* The integer element-wise ops of the IR (kind QELEM): ADD, MUL, MEAN over H,W, SOFTMAX and the
+/* The integer element-wise ops of the IR (kind QELEM): ADD, SUB, MUL, MEAN, SOFTMAX and the
  * table ops (LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU) on int8 / uint8 data, run by
  * kernels/qs8-ops bit-exactly as the stock kernel in use computes them. The reader
  * (tflite/ops.c) makes the node's fx_qop with what the TFLite node says; shape inference
@@ -8,7 +8,7 @@
 #define FLEX_IR_QOP_H
 #include "graph.h"
 
-enum { FX_QOP_ADD, FX_QOP_MUL, FX_QOP_MEAN, FX_QOP_SOFTMAX, FX_QOP_LOGISTIC, FX_QOP_TANH,
+enum { FX_QOP_ADD, FX_QOP_SUB, FX_QOP_MUL, FX_QOP_MEAN, FX_QOP_SOFTMAX, FX_QOP_LOGISTIC, FX_QOP_TANH,
        FX_QOP_HARD_SWISH, FX_QOP_LEAKY_RELU };
 
 /* Makes n's fx_qop (freed with the node): kind FX_QOP_*, stock the arithmetic to reproduce

@@ -92,7 +92,7 @@ int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int m
  * `chunk` > 0 runs the output in pieces of that many elements (rows, pixels), as a thread split
  * would. -1 also where the kernels refuse the op (stock's refusals, unreproduced paths). */
 const char *flex_qs8_ops_variant_at(int i);
-/* ADD (op 0) / MUL (op 2) of a [ra dims da] and b [rb dims db] with broadcasting into y (the
+/* ADD (op 0) / SUB (op 1) / MUL (op 2) of a [ra dims da] and b [rb dims db] with broadcasting into y (the
  * broadcast shape), fused act 0..3 (NONE, RELU, RELU_N1_TO_1, RELU6). */
 int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2, int z2, float so,
                         int zo, int act, int ra, const int *da, int rb, const int *db,

@@ -287,8 +287,9 @@ static const char *read_arith(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
   const int act = bd ? ((const TfLiteMulParams *)bd)->activation : kTfLiteActNone;
   if (is_q8(g->tensors[n->in[0]].dtype)) {
-    if (n->p.bin.op != FX_B_ADD && n->p.bin.op != FX_B_MUL) return "integer SUB / DIV are left to the stock kernel";
-    return read_qelem(g, n, n->p.bin.op == FX_B_ADD ? FX_QOP_ADD : FX_QOP_MUL, 2, act, 0.0f);
+    const int op = n->p.bin.op;
+    if (op != FX_B_ADD && op != FX_B_SUB && op != FX_B_MUL) return "integer DIV is left to the stock kernel";
+    return read_qelem(g, n, op == FX_B_ADD ? FX_QOP_ADD : op == FX_B_SUB ? FX_QOP_SUB : FX_QOP_MUL, 2, act, 0.0f);
   }
   if ((e = map_act(act, &n->act))) return e;
   return need_f32(g, n, 3);

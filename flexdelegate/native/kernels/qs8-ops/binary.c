@@ -55,7 +55,7 @@ int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_
                           int32_t zo, int act, const fx_qs8_shape *a, const fx_qs8_shape *b,
                           int stock, fx_qs8_binary_op *bop) {
   memset(bop, 0, sizeof *bop);
-  if (op != FX_QS8_ADD && op != FX_QS8_MUL) return -1; /* SUB: not yet established */
+  if (op != FX_QS8_ADD && op != FX_QS8_SUB && op != FX_QS8_MUL) return -1;
   if (!(s1 > 0) || !(s2 > 0) || !(so > 0)) return -1;
   const int32_t lo_t = type_lo(u8), hi_t = type_hi(u8);
   if (z1 < lo_t || z1 > hi_t || z2 < lo_t || z2 > hi_t || zo < lo_t || zo > hi_t) return -1;
@@ -67,7 +67,7 @@ int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_
     return -1;
   bop->op = op;
   bop->stock = stock;
-  if (op == FX_QS8_ADD) {
+  if (op == FX_QS8_ADD || op == FX_QS8_SUB) {
     fx_qs8_add_params *p = &bop->add;
     const double twice_max = 2.0 * (double)(s1 > s2 ? s1 : s2);
     const float out_den = (float)(1 << 20) * so; /* stock: (1 << left_shift) * scale, in float */
@@ -75,6 +75,7 @@ int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_
         smaller_than_one((double)s2 / twice_max, &p->m2, &p->s2) ||
         smaller_than_one(twice_max / (double)out_den, &p->mo, &p->so)) return -1;
     p->z1 = z1, p->z2 = z2, p->zo = zo, p->lo = lo, p->hi = hi, p->u8 = u8;
+    p->sub = op == FX_QS8_SUB; /* stock's SUB: the portable loops on both wheels */
   } else {
     fx_qs8_mul_params *p = &bop->mul;
     const float real = s1 * s2 / so; /* stock: float arithmetic, widened */
@@ -89,7 +90,7 @@ int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_
  * scalar-broadcast loop (scalar = 1); block 0: all portable. */
 static void neon_loop(const fx_qs8_binary_op *bop, int scalar, int *block, int *form) {
   const int u8 = bop->op == FX_QS8_MUL ? bop->mul.u8 : bop->add.u8;
-  if (bop->stock != FX_STOCK_NEON) {
+  if (bop->stock != FX_STOCK_NEON || bop->op == FX_QS8_SUB) {
     *block = 0;
     *form = 0;
   } else if (bop->op == FX_QS8_ADD) {
@@ -108,6 +109,7 @@ static void swapped(const fx_qs8_binary_op *bop, fx_qs8_add_params *ap, fx_qs8_m
   if (!bop->bc.swap) return;
   ap->z1 = bop->add.z2, ap->z2 = bop->add.z1, ap->m1 = bop->add.m2, ap->m2 = bop->add.m1;
   ap->s1 = bop->add.s2, ap->s2 = bop->add.s1;
+  if (ap->sub) ap->sub = 3 - ap->sub; /* a - b with the inputs exchanged is b - a */
   mp->z1 = bop->mul.z2, mp->z2 = bop->mul.z1;
 }
 
@@ -123,7 +125,7 @@ static void run_loop(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop,
     const size_t s = part ? mid : r0, e = part ? r1 : mid;
     const int f = part ? 0 : form; /* 0: the portable form of both ops */
     if (e <= s) continue;
-    if (bop->op == FX_QS8_ADD) v->add(e - s, a + s * a_step, a_step, b + s, y + s, ap, f);
+    if (bop->op != FX_QS8_MUL) v->add(e - s, a + s * a_step, a_step, b + s, y + s, ap, f);
     else v->mul(e - s, a + s * a_step, a_step, b + s, y + s, mp, f);
   }
 }

@@ -116,7 +116,8 @@ __attribute__((target("avx2,fma"))) void fx_qs8_add__avx2(size_t n, const void *
   for (; i + 8 <= n; i += 8) {
     if (a_step) ya = add_scale(_mm256_sub_epi32(load8(pa + i, u8), z1), m1, p->s1, form);
     const __m256i yb = add_scale(_mm256_sub_epi32(load8(pb + i, u8), z2), m2, p->s2, form);
-    const __m256i raw = p->sub ? _mm256_sub_epi32(ya, yb) : _mm256_add_epi32(ya, yb);
+    const __m256i raw = p->sub == 1 ? _mm256_sub_epi32(ya, yb)
+                        : p->sub == 2 ? _mm256_sub_epi32(yb, ya) : _mm256_add_epi32(ya, yb);
     __m256i r = rdbpot(srdhm(raw, mo), -p->so);
     r = form == FX_ADD_PORTABLE ? _mm256_add_epi32(r, zo) : neon_out(r, zo, u8);
     store8(py + i, _mm256_min_epi32(_mm256_max_epi32(r, lo), hi), u8);

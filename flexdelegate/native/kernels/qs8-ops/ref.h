@@ -51,7 +51,7 @@ typedef struct fx_qs8_add_params {
   int32_t m1, s1, m2, s2;      /* input multipliers (Q31) and shifts (<= 0) */
   int32_t mo, so;              /* output multiplier and shift (<= 0) */
   int32_t lo, hi;              /* fused activation range in the stored type */
-  int32_t u8, sub;             /* uint8 data; SUB (a - b) instead of ADD */
+  int32_t u8, sub;             /* uint8 data; 0 ADD, 1 SUB a - b, 2 SUB b - a (inputs swapped) */
 } fx_qs8_add_params;
 
 /* Which per-element arithmetic (the drivers pick it per element range). */
@@ -75,7 +75,9 @@ static inline int32_t fxq_add_one(int32_t a, int32_t b, const fx_qs8_add_params 
     ya = fxq_vshl(fxq_srdhm(xa * (1 << 20), p->m1), p->s1);
     yb = fxq_vshl(fxq_srdhm(xb * (1 << 20), p->m2), p->s2);
   }
-  const int32_t raw = (int32_t)(p->sub ? (uint32_t)ya - (uint32_t)yb : (uint32_t)ya + (uint32_t)yb);
+  const int32_t raw = (int32_t)(p->sub == 1   ? (uint32_t)ya - (uint32_t)yb
+                                : p->sub == 2 ? (uint32_t)yb - (uint32_t)ya
+                                              : (uint32_t)ya + (uint32_t)yb);
   int32_t r = fxq_rdbpot(fxq_srdhm(raw, p->mo), -p->so);
   if (form == FX_ADD_PORTABLE) {
     r = (int32_t)((uint32_t)r + (uint32_t)p->zo);
