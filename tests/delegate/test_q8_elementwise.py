@@ -137,3 +137,36 @@ def test_average_pool(dtype, shape, k, s, pad, act):
     m.op("AVERAGE_POOL_2D", [x], [y], padding=pad, stride_h=s, stride_w=s, filter_height=k, filter_width=k,
          fused_activation_function=act)
     check_exact(m.build(y), seeds=(0, 1, 2), num_threads=2)
+
+
+@pytest.mark.parametrize("dtype", [S8, U8])
+@pytest.mark.parametrize("op", ["RELU", "RELU6", "RELU_N1_TO_1"])
+def test_requantizing_relu(dtype, op):
+    """RELU* whose output is quantized differently from its input (QuantizedReluX: a rescale,
+    then the clamp) as a table."""
+    m = QModel()
+    x = m.input((2, 7, 5, 13), Q(dtype, 0.03, 4 if dtype == S8 else 131))
+    y = m.tensor((2, 7, 5, 13), Q(dtype, 0.011, -100 if dtype == S8 else 20))
+    m.op(op, [x], [y])
+    check_exact(m.build(y), seeds=(0, 1, 2))
+
+
+QUANTS = [(S8, S8, 0.025, 0.05), (S8, S8, 0.05, 0.0371), (U8, U8, 0.02, 0.08), (S8, U8, 0.03, 0.03 * 3),
+          (U8, S8, 0.04, 0.01)]
+
+
+@pytest.mark.parametrize("din,dout,si,so", QUANTS, ids=[f"{np.dtype(a).name}-{np.dtype(b).name}-{si}-{so}" for a, b, si, so in QUANTS])
+@pytest.mark.parametrize("n", [16 * 37, 16 * 37 + 9])
+def test_requantizing_quantize(din, dout, si, so, n):
+    """QUANTIZE int -> int with another scale: MultiplyByQuantizedMultiplier of x - zi (on LiteRT
+    ties go up on the first n - n % 16 elements: its NEON loop), + zo, saturated."""
+    m = QModel()
+    x = m.input((1, n), Q(din, si, 3 if din == S8 else 130))
+    y = m.tensor((1, n), Q(dout, so, -7 if dout == S8 else 121))
+    m.op("QUANTIZE", [x], [y])
+
+    def every_value(it, seed):
+        lo, hi = (-128, 127) if din == S8 else (0, 255)
+        v = np.resize(np.random.default_rng(seed).permutation(np.arange(lo, hi + 1)), n)
+        return [v.astype(din).reshape(1, n)]
+    check_exact(m.build(y), inputs=every_value, seeds=(0, 1))

@@ -9,11 +9,11 @@
 #include "graph.h"
 
 enum { FX_QOP_ADD, FX_QOP_SUB, FX_QOP_MUL, FX_QOP_MEAN, FX_QOP_SOFTMAX, FX_QOP_LOGISTIC, FX_QOP_TANH,
-       FX_QOP_HARD_SWISH, FX_QOP_LEAKY_RELU };
+       FX_QOP_HARD_SWISH, FX_QOP_LEAKY_RELU, FX_QOP_RELU, FX_QOP_REQUANTIZE };
 
 /* Makes n's fx_qop (freed with the node): kind FX_QOP_*, stock the arithmetic to reproduce
  * (qs8-ops.h FX_STOCK_*; the delegate's "_rounding" entry for the op), act the TFLite fused
- * activation, param beta (SOFTMAX) or alpha (LEAKY_RELU), stock_threads the interpreter's
+ * activation, param beta (SOFTMAX), alpha (LEAKY_RELU) or which RELU (qs8-ops.h FX_QS8_RELU*), stock_threads the interpreter's
  * thread count (MEAN on LiteRT splits by it). NULL ok, or why not. */
 const char *fx_qop_make(fx_node *n, int kind, int stock, int act, float param, int stock_threads);
 void fx_qop_free(struct fx_qop *q);

@@ -4,6 +4,7 @@
 #include <string.h>
 #include "delegate.h"
 #include "ir/qop.h"
+#include "kernels/qs8-ops/qs8-ops.h"
 
 int fx_tfl_dtype(TfLiteType t) {
   switch (t) {
@@ -318,7 +319,11 @@ static const char *read_relu(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
   if (!is_q8(g->tensors[n->in[0]].dtype)) return need_f32(g, n, 1);
   if ((e = same_dtype(g, n, 1))) return e;
-  if (!same_scale(g, n->in[0], n->out[0])) return "input and output quantized differently (a requantizing RELU)";
+  if (!same_scale(g, n->in[0], n->out[0])) { /* a requantizing RELU: QuantizedReluX as a table */
+    const int k = n->p.un.kind;
+    return read_qelem(g, n, FX_QOP_RELU, 1, kTfLiteActNone,
+                      (float)(k == FX_U_RELU ? FX_QS8_RELU : k == FX_U_RELU6 ? FX_QS8_RELU6 : FX_QS8_RELU_N1_TO_1));
+  }
   const int act = n->p.un.kind == FX_U_RELU ? kTfLiteActRelu : n->p.un.kind == FX_U_RELU6 ? kTfLiteActRelu6
                                                                                         : kTfLiteActReluN1To1;
   return q8_out(g, n, act);
@@ -373,7 +378,13 @@ static const char *read_quantize(fx_graph *g, fx_node *n, const void *bd) {
     return n->qout.rounding < 0 ? "stock's dequantize arithmetic unknown (no rounding table)" : NULL;
   }
   if (!yq || (!xq && x->dtype != FX_F32)) return "unsupported quantize types";
-  if (xq && x->quant.scale != y->quant.scale) return "requantizing QUANTIZE (scales differ) is left to the stock kernel";
+  if (xq && x->quant.scale != y->quant.scale) { /* a rescale: kernels/qs8-ops as a table */
+    /* LiteRT's NEON loop rounds ties up on whole 16-blocks: the QUANTIZE rule's 8-split is
+     * that build's trace (quant_rounding.stock_arithmetic) */
+    if (n->qout.rounding < 0) return "stock's arithmetic for a requantizing QUANTIZE unknown (no rounding table)";
+    return fx_qop_make(n, FX_QOP_REQUANTIZE, n->qout.tail_from == 0 ? FX_STOCK_NEON : FX_STOCK_PORTABLE,
+                       FLEX_ACT_NONE, 0.0f, 1);
+  }
   if (!xq && n->qout.rounding < 0) return "stock's float quantize rounding unknown (no rounding table)";
   return q8_out(g, n, kTfLiteActNone);
 }
