@@ -174,3 +174,32 @@ def softmax(x, q_in, beta: float, q_out, *, chunk: int = 0, iters: int = 1):
                                 iters, secs):
         raise ValueError("qs8 SOFTMAX: refused")
     return y, float(secs[0])
+
+
+def mean(variant: int, x, axes, q_in, q_out, *, chunk: int = 0, iters: int = 1):
+    """MEAN on stock's general path over adjacent `axes` (keep_dims is only a reshape); returns
+    (y with the reduced dimensions dropped, best seconds)."""
+    x = np.ascontiguousarray(x)
+    resolved = sorted({a % x.ndim for a in axes})
+    y = np.empty([d for i, d in enumerate(x.shape) if i not in resolved], x.dtype)
+    d = ffi.new("int[]", list(x.shape) or [1])
+    secs = ffi.new("double *")
+    if lib.flex_qs8_mean_run(variant, int(x.dtype == np.uint8), x.ndim, d, sum(1 << a for a in resolved),
+                             *_q(q_in), *_q(q_out), _ptr(x), _ptr(y), chunk, iters, secs):
+        raise ValueError("qs8 MEAN: refused")
+    return y, float(secs[0])
+
+
+def avgpool(variant: int, x, k, stride, pads, out_hw, lo: int, hi: int, *, chunk: int = 0,
+            iters: int = 1):
+    """AVERAGE_POOL_2D of int8/uint8 x [n,h,w,c]: window k (kh, kw), strides, leading pads
+    (top, left), output size; clamp [lo, hi]. Returns (y, best seconds)."""
+    x = np.ascontiguousarray(x)
+    n, h, w, c = x.shape
+    y = np.empty((n, out_hw[0], out_hw[1], c), x.dtype)
+    secs = ffi.new("double *")
+    if lib.flex_qs8_avgpool_run(variant, int(x.dtype == np.uint8), n, h, w, c, k[0], k[1], stride[0],
+                                stride[1], pads[0], pads[1], out_hw[0], out_hw[1], lo, hi, _ptr(x),
+                                _ptr(y), chunk, iters, secs):
+        raise ValueError("qs8 AVERAGE_POOL_2D: refused")
+    return y, float(secs[0])

@@ -249,7 +249,8 @@ def option_text(found: dict) -> str:
 STOCK_PORTABLE, STOCK_NEON = 0, 1  # kernels/qs8-ops/qs8-ops.h's FX_STOCK_*
 # The element-wise integer ops whose arithmetic differs between the two stock builds: their
 # "_rounding" entry carries stock_arithmetic() (tflite/ops.c read_qelem).
-ELEMENTWISE = [("ADD", "int8"), ("ADD", "uint8"), ("MUL", "int8"), ("MUL", "uint8"), ("MEAN", "int8")]
+ELEMENTWISE = [("ADD", "int8"), ("ADD", "uint8"), ("MUL", "int8"), ("MUL", "uint8"), ("MEAN", "int8"),
+               ("MEAN", "uint8")]
 
 
 def stock_arithmetic(found: dict | None = None) -> int | None:

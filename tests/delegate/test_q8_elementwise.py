@@ -49,11 +49,28 @@ def test_mean_hw(shape, threads):
     check_exact(m.build(y), num_threads=threads)
 
 
-def test_mean_general_path_stays_with_stock():
+@pytest.mark.parametrize("dtype", [S8, U8])
+@pytest.mark.parametrize("shape,axes,keep", [((1, 7, 7, 64), [1, 2], False), ((2, 5, 6), [-1], True),
+                                             ((1, 5, 5, 8), [-3, -2], True)])
+def test_mean_general(dtype, shape, axes, keep):
+    """stock's general path (QuantizedMeanOrSum): global pooling without keep_dims and others."""
     m = QModel()
-    x = m.input((1, 5, 5, 8), Q(S8, 0.07, -9))
-    y = m.tensor((1, 8), Q(S8, 0.05, 4))
-    m.op("MEAN", [x, m.const(np.array([1, 2], np.int32))], [y], keep_dims=False)
+    x = m.input(shape, Q(dtype, 0.07, -9 if dtype == S8 else 119))
+    res = {a % len(shape) for a in axes}
+    out = [1 if i in res else d for i, d in enumerate(shape)] if keep else [d for i, d in enumerate(shape) if i not in res]
+    y = m.tensor(out, Q(dtype, 0.05, 4 if dtype == S8 else 130))
+    m.op("MEAN", [x, m.const(np.array(axes, np.int32))], [y], keep_dims=keep)
+    fast_u8 = dtype == U8 and keep and len(shape) == 4  # LiteRT resolves [-3, -2] to its fast path
+    stats = check_exact(m.build(y), delegated=not fast_u8)
+    if not fast_u8:
+        assert stats["nodes_delegated"] == 1, stats
+
+
+def test_uint8_mean_fast_path_stays_with_stock():
+    m = QModel()
+    x = m.input((1, 5, 5, 8), Q(U8, 0.07, 119))
+    y = m.tensor((1, 1, 1, 8), Q(U8, 0.05, 130))
+    m.op("MEAN", [x, m.const(np.array([1, 2], np.int32))], [y], keep_dims=True)
     stats = check_exact(m.build(y), delegated=False)
     assert stats["nodes_delegated"] == 0, stats
 
@@ -91,3 +108,25 @@ def test_squeeze_excite_block():
     m.op("LOGISTIC", [s], [g])
     m.op("MUL", [x, g], [y])
     check_exact(m.build(y))
+
+
+POOLS = [((1, 9, 9, 20), 3, 2, "SAME"), ((2, 8, 7, 300), 2, 2, "VALID"), ((1, 7, 7, 33), 7, 1, "VALID"),
+         ((1, 10, 10, 16), 5, 3, "SAME")]
+
+
+@pytest.mark.parametrize("dtype", [S8, U8])
+@pytest.mark.parametrize("shape,k,s,pad", POOLS, ids=[f"{p[0]}k{p[1]}s{p[2]}{p[3]}" for p in POOLS])
+@pytest.mark.parametrize("act", ["NONE", "RELU6"])
+def test_average_pool(dtype, shape, k, s, pad, act):
+    """AVERAGE_POOL_2D (kernels/qs8-ops/pool.c): sums of the in-bounds taps, rounded half away
+    from zero by their count (edges of SAME windows: fewer taps), the activation's clamp."""
+    from flexdelegate.run import make_interpreter
+    m = QModel()
+    q = Q(dtype, 0.05, -7 if dtype == S8 else 121)
+    x = m.input(shape, q)
+    oh = -(-shape[1] // s) if pad == "SAME" else (shape[1] - k) // s + 1
+    ow = -(-shape[2] // s) if pad == "SAME" else (shape[2] - k) // s + 1
+    y = m.tensor((shape[0], oh, ow, shape[3]), q)
+    m.op("AVERAGE_POOL_2D", [x], [y], padding=pad, stride_h=s, stride_w=s, filter_height=k, filter_width=k,
+         fused_activation_function=act)
+    check_exact(m.build(y), seeds=(0, 1, 2), num_threads=2)

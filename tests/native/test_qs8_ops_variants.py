@@ -49,3 +49,26 @@ def test_binary_variants_equal_scalar(op, dtype):
                 assert np.array_equal(got, want), (v, op, a_shape, b_shape, qa, qb, qo, act, stock)
             ran += 1
     assert ran > 300
+
+
+@pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
+def test_pool_and_mean_variants_equal_scalar(dtype):
+    """AVERAGE_POOL_2D and both MEAN paths (the sum_rows microkernel) on every variant, channel
+    counts around the 8- and 32-lane steps and the 256-channel tranches."""
+    rng = np.random.default_rng(3 + (dtype == np.uint8))
+    info = np.iinfo(dtype)
+    for i, c in enumerate([1, 7, 8, 31, 32, 33, 96, 257, 520]):
+        x = rng.integers(info.min, info.max + 1, (2, 9, 8, c)).astype(dtype)
+        k, s, p = [(3, 2, 1), (2, 2, 0), (5, 1, 2)][i % 3]
+        oh, ow = (9 + 2 * p - k) // s + 1, (8 + 2 * p - k) // s + 1
+        lo, hi = (int(info.min) + i, int(info.max) - i)
+        want = _qs8.avgpool(0, x, (k, k), (s, s), (p, p), (oh, ow), lo, hi)[0]
+        qi, qo = (0.02, int(x.flat[0])), (0.03 * (i + 1) / 4, int(x.flat[1]))
+        mean_want = _qs8.mean(0, x, [1, 2], qi, qo)[0]
+        for v in VARIANTS:
+            assert np.array_equal(_qs8.avgpool(v, x, (k, k), (s, s), (p, p), (oh, ow), lo, hi, chunk=i % 3)[0], want)
+            assert np.array_equal(_qs8.mean(v, x, [1, 2], qi, qo, chunk=i % 5)[0], mean_want)
+            if dtype == np.int8:
+                assert np.array_equal(_qs8.mean_hw(v, x, qi, qo, stock=1, stock_threads=2)[0],
+                                      _qs8.mean_hw(0, x, qi, qo, stock=1, stock_threads=2)[0])

@@ -7,6 +7,7 @@
 #include "conv/conv.h"
 #include "flex_api.h"
 #include "graph.h"
+#include "kernels/qs8-ops/qs8-ops.h"
 #include "runtime/clock.h"
 #include "runtime/pool.h"
 
@@ -102,10 +103,31 @@ int fx_run_depthwise(fx_graph *g, fx_node *n, fx_pool *pool) {
 
 static int is_q8(int dtype) { return dtype == FX_I8 || dtype == FX_U8; }
 
+typedef struct {
+  const fx_qs8_ops_config *v;
+  fx_qs8_pool_geom p;
+  const void *x;
+  void *y;
+} avgpool_task;
+
+static void avgpool_rows(void *ctx, size_t r0, size_t r1) {
+  const avgpool_task *t = ctx;
+  fx_qs8_avgpool_rows(t->v, &t->p, t->x, t->y, r0, r1);
+}
+
 int fx_run_pool(fx_graph *g, fx_node *n, fx_pool *pool) {
   fx_window w = window_of(g, n);
-  if (is_q8(XT->dtype)) { /* max pool (the only integer pool read_pool lets through) */
+  if (is_q8(XT->dtype) && n->p.conv.is_max) {
     fx_maxpool_q8(pool, XT->dtype == FX_U8, XT->ptr, &XT->shape, &w, YT->ptr, &YT->shape, n->qout.lo, n->qout.hi);
+    return 0;
+  }
+  if (is_q8(XT->dtype)) {
+    const fx_shape *xs = &XT->shape, *ys = &YT->shape;
+    avgpool_task t = {fx_qs8_ops_config_get(),
+                      {XT->dtype == FX_U8, xs->d[0], xs->d[1], xs->d[2], xs->d[3], ys->d[1], ys->d[2], w.kh, w.kw,
+                       w.stride_h, w.stride_w, w.pad_top, w.pad_left, n->qout.lo, n->qout.hi},
+                      XT->ptr, YT->ptr};
+    fx_parallel_for(pool, (size_t)ys->d[0] * (size_t)ys->d[1], 1, avgpool_rows, &t);
     return 0;
   }
   fx_pool2d_f32(pool, n->p.conv.is_max, F(g, n->in[0]), &XT->shape, &w, YT->ptr, &YT->shape, n->act);

@@ -10,11 +10,12 @@ const char *fx_infer_mean(fx_graph *g, fx_node *n);
 const char *fx_infer_same(fx_graph *g, fx_node *n);
 
 struct fx_qop {
-  int kind, stock, act, stock_threads;
+  int kind, stock, act, stock_threads, general;
   float param;
   union {
     fx_qs8_binary_op bin;
-    fx_qs8_mean_op mean;
+    fx_qs8_mean_op mean;       /* stock's fast path (general = 0) */
+    fx_qs8_mean_any_op mean_any; /* its general path (general = 1) */
     fx_qs8_softmax_op softmax;
     fx_qs8_lut_op lut;
   } k;
@@ -24,7 +25,7 @@ const char *fx_qop_make(fx_node *n, int kind, int stock, int act, float param, i
   fx_qop_free(n->qop);
   n->qop = calloc(1, sizeof *n->qop);
   if (!n->qop) return "out of memory";
-  *n->qop = (struct fx_qop){kind, stock, act, stock_threads, param};
+  *n->qop = (struct fx_qop){.kind = kind, .stock = stock, .act = act, .stock_threads = stock_threads, .param = param};
   n->kind = FX_OP_QELEM;
   return NULL;
 }
@@ -75,12 +76,18 @@ const char *fx_infer_qelem(fx_graph *g, fx_node *n) {
     case FX_QOP_MEAN: {
       int32_t axes[16];
       const int na = mean_axes(g, n, axes, 16);
+      fx_qs8_shape sx;
       if ((e = fx_infer_mean(g, n))) return e;
-      if (x->shape.rank != 4 || na < 0) return "integer MEAN other than over H, W of a 4-D tensor";
+      if (na < 0) return "MEAN axes not constant";
       const fx_shape *s = &x->shape;
-      if (fx_qs8_mean_hw_prepare(s->d[0], s->d[1], s->d[2], s->d[3], axes, na, si, zi, so, zo, q->stock,
-                                 q->stock_threads, &q->k.mean))
-        return "integer MEAN that stock runs on its general path (not reproduced)";
+      q->general = !fx_qs8_mean_fast_path(s->rank, n->p.mean.keep_dims, axes, na, q->stock);
+      if (!q->general) {
+        if (u8) return "uint8 MEAN on stock's fast path (not reproduced)";
+        return fx_qs8_mean_hw_prepare(s->d[0], s->d[1], s->d[2], s->d[3], axes, na, si, zi, so, zo, q->stock,
+                                      q->stock_threads, &q->k.mean) ? "integer MEAN parameters not reproduced" : NULL;
+      }
+      if (to_qs8_shape(s, &sx) || fx_qs8_mean_prepare(u8, &sx, (uint32_t)n->pads[0], si, zi, so, zo, &q->k.mean_any))
+        return "integer MEAN over axes that are not adjacent, or parameters not reproduced";
       return NULL;
     }
     case FX_QOP_SOFTMAX:
@@ -128,6 +135,14 @@ static void mean_part(void *ctx, size_t p0, size_t p1) {
   fx_qs8_mean_hw_run(t->v, &t->q->k.mean, t->a, t->y, p0, p1, t->sums + p0 * t->c);
 }
 
+/* Outputs [o0, o1) of a general-path MEAN, sums in a stack buffer 256 at a time. */
+static void mean_any_part(void *ctx, size_t o0, size_t o1) {
+  const qtask *t = ctx;
+  int32_t sums[256];
+  for (size_t o = o0; o < o1; o += 256)
+    fx_qs8_mean_run(t->v, &t->q->k.mean_any, t->a, t->y, o, o1 - o < 256 ? o1 : o + 256, sums);
+}
+
 int fx_run_qelem(fx_graph *g, fx_node *n, fx_pool *pool) {
   const fx_tensor *x = T(g, n->in[0]), *y = T(g, n->out[0]);
   qtask t = {n->qop, fx_qs8_ops_config_get(), x->ptr, n->n_in > 1 ? T(g, n->in[1])->ptr : NULL, y->ptr,
@@ -136,6 +151,10 @@ int fx_run_qelem(fx_graph *g, fx_node *n, fx_pool *pool) {
     case FX_QOP_ADD:
     case FX_QOP_MUL: fx_parallel_for(pool, t.n, 1 << 14, binary_part, &t); break;
     case FX_QOP_MEAN:
+      if (n->qop->general) {
+        fx_parallel_for(pool, t.n, 256, mean_any_part, &t);
+        break;
+      }
       t.c = (size_t)x->shape.d[3];
       if (!(t.sums = malloc(((size_t)x->shape.d[0] * t.c + 1) * sizeof *t.sums))) return -1;
       fx_parallel_for(pool, (size_t)x->shape.d[0], 1, mean_part, &t);

@@ -109,6 +109,16 @@ int flex_qs8_lut_op_run(int variant, int kind, int sub, int in_u8, int out_u8, f
 int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int32_t *axes,
                          int naxes, float si, int zi, float so, int zo, const void *x, void *y,
                          int stock, int stock_threads, int chunk, int iters, double *seconds);
+/* MEAN on stock's general path: x (int8/uint8) of rank r dims d over the axes in axis_mask
+ * (adjacent) into y (the kept dimensions, in order). */
+int flex_qs8_mean_run(int variant, int u8, int r, const int *d, unsigned axis_mask, float si,
+                      int zi, float so, int zo, const void *x, void *y, int chunk, int iters,
+                      double *seconds);
+/* AVERAGE_POOL_2D of x [n,h,w,c] (int8/uint8) with window kh x kw, strides, leading pads pt/pl
+ * into y [n,oh,ow,c], clamped to [lo, hi]. */
+int flex_qs8_avgpool_run(int variant, int u8, int n, int h, int w, int c, int kh, int kw, int sh,
+                         int sw, int pt, int pl, int oh, int ow, int lo, int hi, const void *x,
+                         void *y, int chunk, int iters, double *seconds);
 /* SOFTMAX over the last dim (cols) of rows x cols int8/uint8 (beta; output scale/zero point). */
 int flex_qs8_softmax_run(int u8, float si, float beta, float so, int zo, size_t rows,
                          size_t cols, const void *x, void *y, int chunk, int iters,

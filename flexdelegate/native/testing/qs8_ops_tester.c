@@ -92,6 +92,33 @@ int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int3
   return 0;
 }
 
+int flex_qs8_mean_run(int variant, int u8, int r, const int *d, unsigned axis_mask, float si,
+                      int zi, float so, int zo, const void *x, void *y, int chunk, int iters,
+                      double *seconds) {
+  const fx_qs8_ops_config *v = fx_qs8_ops_config_at(variant);
+  fx_qs8_shape s;
+  fx_qs8_mean_any_op op;
+  if (!v || shape_of(r, d, &s) || fx_qs8_mean_prepare(u8, &s, axis_mask, si, zi, so, zo, &op)) return -1;
+  const size_t n = fx_qs8_mean_outputs(&op);
+  int32_t *scratch = malloc(sizeof(int32_t) * ((size_t)op.inner + 1));
+  if (!scratch) return -1;
+  TIMED_CHUNKS(n, chunk, iters, seconds, fx_qs8_mean_run(v, &op, x, y, lo, hi, scratch));
+  free(scratch);
+  return 0;
+}
+
+int flex_qs8_avgpool_run(int variant, int u8, int n, int h, int w, int c, int kh, int kw, int sh,
+                         int sw, int pt, int pl, int oh, int ow, int lo, int hi, const void *x,
+                         void *y, int chunk, int iters, double *seconds) {
+  const fx_qs8_ops_config *v = fx_qs8_ops_config_at(variant);
+  const fx_qs8_pool_geom p = {u8, n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, lo, hi};
+  if (!v || n < 0 || h < 1 || w < 1 || c < 0 || kh < 1 || kw < 1 || sh < 1 || sw < 1 || oh < 0 || ow < 0)
+    return -1;
+  const size_t rows = (size_t)n * (size_t)oh;
+  TIMED_CHUNKS(rows, chunk, iters, seconds, fx_qs8_avgpool_rows(v, &p, x, y, lo, hi));
+  return 0;
+}
+
 int flex_qs8_softmax_run(int u8, float si, float beta, float so, int zo, size_t rows,
                          size_t cols, const void *x, void *y, int chunk, int iters,
                          double *seconds) {

@@ -337,8 +337,9 @@ static const char *read_pool(fx_graph *g, fx_node *n, const void *bd) {
   n->p.conv.kw = p->filter_width;
   if (p->filter_height < 1 || p->filter_width < 1) return "filter size must be >= 1";
   if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
-  if (is_q8(g->tensors[n->in[0]].dtype) && n->p.conv.is_max) /* max, then the activation's clamp */
-    return (e = same_dtype(g, n, 1)) ? e : q8_out(g, n, p->activation);
+  /* max (or the average: kernels/qs8-ops/pool.c), then the activation's clamp; stock only
+   * DCHECKs that input and output share their quantization, and computes as if they did */
+  if (is_q8(g->tensors[n->in[0]].dtype)) return (e = same_dtype(g, n, 1)) ? e : q8_out(g, n, p->activation);
   return need_f32(g, n, 1);
 }
 
@@ -346,7 +347,6 @@ static const char *read_mean(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
   n->p.mean.keep_dims = bd ? ((const TfLiteReducerParams *)bd)->keep_dims : 0;
   if (is_q8(g->tensors[n->in[0]].dtype)) {
-    if (!n->p.mean.keep_dims) return "integer MEAN without keep_dims (stock's general path) is left to stock";
     return (e = need_const(g, n, 1, 0)) ? e : read_qelem(g, n, FX_QOP_MEAN, 1, kTfLiteActNone, 0.0f);
   }
   return (e = need_f32(g, n, 1)) ? e : need_const(g, n, 1, 0);

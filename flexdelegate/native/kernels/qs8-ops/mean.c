@@ -8,6 +8,12 @@
 #include "qs8-ops.h"
 #include "kernels/simd/nofuse.h"
 
+static int fast_path_axes(const int32_t *axes, int naxes, int stock);
+
+int fx_qs8_mean_fast_path(int rank, int keep_dims, const int32_t *axes, int naxes, int stock) {
+  return rank == 4 && keep_dims && fast_path_axes(axes, naxes, stock);
+}
+
 /* Whether stock's reduce.cc takes the H, W fast path for this axis tensor. */
 static int fast_path_axes(const int32_t *axes, int naxes, int stock) {
   if (naxes == 2 && ((axes[0] == 1 && axes[1] == 2) || (axes[0] == 2 && axes[1] == 1))) return 1;
@@ -83,5 +89,60 @@ void fx_qs8_mean_hw_run(const fx_qs8_ops_config *v, const fx_qs8_mean_op *op, co
       finish(op, scratch, FX_RQ_UP, s, mid, y + p * c);
       finish(op, scratch, FX_RQ_AWAY, mid, e, y + p * c);
     }
+  }
+}
+
+/* ---- stock's general path (reference_ops::QuantizedMeanOrSum, both wheels) ---- */
+int fx_qs8_mean_prepare(int u8, const fx_qs8_shape *in, uint32_t axis_mask, float si, int32_t zi,
+                        float so, int32_t zo, fx_qs8_mean_any_op *op) {
+  memset(op, 0, sizeof *op);
+  if (!(si > 0) || !(so > 0) || in->rank > FX_QS8_MAX_RANK || in->rank < 1) return -1;
+  if (zi < (u8 ? 0 : -128) || zi > (u8 ? 255 : 127) || zo < (u8 ? 0 : -128) || zo > (u8 ? 255 : 127)) return -1;
+  int first = -1, last = -1;
+  int64_t outer = 1, red = 1, inner = 1;
+  for (int i = 0; i < in->rank; i++) {
+    if (!((axis_mask >> i) & 1)) continue;
+    if (first < 0) first = i;
+    else if (last != i - 1) return -1; /* reduced axes must be adjacent here */
+    last = i;
+  }
+  if (first < 0 || (axis_mask >> in->rank)) return -1;
+  for (int i = 0; i < in->rank; i++) {
+    int64_t *f = i < first ? &outer : i <= last ? &red : &inner;
+    *f *= in->d[i];
+  }
+  if (red <= 0 || red > (1 << 23) || outer * inner > INT32_MAX || red * inner > INT32_MAX) return -1;
+  int32_t m, shift;
+  fx_quantize_multiplier((double)si / (double)so, 0, &m, &shift);
+  if (shift > 30) return -1;
+  /* the 1/count folded into the multiplier as stock does: floor(log2 count) more bits, capped */
+  int sh = 63 - __builtin_clzll((unsigned long long)red);
+  sh = sh < 32 ? sh : 32;
+  sh = sh < 31 + shift ? sh : 31 + shift;
+  op->m = (int32_t)(((int64_t)m << sh) / red);
+  op->shift = shift - sh;
+  op->outer = (int32_t)outer, op->red = (int32_t)red, op->inner = (int32_t)inner;
+  op->zi = zi, op->zo = zo, op->u8 = u8;
+  return 0;
+}
+
+size_t fx_qs8_mean_outputs(const fx_qs8_mean_any_op *op) { return (size_t)op->outer * (size_t)op->inner; }
+
+void fx_qs8_mean_run(const fx_qs8_ops_config *v, const fx_qs8_mean_any_op *op, const void *x,
+                     void *y, size_t o0, size_t o1, int32_t *scratch) {
+  const size_t inner = (size_t)op->inner, red = (size_t)op->red, es = 1;
+  const int32_t lo = op->u8 ? 0 : -128, hi = op->u8 ? 255 : 127;
+  const uint32_t bias = (uint32_t)op->zi * (uint32_t)op->red; /* zi * count in int32, wrapping */
+  for (size_t o = o0; o < o1;) {
+    const size_t row = o / inner, j0 = o % inner;
+    const size_t j1 = inner < j0 + (o1 - o) ? inner : j0 + (o1 - o);
+    memset(scratch, 0, (j1 - j0) * sizeof *scratch);
+    v->sum_rows(j1 - j0, red, (const uint8_t *)x + (row * red * inner + j0) * es, inner, op->u8, scratch);
+    for (size_t j = j0; j < j1; j++) {
+      const int32_t s = (int32_t)((uint32_t)scratch[j - j0] - bias);
+      const int32_t r = (int32_t)((uint32_t)fxq_mbqm(s, op->m, op->shift, FX_RQ_AWAY) + (uint32_t)op->zo);
+      ((uint8_t *)y)[row * inner + j] = (uint8_t)fxq_sat(r, lo, hi);
+    }
+    o += j1 - j0;
   }
 }

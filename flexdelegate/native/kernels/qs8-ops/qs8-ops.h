@@ -136,6 +136,33 @@ int fx_qs8_mean_hw_prepare(int batch, int h, int w, int c, const int32_t *axes, 
 void fx_qs8_mean_hw_run(const fx_qs8_ops_config *v, const fx_qs8_mean_op *op, const int8_t *x,
                         int8_t *y, size_t p0, size_t p1, int32_t *scratch);
 
+/* Whether stock runs a MEAN (int8 or uint8) on its fast path (the uint8 one is not reproduced
+ * here: such a MEAN stays with stock); else its general path (fx_qs8_mean_prepare). */
+int fx_qs8_mean_fast_path(int rank, int keep_dims, const int32_t *axes, int naxes, int stock);
+
+/* ---- MEAN on stock's general path (any adjacent axes, keep_dims or not; int8, uint8) ---- */
+typedef struct {
+  int32_t outer, red, inner; /* the input as [outer][red][inner] */
+  int32_t m, shift;          /* QuantizeMultiplier(si / so) with 1/red folded in, as stock */
+  int32_t zi, zo, u8;
+} fx_qs8_mean_any_op;
+/* axis_mask: the resolved axes (bit i: dimension i); -1 unless they are adjacent. */
+int fx_qs8_mean_prepare(int u8, const fx_qs8_shape *in, uint32_t axis_mask, float si, int32_t zi,
+                        float so, int32_t zo, fx_qs8_mean_any_op *op);
+size_t fx_qs8_mean_outputs(const fx_qs8_mean_any_op *op);
+/* Outputs [o0, o1) in row-major order; scratch: 4 * min(o1 - o0, inner) bytes. */
+void fx_qs8_mean_run(const fx_qs8_ops_config *v, const fx_qs8_mean_any_op *op, const void *x,
+                     void *y, size_t o0, size_t o1, int32_t *scratch);
+
+/* ---- AVERAGE_POOL_2D (NHWC, int8 / uint8; stock requires equal input and output quantization) ---- */
+typedef struct {
+  int32_t u8, batch, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl;
+  int32_t lo, hi; /* the fused activation's range (fx_qs8_act_range_of on the output) */
+} fx_qs8_pool_geom;
+/* Output rows [r0, r1) of batch * oh. */
+void fx_qs8_avgpool_rows(const fx_qs8_ops_config *v, const fx_qs8_pool_geom *p, const void *x,
+                         void *y, size_t r0, size_t r1);
+
 /* ---- SOFTMAX (last dim) ---- */
 typedef struct {
   float table[256];  /* expf(-si * beta * v) at 255 - v */
