@@ -229,6 +229,13 @@ int fx_run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool) {
   }
   r.cg = conv_geom(g, n);
   const size_t pixels = (size_t)r.cg.batch * r.cg.oh * r.cg.ow;
+  if (r.cg.kh == 1 && r.cg.kw == 1 && r.cg.sh == 1 && r.cg.sw == 1 && r.cg.oh == r.cg.h && r.cg.ow == r.cg.w) {
+    /* pointwise: the input is already the GEMM's A (no indirection buffer per tile) */
+    r.k = (size_t)r.cg.cin;
+    r.m = pixels;
+    fx_parallel_for(pool, pixels, (size_t)r.q->gemm->mr * 8, fc_rows, &r);
+    return 0;
+  }
   fx_parallel_for(pool, pixels, (size_t)r.q->gemm->mr * 4, conv_pixels, &r);
   return r.failed ? -1 : 0;
 }
