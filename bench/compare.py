@@ -3,6 +3,8 @@
     xnn     tflite-runtime's Interpreter with its default XNNPack delegate
     lrt-i   ai-edge-litert's Interpreter with its default XNNPack delegate
     lrt-cm  ai-edge-litert's CompiledModel (XNNPack inside), with an XNNPack weight cache file
+    lrt-i+flex (only when named in --engines) lrt-i plus flexdelegate, LiteRT's XNNPack taking
+            what flexdelegate leaves; column +f/lrt-i is the "never slower to turn on" ratio
     flex    flexdelegate on tflite-runtime (its fallback nodes on the stock kernels); on
             ai-edge-litert for models tflite-runtime cannot load
 
@@ -123,9 +125,9 @@ class _InterpreterEngine:
     def __init__(self, model, threads, kind):
         rt = _runtime()
         kwargs, self.delegate, self.kind = {}, None, kind
-        if kind != "xnnpack":
+        if kind not in ("xnnpack", "xnnpack+flex"):
             kwargs["experimental_op_resolver_type"] = rt.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
-        if kind == "flex":
+        if kind in ("flex", "xnnpack+flex"):
             from flexdelegate import load_flex
             self.delegate = load_flex(runtime=rt.__name__.split(".")[0], num_threads=threads)
             kwargs["experimental_delegates"] = [self.delegate]
@@ -281,7 +283,10 @@ class Worker:
 WARMUP = 3
 
 ENGINES = ["xnn", "lrt-i", "lrt-cm", "flex"]
-KINDS = {"xnn": "xnnpack", "lrt-i": "xnnpack", "lrt-cm": "compiled", "flex": "flex"}
+# "lrt-i+flex": LiteRT's Interpreter with its default resolver (its XNNPack takes what we leave)
+# plus flexdelegate: the "never slower to turn on" check against lrt-i (column +f/lrt-i).
+EXTRA_ENGINES = ["lrt-i+flex"]
+KINDS = {"xnn": "xnnpack", "lrt-i": "xnnpack", "lrt-cm": "compiled", "flex": "flex", "lrt-i+flex": "xnnpack+flex"}
 
 
 def orders(names):
@@ -426,15 +431,15 @@ def _f(v, width, spec):
 
 
 def print_row(rec, header=False):
-    cols = [("model", 18), ("thr", 3)] + [(e, 7) for e in ENGINES] + \
-           [("f/best", 6)] + [(f"f/{e}", 8) for e in ENGINES[:3]] + \
+    cols = [("model", 18), ("thr", 3)] + [(e, 7) for e in ENGINES] + [(e, 10) for e in EXTRA_ENGINES] + \
+           [("f/best", 6)] + [(f"f/{e}", 8) for e in ENGINES[:3]] + [("+f/lrt-i", 8)] + \
            [("flex abs", 8), ("flex rel", 8), ("xnn abs", 8), ("xnn rel", 8), ("nodes", 9), ("parts", 5)]
     if header:
         print(" ".join(f"{c:>{w}s}" if i else f"{c:{w}s}" for i, (c, w) in enumerate(cols)), flush=True)
         return
     med = {e: float(np.median(s)) for e, s in rec.get("samples", {}).items() if s}
     fm = med.get("flex")
-    peers = [m for e, m in med.items() if e != "flex"]
+    peers = [m for e, m in med.items() if e not in ("flex", "lrt-i+flex")]
     ratio = lambda m: fm / m if fm and m else None  # noqa: E731
     errs = rec.get("errors", {})
     fa, fr = errs.get("flex", (None, None))
@@ -442,8 +447,11 @@ def print_row(rec, header=False):
     fl = rec.get("flex") or {}
     nodes = f"{fl['nodes_delegated']}/{fl['nodes_total']}" if fl else "-"
     line = [f"{rec['model']:18s}", f"{rec['threads']:3d}"] + [_f(med.get(e), 7, ".2f") for e in ENGINES]
+    line += [_f(med.get(e), 10, ".2f") for e in EXTRA_ENGINES]
     line += [_f(ratio(min(peers)) if peers else None, 6, ".2f")]
     line += [_f(ratio(med.get(e)), 8, ".2f") for e in ENGINES[:3]]
+    on, off = med.get("lrt-i+flex"), med.get("lrt-i")
+    line += [_f(on / off if on and off else None, 8, ".2f")]
     line += [_f(v, 8, ".1e") for v in (fa, fr, xa, xr)] + [f"{nodes:>9s}", _f(fl.get("partitions"), 5, "d")]
     print(" ".join(line) + ("  " + "; ".join(rec["notes"]) if rec.get("notes") else ""), flush=True)
 
@@ -571,7 +579,7 @@ def main():
     ap.add_argument("--gap", type=float, default=0.1, help="seconds of pause before each engine's round")
     ap.add_argument("--litert", default=os.environ.get("LITERT_PYTHON"),
                     help="python with ai-edge-litert for the lrt columns (default $LITERT_PYTHON)")
-    ap.add_argument("--engines", nargs="*", default=ENGINES, choices=ENGINES)
+    ap.add_argument("--engines", nargs="*", default=ENGINES, choices=ENGINES + EXTRA_ENGINES)
     ap.add_argument("--coverage", action="store_true", help="op histograms and flexdelegate fallbacks")
     ap.add_argument("--json", help="write every measurement to this file")
     ap.add_argument("--layers", action="store_true", help="per-layer GFLOP/s of flexdelegate vs the FMA peak")
@@ -617,7 +625,7 @@ def main():
     print("\nmin ms")
     for rec in records:
         mins = {e: min(s) for e, s in rec.get("samples", {}).items() if s}
-        print(f"{rec['model']:18s} {rec['threads']:3d} " + " ".join(f"{e} {_f(mins.get(e), 7, '.2f')}" for e in ENGINES))
+        print(f"{rec['model']:18s} {rec['threads']:3d} " + " ".join(f"{e} {_f(mins.get(e), 7, '.2f')}" for e in ENGINES + EXTRA_ENGINES))
     if args.coverage:
         for rec in records:
             if rec["threads"] == records[0]["threads"]:

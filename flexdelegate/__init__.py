@@ -12,7 +12,7 @@ _classes: dict = {}
 
 
 class BudgetError(ValueError):
-    """set_budget() was given a budget the model cannot run in. min_budget_mb is the smallest
+    """A budget the model cannot run in (raised by set_budget(), returned by last_error()). min_budget_mb is the smallest
     that runs, node the TFLite node it is bottlenecked on and op that node's operator, as the
     native planner reported them (never parsed back out of the message)."""
 
@@ -43,6 +43,16 @@ def _delegate_class(rt):
                 if isinstance(mb, bool) or not isinstance(mb, (int, float)):
                     raise ValueError(f"flexdelegate: budget must be a number of MB, got {mb!r}")
                 _native.set_budget(self._get_native_delegate_pointer(), mb)
+
+            def last_error(self) -> ValueError | None:
+                """Why the last memory plan failed, or None: an interpreter's Prepare under
+                an infeasible budget (the runtime raises its own RuntimeError at
+                Interpreter() / allocate_tensors) or a refused set_budget(). A BudgetError
+                (min_budget_mb, node, op) for an infeasible budget; raise it to re-raise
+                cleanly. Cleared by the next plan that works."""
+                from . import _native
+                self._check_open()
+                return _native.last_error(self._get_native_delegate_pointer())
 
             def stats(self) -> dict:
                 """Coverage of the last load: nodes_total, nodes_delegated, partitions,
@@ -99,11 +109,15 @@ def _rounding_option(rt) -> str:
     return _roundings[rt.name]
 
 
-def library_path() -> str:
-    """The delegate's shared library: what `load_delegate(path, options)` and C++ tools'
-    `--external_delegate_path` take."""
+def library_path(plain: bool = False) -> str:
+    """The delegate's shared library as a TFLite external-delegate plugin.
+
+    plain=False: the extension module, for a Python process (`load_delegate(path, options)`);
+    it needs the Python interpreter it runs in, and plans budgets with Python's planner.
+    plain=True: libflexdelegate.so, the same core without Python, for C/C++ hosts
+    (`benchmark_model --external_delegate_path`, dlopen); it refuses a `budget` option."""
     from . import _native
-    return _native.library_path()
+    return _native.library_path(plain)
 
 
 def __getattr__(name):

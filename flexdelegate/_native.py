@@ -34,9 +34,13 @@ OPTIONS = {k: v for k, v in _ALL_OPTIONS.items() if not k.startswith("_")}
 INTERNAL_OPTIONS = {k: v for k, v in _ALL_OPTIONS.items() if k.startswith("_")}
 
 
-def library_path() -> str:
-    """The shared object TFLite loads as the external-delegate plugin."""
-    return _ext.__file__
+def library_path(plain: bool = False) -> str:
+    """The shared object TFLite loads as the external-delegate plugin: this extension, or the
+    plain library (no Python) setup.py links beside it."""
+    if not plain:
+        return _ext.__file__
+    import os
+    return os.path.join(os.path.dirname(_ext.__file__), "libflexdelegate.so")
 
 
 def check_option(key: str, value: str) -> None:
@@ -59,18 +63,29 @@ def stats(delegate_ptr: int) -> dict:
 def set_budget(delegate_ptr: int, mb: float) -> None:
     """ValueError for a budget C refuses; BudgetError (with its fields from C's flex_error) for an
     infeasible one."""
-    from . import BudgetError
     err = ffi.new("flex_error *")
     try:
         mb = float(mb)
     except OverflowError:  # an int past any float: as invalid as infinity, and said so by C
         mb = float("inf")
     if lib.flex_set_budget(ffi.cast("void *", delegate_ptr), mb, err):
-        message = f"flexdelegate: {ffi.string(err.message).decode()}"
-        if err.min_budget_mb > 0:
-            raise BudgetError(message, min_budget_mb=float(err.min_budget_mb), node=int(err.node),
-                              op=ffi.string(err.op).decode())
-        raise ValueError(message)
+        raise _exception(err)
+
+
+def last_error(delegate_ptr: int):
+    """The delegate's last failed memory plan as an exception object (not raised), or None."""
+    err = ffi.new("flex_error *")
+    return _exception(err) if lib.flex_last_error(ffi.cast("void *", delegate_ptr), err) else None
+
+
+def _exception(err) -> ValueError:
+    """BudgetError (with its fields) for an infeasible budget, else ValueError."""
+    from . import BudgetError
+    message = f"flexdelegate: {ffi.string(err.message).decode()}"
+    if err.min_budget_mb > 0:
+        return BudgetError(message, min_budget_mb=float(err.min_budget_mb), node=int(err.node),
+                           op=ffi.string(err.op).decode())
+    return ValueError(message)
 
 
 def hash64(data, seed: int = 0) -> int:

@@ -28,8 +28,15 @@ def make_interpreter(model, *, delegate=None, stock: str = "reference", num_thre
         kwargs["experimental_op_resolver_type"] = rt.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
     if num_threads is not None:
         kwargs["num_threads"] = num_threads
-    it = rt.Interpreter(**kwargs)
-    it.allocate_tensors()
+    try:
+        it = rt.Interpreter(**kwargs)
+        it.allocate_tensors()
+    except RuntimeError:
+        # The runtime's text glues ours to its own; a failed plan is clearer as our exception.
+        err = delegate.last_error() if delegate is not None else None
+        if err is None:
+            raise
+        raise err from None
     return it
 
 

@@ -2,7 +2,7 @@
 what every budget test asks of them."""
 import numpy as np
 
-from flexdelegate import load_flex
+from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter, random_inputs
 from flexdelegate.tflite.writer import ModelBuilder
 
@@ -18,7 +18,7 @@ def min_budget(model, cache, **opts) -> float:
     """The minimum budget (MB) the delegate names when a load asks for too little."""
     try:
         make_interpreter(model, delegate=load_flex(budget=0.01, cache_path=str(cache), **opts))
-    except RuntimeError as e:
+    except BudgetError as e:  # make_interpreter raises the delegate's last_error()
         text = str(e)
     else:
         raise AssertionError("a 0.01 MB budget was accepted")

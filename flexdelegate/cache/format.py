@@ -431,6 +431,23 @@ def build_cache(blobs, models, producer: str | None = None, dedup_saved_bytes: i
     return bytes(out)
 
 
+def take_lock(dir_fd: int, lock_name: str) -> int:
+    """The lock file, held exclusively. `cache prune` may remove an orphan lock file (its cache
+    gone) while holding it: a writer that opened it just before then holds a removed inode, so it
+    checks it holds the file now at the name, and opens again if not (as store/cache_file.c)."""
+    while True:
+        fd = os.open(lock_name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=dir_fd)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            named = os.stat(lock_name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            named = None
+        held = os.fstat(fd)
+        if named is not None and (named.st_ino, named.st_dev) == (held.st_ino, held.st_dev):
+            return fd
+        os.close(fd)
+
+
 def write_cache(path, blobs, models, producer: str | None = None, dedup_saved_bytes: int = 0) -> None:
     """Replaces `path` with a cache file holding exactly `blobs` and `models` (see build_cache),
     the way FORMAT.md "Writers" says: under flock(<path>.lock), write <path>.tmp.<pid>.<n>
@@ -441,10 +458,8 @@ def write_cache(path, blobs, models, producer: str | None = None, dedup_saved_by
     directory, base = os.path.split(os.path.abspath(path))
     dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        lock_fd = os.open(base + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                          0o644, dir_fd=dir_fd)
+        lock_fd = take_lock(dir_fd, base + ".lock")
         try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
             _remove_dead_temps(dir_fd, base)
             tmp = _write_temp(dir_fd, base, data)
             try:

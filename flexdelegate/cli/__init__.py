@@ -15,9 +15,17 @@ COMMANDS = {
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    from .common import run_command
+    return run_command("flexdelegate", lambda: _dispatch(list(sys.argv[1:] if argv is None else argv)))
+
+
+def _dispatch(argv: list) -> int:
+    if argv[:1] == ["--version"]:
+        from .. import __version__
+        print(f"flexdelegate {__version__}")
+        return 0
     if not argv or argv[0] in ("-h", "--help") or argv[0] not in COMMANDS:
-        print("usage: flexdelegate COMMAND [args]\n\ncommands:")
+        print("usage: flexdelegate [--version] COMMAND [args]  (COMMAND --help for its options)\n\ncommands:")
         for name, text in COMMANDS.items():
             print(f"  {name:10s} {text}")
         return 0 if argv and argv[0] in ("-h", "--help") else 2

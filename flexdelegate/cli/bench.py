@@ -26,7 +26,7 @@ def _timed_round(it, iterations: int, samples: list, bar: Bar, done: int) -> int
 
 
 def bench(model: str, *, vs: str = "xnnpack", threads: int = 1, iterations: int = 20,
-          rounds: int = 5, progress: bool = False) -> dict:
+          rounds: int = 5, warmup: int = 2, progress: bool = False) -> dict:
     """{engine name: [latencies in us]} for the stock engine and flexdelegate."""
     import numpy as np
 
@@ -42,7 +42,7 @@ def bench(model: str, *, vs: str = "xnnpack", threads: int = 1, iterations: int 
     for it in engines.values():
         for d, x in zip(it.get_input_details(), inputs):
             it.set_tensor(d["index"], x)
-        for _ in range(2):  # warm-up: lazy allocations and first-touch page faults
+        for _ in range(warmup):  # lazy allocations and first-touch page faults
             it.invoke()
     samples = {name: [] for name in engines}
     names = list(engines)
@@ -60,10 +60,11 @@ def bench(model: str, *, vs: str = "xnnpack", threads: int = 1, iterations: int 
 
 def main(argv=None) -> int:
     ap = common.parser("flexdelegate bench", __doc__, threads_help="for both engines", iterations=20,
-                       iterations_help="invokes per round", raw=True)
+                       iterations_help="invokes per round", warmup=True, raw=True)
     ap.add_argument("--vs", choices=("xnnpack", "reference"), default="xnnpack",
                     help="the stock engine to compare with (default: xnnpack)")
-    ap.add_argument("--rounds", type=int, default=5, metavar="R")
+    ap.add_argument("--rounds", type=int, default=5, metavar="R",
+                    help="rounds of K invokes per engine, alternating (default 5)")
     return common.main(ap, _run, argv)
 
 
@@ -71,7 +72,7 @@ def _run(args) -> int:
     common.positive("--rounds", args.rounds)
     common.check_options(num_threads=args.threads)
     stats = bench(args.model, vs=args.vs, threads=args.threads, iterations=args.iterations, rounds=args.rounds,
-                  progress=sys.stderr.isatty())
+                  warmup=args.warmup_runs, progress=sys.stderr.isatty())
     _print(args, stats)
     return 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 
 from ..cache import CacheError, CacheOpenError, info, prune, verify
 from .common import CommandError, run_command, size
@@ -15,15 +16,16 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="flexdelegate cache", description=main.__doc__)
     sub = ap.add_subparsers(dest="action", required=True, metavar="ACTION")
     p = sub.add_parser("info", help="header figures of a cache file")
-    p.add_argument("file")
+    p.add_argument("file", help="a .fxc cache file")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p = sub.add_parser("verify", help="validate a cache file and every blob checksum")
-    p.add_argument("file")
-    p = sub.add_parser("prune", help="remove least recently used .fxc files down to a size")
-    p.add_argument("dir")
+    p.add_argument("file", help="a .fxc cache file")
+    p = sub.add_parser("prune", help="remove least recently used .fxc files down to a size, "
+                                      "then orphan lock files and stale budget plans")
+    p.add_argument("dir", nargs="?", default=None,
+                   help="directory of .fxc files (default: $XDG_CACHE_HOME/flexdelegate, else ~/.cache/flexdelegate)")
     p.add_argument("--max-size", type=float, required=True, metavar="MB", help="MiB to keep")
-    args = ap.parse_args(argv)  # usage errors exit 2 with a usage line
-    return run_command(f"flexdelegate cache {args.action}", lambda: _run(args))
+    return run_command("flexdelegate cache", lambda: _run(ap.parse_args(argv)))  # usage errors: exit 2
 
 
 def _run(args) -> int:
@@ -33,7 +35,8 @@ def _run(args) -> int:
             if args.json:
                 print(json.dumps(figures, indent=2))
                 return 0
-            algos = ", ".join(f"{a:#x} x{n}" for a, n in figures["algos"].items()) or "none"
+            from ..cache.tools import algo_name
+            algos = "; ".join(f"{algo_name(a)} x{n}" for a, n in figures["algos"].items()) or "none"
             print(f"file:              {args.file}")
             print(f"format version:    {figures['format_version']}")
             print(f"producer:          {figures['producer']}")
@@ -42,6 +45,10 @@ def _run(args) -> int:
             print(f"models served:     {figures['models_served']}")
             print(f"dedup saved:       {size(figures['dedup_saved_bytes'])}")
             print(f"packing algos:     {algos}")
+            for m in figures["models"]:
+                seen = time.strftime("%Y-%m-%d %H:%M", time.localtime(m["mtime_ns"] / 1e9))
+                print(f"  model {m['fingerprint']}: a {size(m['size_bytes'])} file modified {seen}, "
+                      f"{m['blobs']} blobs")
             return 0
         if args.action == "verify":
             ok, problems = verify(args.file)
@@ -53,10 +60,17 @@ def _run(args) -> int:
             return 1
         if not args.max_size >= 0:  # also NaN
             raise CommandError(f"--max-size must be >= 0, got {args.max_size}")
-        removed = prune(args.dir, args.max_size)
+        from ..cache.tools import default_dir, tidy
+        directory = args.dir or default_dir()
+        removed = prune(directory, args.max_size)
         for path in removed:
             print(f"removed {path}")
         print(f"{len(removed)} file(s) removed")
+        tidied = tidy(directory)
+        for path in tidied:
+            print(f"removed {path}")
+        if tidied:
+            print(f"{len(tidied)} orphan lock file(s) and stale plan(s) removed")
         return 0
     except CacheOpenError as e:
         raise CommandError(str(e)) from None

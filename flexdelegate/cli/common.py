@@ -22,15 +22,23 @@ class CommandError(Exception):
 
 def parser(prog: str, description: str, *, model_help: str = ".tflite file", optional_model: bool = False,
            threads_help: str = "worker threads", iterations: int | None = None,
-           iterations_help: str = "timed invokes", raw: bool = False) -> argparse.ArgumentParser:
-    """A command's parser with what every command takes: the model, --threads, --runtime, and
-    --iterations (default `iterations`) when it times invokes."""
+           iterations_help: str = "timed invokes", warmup: bool = False, raw: bool = False) -> argparse.ArgumentParser:
+    """A command's parser with what every command takes: the model, --threads, --runtime,
+    --version, and --iterations (default `iterations`) when it times invokes, --warmup_runs when
+    it warms up. TFLite's benchmark_model spellings are accepted too (--num_threads, --num_runs)."""
+    from .. import __version__
     ap = argparse.ArgumentParser(prog=prog, description=description,
                                  formatter_class=argparse.RawDescriptionHelpFormatter if raw else argparse.HelpFormatter)
     ap.add_argument("model", nargs="?" if optional_model else None, help=model_help)
-    ap.add_argument("--threads", type=int, default=1, metavar="N", help=threads_help)
+    ap.add_argument("--threads", "--num_threads", dest="threads", type=int, default=1, metavar="N",
+                    help=f"{threads_help} (default 1)")
     if iterations is not None:
-        ap.add_argument("--iterations", type=int, default=iterations, metavar="K", help=iterations_help)
+        ap.add_argument("--iterations", "--num_runs", dest="iterations", type=int, default=iterations, metavar="K",
+                        help=f"{iterations_help} (default {iterations})")
+    if warmup:
+        ap.add_argument("--warmup_runs", type=int, default=2, metavar="W",
+                        help="untimed invokes before timing, per engine (default 2)")
+    ap.add_argument("--version", action="version", version=f"flexdelegate {__version__}")
     ap.add_argument("--runtime", choices=tuple(RUNTIMES), default=None,
                     help="the TFLite Python runtime (default: $FLEXDELEGATE_RUNTIME, else the first installed)")
     return ap
@@ -40,12 +48,13 @@ def main(ap: argparse.ArgumentParser, body, argv) -> int:
     """Parses argv (usage errors exit 2) and runs body(args) the commands' one way: the runtime
     chosen, --iterations at least 1 and the model checked before any work, failures as one line
     (run_command)."""
-    args = ap.parse_args(argv)
-
     def checked() -> int:
+        args = ap.parse_args(argv)  # inside: --help into a closed pipe ends quietly too
         use_runtime(args.runtime)
         if getattr(args, "iterations", None) is not None:
             positive("--iterations", args.iterations)
+        if getattr(args, "warmup_runs", 0) < 0:
+            raise CommandError(f"--warmup_runs must be >= 0, got {args.warmup_runs}")
         if args.model:
             check_model(args.model)
         return body(args)
@@ -70,7 +79,7 @@ def check_model(path: str) -> None:
     if not os.path.exists(path):
         raise CommandError(f"{path}: no such file")
     if not os.path.isfile(path):
-        raise CommandError(f"{path}: not a regular file")
+        raise CommandError(f"{path}: {'is a directory, not a .tflite file' if os.path.isdir(path) else 'not a regular file'}")
     try:
         with open(path, "rb") as f:
             data = f.read()

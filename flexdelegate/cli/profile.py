@@ -41,8 +41,8 @@ TOP_OPS = 10
 def run_stage(stage: str, model: str, cache: str, *, budget=None, threads=None,
               iterations: int = 10, progress: bool = False) -> dict:
     """Runs one stage in a fresh worker process and returns its JSON figures."""
-    cmd = [sys.executable, "-m", "flexdelegate.cli._profile_worker", stage, model, cache,
-           "--iterations", str(iterations)]
+    cmd = [sys.executable, "-m", "flexdelegate.cli._profile_worker", stage, os.path.abspath(model),
+           os.path.abspath(cache), "--iterations", str(iterations)]
     if budget:
         cmd += ["--budget", str(budget)]
     if threads is not None:
@@ -51,12 +51,15 @@ def run_stage(stage: str, model: str, cache: str, *, budget=None, threads=None,
     if progress and stage == "inference":
         cmd.append("--progress")
     env = dict(os.environ)
-    # The worker must import this very package, also from a source tree that is not installed.
+    # The worker must import this very package (installed, or a source tree that is not), never
+    # another one that happens to be in the working directory (`python -m` puts the working
+    # directory first on sys.path: a source checkout without its built extension): it runs in
+    # the directory holding this package, with the paths made absolute.
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     ticker = Bar(stage, None, progress and stage != "inference")
     # stdout carries the result; stderr is inherited so native logs and the bar reach the user.
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=env, cwd=root)
     try:
         while True:
             try:
@@ -207,7 +210,7 @@ def plot(report: dict, samples_us: list, out: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = common.parser("flexdelegate profile", __doc__.split("\n\n")[0], iterations=50, raw=True)
+    ap = common.parser("flexdelegate profile", __doc__, iterations=50, raw=True)
     ap.add_argument("--budget", type=float, default=None, metavar="MB",
                     help="memory budget passed to the delegate (0 or absent = unlimited)")
     ap.add_argument("--json", metavar="OUT", help="write the report as JSON")

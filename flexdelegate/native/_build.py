@@ -7,6 +7,8 @@
   - ffibuilder: flexdelegate._native_ext, the shipped module (flex_api.h). The same shared object
     serves Python (through cffi) and the TFLite runtime, which dlopens it as an external-delegate
     plugin and calls tflite_plugin_create_delegate;
+  - PLAIN_SOURCES / PLAIN_LIBRARY: flexdelegate/libflexdelegate.so, the core library linked
+    whole with plain/ and no Python, for C/C++ hosts (setup.py links it after the extensions);
   - testing_ffibuilder: flexdelegate._native_testing_ext, the tester and benchmark entries of
     testing/ (testing/flex_testing.h). Built alongside, imported only by tests/ and bench/.
 
@@ -72,7 +74,10 @@ def _cdef_text(header: pathlib.Path) -> str:
     return "\n".join(lines)
 
 
-CORE_SOURCES = _rel(p for p in HERE.rglob("*.c") if "testing" not in p.relative_to(HERE).parts)
+# plain/ holds what the plain library puts where the CFFI module has Python (plain/README.md).
+CORE_SOURCES = _rel(p for p in HERE.rglob("*.c") if not {"testing", "plain"} & set(p.relative_to(HERE).parts))
+PLAIN_SOURCES = _rel((HERE / "plain").glob("*.c"))
+PLAIN_LIBRARY = "libflexdelegate.so"  # next to the extension module
 TESTING_SOURCES = _rel((HERE / "testing").glob("*.c"))
 CORE_HEADERS = _rel([*HERE.rglob("*.h"), *HERE.rglob("*.inc")])
 FLAGS_STAMP = "flexcore.flags"  # in build_clib's temp dir, a dependency of every core object

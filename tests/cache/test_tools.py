@@ -1,5 +1,6 @@
 """flexdelegate.cache.tools: info, verify, prune."""
 import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -7,7 +8,7 @@ import sys
 import pytest
 
 from flexdelegate.cache import CacheError, CacheOpenError, info, prune, read_cache, verify, write_cache
-from flexdelegate.cache.format import ModelRecord
+from flexdelegate.cache.format import MAGIC, ModelRecord
 
 MiB = 1 << 20
 BLOBS = [(1, 1, 0x10004, 2, b"a" * 1000), (1, 1, 0x20008, 2, b"b" * 5000), (3, 0, 0x10004, 2, b"c" * 7)]
@@ -35,6 +36,8 @@ def test_info_figures(cache):
         "models_served": 3,  # distinct fingerprints, not records
         "dedup_saved_bytes": 6007,
         "algos": {0x10004: 2, 0x20008: 1},
+        # Only the record with a file identity names a model file (its size and mtime).
+        "models": [{"fingerprint": f"{12:016x}", "size_bytes": 4242, "mtime_ns": 10**18, "blobs": 3}],
     }
 
 
@@ -82,10 +85,12 @@ def test_verify_unopenable(tmp_path):
 
 # -------------------------------------------------------------------------------------- prune
 
-def make(directory, name, size, used):
-    """A file of `size` bytes last used at time `used` (atime = mtime)."""
+def make(directory, name, size, used, ours=True):
+    """A file of `size` bytes last used at time `used` (atime = mtime); a *.fxc one starts with
+    the cache magic unless not `ours`."""
     path = directory / name
-    path.write_bytes(b"x" * size)
+    head = MAGIC if ours and name.endswith(".fxc") else b""
+    path.write_bytes((head + b"x" * size)[:size])
     os.utime(path, (used, used))
     return path
 
@@ -130,7 +135,7 @@ def test_prune_skips_locked_file(tmp_path):
     finally:
         os.close(fd)
     assert prune(tmp_path, 1) == [str(tmp_path / "a.fxc")]  # lock released
-    assert (tmp_path / "a.fxc.lock").exists()  # lock files are never removed
+    assert not (tmp_path / "a.fxc.lock").exists()  # removed with its cache, while held
 
 
 def test_prune_temp_files(tmp_path):
@@ -176,8 +181,18 @@ def test_prune_touches_only_fxc_files(tmp_path):
     keep = make(d, "keep.fxc", MiB, 2_000_000)
     before = names(d)
     assert prune(d, 0) == [str(keep)]
-    assert names(d) == sorted([n for n in before if n != "keep.fxc"] + ["keep.fxc.lock"])
+    assert names(d) == sorted([n for n in before if n != "keep.fxc"])
     assert target.exists() and (d / "sub" / "deep.fxc").exists()
+
+
+def test_prune_never_removes_a_file_without_the_cache_magic(tmp_path):
+    """Named *.fxc but not ours (someone's notes, a model renamed): left alone, no lock beside it."""
+    notes = make(tmp_path, "notes.fxc", MiB, 1_000_000, ours=False)
+    empty = make(tmp_path, "empty.fxc", 0, 1_000_000, ours=False)
+    before = {p: p.read_bytes() for p in (notes, empty)}
+    assert prune(tmp_path, 0) == []
+    assert {p: p.read_bytes() for p in (notes, empty)} == before
+    assert names(tmp_path) == ["empty.fxc", "notes.fxc"]
 
 
 def test_prune_symlinked_lock_is_not_followed(tmp_path):
@@ -196,3 +211,49 @@ def test_prune_missing_directory(tmp_path):
     make(tmp_path, "f", 1, 1)
     with pytest.raises(NotADirectoryError):
         prune(tmp_path / "f", 1)
+
+
+def test_algorithms_in_words():
+    from flexdelegate.cache.tools import algo_name
+    assert algo_name(0x01000010) == "GEMM panels, 16 columns"
+    assert algo_name(0x02000610) == "Winograd, 6x6 output tiles, panels of 16"
+    assert algo_name(0x7F000001).startswith("unknown algorithm 0x7f000001")
+
+
+def test_tidy_removes_orphan_locks_and_stale_plans(tmp_path):
+    from flexdelegate.cache.tools import tidy
+    from flexdelegate.planner.cache import FORMAT
+    make(tmp_path, "live.fxc", 100, 1_000_000)
+    for name in ("live.fxc.lock", "gone.fxc.lock", "notes.lock"):
+        (tmp_path / name).write_bytes(b"")
+    held = tmp_path / "busy.fxc.lock"  # orphan but held: a writer is about to create busy.fxc
+    held.write_bytes(b"")
+    plans = tmp_path / "plans"
+    plans.mkdir()
+    (plans / "a.json").write_text(json.dumps({"format": FORMAT, "key": "a"}))
+    (plans / "old.json").write_text(json.dumps({"format": FORMAT + 99}))
+    (plans / "broken.json").write_text("{")
+    fd = os.open(held, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        removed = tidy(tmp_path)
+    finally:
+        os.close(fd)
+    assert sorted(removed) == sorted([str(tmp_path / "gone.fxc.lock"), str(plans / "old.json"),
+                                      str(plans / "broken.json")])
+    assert names(tmp_path) == ["busy.fxc.lock", "live.fxc", "live.fxc.lock", "notes.lock", "plans"]
+    assert os.listdir(plans) == ["a.json"]
+
+
+def test_writer_after_an_orphan_lock_was_removed_locks_the_new_file(tmp_path):
+    """A writer that opened the lock just before tidy() removed it must not hold a dead inode."""
+    from flexdelegate.cache.format import take_lock
+    (tmp_path / "c.fxc.lock").write_bytes(b"")
+    dir_fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.unlink(tmp_path / "c.fxc.lock")  # as tidy() would, between the writer's open and flock
+        fd = take_lock(dir_fd, "c.fxc.lock")
+        assert os.fstat(fd).st_ino == os.stat(tmp_path / "c.fxc.lock").st_ino
+        os.close(fd)
+    finally:
+        os.close(dir_fd)

@@ -19,9 +19,9 @@ MODELS = [42, ModelRecord(42, dev=2049, ino=1234, size=777, mtime_ns=10**18, cti
                           keys=tuple((*b[:4], len(b[4])) for b in BLOBS))]
 
 
-def run(*args):
+def run(*args, env=None):
     return subprocess.run([sys.executable, "-m", "flexdelegate", *map(str, args)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+                          cwd=ROOT, capture_output=True, text=True, timeout=60, env=env)
 
 
 def assert_one_line_error(r, code):
@@ -116,3 +116,19 @@ def test_usage_errors(args):
 def test_prune_errors(tmp_path):
     assert_one_line_error(run("cache", "prune", tmp_path / "nope", "--max-size", 1), 2)
     assert_one_line_error(run("cache", "prune", tmp_path, "--max-size", -1), 2)
+
+
+def test_prune_defaults_to_the_default_directory_and_info_speaks_words(tmp_path):
+    d = tmp_path / "xdg" / "flexdelegate"
+    d.mkdir(parents=True)
+    cache = d / "m.fxc"
+    write_cache(cache, [(1, 1, 0x01000010, 2, b"a" * 100)], [0])
+    (d / "gone.fxc.lock").write_bytes(b"")
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "xdg"))
+    r = run("cache", "prune", "--max-size", 0, env=env)
+    assert r.returncode == 0, r.stderr
+    assert f"removed {cache}" in r.stdout and f"removed {d / 'gone.fxc.lock'}" in r.stdout
+    assert not cache.exists() and not (d / "gone.fxc.lock").exists()
+    write_cache(cache, [(1, 1, 0x01000010, 2, b"a" * 100)], [0])
+    r = run("cache", "info", cache)
+    assert "GEMM panels, 16 columns x1" in r.stdout, r.stdout

@@ -48,3 +48,45 @@ def test_clear_errors(model, tmp_path, args, message):
 def test_missing_model(tmp_path):
     r = run(tmp_path / "nope.tflite", "--budget", 5)
     assert r.returncode == 2 and "no such file" in r.stderr
+
+
+def test_plan_without_budget_prints_the_minimum_and_a_latency_table(tmp_path):
+    """The minimum equals the one an infeasible budget reports; latency never rises with budget."""
+    import re
+    import subprocess
+    import sys
+
+    from budgetcheck import heavy_model, min_budget
+    model = tmp_path / "h.tflite"
+    model.write_bytes(heavy_model(fc=256))
+    out_png = tmp_path / "curve.png"
+    r = subprocess.run([sys.executable, "-m", "flexdelegate", "plan", str(model), "--out", str(out_png)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    minimum = float(re.search(r"minimum feasible budget: ([\d.]+) MB \(bottleneck: node \d+, \w+\)", r.stdout).group(1))
+    assert minimum == pytest.approx(min_budget(model.read_bytes(), tmp_path / "m.fxc"), abs=0.011)
+    rows = [tuple(map(float, line.split())) for line in r.stdout.splitlines() if re.fullmatch(r"[\d.\s]+", line)]
+    assert len(rows) >= 3 and rows[0][0] >= minimum
+    budgets, ms = [row[0] for row in rows], [row[1] for row in rows]
+    assert budgets == sorted(budgets) and all(a >= b - 1e-9 for a, b in zip(ms, ms[1:])) and ms[0] > ms[-1]
+    assert out_png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_out_without_matplotlib_fails_before_planning(tmp_path):
+    import subprocess
+    import sys
+
+    from budgetcheck import heavy_model
+    hide = tmp_path / "hide"
+    (hide / "matplotlib").mkdir(parents=True)
+    (hide / "matplotlib" / "__init__.py").write_text("raise ImportError('No module named matplotlib')\n")
+    model = tmp_path / "h.tflite"
+    model.write_bytes(heavy_model(fc=256))
+    import os
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(hide), os.environ.get("PYTHONPATH", "")]),
+               FLEXDELEGATE_LOG="plan")
+    for args in (["--budget", "3"], []):
+        r = subprocess.run([sys.executable, "-m", "flexdelegate", "plan", str(model), *args, "--out",
+                            str(tmp_path / "p.png")], capture_output=True, text=True, timeout=300, env=env)
+        assert r.returncode == 2 and r.stdout == "" and "needs matplotlib" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr  # no plan was logged: nothing ran

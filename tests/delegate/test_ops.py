@@ -506,6 +506,38 @@ def test_unary(op, shape, scale):
     check(single_op(op, [shape], shape), scale=scale)
 
 
+# The transformer graphs' element-wise math (LayerNorm's spellings, GELU); SQRT, RSQRT and LOG
+# on positive inputs (and on the sign-mixed ones: NaN / inf where stock has them).
+MATH = ["NEG", "ABS", "SQUARE", "SQRT", "RSQRT", "EXP", "LOG"]
+
+
+@pytest.mark.parametrize("positive", [True, False])
+@pytest.mark.parametrize("shape", [(1, 5, 5, 3), (7,), (2, 33), ()], ids=str)
+@pytest.mark.parametrize("op", MATH)
+def test_unary_math(op, shape, positive):
+    check(single_op(op, [shape], shape), scale=2, positive=positive)
+
+
+@pytest.mark.parametrize("scale", [1, 4, 30])
+@pytest.mark.parametrize("approximate", [False, True])
+@pytest.mark.parametrize("shape", [(1, 7, 33), (5,), (2, 3, 4, 17)], ids=str)
+def test_gelu(shape, approximate, scale):
+    check(single_op("GELU", [shape], shape, approximate=approximate), scale=scale)
+
+
+@pytest.mark.parametrize("pattern", ["same", "scalar_rank0", "per_channel", "both_sides", "rank_mismatch"])
+@pytest.mark.parametrize("op", ["SQUARED_DIFFERENCE", "POW"])
+def test_binary_math(op, pattern):
+    a, b = BROADCASTS[pattern]
+    # POW on positive bases (a negative base with a fractional exponent is NaN on both sides,
+    # which the NaN-pattern check covers once, below).
+    check(binary_model(op, a, b), positive=op == "POW")
+
+
+def test_pow_negative_base_nan():
+    check(binary_model("POW", (2, 9), (2, 9)))
+
+
 @pytest.mark.parametrize("alpha", [0.2, 0.01, 0.0, 1.5, -0.3])
 def test_leaky_relu(alpha):
     check(single_op("LEAKY_RELU", [(1, 5, 5, 3)], (1, 5, 5, 3), alpha=alpha), scale=3)
@@ -1076,3 +1108,244 @@ def test_fused_residual_add_after_resizing_the_input():
         it.allocate_tensors()
     xs = random_inputs(ref, seed=3)
     assert max_error(invoke(ref, xs), invoke(got, xs)) <= TOL
+
+
+# ======================================================================================
+# BATCH_MATMUL
+# ======================================================================================
+def _bmm_shapes(a_batch, b_batch, m, k, n, adj_x, adj_y):
+    a = (*a_batch, *((k, m) if adj_x else (m, k)))
+    b = (*b_batch, *((n, k) if adj_y else (k, n)))
+    out = (*np.broadcast_shapes(a_batch, b_batch), m, n)
+    return a, b, out
+
+
+BMM_CASES = {
+    "2d": ((), (), 5, 7, 3),
+    "3d": ((4,), (4,), 6, 9, 17),
+    "attention": ((1, 2), (1, 2), 13, 16, 13),
+    "bcast_b": ((2, 3), (1, 3), 7, 5, 19),
+    "bcast_a": ((1,), (3,), 9, 33, 4),
+    "bcast_both": ((2, 1, 3), (1, 4, 1), 3, 4, 5),
+    "rank_mismatch": ((2, 3), (), 8, 6, 10),
+    "rank5": ((1, 2, 2), (2, 1, 1), 6, 5, 7),
+    "big": ((2,), (2,), 70, 65, 130),
+}
+
+
+@pytest.mark.parametrize("adj_y", [False, True])
+@pytest.mark.parametrize("adj_x", [False, True])
+@pytest.mark.parametrize("case", list(BMM_CASES))
+def test_batch_matmul(case, adj_x, adj_y):
+    a, b, out = _bmm_shapes(*BMM_CASES[case], adj_x, adj_y)
+    model = single_op("BATCH_MATMUL", [a, b], out, adj_x=adj_x, adj_y=adj_y)
+    if case in ("bcast_both", "rank5") and adj_x:
+        # Stock 2.14 reads the wrong A batches (errors ~1e11) when adj_x meets broadcasting on
+        # both sides: judged against numpy's matmul instead.
+        xs = [rand(a, 1), rand(b, 2)]
+        want = np.matmul(np.swapaxes(xs[0], -1, -2), np.swapaxes(xs[1], -1, -2) if adj_y else xs[1])
+        check_against(model, xs, [want.astype(F32)])
+    else:
+        check(model)
+
+
+@pytest.mark.parametrize("adj_y", [False, True])
+def test_batch_matmul_constant_b(adj_y):
+    a, b, out = _bmm_shapes((2, 3), (3,), 9, 12, 20, False, adj_y)
+    check(single_op("BATCH_MATMUL", [a, rand(b, 5)], out, adj_y=adj_y))
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+def test_batch_matmul_threads(threads):
+    a, b, out = _bmm_shapes((1, 4), (1, 4), 50, 64, 50, False, True)
+    check(single_op("BATCH_MATMUL", [a, b], out, adj_y=True), flex={"num_threads": threads})
+
+
+def test_batch_matmul_refuses_mismatched_depth():
+    """Depths that differ: the model is malformed, stock refuses it too; we never claim it."""
+    from flexdelegate.tflite.writer import ModelBuilder as MB
+    b = MB()
+    x, w = b.input((2, 3, 4)), b.input((2, 5, 6))
+    y = b.tensor((2, 3, 6))
+    b.op("BATCH_MATMUL", [x, w], [y])
+    b.output(y)
+    delegate = load_flex()
+    try:
+        make_interpreter(b.build(), delegate=delegate)
+    except (RuntimeError, ValueError):
+        pass
+    fb = delegate.stats()["fallback"]
+    assert fb and "multiply" in fb[0]["reason"], fb
+
+
+def _bmm_chain(seq=24, d=64, heads=2, const_b=False):
+    """Q Kᵀ then (·) V with FCs around them: weights large enough that a budget streams them."""
+    rng = np.random.default_rng(1)
+    b = ModelBuilder()
+    x = b.input((1, seq, d))
+    fc = b.tensor((1, seq, d))
+    b.op("FULLY_CONNECTED", [x, b.const((rng.standard_normal((d, d)) / 8).astype(F32)), -1], [fc],
+         keep_num_dims=True)
+    q = b.tensor((1, heads, seq, d // heads))
+    b.op("RESHAPE", [fc, b.const(np.array([1, seq, heads, d // heads], np.int32))], [t := b.tensor((1, seq, heads, d // heads))])
+    b.op("TRANSPOSE", [t, b.const(np.array([0, 2, 1, 3], np.int32))], [q])
+    s = b.tensor((1, heads, seq, seq))
+    b.op("BATCH_MATMUL", [q, q], [s], adj_y=True)
+    y = b.tensor((1, heads, seq, d // heads))
+    b.op("BATCH_MATMUL", [s, q], [y])
+    b.output(y)
+    return b.build()
+
+
+def test_batch_matmul_in_a_chain():
+    check(_bmm_chain(), scale=0.5)
+
+
+def test_batch_matmul_with_budget():
+    # A budgeted run gives BATCH_MATMUL its scratch (B packed per run) as a step's slot.
+    model = _bmm_chain(seq=40, d=256)
+    check(model, scale=0.5, flex={"budget": min_budget(model, "") + 0.05})
+
+
+def test_batch_matmul_after_resizing_the_input():
+    model = single_op("BATCH_MATMUL", [(2, 5, 8), (2, 8, 3)], (2, 5, 3))
+    ref, got = make_interpreter(model), make_interpreter(model, delegate=load_flex())
+    for it in (ref, got):
+        it.resize_tensor_input(it.get_input_details()[0]["index"], [2, 40, 8])
+        it.resize_tensor_input(it.get_input_details()[1]["index"], [2, 8, 30])
+        it.allocate_tensors()
+    xs = random_inputs(ref, seed=3)
+    assert max_error(invoke(ref, xs), invoke(got, xs)) <= TOL
+
+
+# ======================================================================================
+# Bool and integer element-wise: comparisons, logical ops, SELECT / SELECT_V2, int ADD/SUB/MUL
+# ======================================================================================
+COMPARES = ["LESS", "LESS_EQUAL", "GREATER", "GREATER_EQUAL", "EQUAL", "NOT_EQUAL"]
+BOOL = np.bool_
+
+
+def _ints(shape, seed, lo=-3, hi=4, dtype=I32):
+    return np.random.default_rng(seed).integers(lo, hi, size=shape).astype(dtype)
+
+
+def _typed_inputs(dtype):
+    """Small integers (ties likely, so EQUAL and the <= / >= edges are exercised), in `dtype`."""
+    def make(it, seed):
+        return [(_ints(tuple(d["shape"]), seed + i) if np.dtype(d["dtype"]) != BOOL
+                 else _ints(tuple(d["shape"]), seed + i, 0, 2).astype(BOOL)).astype(d["dtype"])
+                for i, d in enumerate(it.get_input_details())]
+    return make
+
+
+@pytest.mark.parametrize("dtype", [F32, I32, I64])
+@pytest.mark.parametrize("pattern", ["same", "scalar_rank0", "per_channel", "both_sides", "rank_mismatch"])
+@pytest.mark.parametrize("op", COMPARES)
+def test_compare(op, pattern, dtype):
+    a, b = BROADCASTS[pattern]
+    model = single_op(op, [Input(a, dtype), Input(b, dtype)], broadcast_shape(a, b), out_dtype=BOOL)
+    check(model, inputs=_typed_inputs(dtype))
+
+
+@pytest.mark.parametrize("op", ["EQUAL", "NOT_EQUAL"])
+def test_compare_bool(op):
+    check(single_op(op, [Input((2, 5), BOOL), Input((5,), BOOL)], (2, 5), out_dtype=BOOL),
+          inputs=_typed_inputs(BOOL))
+
+
+@pytest.mark.parametrize("pattern", ["same", "scalar_rank0", "both_sides"])
+@pytest.mark.parametrize("op", ["LOGICAL_AND", "LOGICAL_OR"])
+def test_logical(op, pattern):
+    a, b = BROADCASTS[pattern]
+    check(single_op(op, [Input(a, BOOL), Input(b, BOOL)], broadcast_shape(a, b), out_dtype=BOOL),
+          inputs=_typed_inputs(BOOL))
+
+
+def test_logical_not():
+    check(single_op("LOGICAL_NOT", [Input((3, 7), BOOL)], (3, 7), out_dtype=BOOL), inputs=_typed_inputs(BOOL))
+
+
+SELECT_V2_SHAPES = {
+    "same": ((2, 3, 4), (2, 3, 4), (2, 3, 4)),
+    "scalar_y": ((1, 2, 5, 5), (1, 2, 5, 5), ()),          # GPT-2's causal mask: where(mask, s, -inf)
+    "mask_bcast": ((1, 1, 5, 5), (1, 2, 5, 5), ()),
+    "all_bcast": ((3, 1, 1), (1, 4, 1), (1, 1, 5)),
+    "cond_scalar": ((), (2, 3), (2, 3)),
+}
+
+
+@pytest.mark.parametrize("dtype", [F32, I32, I64])
+@pytest.mark.parametrize("case", list(SELECT_V2_SHAPES))
+def test_select_v2(case, dtype):
+    c, x, y = SELECT_V2_SHAPES[case]
+    out = broadcast_shape(broadcast_shape(c, x), y)
+    check(single_op("SELECT_V2", [Input(c, BOOL), Input(x, dtype), Input(y, dtype)], out, out_dtype=dtype),
+          inputs=_typed_inputs(dtype))
+
+
+@pytest.mark.parametrize("dtype", [F32, I32])
+@pytest.mark.parametrize("c,x", [((2, 3, 4), (2, 3, 4)), ((4,), (4, 3, 2)), ((6,), (6,))], ids=str)
+def test_select(c, x, dtype):
+    check(single_op("SELECT", [Input(c, BOOL), Input(x, dtype), Input(x, dtype)], x, out_dtype=dtype),
+          inputs=_typed_inputs(dtype))
+
+
+def test_select_v2_constant_mask():
+    """GPT-2's spelling: a constant causal bool mask picks the scores or a large negative."""
+    mask = np.tril(np.ones((6, 6), bool))[None, None]
+    model = single_op("SELECT_V2", [mask, (1, 2, 6, 6), np.array(-1e9, F32)], (1, 2, 6, 6))
+    check(model)
+
+
+@pytest.mark.parametrize("dtype", [I32, I64])
+@pytest.mark.parametrize("pattern", ["same", "scalar_rank0", "per_channel", "both_sides"])
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
+def test_binary_int(op, pattern, dtype):
+    a, b = BROADCASTS[pattern]
+    check(single_op(op, [Input(a, dtype), Input(b, dtype)], broadcast_shape(a, b), out_dtype=dtype),
+          inputs=lambda it, seed: [_ints(tuple(d["shape"]), seed + i, -1000, 1000, dtype)
+                                   for i, d in enumerate(it.get_input_details())])
+
+
+def test_binary_int_wraps_as_stock():
+    big = np.array([2**31 - 1, -2**31, 123456789], I32)
+    check(single_op("MUL", [Input((3,), I32), np.array([3, 3, 100], I32)], (3,), out_dtype=I32),
+          inputs=[big])
+    check(single_op("ADD", [Input((3,), I32), np.array([1, -1, 2**31 - 1], I32)], (3,), out_dtype=I32),
+          inputs=[big])
+
+
+def test_int_div_stays_with_stock():
+    model = single_op("DIV", [Input((4,), I32), Input((4,), I32)], (4,), out_dtype=I32)
+    delegate = load_flex()
+    make_interpreter(model, delegate=delegate)
+    assert delegate.stats()["nodes_delegated"] == 0
+
+
+def _token_wrap_model(vocab=50, seq=7, d=8):
+    """The converter's embedding lookup: ids < 0 wrap (LESS, ADD, SELECT), then GATHER."""
+    b = ModelBuilder()
+    ids = b.input((1, seq), dtype=I32)
+    neg = b.tensor((1, seq), dtype=BOOL)
+    b.op("LESS", [ids, b.const(np.array(0, I32))], [neg])
+    wrapped = b.tensor((1, seq), dtype=I32)
+    b.op("ADD", [ids, b.const(np.array(vocab, I32))], [wrapped])
+    sel = b.tensor((1, seq), dtype=I32)
+    b.op("SELECT", [neg, wrapped, ids], [sel])
+    y = b.tensor((1, seq, d))
+    b.op("GATHER", [b.const(rand((vocab, d), 3)), sel], [y], axis=0)
+    b.output(y)
+    return b.build()
+
+
+def test_token_embedding_with_negative_ids():
+    check(_token_wrap_model(), inputs=lambda it, seed: [_ints((1, 7), seed, -50, 50)])
+
+
+def test_batch_matmul_beyond_5d_stays_with_stock():
+    """Stock refuses BATCH_MATMUL operands above 5-D at Prepare: so does the delegate's claim."""
+    model = single_op("BATCH_MATMUL", [(1, 1, 2, 1, 3, 4), (1, 1, 2, 1, 4, 5)], (1, 1, 2, 1, 3, 5))
+    delegate = load_flex()
+    with pytest.raises((RuntimeError, ValueError)):
+        make_interpreter(model, delegate=delegate)
+    assert delegate.stats()["nodes_delegated"] == 0

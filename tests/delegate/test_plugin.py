@@ -76,12 +76,12 @@ def _run_with_log(env_value, code):
 def test_partition_log_lists_partitions_and_fallbacks():
     code = ("from flexdelegate import load_flex\nfrom flexdelegate.run import make_interpreter\n"
             "import sys; sys.path.insert(0, %r)\nfrom models import conv_net\n"
-            "make_interpreter(conv_net(middle_op='EXP'), delegate=load_flex())\n") % os.path.dirname(os.path.dirname(__file__))
+            "make_interpreter(conv_net(middle_op='FLOOR'), delegate=load_flex())\n") % os.path.dirname(os.path.dirname(__file__))
     r = _run_with_log("partition", code)
     assert r.returncode == 0, r.stderr
     lines = [l for l in r.stderr.splitlines() if l.startswith("flexdelegate[partition]")]
     assert sum("partition " in l and "nodes" in l for l in lines) == 2
-    assert sum("stays with TFLite" in l and "EXP" in l for l in lines) == 1
+    assert sum("stays with TFLite" in l and "FLOOR" in l for l in lines) == 1
     quiet = _run_with_log("", code)
     assert "flexdelegate[" not in quiet.stderr
 

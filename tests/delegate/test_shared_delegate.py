@@ -43,3 +43,27 @@ def test_interpreters_at_different_thread_counts_keep_their_pools():
     del one, two, it
     gc.collect()
     assert d.stats()["partitions_memory"] == []
+
+
+def test_stats_break_coverage_down_per_interpreter():
+    """Two interpreters on different models share one delegate: the totals stay sums, and
+    by_subgraph gives each one's coverage (its fallbacks and ops under the same index)."""
+    from flexdelegate.tflite.demo_model import build_demo_model
+    from flexdelegate.tflite.writer import ModelBuilder
+    b = ModelBuilder()  # one delegated node (RELU), one left to TFLite (EXP)
+    x = b.input((1, 8), name="x")
+    h, y = b.tensor((1, 8)), b.tensor((1, 8))
+    b.op("RELU", [x], [h])
+    b.op("EXP", [h], [y])
+    b.output(y)
+    d = load_flex(cache_path="")
+    first = make_interpreter(build_demo_model(), delegate=d)  # noqa: F841 - keeps its subgraph
+    second = make_interpreter(b.build(), delegate=d)  # noqa: F841
+    st = d.stats()
+    per = st["by_subgraph"]
+    assert [p["subgraph"] for p in per] == [0, 1]
+    assert (per[0]["nodes_total"], per[0]["nodes_delegated"], per[0]["fallback"]) == (16, 16, 0)
+    assert (per[1]["nodes_total"], per[1]["nodes_delegated"], per[1]["fallback"]) == (2, 1, 1)
+    for key in ("nodes_total", "nodes_delegated", "nodes_folded", "partitions"):
+        assert st[key] == sum(p[key] for p in per)
+    assert [f["subgraph"] for f in st["fallback"]] == [1] and st["fallback"][0]["op"] == "EXP"

@@ -15,7 +15,7 @@ def test_ops_selftest(tmp_path):
     if cbuild.host_cc() is None:
         pytest.skip("no C compiler found")
     srcs = [cbuild.HERE / "ops_selftest.c",
-            *cbuild.sources("kernels/ops/*.c", "kernels/dwconv/*.c", "kernels/vsigmoid/*.c", "runtime/cpu.c")]
+            *cbuild.sources("kernels/ops/*.c", "kernels/dwconv/*.c", "kernels/vsigmoid/*.c", "kernels/vgelu/*.c", "runtime/cpu.c")]
     exe, _ = cbuild.build(srcs, tmp_path / "ops_selftest")
     run = cbuild.run(exe, timeout=300)
     out = run.stdout + run.stderr

@@ -58,3 +58,24 @@ def test_draw_without_matplotlib(tmp_path, g, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     with pytest.raises(ImportError, match="pip install matplotlib"):
         draw(plan(g, 12 * MB), tmp_path / "x.png")
+
+
+@pytest.mark.parametrize("budget_mb", [10, 12, 40])
+def test_figure_shows_the_budget_labels_pinned_weights_and_keeps_the_legend_off_the_data(g, budget_mb):
+    pytest.importorskip("matplotlib")
+    from flexdelegate.planner.draw import figure
+    p = plan(g, budget_mb * MB)
+    fig = figure(p)
+    ax = fig.axes[0]
+    budget_lines = [ln for ln in ax.get_lines() if ln.get_label().startswith("budget")]
+    assert len(budget_lines) == 1 and budget_lines[0].get_ydata()[0] == pytest.approx(p.budget_bytes / MB)
+    assert ax.get_ylim()[1] >= p.budget_bytes / MB  # the line is inside the picture
+    has_pinned = any(p.layers[b.owner].pinned for b in p.blocks if b.kind == "weight")
+    assert any(t.get_text() == "pinned weights" for t in ax.texts) == has_pinned
+    fig.canvas.draw()
+    legend, axes = ax.get_legend().get_window_extent(), ax.get_window_extent()
+    assert legend.x0 >= axes.x1  # beside the axes, never over a block
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "weight (pinned)" in labels and any(label.startswith("budget") for label in labels)
+    import matplotlib.pyplot as plt
+    plt.close(fig)

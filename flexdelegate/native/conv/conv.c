@@ -105,6 +105,13 @@ fx_conv_pack *fx_conv_pack_gemm_form(struct fx_store *store, const fx_conv_pack 
 
 int fx_conv_pack_tile(const fx_conv_pack *p) { return p->tile; }
 
+int fx_conv_pack_mapped(const fx_conv_pack *p) { return p->ref->map != NULL; }
+
+void fx_conv_pack_forget(fx_store *store, fx_conv_pack *p) {
+  fx_store_forget(store, p->ref);
+  fx_conv_pack_free(p);
+}
+
 static int repack_in_memory(fx_conv_pack *p) {
   fx_wref *fresh = fx_wref_packed(p->ref->size, pack_weights, &p->args);
   if (!fresh) return -1;
@@ -113,9 +120,9 @@ static int repack_in_memory(fx_conv_pack *p) {
   return 0;
 }
 
-int fx_conv_pack_check(fx_conv_pack *p) {
+int fx_conv_pack_check(fx_conv_pack *p, int unmapped) {
   if (!p->ref->data) return -1; /* packing ran out of memory at commit */
-  if (!fx_wref_verify(p->ref)) return 0;
+  if (!fx_wref_verify(p->ref, unmapped)) return 0;
   /* Dropped from the file too (when it is still the one we mapped), so the next writable load
    * stores it again rather than every load repacking it forever. */
   const fx_wref *w = p->ref;

@@ -27,9 +27,14 @@ int fx_conv_pack_tile(const fx_conv_pack *p);
 /* The im2col GEMM-panel packing of a Winograd pack's weights (from the same store), so a
  * budget plan can run the layer as GEMM where the Winograd form does not fit. NULL on OOM. */
 fx_conv_pack *fx_conv_pack_gemm_form(struct fx_store *store, const fx_conv_pack *p);
+/* Nonzero when p's weights are in the cache file's mapping (not packed, not pending). */
+int fx_conv_pack_mapped(const fx_conv_pack *p);
+/* Frees a pack whose weights are still pending, taking them back out of the store's commit. */
+void fx_conv_pack_forget(struct fx_store *store, fx_conv_pack *p);
 void fx_conv_pack_free(fx_conv_pack *p);
-/* Verifies cached packed weights once (repacking from the model if damaged); -1 on OOM. */
-int fx_conv_pack_check(fx_conv_pack *p);
+/* Verifies cached packed weights once (repacking from the model if damaged); -1 on OOM.
+ * unmapped: through the file, not the mapping (weights a budget plan streams). */
+int fx_conv_pack_check(fx_conv_pack *p, int unmapped);
 /* If the cache mapping behind the weights was truncated under us (reads became zeros),
  * repacks them in memory: 1 repaired, 0 nothing to do, -1 out of memory. */
 int fx_conv_pack_repair(fx_conv_pack *p);

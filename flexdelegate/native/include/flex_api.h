@@ -16,10 +16,11 @@ enum {
 };
 
 /* Fused activations (TFLite's first four, then the curves the delegate fuses into a conv,
- * FC or depthwise output: a following LOGISTIC, or LOGISTIC + MUL by the same input). */
+ * FC or depthwise output: a following LOGISTIC, or LOGISTIC + MUL by the same input; and a
+ * GELU after a FULLY_CONNECTED, exact or tanh form). */
 enum {
   FLEX_ACT_NONE = 0, FLEX_ACT_RELU = 1, FLEX_ACT_RELU_N1_TO_1 = 2, FLEX_ACT_RELU6 = 3, FLEX_ACT_TANH = 4,
-  FLEX_ACT_SIGMOID = 5, FLEX_ACT_SWISH = 6
+  FLEX_ACT_SIGMOID = 5, FLEX_ACT_SWISH = 6, FLEX_ACT_GELU = 7, FLEX_ACT_GELU_TANH = 8
 };
 
 /* ---- the TFLite external-delegate plugin (the runtime finds these with dlsym) ---- */
@@ -43,6 +44,14 @@ const char *flex_check_option(const char *key, const char *value);
  * in [0, FLEX_BUDGET_MAX_MB] (0 = unlimited), else a message. */
 const char *flex_check_budget(double mb);
 
+/* The plain library's refusal of a budget (plain/no_python.c, tflite/plugin.c). */
+#define FLEX_PLAIN_NO_BUDGET "a memory budget needs the Python planner: libflexdelegate.so (no Python) runs without one; drop the budget option, or load flexdelegate.library_path() from a Python process"
+
+/* Packing algorithm families: the high byte of a cache blob's algo (store/store.h builds the
+ * rest: GEMM panels = nr; Winograd = tile << 8 | nr; int8 GEMM = a_offset << 16 | kr << 8 | nr;
+ * int8 depthwise = ct). `flexdelegate cache info` names them. */
+enum { FLEX_PACK_GEMM_PANELS = 1, FLEX_PACK_WINOGRAD = 2, FLEX_PACK_QS8_GEMM = 3, FLEX_PACK_QS8_DW = 4 };
+
 /* ---- a running delegate ---- */
 /* Why a call failed; for an infeasible budget also the smallest feasible one and the node it is
  * bottlenecked on. */
@@ -59,6 +68,9 @@ size_t flex_stats_json(void *delegate, char *buf, size_t cap);
 /* Re-plans every partition for a new budget (MB; 0 = unlimited) between invokes. 0 ok; -1 with
  * err filled (an infeasible budget: the old one stays in force). */
 int flex_set_budget(void *delegate, double mb, flex_error *err);
+/* The last memory plan that failed (an infeasible budget at an interpreter's Prepare, or a
+ * refused set_budget), cleared by the next plan that works: 1 with err filled, else 0. */
+int flex_last_error(void *delegate, flex_error *err);
 
 /* The weight cache's 64-bit content hash (cache/FORMAT.md), for the Python cache tools. */
 uint64_t flex_hash64(const void *data, size_t len, uint64_t seed);

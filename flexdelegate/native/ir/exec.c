@@ -7,6 +7,7 @@
 #include "conv/conv.h"
 #include "flex_api.h"
 #include "graph.h"
+#include "kernels/layernorm/layernorm.h"
 #include "kernels/qs8-ops/qs8-ops.h"
 #include "runtime/clock.h"
 #include "runtime/pool.h"
@@ -62,6 +63,7 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
     return buf;
   }
   const char *curve = n->act == FLEX_ACT_SWISH ? " +swish" : n->act == FLEX_ACT_SIGMOID ? " +sigmoid"
+                      : n->act == FLEX_ACT_GELU || n->act == FLEX_ACT_GELU_TANH ? " +gelu"
                       : n->n_in > 3 && n->in[3] >= 0 ? " +add" : "";
   if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && pack) {
     fx_conv_geom geo;
@@ -74,6 +76,8 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
       snprintf(buf, len, "direct %s%s", fx_conv_pack_kernel(pack, 1), curve);
     else
       snprintf(buf, len, "gemm-%s %s%s", geo.direct ? "direct" : "im2col", fx_conv_pack_kernel(pack, 0), curve);
+  } else if (n->kind == FX_OP_ATTENTION) {
+    snprintf(buf, len, "attention%s", n->p.attn.causal ? " +causal" : n->in[3] >= 0 ? " +mask" : "");
   } else {
     snprintf(buf, len, "%s%s", fx_op_name(n->kind), curve);
   }
@@ -86,7 +90,7 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
 #define ES fx_dtype_size(XT->dtype)
 
 int fx_run_gemm(fx_graph *g, fx_node *n, fx_pool *pool) {
-  if (fx_conv_pack_check(n->pack)) return -1;
+  if (fx_conv_pack_check(n->pack, 0)) return -1;
   fx_conv_geom geo;
   conv_geom(g, n, &geo);
   float *scratch = n->scratch >= 0 ? (float *)g->tensors[n->scratch].ptr : NULL;
@@ -146,8 +150,17 @@ int fx_run_transpose_conv(fx_graph *g, fx_node *n, fx_pool *pool) {
   return 0;
 }
 
+/* The kernels' element type of an IR dtype. */
+static int elem_of(int dtype) {
+  return dtype == FX_I32 ? FX_ELEM_I32 : dtype == FX_I64 ? FX_ELEM_I64 : dtype == FX_BOOL ? FX_ELEM_BOOL : FX_ELEM_F32;
+}
+
 int fx_run_binary(fx_graph *g, fx_node *n, fx_pool *pool) {
   fx_tensor *bt = T(g, n->in[1]);
+  if (YT->dtype != FX_F32) {
+    fx_binary_int(n->p.bin.op, elem_of(YT->dtype), XT->ptr, &XT->shape, bt->ptr, &bt->shape, YT->ptr, &YT->shape);
+    return 0;
+  }
   fx_binary_f32(pool, n->p.bin.op, XT->ptr, &XT->shape, bt->ptr, &bt->shape, YT->ptr, &YT->shape, n->act);
   return 0;
 }
@@ -159,6 +172,58 @@ int fx_run_unary(fx_graph *g, fx_node *n, fx_pool *pool) {
   }
   fx_unary_f32_pool(pool, n->p.un.kind, n->p.un.alpha, XT->ptr, YT->ptr, fx_shape_numel(&XT->shape));
   return 0;
+}
+
+int fx_run_compare(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_tensor *b = T(g, n->in[1]);
+  fx_compare(n->p.cmp.op, elem_of(XT->dtype), XT->ptr, &XT->shape, b->ptr, &b->shape, YT->ptr, &YT->shape);
+  return 0;
+}
+
+int fx_run_logical(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_tensor *b = n->n_in > 1 ? T(g, n->in[1]) : NULL;
+  fx_logical(n->p.cmp.op, XT->ptr, &XT->shape, b ? b->ptr : NULL, b ? &b->shape : NULL, YT->ptr, &YT->shape);
+  return 0;
+}
+
+int fx_run_select(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_tensor *x = T(g, n->in[1]), *yv = T(g, n->in[2]);
+  fx_shape c;
+  fx_select_cond_shape(g, n, &c);
+  fx_select(fx_dtype_size(YT->dtype), XT->ptr, &c, x->ptr, &x->shape, yv->ptr, &yv->shape, YT->ptr, &YT->shape);
+  return 0;
+}
+
+int fx_run_layernorm(fx_graph *g, fx_node *n, fx_pool *pool) {
+  const fx_shape *xs = &XT->shape;
+  const size_t c = (size_t)xs->d[xs->rank - 1], rows = c ? fx_shape_numel(xs) / c : 0;
+  const fx_layernorm_params p = {F(g, n->in[1]), F(g, n->in[2]), n->p.ln.eps, n->p.ln.mode};
+  fx_layernorm_f32(pool, rows, c, F(g, n->in[0]), c, YT->ptr, c, &p);
+  return 0;
+}
+
+int fx_run_attention(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_attn_params p;
+  fx_attn_in q, k, v;
+  fx_attn_out o;
+  fx_shape ys;
+  if (fx_node_attention(g, n, &p, &q, &k, &v, &o, &ys)) return -1;
+  const size_t need = fx_attention_scratch_bytes(NULL, &p, pool ? fx_pool_threads(pool) : 1);
+  const fx_tensor *s = n->scratch >= 0 ? T(g, n->scratch) : NULL;
+  if (need && (!s || !s->ptr || fx_shape_numel(&s->shape) * sizeof(float) < need)) return -1;
+  return fx_attention_f32(NULL, pool, &p, q, k, v, o, s ? s->ptr : NULL);
+}
+
+int fx_run_batch_matmul(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_bmm_plan p;
+  if (fx_node_bmm_plan(g, n, &p)) return -1;
+  const size_t need = fx_bmm_scratch_floats(&p, NULL, pool ? fx_pool_threads(pool) : 1, 0);
+  const fx_tensor *s = n->scratch >= 0 ? T(g, n->scratch) : NULL;
+  if (need && (!s || !s->ptr || fx_shape_numel(&s->shape) < need)) return -1; /* never past the slot */
+  return fx_bmm_f32(pool, &p, NULL, F(g, n->in[0]), F(g, n->in[1]), NULL, YT->ptr, s ? s->ptr : NULL);
 }
 
 int fx_run_mean(fx_graph *g, fx_node *n, fx_pool *pool) {

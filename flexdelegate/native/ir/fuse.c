@@ -12,7 +12,9 @@
  * lifetime and budget plan sees it read there); the ADD keeps only the conv's output as its
  * input and copies it, which the arena's in-place rule turns into no copy at all. */
 #include <stdlib.h>
+#include <string.h>
 #include "graph.h"
+#include "kernels/layernorm/layernorm.h"
 #include "kernels/ops/ops.h"
 
 static int is_f32_arena(const fx_graph *g, int id) {
@@ -74,7 +76,289 @@ static int fuse_residual(fx_graph *g, fx_node *n, fx_node *add) {
   return 0;
 }
 
+/* ---- LayerNorm: the converter's op-by-op spellings (kernels/attention/README.md) become one
+ * LAYERNORM node (kernels/layernorm). Starting at MEAN(x) over the last axis:
+ *   mean = MEAN(x); var = MEAN(SQUARED_DIFFERENCE(x, mean)); r = RSQRT(ADD(var, eps))
+ *   affine:  [-mean = NEG(mean)]; g = MUL(r, gamma) or r; y = ADD(MUL(x, g), [ADD](MUL(-mean, g), [beta]))
+ *   rms:     y = MUL(MUL(x, r), gamma)  (Keras rms_scaling: centred variance, no shift)
+ * Every intermediate tensor must be an arena float32 read only inside the pattern (a shared
+ * MEAN or RSQRT, a partition output, another reader: no fusion). The last node becomes the
+ * LAYERNORM (its inputs x, gamma, beta: x's lifetime reaches it), the others are skipped. ---- */
+#define LN_MAX_NODES 12
+
+typedef struct {
+  fx_node *nodes[LN_MAX_NODES];
+  int n;
+} ln_match;
+
+static int plain(const fx_node *m) { return !m->at_prepare && !m->fused && m->act == FLEX_ACT_NONE; }
+
+static int is_binary(const fx_node *m, int op) {
+  return m->kind == FX_OP_BINARY && m->p.bin.op == op && m->n_in == 2 && plain(m);
+}
+
+/* The other operand of binary m, one of whose inputs is t; -1 if t is not an input. */
+static int other_of(const fx_node *m, int t) {
+  return m->in[0] == t ? m->in[1] : m->in[1] == t ? m->in[0] : -1;
+}
+
+/* The one reader of intermediate tensor t (an arena float32 read exactly once), or NULL. */
+static fx_node *sole_reader(const fx_graph *g, int t) {
+  fx_node *who[2];
+  return is_f32_arena(g, t) && readers(g, t, who) == 1 ? who[0] : NULL;
+}
+
+static int is_mean_last(const fx_graph *g, const fx_node *m, int x) {
+  const fx_shape *xs = &g->tensors[x].shape;
+  return m->kind == FX_OP_MEAN && m->in[0] == x && plain(m) && m->p.mean.keep_dims && xs->rank >= 1 &&
+         (unsigned)m->pads[0] == 1u << (xs->rank - 1);
+}
+
+/* A float32 constant of numel n that broadcasts along the last axis only. */
+static int is_row_const(const fx_graph *g, int t, int c) {
+  if (t < 0 || g->tensors[t].storage != FX_ST_CONST || g->tensors[t].dtype != FX_F32) return 0;
+  const fx_shape *s = &g->tensors[t].shape;
+  if (s->rank < 1 || s->d[s->rank - 1] != c) return 0;
+  for (int i = 0; i + 1 < s->rank; i++)
+    if (s->d[i] != 1) return 0;
+  return 1;
+}
+
+static void take(ln_match *m, fx_node *n) {
+  if (m->n < LN_MAX_NODES) m->nodes[m->n++] = n;
+}
+
+/* MEAN(x) -> ... -> y; the last node of the pattern, or NULL (and *ln set) when it holds. */
+static fx_node *match_layernorm(fx_graph *g, fx_node *m1, ln_match *lm, int *gamma, int *beta, float *eps, int *mode) {
+  const int x = m1->in[0], mean = m1->out[0];
+  const fx_shape *xs = &g->tensors[x].shape;
+  if (g->tensors[x].dtype != FX_F32 || !is_mean_last(g, m1, x) || !is_f32_arena(g, mean)) return NULL;
+  const int c = xs->d[xs->rank - 1];
+  fx_node *who[2], *neg = NULL, *sd = NULL;
+  const int uses = readers(g, mean, who);
+  if (uses < 1 || uses > 2) return NULL;
+  for (int k = 0; k < uses; k++) {
+    fx_node *w = who[k];
+    if (w->kind == FX_OP_UNARY && w->p.un.kind == FX_U_NEG && plain(w) && !neg) neg = w;
+    else if (is_binary(w, FX_B_SQDIFF) && other_of(w, mean) == x && !sd) sd = w;
+  }
+  if (!sd || (uses == 2 && !neg)) return NULL;
+  take(lm, m1);
+  take(lm, sd);
+  fx_node *m2 = sole_reader(g, sd->out[0]);
+  if (!m2 || !is_mean_last(g, m2, sd->out[0])) return NULL;
+  take(lm, m2);
+  fx_node *add_eps = sole_reader(g, m2->out[0]);
+  if (!add_eps || !is_binary(add_eps, FX_B_ADD)) return NULL;
+  const int e = other_of(add_eps, m2->out[0]);
+  if (e < 0 || g->tensors[e].storage != FX_ST_CONST || g->tensors[e].dtype != FX_F32 ||
+      fx_shape_numel(&g->tensors[e].shape) != 1 || !g->tensors[e].cdata)
+    return NULL;
+  *eps = *(const float *)g->tensors[e].cdata;
+  take(lm, add_eps);
+  fx_node *rs = sole_reader(g, add_eps->out[0]);
+  if (!rs || rs->kind != FX_OP_UNARY || rs->p.un.kind != FX_U_RSQRT || !plain(rs)) return NULL;
+  take(lm, rs);
+  const int r = rs->out[0];
+  if (!is_f32_arena(g, r)) return NULL;
+  *gamma = *beta = -1;
+  if (!neg) { /* rms: MUL(MUL(x, r), gamma) or MUL(x, r) */
+    fx_node *xr = sole_reader(g, r);
+    if (!xr || !is_binary(xr, FX_B_MUL) || other_of(xr, r) != x) return NULL;
+    take(lm, xr);
+    *mode = FX_LN_KERAS_RMS;
+    fx_node *gm = is_f32_arena(g, xr->out[0]) ? sole_reader(g, xr->out[0]) : NULL;
+    if (gm && is_binary(gm, FX_B_MUL) && is_row_const(g, other_of(gm, xr->out[0]), c)) {
+      *gamma = other_of(gm, xr->out[0]);
+      take(lm, gm);
+      return gm;
+    }
+    return xr;
+  }
+  *mode = FX_LN_AFFINE;
+  take(lm, neg);
+  const int nm = neg->out[0];
+  if (!sole_reader(g, nm)) return NULL;
+  int gt = r;
+  if (readers(g, r, who) == 1) { /* g = MUL(r, gamma) */
+    fx_node *gm = who[0];
+    if (!is_binary(gm, FX_B_MUL) || !is_row_const(g, other_of(gm, r), c)) return NULL;
+    *gamma = other_of(gm, r);
+    gt = gm->out[0];
+    take(lm, gm);
+    if (!is_f32_arena(g, gt)) return NULL;
+  }
+  if (readers(g, gt, who) != 2) return NULL;
+  fx_node *a = NULL, *b = NULL;
+  for (int k = 0; k < 2; k++) {
+    if (is_binary(who[k], FX_B_MUL) && other_of(who[k], gt) == nm && !a) a = who[k];
+    else if (is_binary(who[k], FX_B_MUL) && other_of(who[k], gt) == x && !b) b = who[k];
+  }
+  if (!a || !b) return NULL;
+  take(lm, a);
+  take(lm, b);
+  int shift = a->out[0];
+  fx_node *last = sole_reader(g, shift);
+  if (!last || !is_binary(last, FX_B_ADD)) return NULL;
+  if (other_of(last, shift) != b->out[0]) { /* ADD(-mean*g, beta) first */
+    if (!is_row_const(g, other_of(last, shift), c)) return NULL;
+    *beta = other_of(last, shift);
+    take(lm, last);
+    shift = last->out[0];
+    last = sole_reader(g, shift);
+    if (!last || !is_binary(last, FX_B_ADD) || other_of(last, shift) != b->out[0]) return NULL;
+  }
+  if (!sole_reader(g, b->out[0])) return NULL;
+  if (!fx_shape_equal(&g->tensors[last->out[0]].shape, xs)) return NULL;
+  return last;
+}
+
+static int fuse_layernorm(fx_graph *g, fx_node *m1) {
+  ln_match lm = {.n = 0};
+  int gamma, beta, mode = 0;
+  float eps = 0;
+  const int x = m1->in[0];
+  fx_node *last = match_layernorm(g, m1, &lm, &gamma, &beta, &eps, &mode);
+  if (!last || lm.n >= LN_MAX_NODES) return 0;
+  int *in = realloc(last->in, 3 * sizeof *in);
+  if (!in) return -1;
+  in[0] = x;
+  in[1] = gamma;
+  in[2] = beta;
+  last->in = in;
+  last->n_in = 3;
+  last->kind = FX_OP_LAYERNORM;
+  last->p.ln.eps = eps;
+  last->p.ln.mode = mode;
+  last->p.ln.rank = g->tensors[x].shape.rank;
+  for (int i = 0; i < lm.n; i++)
+    if (lm.nodes[i] != last) lm.nodes[i]->fused = FX_FUSED_SKIP;
+  return 0;
+}
+
+/* ---- Attention: BATCH_MATMUL(Q, Kᵀ) -> [MUL scale] -> [SELECT_V2(mask, ·, fill)] -> SOFTMAX ->
+ * BATCH_MATMUL(·, V) -> [TRANSPOSE back to [B,S,H,D]] becomes one ATTENTION node
+ * (kernels/attention) that reads Q, K, V before the converter's TRANSPOSEs (through strides) and
+ * writes the output after its last one: the score matrix is never stored. A constant causal
+ * mask becomes the kernel's causal flag (its upper key tiles are never computed). Refused when
+ * an intermediate is read elsewhere or is a partition output, or the shapes do not line up. ---- */
+static int is_transpose(const fx_node *m, int p0, int p1, int p2, int p3) {
+  return m && m->kind == FX_OP_TRANSPOSE && plain(m) && m->n_in >= 1 && m->perm[0] == p0 && m->perm[1] == p1 &&
+         m->perm[2] == p2 && m->perm[3] == p3;
+}
+
+/* t's producer if it is a 4-D TRANSPOSE by perm (p0..p3) read only by `by`, else NULL. */
+static fx_node *transpose_into(fx_graph *g, int t, const fx_node *by, int p0, int p1, int p2, int p3) {
+  const int i = producer(g, t);
+  if (i < 0 || g->tensors[t].shape.rank != 4 || sole_reader(g, t) != by) return NULL;
+  fx_node *m = &g->nodes[i];
+  return is_transpose(m, p0, p1, p2, p3) ? m : NULL;
+}
+
+static int scalar_const(const fx_graph *g, int t, float *v) {
+  if (t < 0 || g->tensors[t].storage != FX_ST_CONST || g->tensors[t].dtype != FX_F32 || !g->tensors[t].cdata ||
+      fx_shape_numel(&g->tensors[t].shape) != 1)
+    return 0;
+  *v = *(const float *)g->tensors[t].cdata;
+  return 1;
+}
+
+/* A constant bool mask whose every [Sq, Sk] slice is the same causal triangle. */
+static int causal_mask(const fx_graph *g, int t, int q_len, int kv_len, int *offset) {
+  const fx_tensor *m = &g->tensors[t];
+  if (m->storage != FX_ST_CONST || !m->cdata || m->shape.rank < 2) return 0;
+  if (m->shape.d[m->shape.rank - 1] != kv_len || m->shape.d[m->shape.rank - 2] != q_len) return 0;
+  const size_t slice = (size_t)q_len * (size_t)kv_len, slices = fx_shape_numel(&m->shape) / slice;
+  for (size_t i = 0; i < slices; i++) {
+    int off;
+    if (!fx_attn_mask_is_causal((const uint8_t *)m->cdata + i * slice, q_len, kv_len, kv_len, &off)) return 0;
+    if (i && off != *offset) return 0;
+    *offset = off;
+  }
+  return 1;
+}
+
+static int fuse_attention(fx_graph *g, fx_node *b1) {
+  fx_node *skip[8];
+  int ns = 0;
+  if (!plain(b1) || b1->p.bmm.adj_x || g->tensors[b1->in[0]].shape.rank != 4) return 0;
+  fx_node attn = {0};
+  int in[4] = {b1->in[0], b1->in[1], -1, -1};
+  fx_node *t;
+  if ((t = transpose_into(g, b1->in[0], b1, 0, 2, 1, 3))) { in[0] = t->in[0]; attn.p.attn.q_seq_first = 1; skip[ns++] = t; }
+  if (!b1->p.bmm.adj_y) { /* Kᵀ: the converter's TRANSPOSE [0,2,3,1] of K in [B,Sk,H,D] */
+    if (!(t = transpose_into(g, b1->in[1], b1, 0, 2, 3, 1))) return 0;
+    in[1] = t->in[0];
+    attn.p.attn.k_seq_first = 1;
+    skip[ns++] = t;
+  } else if ((t = transpose_into(g, b1->in[1], b1, 0, 2, 1, 3))) {
+    in[1] = t->in[0];
+    attn.p.attn.k_seq_first = 1;
+    skip[ns++] = t;
+  }
+  skip[ns++] = b1;
+  int s = b1->out[0];
+  fx_node *cur = sole_reader(g, s);
+  float scale = 1.0f, fill = 0.0f;
+  if (cur && is_binary(cur, FX_B_MUL) && scalar_const(g, other_of(cur, s), &scale)) {
+    skip[ns++] = cur;
+    s = cur->out[0];
+    cur = sole_reader(g, s);
+  }
+  if (cur && cur->kind == FX_OP_SELECT && cur->p.select.v2 && plain(cur) && cur->in[1] == s &&
+      scalar_const(g, cur->in[2], &fill) && g->tensors[cur->in[0]].dtype == FX_BOOL) {
+    in[3] = cur->in[0];
+    skip[ns++] = cur;
+    s = cur->out[0];
+    cur = sole_reader(g, s);
+  }
+  if (!cur || cur->kind != FX_OP_SOFTMAX || !plain(cur) || cur->p.softmax.beta != 1.0f) return 0;
+  skip[ns++] = cur;
+  const int pt = cur->out[0];
+  fx_node *b2 = sole_reader(g, pt);
+  if (!b2 || b2->kind != FX_OP_BATCH_MATMUL || !plain(b2) || b2->p.bmm.adj_x || b2->p.bmm.adj_y || b2->in[0] != pt)
+    return 0;
+  in[2] = b2->in[1];
+  if ((t = transpose_into(g, b2->in[1], b2, 0, 2, 1, 3))) { in[2] = t->in[0]; attn.p.attn.v_seq_first = 1; skip[ns++] = t; }
+  fx_node *last = b2;
+  fx_node *ot = is_f32_arena(g, b2->out[0]) ? sole_reader(g, b2->out[0]) : NULL;
+  if (ot && is_transpose(ot, 0, 2, 1, 3)) {
+    skip[ns++] = b2;
+    last = ot;
+    attn.p.attn.o_seq_first = 1;
+  }
+  attn.p.attn.scale = scale;
+  attn.p.attn.fill = fill;
+  /* Check the shapes line up before changing anything. */
+  attn.kind = FX_OP_ATTENTION;
+  attn.in = in;
+  attn.n_in = 4;
+  attn.out = last->out;
+  attn.n_out = 1;
+  fx_attn_params p;
+  fx_attn_in q, k, v;
+  fx_attn_out o;
+  fx_shape ys;
+  if (fx_node_attention(g, &attn, &p, &q, &k, &v, &o, &ys) || !fx_shape_equal(&ys, &g->tensors[last->out[0]].shape))
+    return 0;
+  if (in[3] >= 0 && causal_mask(g, in[3], p.q_len, p.kv_len, &attn.p.attn.causal_offset)) {
+    attn.p.attn.causal = 1;
+    in[3] = -1;
+  }
+  int *nin = realloc(last->in, 4 * sizeof *nin);
+  if (!nin) return -1;
+  memcpy(nin, in, sizeof in);
+  last->in = nin;
+  last->n_in = 4;
+  last->kind = FX_OP_ATTENTION;
+  last->p.attn = attn.p.attn;
+  for (int i = 0; i < ns; i++) skip[i]->fused = FX_FUSED_SKIP;
+  return 0;
+}
+
 int fx_fuse_node(fx_graph *g, fx_node *n) {
+  if (n->kind == FX_OP_MEAN) return fuse_layernorm(g, n);
+  if (n->kind == FX_OP_BATCH_MATMUL) return fuse_attention(g, n);
   if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC && n->kind != FX_OP_DEPTHWISE) return 0;
   if (n->at_prepare) return 0;
   const int y = n->out[0];
@@ -88,6 +372,14 @@ int fx_fuse_node(fx_graph *g, fx_node *n) {
   /* The curve takes the activation's place: only over NONE (which clamps to the float range,
    * as the curve kernels' bounds do). */
   if (n->act != FLEX_ACT_NONE) return 0;
+  fx_node *gl = uses == 1 ? who[0] : NULL;
+  if (n->kind == FX_OP_FC && gl && gl->kind == FX_OP_UNARY && gl->in[0] == y && !gl->at_prepare && !gl->fused &&
+      (gl->p.un.kind == FX_U_GELU || gl->p.un.kind == FX_U_GELU_TANH)) { /* Dense(activation="gelu") */
+    n->act = gl->p.un.kind == FX_U_GELU ? FLEX_ACT_GELU : FLEX_ACT_GELU_TANH;
+    gl->fused = FX_FUSED_COPY;
+    gl->fuse_from = y;
+    return 0;
+  }
   if (uses == 1 && is_logistic_of(who[0], y)) { /* gate: y -> sigmoid(y) */
     n->act = FLEX_ACT_SIGMOID;
     who[0]->fused = FX_FUSED_COPY;

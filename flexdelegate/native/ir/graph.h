@@ -4,6 +4,8 @@
 #ifndef FLEX_GRAPH_H
 #define FLEX_GRAPH_H
 #include "blob.h"
+#include "kernels/attention/attention.h"
+#include "kernels/batch-matmul/batch_matmul.h"
 #include "kernels/ops/ops.h"
 #include "kernels/quant/requant.h"
 
@@ -70,6 +72,15 @@ typedef struct {
     struct { int op; } bin;
     struct { int kind; float alpha; } un;
     struct { int keep_num_dims; } fc;
+    struct { int adj_x, adj_y; } bmm;
+    struct { int op; } cmp;                             /* COMPARE (FX_CMP_*), LOGICAL (FX_LOGIC_*) */
+    struct { int v2; } select;                          /* SELECT_V2 broadcasts all three */
+    /* LAYERNORM (fuse.c): in = x, gamma, beta (-1: absent); over the last of `rank` axes */
+    struct { float eps; int mode, rank; } ln;
+    /* ATTENTION (fuse.c): in = q, k, v, SELECT mask (-1: none). *_seq_first: that operand is in
+     * the converter's [B,S,H,D] (before / after its TRANSPOSE), else [B,H,S,D]; k_seq_first: K
+     * as [B,Sk,H,D], else [B,H,Sk,D] (BATCH_MATMUL with adj_y). */
+    struct { float scale, fill; int causal, causal_offset, q_seq_first, k_seq_first, v_seq_first, o_seq_first; } attn;
     struct { int keep_dims; } mean;
     struct { float beta; } softmax;
     struct { int axis, pack; } concat;                  /* pack: inputs gain a new dim at axis */
@@ -162,11 +173,25 @@ const char *fx_infer_node(fx_graph *g, fx_node *n);
 struct fx_store;
 const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store);
 /* Packs the im2col GEMM form of every Winograd conv in g that lacks one (a budget plan may run
- * that instead when the Winograd weights do not fit). Returns how many it added (pending in
- * the store until its commit), or -1 when out of memory. */
-int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store);
+ * that instead when the Winograd weights do not fit). mapped_only: only those the cache file
+ * already holds (a read-only file: packing the others would only add memory). Returns how many
+ * it added (pending in the store until its commit), or -1 when out of memory. */
+int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store, int mapped_only);
 /* Repacks weights whose cache mapping was truncated under us: 1 repaired, 0 fine, -1 OOM. */
 int fx_node_repair(fx_node *n);
+/* Verifies the node's cached packed weights through the file, never touching the mapping (a
+ * budget plan streams them: their pages must not become resident), repacking in memory what
+ * fails its checksum. -1 out of memory. */
+int fx_node_check_unmapped(fx_node *n);
+/* An ATTENTION node's kernel parameters and operand views for the current shapes (data pointers
+ * from the tensors' ptr, NULL before they are resolved). NULL, or why the shapes do not fit. */
+const char *fx_node_attention(const fx_graph *g, const fx_node *n, fx_attn_params *p, fx_attn_in *q, fx_attn_in *k,
+                              fx_attn_in *v, fx_attn_out *o, fx_shape *out_shape);
+/* SELECT's condition shape as it broadcasts against x (version 1's rank-1 form spelled out). */
+void fx_select_cond_shape(const fx_graph *g, const fx_node *n, fx_shape *c);
+/* A BATCH_MATMUL node's plan (kernels/batch-matmul) for the current shapes: 0, or -1 when its
+ * operands cannot multiply. */
+int fx_node_bmm_plan(const fx_graph *g, const fx_node *n, fx_bmm_plan *plan);
 /* Scratch bytes a node needs for `threads` workers (0 if none). */
 size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads);
 

@@ -23,6 +23,20 @@ static double fx_flops_transpose_conv(const fx_graph *g, const fx_node *n) {
   return 2.0 * (double)fx_shape_numel(x) * f->d[0] * f->d[1] * f->d[2];
 }
 
+static double fx_flops_batch_matmul(const fx_graph *g, const fx_node *n) {
+  fx_bmm_plan p;
+  return fx_node_bmm_plan(g, n, &p) ? 0.0 : 2.0 * (double)p.batches * p.m * p.n * p.k;
+}
+
+static double fx_flops_attention(const fx_graph *g, const fx_node *n) {
+  fx_attn_params p;
+  fx_attn_in q, k, v;
+  fx_attn_out o;
+  fx_shape ys;
+  if (fx_node_attention(g, n, &p, &q, &k, &v, &o, &ys)) return 0.0;
+  return 2.0 * p.batch * p.heads * (double)p.q_len * p.kv_len * (p.head_dim + p.value_dim);
+}
+
 const fx_op_def fx_op_defs[FX_OP_COUNT] = {
 #define FX_OP(kind, name, infer, run, flops) [FX_OP_##kind] = {name, infer, run, flops},
 #include "ops.inc"

@@ -83,6 +83,16 @@ const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *st
 }
 
 size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads) {
+  fx_bmm_plan bmm;
+  if (n->kind == FX_OP_ATTENTION) {
+    fx_attn_params p;
+    fx_attn_in q, k, v;
+    fx_attn_out o;
+    fx_shape ys;
+    return fx_node_attention(g, n, &p, &q, &k, &v, &o, &ys) ? 0 : fx_attention_scratch_bytes(NULL, &p, threads);
+  }
+  if (n->kind == FX_OP_BATCH_MATMUL) /* B packed per run, A's rows transposed with adj_x */
+    return fx_node_bmm_plan(g, n, &bmm) ? 0 : fx_bmm_scratch_floats(&bmm, NULL, threads, 0) * sizeof(float);
   if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) return 0;
   fx_conv_geom geo;
   fx_node_conv_geom(g, n, &geo);
@@ -90,15 +100,24 @@ size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads) {
   return rt > gemm ? rt : gemm;
 }
 
-int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store) {
+int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store, int mapped_only) {
   int added = 0;
   for (int i = 0; i < g->n_nodes; i++) {
     fx_node *n = &g->nodes[i];
     if (!n->pack || !fx_conv_pack_tile(n->pack) || n->gemm_pack) continue;
     if (!(n->gemm_pack = fx_conv_pack_gemm_form(store, n->pack))) return -1;
+    if (mapped_only && !fx_conv_pack_mapped(n->gemm_pack)) {
+      fx_conv_pack_forget(store, n->gemm_pack);
+      n->gemm_pack = NULL;
+      continue;
+    }
     added++;
   }
   return added;
+}
+
+int fx_node_check_unmapped(fx_node *n) {
+  return (n->pack && fx_conv_pack_check(n->pack, 1)) || (n->gemm_pack && fx_conv_pack_check(n->gemm_pack, 1)) ? -1 : 0;
 }
 
 int fx_node_repair(fx_node *n) {

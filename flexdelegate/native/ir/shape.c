@@ -296,6 +296,122 @@ const char *fx_infer_gather(fx_graph *g, fx_node *n) {
   return NULL;
 }
 
+/* COMPARE / LOGICAL: the broadcast of the two operands (LOGICAL_NOT: the one). */
+const char *fx_infer_broadcast(fx_graph *g, fx_node *n) {
+  const fx_shape *b = n->n_in > 1 ? &T(g, n->in[1])->shape : X_SHAPE;
+  return fx_broadcast_shape(X_SHAPE, b, Y_SHAPE) ? "shapes do not broadcast" : NULL;
+}
+
+/* SELECT's condition as it broadcasts: version 1 takes a rank-1 condition over x's first dim. */
+void fx_select_cond_shape(const fx_graph *g, const fx_node *n, fx_shape *c) {
+  const fx_shape *x = &g->tensors[n->in[1]].shape;
+  *c = g->tensors[n->in[0]].shape;
+  if (!n->p.select.v2 && c->rank == 1 && x->rank > 1) {
+    *c = (fx_shape){x->rank, {c->d[0]}};
+    for (int i = 1; i < x->rank; i++) c->d[i] = 1;
+  }
+}
+
+const char *fx_infer_select(fx_graph *g, fx_node *n) {
+  const fx_shape *x = &T(g, n->in[1])->shape, *yv = &T(g, n->in[2])->shape;
+  fx_shape c, cx;
+  fx_select_cond_shape(g, n, &c);
+  if (!n->p.select.v2) { /* stock's version 1: x and y alike, the condition alike or over dim 0 */
+    if (!fx_shape_equal(x, yv)) return "SELECT needs x and y of one shape";
+    if (!fx_shape_equal(&c, x) && !(c.rank == x->rank && c.d[0] == x->d[0] && T(g, n->in[0])->shape.rank == 1))
+      return "SELECT condition neither x's shape nor its first dim";
+  }
+  if (fx_broadcast_shape(&c, x, &cx) || fx_broadcast_shape(&cx, yv, Y_SHAPE)) return "shapes do not broadcast";
+  return NULL;
+}
+
+const char *fx_infer_layernorm(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  if (x->rank != n->p.ln.rank) return "LayerNorm input rank changed"; /* its axis was the last */
+  for (int k = 1; k < 3 && k < n->n_in; k++)
+    if (n->in[k] >= 0 && fx_shape_numel(&T(g, n->in[k])->shape) != (size_t)x->d[x->rank - 1])
+      return "LayerNorm gamma / beta length differs from the normalised axis";
+  *Y_SHAPE = *x;
+  return NULL;
+}
+
+/* [B,S,H,D] (seq_first) or [B,H,S,D]: the sizes and the (batch, head, seq) strides. */
+static const char *attn_view(const fx_shape *s, int seq_first, int *b, int *h, int *len, int *d, ptrdiff_t st[3]) {
+  if (s->rank != 4) return "attention operands must be 4-D";
+  *b = s->d[0];
+  *h = seq_first ? s->d[2] : s->d[1];
+  *len = seq_first ? s->d[1] : s->d[2];
+  *d = s->d[3];
+  st[0] = (ptrdiff_t)s->d[1] * s->d[2] * s->d[3];
+  st[1] = seq_first ? s->d[3] : (ptrdiff_t)s->d[2] * s->d[3];
+  st[2] = seq_first ? (ptrdiff_t)s->d[2] * s->d[3] : s->d[3];
+  return NULL;
+}
+
+const char *fx_node_attention(const fx_graph *g, const fx_node *n, fx_attn_params *p, fx_attn_in *q, fx_attn_in *k,
+                              fx_attn_in *v, fx_attn_out *o, fx_shape *out_shape) {
+  const fx_tensor *tq = &g->tensors[n->in[0]], *tk = &g->tensors[n->in[1]], *tv = &g->tensors[n->in[2]];
+  int b[3], h[3], len[3], d[3];
+  ptrdiff_t st[4][3];
+  const char *e;
+  if ((e = attn_view(&tq->shape, n->p.attn.q_seq_first, &b[0], &h[0], &len[0], &d[0], st[0])) ||
+      (e = attn_view(&tk->shape, n->p.attn.k_seq_first, &b[1], &h[1], &len[1], &d[1], st[1])) ||
+      (e = attn_view(&tv->shape, n->p.attn.v_seq_first, &b[2], &h[2], &len[2], &d[2], st[2])))
+    return e;
+  if (b[0] != b[1] || b[0] != b[2] || h[0] != h[1] || h[0] != h[2] || len[1] != len[2] || d[0] != d[1])
+    return "attention operands disagree";
+  memset(p, 0, sizeof *p);
+  *p = (fx_attn_params){.batch = b[0], .heads = h[0], .q_len = len[0], .kv_len = len[1], .head_dim = d[0],
+                        .value_dim = d[2], .scale = n->p.attn.scale, .causal = n->p.attn.causal,
+                        .causal_offset = n->p.attn.causal_offset, .fill = n->p.attn.fill};
+  const int of = n->p.attn.o_seq_first;
+  *out_shape = (fx_shape){4, {b[0], of ? len[0] : h[0], of ? h[0] : len[0], d[2]}};
+  attn_view(out_shape, of, &b[0], &h[0], &len[0], &d[0], st[3]);
+  *q = (fx_attn_in){tq->ptr, st[0][0], st[0][1], st[0][2]};
+  *k = (fx_attn_in){tk->ptr, st[1][0], st[1][1], st[1][2]};
+  *v = (fx_attn_in){tv->ptr, st[2][0], st[2][1], st[2][2]};
+  *o = (fx_attn_out){g->tensors[n->out[0]].ptr, st[3][0], st[3][1], st[3][2]};
+  if (n->n_in > 3 && n->in[3] >= 0) { /* a SELECT mask broadcast to [B,H,Sq,Sk], keys contiguous */
+    const fx_shape *m = &g->tensors[n->in[3]].shape;
+    if (m->rank < 1 || m->rank > 4 || m->d[m->rank - 1] != p->kv_len) return "mask does not cover the keys";
+    int md[4] = {1, 1, 1, 1};
+    for (int i = 0; i < m->rank; i++) md[4 - m->rank + i] = m->d[i];
+    if ((md[0] != 1 && md[0] != p->batch) || (md[1] != 1 && md[1] != p->heads) || (md[2] != 1 && md[2] != p->q_len))
+      return "mask does not broadcast to the scores";
+    p->mask_kind = FX_ATTN_MASK_SELECT;
+    p->mask = g->tensors[n->in[3]].ptr;
+    p->mask_row = md[2] == 1 ? 0 : p->kv_len;
+    p->mask_head = md[1] == 1 ? 0 : (ptrdiff_t)md[2] * p->kv_len;
+    p->mask_batch = md[0] == 1 ? 0 : (ptrdiff_t)md[1] * md[2] * p->kv_len;
+  }
+  return NULL;
+}
+
+const char *fx_infer_attention(fx_graph *g, fx_node *n) {
+  fx_attn_params p;
+  fx_attn_in q, k, v;
+  fx_attn_out o;
+  fx_shape ys;
+  const char *e = fx_node_attention(g, n, &p, &q, &k, &v, &o, &ys);
+  if (e) return e;
+  *Y_SHAPE = ys;
+  return NULL;
+}
+
+int fx_node_bmm_plan(const fx_graph *g, const fx_node *n, fx_bmm_plan *plan) {
+  const fx_shape *a = &g->tensors[n->in[0]].shape, *b = &g->tensors[n->in[1]].shape;
+  return fx_bmm_plan_init(plan, a->d, a->rank, b->d, b->rank, n->p.bmm.adj_x, n->p.bmm.adj_y);
+}
+
+const char *fx_infer_batch_matmul(fx_graph *g, fx_node *n) {
+  fx_bmm_plan p;
+  if (fx_node_bmm_plan(g, n, &p)) return "operands do not multiply (rank 2..6, equal depth, broadcastable batch)";
+  fx_shape *y = Y_SHAPE;
+  y->rank = p.rank;
+  for (int i = 0; i < p.rank; i++) y->d[i] = p.dims[i];
+  return NULL;
+}
+
 const char *fx_infer_shape(fx_graph *g, fx_node *n) {
   *Y_SHAPE = (fx_shape){1, {X_SHAPE->rank}};
   return NULL;

@@ -61,6 +61,7 @@ static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_ker
   if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) {
     const size_t raw = raw_weight_bytes(g, n);
     k[0] = (flex_kernel_desc){.kernel = FLEX_KERNEL_NODE, .slicing = FLEX_SLICE_NONE, .weight_bytes = raw,
+                              .scratch_bytes = fx_node_scratch_bytes(g, n, threads),
                               .compute_us = flops / (OTHER_FLOPS_PER_US * threads),
                               .load_us = (double)raw / LOAD_BYTES_PER_US, .simd = 1};
     return 1;
@@ -327,16 +328,28 @@ static const char *take_offsets(fx_mem_plan *out, const fx_graph *g, const parti
   return NULL;
 }
 
+/* A scratch tensor for each node its own kernel runs with scratch (BATCH_MATMUL): outside the
+ * plan's tensors, it points at the step's scratch slot while the step runs (budget_run). */
+static const char *add_node_scratch(fx_graph *g, int threads) {
+  for (int i = 0; i < g->n_nodes; i++) {
+    fx_node *n = &g->nodes[i];
+    if (n->pack || n->scratch >= 0 || !fx_node_scratch_bytes(g, n, threads)) continue;
+    fx_tensor sc = {.tfl = -1, .dtype = FX_F32, .storage = FX_ST_ARENA};
+    if ((g->nodes[i].scratch = fx_graph_add_tensor(g, &sc)) < 0) return "out of memory";
+  }
+  return NULL;
+}
+
 static const char *budget_plan(fx_mem_plan *out, fx_graph *g, int threads, size_t budget, struct fx_store *store,
                                flex_error *err) {
   (void)store;
   memset(out, 0, sizeof *out);
   out->planner = &fx_budget_planner;
   budget_state *b = out->state = calloc(1, sizeof *b);
-  partition_desc d;
+  partition_desc d = {0};
   flex_plan plan = {0};
   flex_step_plan *steps = NULL;
-  const char *why = !b || describe(g, threads, &d) ? "out of memory" : NULL;
+  const char *why = !b || add_node_scratch(g, threads) || describe(g, threads, &d) ? "out of memory" : NULL;
   uint64_t *offs = why ? NULL : calloc((size_t)d.n_td + 1, sizeof *offs);
   if (!why && !offs) why = "out of memory";
   plan.tensor_offsets = offs;
@@ -424,6 +437,10 @@ static int budget_run(fx_mem_plan *p, fx_graph *g, fx_pool *pool, char *arena, i
       if (s->unit >= 0) { /* the filter was copied into its slot */
         saved = g->tensors[n->in[1]].ptr;
         g->tensors[n->in[1]].ptr = arena + s->w_off;
+      }
+      if (n->scratch >= 0) { /* the step's scratch slot */
+        g->tensors[n->scratch].ptr = s->s_bytes ? arena + s->s_off : NULL;
+        g->tensors[n->scratch].shape = (fx_shape){1, {(int)(s->s_bytes / sizeof(float))}};
       }
       rc = fx_run_node(g, n, pool);
       if (s->unit >= 0) g->tensors[n->in[1]].ptr = saved;

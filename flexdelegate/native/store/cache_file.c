@@ -164,6 +164,25 @@ static const char *validate(int fd, uint64_t file_size, fx_cache_header *h, fx_c
   return NULL;
 }
 
+fx_cache_owner fx_cache_owner_of(const char *path, char *why, size_t why_len) {
+  struct stat st;
+  if (lstat(path, &st)) return FX_CACHE_ABSENT; /* nothing there (or no way to reach it: a write fails) */
+  const char *what = S_ISLNK(st.st_mode) ? "a symlink" : S_ISDIR(st.st_mode) ? "a directory"
+                     : !S_ISREG(st.st_mode) ? "not a regular file" : NULL;
+  if (!what) {
+    /* O_NONBLOCK: a FIFO swapped in since the lstat must not hang us. */
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    char magic[sizeof k_magic];
+    if (fd < 0) what = "unreadable";
+    else if (pread_all(fd, magic, sizeof magic, 0) || memcmp(magic, k_magic, sizeof magic))
+      what = "not a flexdelegate cache file";
+    if (fd >= 0) close(fd);
+  }
+  if (!what) return FX_CACHE_OURS;
+  say(why, why_len, "%s", what);
+  return FX_CACHE_FOREIGN;
+}
+
 fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len) {
   say(msg, msg_len, "%s", "");
   /* O_NONBLOCK: opening a FIFO planted at the path would otherwise block until a writer
@@ -500,6 +519,8 @@ static fx_cache_map *rewrite(const char *path, const fx_cache_map *cur, const fx
     rc = write_index(fd, cur, entries, n_old + n_new, model, keys, end, blob_bytes, dedup_bytes, msg, msg_len);
   }
   free(entries);
+  struct stat written;
+  if (!rc && fstat(fd, &written)) rc = -1;
   close(fd);
   if (!rc) rc = publish(tmp_path, path, msg, msg_len);
   if (rc) {
@@ -509,7 +530,45 @@ static fx_cache_map *rewrite(const char *path, const fx_cache_map *cur, const fx
   char why_new[160];
   fx_cache_map *result = fx_cache_open(path, why_new, sizeof why_new);
   if (!result) say(msg, msg_len, "the file just written does not validate: %s", why_new);
+  /* The blobs this writer packed count as verified: only if the file mapped is exactly the
+   * one written (someone may rename another over the path, or write into it, in between). */
+  struct stat now;
+  if (result && (fstat(result->fd, &now) || now.st_dev != written.st_dev || now.st_ino != written.st_ino ||
+                 now.st_size != written.st_size || now.st_mtim.tv_sec != written.st_mtim.tv_sec ||
+                 now.st_mtim.tv_nsec != written.st_mtim.tv_nsec)) {
+    fx_cache_map_unref(result);
+    result = NULL;
+    say(msg, msg_len, "%s", "the cache file changed right after it was written");
+  }
   return result;
+}
+
+/* msg says why the file at path is not ours to replace; 0 when it is (or nothing is there). */
+static int foreign(const char *path, char *msg, size_t msg_len) {
+  char what[64];
+  if (fx_cache_owner_of(path, what, sizeof what) != FX_CACHE_FOREIGN) return 0;
+  say(msg, msg_len, "%s: left alone", what);
+  return 1;
+}
+
+/* The lock file <path>.lock, held exclusively, or -1 with msg set. `cache prune` may remove an
+ * orphan lock file (one whose cache is gone) while holding it: a writer that opened it just
+ * before locks a removed inode, so it checks that it holds the file now at the name, and
+ * opens again if not. */
+static int take_lock(const char *lock_path, char *msg, size_t msg_len) {
+  for (;;) {
+    int lock = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (lock < 0) {
+      say(msg, msg_len, "cannot create the lock file: %s", strerror(errno));
+      return -1;
+    }
+    while (flock(lock, LOCK_EX) && errno == EINTR) {
+    }
+    struct stat held, named;
+    if (!fstat(lock, &held) && !lstat(lock_path, &named) && held.st_ino == named.st_ino && held.st_dev == named.st_dev)
+      return lock;
+    close(lock); /* removed or replaced meanwhile */
+  }
 }
 
 fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
@@ -520,12 +579,12 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
     say(msg, msg_len, "%s", "path too long");
     return NULL;
   }
-  int lock = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (lock < 0) {
-    say(msg, msg_len, "cannot create the lock file: %s", strerror(errno));
+  if (foreign(path, msg, msg_len)) return NULL; /* not even a lock file beside it */
+  int lock = take_lock(lock_path, msg, msg_len);
+  if (lock < 0) return NULL;
+  if (foreign(path, msg, msg_len)) { /* put there since the check above */
+    close(lock);
     return NULL;
-  }
-  while (flock(lock, LOCK_EX) && errno == EINTR) {
   }
   remove_dead_temps(path);
   char why_old[160];
@@ -549,11 +608,9 @@ int fx_cache_drop_blob(const fx_cache_map *seen, uint64_t hi, uint64_t lo, uint3
   const char *path = seen ? ((const map_impl *)seen)->path : NULL;
   char lock_path[4200];
   if (!path || snprintf(lock_path, sizeof lock_path, "%s.lock", path) >= (int)sizeof lock_path) return -1;
-  int lock = open(lock_path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (lock < 0) return -1; /* read-only location: every load repacks it, as before */
-  while (flock(lock, LOCK_EX) && errno == EINTR) {
-  }
   char why[160], msg[160];
+  int lock = take_lock(lock_path, msg, sizeof msg);
+  if (lock < 0) return -1; /* read-only location: every load repacks it, as before */
   fx_cache_map *cur = fx_cache_open(path, why, sizeof why), *result = NULL;
   struct stat a, b;
   /* Only the very file version we found damaged: a newer one renamed over the path since is

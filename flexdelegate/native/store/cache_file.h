@@ -47,6 +47,14 @@ typedef struct fx_cache_map {
   uint64_t blob_bytes, dedup_saved;
 } fx_cache_map;
 
+/* Whose file is at a cache path. Only a missing path or a file that starts with the cache
+ * magic (a cache of any version, damaged or not) may be (re)written: anything else (the model
+ * itself, a text file, a symlink, a directory, a FIFO, a file we may not read) is someone
+ * else's and is never replaced. */
+typedef enum { FX_CACHE_ABSENT, FX_CACHE_OURS, FX_CACHE_FOREIGN } fx_cache_owner;
+/* FX_CACHE_FOREIGN fills why (what the path is). Never blocks, never follows a symlink. */
+fx_cache_owner fx_cache_owner_of(const char *path, char *why, size_t why_len);
+
 /* Maps `path` if it is a valid cache file. Returns NULL when it is missing (msg empty) or
  * unusable (msg says why: the caller warns and rebuilds). */
 fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len);
@@ -71,12 +79,13 @@ typedef struct {
   void *ctx;
 } fx_cache_blob;
 
-/* Under an exclusive lock on <path>.lock: re-reads the current file, and if it lacks any of
- * `blobs` or the model record (model->n_keys keys), writes a new version (temp + fsync +
- * rename) holding the old blobs and records, the missing blobs and this record (replacing
- * one with the same fingerprint, dev and inode). Returns the mapping of the file now at `path` (which holds
- * every blob), or NULL with msg set (disk full, unwritable directory, ...). dedup_bytes: what
- * this model asked for that was already stored. */
+/* Under an exclusive lock on <path>.lock (taken only when the path is ours or missing, and
+ * checked again under it): re-reads the current file, and if it lacks any of `blobs` or the
+ * model record (model->n_keys keys), writes a new version (temp + fsync + rename) holding the
+ * old blobs and records, the missing blobs and this record (replacing one with the same
+ * fingerprint, dev and inode). Returns the mapping of the file now at `path` (which holds
+ * every blob), or NULL with msg set (disk full, unwritable directory, a file that is not ours
+ * at the path, ...). dedup_bytes: what this model asked for that was already stored. */
 fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
                               const fx_cache_model *model, const fx_cache_keyref *keys,
                               uint64_t dedup_bytes, char *msg, size_t msg_len);

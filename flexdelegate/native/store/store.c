@@ -1,4 +1,5 @@
 #define _GNU_SOURCE
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,6 +32,9 @@ struct fx_store {
   const fx_cache_keyref *replay; /* a recorded load of the same unchanged file */
   size_t n_replay, replay_pos;
   struct commit_job *job; /* a commit still writing in the background */
+  /* The file at path may be (re)written: nothing is there, or a cache file we can write.
+   * A read-only cache is used as it is; a file that is not a cache is left alone. */
+  int writable;
 };
 
 fx_store *fx_store_new(void) { return calloc(1, sizeof(fx_store)); }
@@ -128,13 +132,23 @@ void fx_store_open(fx_store *s, const char *path, const void *model_ptr, uint32_
   free(s->path);
   s->path = path && *path ? strdup(path) : NULL;
   if (!s->path) return;
-  char why[200];
+  char why[200], what[64];
   s->map = fx_cache_open(s->path, why, sizeof why);
   s->stats.file_ok = s->map != NULL;
-  if (s->map) fx_log(FX_LOG_CACHE, "%s: %llu blobs, %llu models", s->path,
-                     (unsigned long long)s->map->n_entries, (unsigned long long)s->map->n_models);
-  else if (why[0]) fprintf(stderr, "flexdelegate: warning: ignoring cache %s (%s); it will be rebuilt\n", s->path, why);
-  else fx_log(FX_LOG_CACHE, "%s: not there yet (cold load)", s->path);
+  s->writable = 1;
+  if (s->map) {
+    s->writable = !access(s->path, W_OK);
+    fx_log(FX_LOG_CACHE, "%s: %llu blobs, %llu models%s", s->path, (unsigned long long)s->map->n_entries,
+           (unsigned long long)s->map->n_models, s->writable ? "" : " (read-only: used as it is)");
+  } else if (fx_cache_owner_of(s->path, what, sizeof what) == FX_CACHE_FOREIGN) {
+    s->writable = 0;
+    fprintf(stderr, "flexdelegate: warning: cache_path %s is %s: left alone, weights packed in memory\n",
+            s->path, what);
+  } else if (why[0]) {
+    fprintf(stderr, "flexdelegate: warning: ignoring cache %s (%s); it will be rebuilt\n", s->path, why);
+  } else {
+    fx_log(FX_LOG_CACHE, "%s: not there yet (cold load)", s->path);
+  }
   find_replay(s);
 }
 
@@ -194,9 +208,32 @@ static fx_wref *from_map(fx_cache_map *m, const fx_cache_entry *e, size_t size) 
   return w;
 }
 
-int fx_wref_verify(fx_wref *w) {
+int fx_wref_verify(fx_wref *w, int unmapped) {
   if (w->verified) return 0;
-  if (fx_hash64(w->data, w->size, 0) != w->checksum) return 1;
+  uint64_t sum;
+  if (unmapped && w->map) { /* through the file, a chunk at a time: no page of the mapping made resident */
+    enum { CHUNK = 1 << 18 }; /* small: it counts against the budget too */
+    uint8_t *buf = malloc(CHUNK);
+    if (!buf) return 1;
+    fx_hasher h;
+    uint64_t out[2];
+    fx_hasher_init(&h, 0);
+    const off_t at = (off_t)((const uint8_t *)w->data - w->map->base);
+    for (size_t got = 0; got < w->size;) {
+      const size_t want = w->size - got < CHUNK ? w->size - got : CHUNK;
+      const ssize_t r = pread(w->map->fd, buf, want, at + (off_t)got);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) { free(buf); return 1; } /* cut short: as damaged */
+      fx_hasher_update(&h, buf, (size_t)r);
+      got += (size_t)r;
+    }
+    free(buf);
+    fx_hasher_final(&h, out);
+    sum = out[0];
+  } else {
+    sum = fx_hash64(w->data, w->size, 0);
+  }
+  if (sum != w->checksum) return 1;
   w->verified = 1;
   return 0;
 }
@@ -266,6 +303,18 @@ void fx_wref_unref(fx_wref *w) {
   free(w->owned);
   fx_cache_map_unref(w->map);
   free(w);
+}
+
+void fx_store_forget(fx_store *s, fx_wref *w) {
+  for (size_t i = 0; i < s->n_pending; i++) {
+    if (s->pending[i] != w) continue;
+    if (w->refs > 2) return; /* another node asked for the same blob: still needed */
+    s->pending[i] = s->pending[--s->n_pending];
+    s->stats.blobs_packed--;
+    s->stats.bytes_packed -= w->size;
+    fx_wref_unref(w);
+    return;
+  }
 }
 
 int fx_wref_damaged(const fx_wref *w) { return w->map && fx_sigbus_damaged(w->map->base); }
@@ -386,6 +435,10 @@ static void free_job(commit_job *j) {
  * (bytes not ours), each is checked at first use, as on a warm load. */
 static void install(fx_store *s, commit_job *j, int from_memory) {
   fx_cache_map *m = j->result;
+  if (!m && !j->n) { /* only this load's record was to be added: nothing lost but a faster next load */
+    fx_log(FX_LOG_CACHE, "%s: load record not written (%s)", j->path, j->why);
+    return;
+  }
   if (!m) {
     fprintf(stderr, "flexdelegate: warning: cannot write cache %s (%s); weights stay in memory\n", j->path, j->why);
     s->stats.file_ok = 0;
@@ -440,7 +493,11 @@ void fx_store_commit(fx_store *s, int background) {
     rec.dev = rec.ino = rec.size = 0;
     rec.mtime_ns = rec.ctime_ns = 0;
   }
-  if (!s->path || (!s->n_pending && fx_cache_has_record(s->map, &rec))) {
+  /* No file for a load that asked for no weights (nothing delegated, or nothing to pack). */
+  if (!s->path || !s->n_keys || !s->writable || (!s->n_pending && fx_cache_has_record(s->map, &rec))) {
+    if (s->path && s->map && !s->writable && s->n_pending) /* a read-only cache lacking weights */
+      fprintf(stderr, "flexdelegate: warning: cache %s is read-only and lacks %zu weights (%zu bytes): packed in memory\n",
+              s->path, s->n_pending, s->stats.bytes_packed);
     finish_pending(s);
     return;
   }
@@ -491,5 +548,9 @@ void fx_store_commit(fx_store *s, int background) {
   finish_pending(s);
 }
 
-void fx_store_get_stats(const fx_store *s, fx_store_stats *out) { *out = s->stats; }
+void fx_store_get_stats(const fx_store *s, fx_store_stats *out) {
+  *out = s->stats;
+  out->writable = fx_store_writable(s);
+}
 const char *fx_store_path(const fx_store *s) { return s->path; }
+int fx_store_writable(const fx_store *s) { return s->path && s->writable; }

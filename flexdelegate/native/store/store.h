@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cache_file.h"
+#include "flex_api.h"
 #include "hash.h"
 
 typedef int (*fx_pack_fn)(void *ctx, void *dst); /* 0, or -1 when out of memory */
@@ -31,13 +32,14 @@ typedef struct fx_wref {
 } fx_wref;
 
 /* Packing algorithms (part of the cache key): family in the high byte, its parameter below. */
-#define FX_ALGO_GEMM_PANEL(nr) (0x01000000u | (uint32_t)(nr))
-#define FX_ALGO_WINOGRAD(tile, nr) (0x02000000u | ((uint32_t)(tile) << 8) | (uint32_t)(nr))
+#define FX_ALGO_GEMM_PANEL(nr) (((uint32_t)FLEX_PACK_GEMM_PANELS << 24) | (uint32_t)(nr))
+#define FX_ALGO_WINOGRAD(tile, nr) (((uint32_t)FLEX_PACK_WINOGRAD << 24) | ((uint32_t)(tile) << 8) | (uint32_t)(nr))
 /* int8 panels (kernels/quant/pack.h): GEMM / IGEMM of NR channels, k-groups of KR, activation
  * offset (VNNI's 128); depthwise of CT channels. */
-#define FX_ALGO_QS8_GEMM(nr, kr, a_offset) \
-  (0x03000000u | ((uint32_t)((a_offset) != 0) << 16) | ((uint32_t)(kr) << 8) | (uint32_t)(nr))
-#define FX_ALGO_QS8_DW(ct) (0x04000000u | (uint32_t)(ct))
+#define FX_ALGO_QS8_GEMM(nr, kr, a_offset)                                                        \
+  (((uint32_t)FLEX_PACK_QS8_GEMM << 24) | ((uint32_t)((a_offset) != 0) << 16) | ((uint32_t)(kr) << 8) | \
+   (uint32_t)(nr))
+#define FX_ALGO_QS8_DW(ct) (((uint32_t)FLEX_PACK_QS8_DW << 24) | (uint32_t)(ct))
 
 typedef struct fx_store fx_store;
 
@@ -57,9 +59,14 @@ int fx_store_replay(fx_store *s, uint32_t algo, uint32_t version, size_t size, u
 fx_wref *fx_store_get(fx_store *s, const uint64_t key[2], uint32_t algo, uint32_t version, size_t size,
                       fx_pack_fn pack, const void *ctx, size_t ctx_size, const void *src, size_t src_len);
 void fx_wref_unref(fx_wref *w);
+/* Takes a pending blob back out of the next commit (its caller still holds its reference):
+ * asked for only in case the file had it. */
+void fx_store_forget(fx_store *s, fx_wref *w);
 /* Checks a mapped blob against its checksum (once: the load validates only the index; this
- * catches damage inside blobs before any result depends on them). Nonzero if damaged. */
-int fx_wref_verify(fx_wref *w);
+ * catches damage inside blobs before any result depends on them). Nonzero if damaged.
+ * unmapped: read it through the file instead (pread), for weights a budget plan streams: their
+ * pages must not become resident. */
+int fx_wref_verify(fx_wref *w, int unmapped);
 /* Nonzero if the mapping behind w was damaged under us (file truncated while mapped). */
 int fx_wref_damaged(const fx_wref *w);
 /* A private in-memory packing, outside any store (replacing a damaged blob). */
@@ -86,7 +93,10 @@ typedef struct {
   size_t blobs_mapped, bytes_mapped, blobs_packed, bytes_packed, blobs_deduped, bytes_deduped;
   size_t keys_replayed; /* weights not hashed: the model file is unchanged since a recorded load */
   int file_ok; /* the file was usable (read or written) */
+  int writable; /* the file may be (re)written: a read-only cache is only read, another file left alone */
 } fx_store_stats;
 void fx_store_get_stats(const fx_store *s, fx_store_stats *out);
 const char *fx_store_path(const fx_store *s);
+/* Nonzero when the store has a cache file it may write (so packing more forms costs no memory). */
+int fx_store_writable(const fx_store *s);
 #endif

@@ -75,7 +75,12 @@ typedef struct fx_delegate {
   /* Invokes hold it shared; moving weights into the cache file once a background write is
    * done (fx_store_settle) holds it exclusive, so no kernel reads a copy being freed. */
   pthread_rwlock_t weights_lock;
+  /* The last failed memory plan (a Prepare's or set_budget's; message empty: none since the
+   * last plan that worked), for flex_last_error. Under state_lock. */
+  flex_error last_error;
 } fx_delegate;
+/* Records (why non-NULL) or clears d's last planning failure; err may hold its fields. */
+void fx_delegate_plan_outcome(fx_delegate *d, const char *why, const flex_error *err);
 
 /* A delegate with these options (taking over opts->cache_path, also on failure), one reference
  * held; NULL when out of memory. */
@@ -110,8 +115,9 @@ int fx_partition_n_ops(const struct fx_partition *p);
  * invokes); NULL ok, else why (err may hold the planner's account, e.g. the minimum budget). */
 const char *fx_partition_replan(struct fx_partition *p, flex_error *err);
 /* The GEMM form of its Winograd convs, for a budget plan to choose (see ir/graph.h
- * fx_pack_gemm_forms): how many were added, -1 when out of memory. */
-int fx_partition_add_gemm_forms(struct fx_partition *p);
+ * fx_pack_gemm_forms; mapped_only: those the cache file holds): how many were added, -1 when out
+ * of memory. */
+int fx_partition_add_gemm_forms(struct fx_partition *p, int mapped_only);
 /* The memory plan of a partition: arena bytes, minimum budget (0 unless budgeted), steps per
  * invoke; returns its planner's name. */
 const char *fx_partition_memory(const struct fx_partition *p, size_t *arena, size_t *min_budget, int *steps);

@@ -93,7 +93,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     if (fk == 1) { folded++; continue; }
     const char *why = fx_translate_node(&tr, &p->g, idx, node, reg);
     if (why) {
-      ctx->ReportError(ctx, "flexdelegate: node %d (%s): %s", idx, fx_builtin_name(reg->builtin_code), why);
+      ctx->ReportError(ctx, "flexdelegate: node %d (%s): %s\n", idx, fx_builtin_name(reg->builtin_code), why);
       goto fail;
     }
     p->g.nodes[p->g.n_nodes - 1].at_prepare = fk == 2;
@@ -121,7 +121,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     const char *why = fx_fuse_node(&p->g, &p->g.nodes[i]) ? "out of memory" : NULL;
     if (!why) why = fx_prepare_node_weights(&p->g, &p->g.nodes[i], d->store);
     if (why) {
-      ctx->ReportError(ctx, "flexdelegate: node %d: %s", p->g.nodes[i].tfl_node, why);
+      ctx->ReportError(ctx, "flexdelegate: node %d: %s\n", p->g.nodes[i].tfl_node, why);
       goto fail;
     }
   }
@@ -195,7 +195,7 @@ static int resize_arena(fx_partition *p, size_t bytes) {
 
 /* The partition's memory for the delegate's current budget: a plan (plan/planner.h chooses
  * the planner), an arena of its size, and the plan started on it. */
-static const char *plan_memory(fx_partition *p, int threads, flex_error *err) {
+static const char *plan_once(fx_partition *p, int threads, flex_error *err) {
   const char *why = fx_plan_memory(&p->plan, &p->g, threads, p->d->opts.budget_mb, p->d->store, err);
   if (!why && resize_arena(p, p->plan.arena_bytes)) why = "out of memory for the arena";
   if (!why) why = p->plan.planner->start(&p->plan, p->arena);
@@ -203,7 +203,43 @@ static const char *plan_memory(fx_partition *p, int threads, flex_error *err) {
   return why;
 }
 
-int fx_partition_add_gemm_forms(fx_partition *p) { return fx_pack_gemm_forms(&p->g, p->d->store); }
+/* Packs again in memory the weights of every node whose cache mapping was damaged (see
+ * store/sigbus.h): -1 out of memory, else whether any was. */
+static int repair_nodes(fx_partition *p) {
+  int repaired = 0;
+  for (int i = 0; i < p->g.n_nodes; i++) {
+    const int r = fx_node_repair(&p->g.nodes[i]);
+    if (r < 0) return -1;
+    repaired |= r;
+  }
+  return repaired;
+}
+
+static void warn_budget_lost(void) {
+  fprintf(stderr, "flexdelegate: warning: the budget is not held until the delegate is loaded again (its "
+                  "cache file changed under it)\n");
+}
+
+static const char *plan_memory(fx_partition *p, int threads, flex_error *err) {
+  /* Unbudgeted runs verify weights at first use through the mapping; streamed ones never go
+   * through it, so they are checked here, once, through the file. */
+  for (int i = 0; p->d->opts.budget_mb > 0 && i < p->g.n_nodes; i++)
+    if (fx_node_check_unmapped(&p->g.nodes[i])) return "out of memory checking weights";
+  const char *why = plan_once(p, threads, err);
+  if (why && p->d->opts.budget_mb > 0) { /* the pinned weights' read came up short? */
+    fx_mapping_check_files();
+    const int seen = fx_sigbus_any();
+    if (seen != p->damage_seen && repair_nodes(p) > 0) {
+      p->damage_seen = seen;
+      if (!(why = plan_once(p, threads, err))) warn_budget_lost();
+    }
+  }
+  return why;
+}
+
+int fx_partition_add_gemm_forms(fx_partition *p, int mapped_only) {
+  return fx_pack_gemm_forms(&p->g, p->d->store, mapped_only);
+}
 
 const char *fx_partition_memory(const fx_partition *p, size_t *arena, size_t *min_budget, int *steps) {
   *arena = p->plan.arena_bytes;
@@ -243,7 +279,7 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p) {
     if (!why && g->nodes[i].at_prepare) why = eval_at_prepare(g, &g->nodes[i]);
     g->nodes[i].flops = why ? 0 : fx_node_flops(g, &g->nodes[i]);
     if (why) {
-      ctx->ReportError(ctx, "flexdelegate: node %d: %s", g->nodes[i].tfl_node, why);
+      ctx->ReportError(ctx, "flexdelegate: node %d: %s\n", g->nodes[i].tfl_node, why);
       return kTfLiteError;
     }
   }
@@ -258,10 +294,11 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p) {
                 : ctx->recommended_num_threads > 0 ? ctx->recommended_num_threads : 1;
   p->pool = fx_delegate_pool(p->d, threads);
   if (!p->pool) return kTfLiteError;
-  flex_error err;
+  flex_error err = {.node = -1};
   const char *why = plan_memory(p, threads, &err);
+  fx_delegate_plan_outcome(p->d, why, &err);
   if (why) {
-    ctx->ReportError(ctx, "flexdelegate: %s", why);
+    ctx->ReportError(ctx, "flexdelegate: %s\n", why);
     return kTfLiteError;
   }
   return kTfLiteOk;
@@ -296,24 +333,17 @@ static TfLiteStatus repair_damage(TfLiteContext *ctx, fx_partition *p) {
   if (seen == p->damage_seen) return kTfLiteOk;
   pthread_mutex_lock(&p->d->state_lock);
   pthread_rwlock_wrlock(&p->d->weights_lock);
-  int repaired = 0, failed = 0;
-  for (int i = 0; i < p->g.n_nodes && !failed; i++) {
-    const int r = fx_node_repair(&p->g.nodes[i]);
-    failed = r < 0;
-    repaired |= r > 0;
-  }
-  const char *why = failed ? "out of memory packing weights again" : NULL;
-  if (!why && repaired && p->plan.planner == &fx_budget_planner) {
+  const int repaired = repair_nodes(p);
+  const char *why = repaired < 0 ? "out of memory packing weights again" : NULL;
+  if (repaired > 0 && p->plan.planner == &fx_budget_planner) {
     flex_error err;
-    why = fx_partition_replan(p, &err);
-    if (!why)
-      fprintf(stderr, "flexdelegate: warning: the budget is not held until the delegate is loaded again (its "
-                      "cache file changed under it)\n");
+    p->damage_seen = seen; /* the re-plan below need not look again */
+    if (!(why = fx_partition_replan(p, &err))) warn_budget_lost();
   }
   if (!why) p->damage_seen = seen;
   pthread_rwlock_unlock(&p->d->weights_lock);
   pthread_mutex_unlock(&p->d->state_lock);
-  if (why) ctx->ReportError(ctx, "flexdelegate: %s", why);
+  if (why) ctx->ReportError(ctx, "flexdelegate: %s\n", why);
   return why ? kTfLiteError : kTfLiteOk;
 }
 
@@ -323,7 +353,7 @@ static TfLiteStatus run_locked(TfLiteContext *ctx, fx_partition *p) {
   pthread_rwlock_rdlock(&p->d->weights_lock);
   if (!p->plan.planner) { /* a re-plan failed, and so did going back to the old budget */
     pthread_rwlock_unlock(&p->d->weights_lock);
-    ctx->ReportError(ctx, "flexdelegate: the partition has no memory plan");
+    ctx->ReportError(ctx, "flexdelegate: the partition has no memory plan\n");
     return kTfLiteError;
   }
   for (int i = 0; i < g->n_tensors; i++) {
@@ -357,7 +387,7 @@ static TfLiteStatus partition_invoke(TfLiteContext *ctx, TfLiteNode *node) {
     fx_mapping_check_files();
     if (fx_sigbus_any() == p->damage_seen) break;
     if (attempt) {
-      ctx->ReportError(ctx, "flexdelegate: the weight cache file keeps changing under the run");
+      ctx->ReportError(ctx, "flexdelegate: the weight cache file keeps changing under the run\n");
       return kTfLiteError;
     }
   }
@@ -372,7 +402,7 @@ static TfLiteStatus run_partition(TfLiteContext *ctx, fx_partition *p) {
   fx_graph *g = &p->g;
   char msg[FLEX_MSG_LEN];
   if (p->plan.planner->run(&p->plan, g, p->pool, p->arena, p->d->opts.profile, msg, sizeof msg)) {
-    ctx->ReportError(ctx, "flexdelegate: %s", msg);
+    ctx->ReportError(ctx, "flexdelegate: %s\n", msg);
     return kTfLiteError;
   }
   for (int i = 0; i < p->n_static; i++) {

@@ -76,7 +76,7 @@ static int add_tensor(fx_translate *tr, fx_graph *g, int idx, const char **why) 
       return -2;
     }
   }
-  if (!ft.dtype || ft.dtype == FX_BOOL) { *why = "unsupported tensor type"; fx_blob_unref(ft.blob); return -2; }
+  if (!ft.dtype) { *why = "unsupported tensor type"; fx_blob_unref(ft.blob); return -2; }
   if ((*why = read_quant(t, fx_tfl_dtype(t->type), &ft.quant))) { fx_blob_unref(ft.blob); return -2; }
   int id = fx_graph_add_tensor(g, &ft);
   if (id < 0) { *why = "out of memory"; fx_blob_unref(ft.blob); return -2; }
@@ -283,7 +283,18 @@ static const char *read_qelem(fx_graph *g, fx_node *n, int kind, int n_data, int
   return fx_qop_make(n, kind, n->qout.rounding, act, param, 1);
 }
 
-/* ADD / SUB / MUL / DIV: their params all start with the activation (and may be absent). */
+/* Every input and the output of one integer type (int32 or int64). */
+static const char *same_int(fx_graph *g, const fx_node *n) {
+  int dt = g->tensors[n->out[0]].dtype;
+  if (dt != FX_I32 && dt != FX_I64) return "non-float32 input";
+  for (int i = 0; i < n->n_in; i++)
+    if (g->tensors[n->in[i]].dtype != dt) return "input and output types differ";
+  return NULL;
+}
+
+/* ADD / SUB / MUL / DIV: their params all start with the activation (and may be absent).
+ * ADD, SUB and MUL also run on int32 / int64 (ids, positions, shapes), without activation, and
+ * on int8 / uint8 (read_qelem). */
 static const char *read_arith(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
   const int act = bd ? ((const TfLiteMulParams *)bd)->activation : kTfLiteActNone;
@@ -293,7 +304,38 @@ static const char *read_arith(fx_graph *g, fx_node *n, const void *bd) {
     return read_qelem(g, n, op == FX_B_ADD ? FX_QOP_ADD : op == FX_B_SUB ? FX_QOP_SUB : FX_QOP_MUL, 2, act, 0.0f);
   }
   if ((e = map_act(act, &n->act))) return e;
+  if (g->tensors[n->out[0]].dtype != FX_F32 && n->p.bin.op != FX_B_DIV) {
+    if ((e = same_int(g, n))) return e;
+    return n->act == FLEX_ACT_NONE ? NULL : "fused activation on integers";
+  }
   return need_f32(g, n, 3);
+}
+
+/* Comparisons: two operands of one numeric type (bool for (NOT_)EQUAL), a bool result. */
+static const char *read_compare(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  int a = g->tensors[n->in[0]].dtype, b = g->tensors[n->in[1]].dtype;
+  int eq = n->p.cmp.op == FX_CMP_EQUAL || n->p.cmp.op == FX_CMP_NOT_EQUAL;
+  if (a != b || !(a == FX_F32 || a == FX_I32 || a == FX_I64 || (eq && a == FX_BOOL))) return "unsupported operand types";
+  return g->tensors[n->out[0]].dtype == FX_BOOL ? NULL : "comparison output must be bool";
+}
+
+static const char *read_logical(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  for (int i = 0; i < n->n_in; i++)
+    if (g->tensors[n->in[i]].dtype != FX_BOOL) return "logical ops take bool";
+  return g->tensors[n->out[0]].dtype == FX_BOOL ? NULL : "logical output must be bool";
+}
+
+/* SELECT / SELECT_V2: a bool condition picks x or y, of one 4- or 8-byte type. */
+static const char *read_select(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  if (n->n_in != 3) return "needs condition, x and y";
+  if (g->tensors[n->in[0]].dtype != FX_BOOL) return "condition must be bool";
+  int dt = g->tensors[n->out[0]].dtype;
+  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64) return "unsupported tensor type";
+  if (g->tensors[n->in[1]].dtype != dt || g->tensors[n->in[2]].dtype != dt) return "input and output types differ";
+  return NULL;
 }
 
 static const char *read_f32_binary(fx_graph *g, fx_node *n, const void *bd) {
@@ -332,6 +374,11 @@ static const char *read_relu(fx_graph *g, fx_node *n, const void *bd) {
 static const char *read_leaky_relu(fx_graph *g, fx_node *n, const void *bd) {
   n->p.un.alpha = bd ? ((const TfLiteLeakyReluParams *)bd)->alpha : 0.2f;
   if (is_q8(g->tensors[n->in[0]].dtype)) return read_qelem(g, n, FX_QOP_LEAKY_RELU, 1, kTfLiteActNone, n->p.un.alpha);
+  return need_f32(g, n, 1);
+}
+
+static const char *read_gelu(fx_graph *g, fx_node *n, const void *bd) {
+  if (bd && ((const TfLiteGeluParams *)bd)->approximate) n->p.un.kind = FX_U_GELU_TANH;
   return need_f32(g, n, 1);
 }
 
@@ -499,6 +546,13 @@ static const char *read_gather(fx_graph *g, fx_node *n, const void *bd) {
   return same_dtype(g, n, 1);
 }
 
+static const char *read_batch_matmul(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteBatchMatMulParams *p = bd;
+  n->p.bmm.adj_x = p ? p->adj_x : 0;
+  n->p.bmm.adj_y = p ? p->adj_y : 0;
+  return need_f32(g, n, 3);
+}
+
 static const char *read_shape(fx_graph *g, fx_node *n, const void *bd) {
   if (bd) n->p.shape.out_type = ((const TfLiteShapeParams *)bd)->out_type;
   int dt = g->tensors[n->out[0]].dtype;
@@ -537,6 +591,8 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinMaximum, FX_OP_BINARY, FX_B_MAX, read_f32_binary, 2, 0, 0},
     {kTfLiteBuiltinMinimum, FX_OP_BINARY, FX_B_MIN, read_f32_binary, 2, 0, 0},
     {kTfLiteBuiltinPrelu, FX_OP_BINARY, FX_B_PRELU, read_f32_binary, 2, 0, 0},
+    {kTfLiteBuiltinSquaredDifference, FX_OP_BINARY, FX_B_SQDIFF, read_f32_binary, 2, 0, 0},
+    {kTfLiteBuiltinPow, FX_OP_BINARY, FX_B_POW, read_f32_binary, 2, 0, 0},
     {kTfLiteBuiltinRelu, FX_OP_UNARY, FX_U_RELU, read_relu, 1, 0, 0},
     {kTfLiteBuiltinRelu6, FX_OP_UNARY, FX_U_RELU6, read_relu, 1, 0, 0},
     {kTfLiteBuiltinReluN1To1, FX_OP_UNARY, FX_U_RELU_N1_TO_1, read_relu, 1, 0, 0},
@@ -544,6 +600,14 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinTanh, FX_OP_UNARY, FX_U_TANH, read_f32_unary, 1, 0, 0},
     {kTfLiteBuiltinHardSwish, FX_OP_UNARY, FX_U_HARD_SWISH, read_f32_unary, 1, 0, 0},
     {kTfLiteBuiltinLeakyRelu, FX_OP_UNARY, FX_U_LEAKY_RELU, read_leaky_relu, 1, 0, 0},
+    {kTfLiteBuiltinNeg, FX_OP_UNARY, FX_U_NEG, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinAbs, FX_OP_UNARY, FX_U_ABS, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinSquare, FX_OP_UNARY, FX_U_SQUARE, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinSqrt, FX_OP_UNARY, FX_U_SQRT, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinRsqrt, FX_OP_UNARY, FX_U_RSQRT, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinExp, FX_OP_UNARY, FX_U_EXP, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinLog, FX_OP_UNARY, FX_U_LOG, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinGelu, FX_OP_UNARY, FX_U_GELU, read_gelu, 1, 0, 0},
     {kTfLiteBuiltinMaxPool2d, FX_OP_POOL, 1, read_pool, 1, 0, 1},
     {kTfLiteBuiltinAveragePool2d, FX_OP_POOL, 0, read_pool, 1, 0, 1},
     {kTfLiteBuiltinMean, FX_OP_MEAN, 0, read_mean, 2, 0, 0},
@@ -565,6 +629,18 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinCast, FX_OP_CAST, 0, read_cast, 1, 0, 0},
     {kTfLiteBuiltinQuantize, FX_OP_QUANTIZE, 0, read_quantize, 1, 0, 0},
     {kTfLiteBuiltinDequantize, FX_OP_QUANTIZE, 0, read_quantize, 1, 0, 0},
+    {kTfLiteBuiltinLess, FX_OP_COMPARE, FX_CMP_LESS, read_compare, 2, 0, 0},
+    {kTfLiteBuiltinLessEqual, FX_OP_COMPARE, FX_CMP_LESS_EQUAL, read_compare, 2, 0, 0},
+    {kTfLiteBuiltinGreater, FX_OP_COMPARE, FX_CMP_GREATER, read_compare, 2, 0, 0},
+    {kTfLiteBuiltinGreaterEqual, FX_OP_COMPARE, FX_CMP_GREATER_EQUAL, read_compare, 2, 0, 0},
+    {kTfLiteBuiltinEqual, FX_OP_COMPARE, FX_CMP_EQUAL, read_compare, 2, 0, 0},
+    {kTfLiteBuiltinNotEqual, FX_OP_COMPARE, FX_CMP_NOT_EQUAL, read_compare, 2, 0, 0},
+    {kTfLiteBuiltinLogicalAnd, FX_OP_LOGICAL, FX_LOGIC_AND, read_logical, 2, 0, 0},
+    {kTfLiteBuiltinLogicalOr, FX_OP_LOGICAL, FX_LOGIC_OR, read_logical, 2, 0, 0},
+    {kTfLiteBuiltinLogicalNot, FX_OP_LOGICAL, FX_LOGIC_NOT, read_logical, 1, 0, 0},
+    {kTfLiteBuiltinSelect, FX_OP_SELECT, 0, read_select, 3, 0, 0},
+    {kTfLiteBuiltinSelectV2, FX_OP_SELECT, 1, read_select, 3, 0, 0},
+    {kTfLiteBuiltinBatchMatmul, FX_OP_BATCH_MATMUL, 0, read_batch_matmul, 2, 0, 0},
 };
 
 static const builtin_op *builtin_of(int builtin) {
@@ -581,6 +657,8 @@ static void set_sub(fx_node *n, int sub) {
     case FX_OP_POOL: n->p.conv.is_max = sub; break;
     case FX_OP_CONCAT: n->p.concat.pack = sub; break;
     case FX_OP_RESHAPE: n->p.reshape.squeeze = sub; break;
+    case FX_OP_COMPARE: case FX_OP_LOGICAL: n->p.cmp.op = sub; break;
+    case FX_OP_SELECT: n->p.select.v2 = sub; break;
   }
 }
 

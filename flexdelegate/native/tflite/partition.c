@@ -197,11 +197,12 @@ static TfLiteStatus make_partitions(TfLiteContext *ctx, fx_delegate *d, fx_subgr
   /* A Winograd conv also gets its GEMM form in the cache file, for a budget plan to fall back
    * on: with or without a budget now, so a later set_budget() finds it there instead of
    * copying the whole file to add it (1 s on VGG-19). An unbudgeted run never reads it, so its
-   * pages are never resident. Without a cache file every packed form stays in memory, so a
-   * second one would only add to it. */
+   * pages are never resident. Without a cache file we may write, every packed form stays in
+   * memory, so a second one would only add to it: a read-only file lends those it holds. */
   if (claimed->size && fx_store_path(d->store))
     for (int i = 0; i < sg->n_parts && status == kTfLiteOk; i++)
-      if (fx_partition_add_gemm_forms(sg->parts[i]) < 0) status = kTfLiteDelegateError;
+      if (fx_partition_add_gemm_forms(sg->parts[i], !fx_store_writable(d->store)) < 0)
+        status = kTfLiteDelegateError;
   /* Every partition has packed (or found) its weights by now: one write for the model, in the
    * background unless a budget plan will stream weights from the file. */
   fx_store_commit(d->store, d->opts.budget_mb <= 0);

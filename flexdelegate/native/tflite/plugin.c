@@ -5,6 +5,11 @@
 #include "delegate.h"
 #include "flex_api.h"
 
+/* 1: this library can plan a budget (the CFFI module, Python's planner behind
+ * flex_plan_callback); plain/no_python.c overrides it with 0 in the plain library. A weak
+ * function, not a weak constant: the compiler may fold the constant's value into the caller. */
+__attribute__((weak)) int fx_has_python_planner(void) { return 1; }
+
 void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
                                     void (*report_error)(const char *)) {
   fx_options opts = {.num_threads = -1};
@@ -19,6 +24,11 @@ void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,
       free(opts.cache_path);
       return NULL;
     }
+  }
+  if (opts.budget_mb > 0 && !fx_has_python_planner()) {
+    if (report_error) report_error("flexdelegate: option 'budget': " FLEX_PLAIN_NO_BUDGET);
+    free(opts.cache_path);
+    return NULL;
   }
   fx_delegate *d = fx_delegate_new(&opts);
   if (!d) {

@@ -38,6 +38,25 @@ static int set_budget_locked(fx_delegate *d, double mb, flex_error *err) {
   return -1;
 }
 
+void fx_delegate_plan_outcome(fx_delegate *d, const char *why, const flex_error *err) {
+  if (!why) {
+    say(&d->last_error, "");
+    return;
+  }
+  d->last_error = *err;
+  if (why != err->message) snprintf(d->last_error.message, sizeof d->last_error.message, "%s", why);
+}
+
+int flex_last_error(void *delegate, flex_error *err) {
+  fx_delegate *d = delegate;
+  say(err, "");
+  if (!d) return 0;
+  pthread_mutex_lock(&d->state_lock);
+  *err = d->last_error;
+  pthread_mutex_unlock(&d->state_lock);
+  return err->message[0] != 0;
+}
+
 int flex_set_budget(void *delegate, double mb, flex_error *err) {
   fx_delegate *d = delegate;
   say(err, "");
@@ -50,6 +69,7 @@ int flex_set_budget(void *delegate, double mb, flex_error *err) {
   fx_delegate_settle(d, 1); /* a budget plan streams weights from the file */
   pthread_rwlock_wrlock(&d->weights_lock); /* no invoke runs a plan being replaced */
   int rc = set_budget_locked(d, mb, err);
+  fx_delegate_plan_outcome(d, rc ? err->message : NULL, err);
   pthread_rwlock_unlock(&d->weights_lock);
   pthread_mutex_unlock(&d->state_lock);
   return rc;

@@ -63,6 +63,15 @@ static size_t stats_locked(fx_delegate *d, char *buf, size_t cap) {
       put(&s, "}");
       first = 0;
     }
+  /* The totals above summed over every subgraph this delegate prepared: one TfLiteContext
+   * each, so a delegate shared by two interpreters reports each one's coverage here. */
+  put(&s, "], \"by_subgraph\": [");
+  for (int i = 0; d && i < d->n_subgraphs; i++) {
+    const fx_subgraph *sg = &d->subgraphs[i];
+    put(&s, "%s{\"subgraph\": %d, \"nodes_total\": %d, \"nodes_delegated\": %d, \"nodes_folded\": %d, "
+            "\"partitions\": %d, \"fallback\": %d}", i ? ", " : "", i, sg->nodes_total, sg->nodes_delegated,
+        sg->nodes_folded, sg->partitions, sg->n_fallback);
+  }
   put(&s, "], \"budget_mb\": %.6g, \"partitions_memory\": [", d ? d->opts.budget_mb : 0.0);
   first = 1;
   for (int i = 0; d && i < d->n_subgraphs; i++)
@@ -99,9 +108,9 @@ static size_t stats_locked(fx_delegate *d, char *buf, size_t cap) {
     put(&s, ", \"cache\": {\"path\": ");
     if (path) put_json_string(&s, path);
     else put(&s, "null");
-    put(&s, ", \"file_ok\": %s, \"blobs_mapped\": %zu, \"bytes_mapped\": %zu, \"blobs_packed\": %zu, "
+    put(&s, ", \"file_ok\": %s, \"writable\": %s, \"blobs_mapped\": %zu, \"bytes_mapped\": %zu, \"blobs_packed\": %zu, "
             "\"bytes_packed\": %zu, \"blobs_deduped\": %zu, \"bytes_deduped\": %zu, \"keys_replayed\": %zu}",
-        st.file_ok ? "true" : "false", st.blobs_mapped, st.bytes_mapped, st.blobs_packed, st.bytes_packed,
+        st.file_ok ? "true" : "false", st.writable ? "true" : "false", st.blobs_mapped, st.bytes_mapped, st.blobs_packed, st.bytes_packed,
         st.blobs_deduped, st.bytes_deduped, st.keys_replayed);
   }
   put(&s, "}");

@@ -14,12 +14,22 @@ static const char *input_count(int builtin, const TfLiteNode *node) {
     case kTfLiteBuiltinLeakyRelu: case kTfLiteBuiltinMaxPool2d: case kTfLiteBuiltinAveragePool2d:
     case kTfLiteBuiltinSoftmax: case kTfLiteBuiltinSqueeze: case kTfLiteBuiltinShape:
     case kTfLiteBuiltinCast: case kTfLiteBuiltinDepthToSpace: case kTfLiteBuiltinSpaceToDepth:
+    case kTfLiteBuiltinNeg: case kTfLiteBuiltinAbs: case kTfLiteBuiltinSquare: case kTfLiteBuiltinSqrt:
+    case kTfLiteBuiltinRsqrt: case kTfLiteBuiltinExp: case kTfLiteBuiltinLog: case kTfLiteBuiltinGelu:
+    case kTfLiteBuiltinLogicalNot:
       break;
     case kTfLiteBuiltinAdd: case kTfLiteBuiltinSub: case kTfLiteBuiltinMul: case kTfLiteBuiltinDiv:
     case kTfLiteBuiltinMaximum: case kTfLiteBuiltinMinimum: case kTfLiteBuiltinPrelu:
     case kTfLiteBuiltinMean: case kTfLiteBuiltinTranspose: case kTfLiteBuiltinGather:
     case kTfLiteBuiltinResizeBilinear: case kTfLiteBuiltinResizeNearestNeighbor:
+    case kTfLiteBuiltinSquaredDifference: case kTfLiteBuiltinPow: case kTfLiteBuiltinBatchMatmul:
+    case kTfLiteBuiltinLess: case kTfLiteBuiltinLessEqual: case kTfLiteBuiltinGreater:
+    case kTfLiteBuiltinGreaterEqual: case kTfLiteBuiltinEqual: case kTfLiteBuiltinNotEqual:
+    case kTfLiteBuiltinLogicalAnd: case kTfLiteBuiltinLogicalOr:
       lo = hi = 2;
+      break;
+    case kTfLiteBuiltinSelect: case kTfLiteBuiltinSelectV2:
+      lo = hi = 3;
       break;
     case kTfLiteBuiltinConv2d: /* the bias is required, and must be a tensor */
       if (n == 3 && node->inputs->data[2] < 0) return "CONV_2D needs a bias tensor";
@@ -92,6 +102,10 @@ static const char *params(const TfLiteContext *ctx, int builtin, const TfLiteNod
     case kTfLiteBuiltinMean: {
       const TfLiteTensor *axis = input(ctx, node, 1);
       return axis && axis->type != kTfLiteInt32 ? "MEAN axis must be int32" : NULL;
+    }
+    case kTfLiteBuiltinBatchMatmul: { /* both operands 2-D to 5-D */
+      const int a = rank(input(ctx, node, 0)), b = rank(input(ctx, node, 1));
+      return a < 2 || a > 5 || b < 2 || b > 5 ? "BATCH_MATMUL operands beyond 2-D..5-D" : NULL;
     }
     case kTfLiteBuiltinStridedSlice: { /* at most 5-D, counting the axes it adds */
       const TfLiteStridedSliceParams *p = bd;

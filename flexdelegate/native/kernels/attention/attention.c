@@ -15,19 +15,16 @@
 #include "../simd/vexp.h"
 #include "attention.h"
 
-#define FX_ATTENTION_VARIANT(isa_, name_, mr_, nr_, gemm_, x_) \
-  static const fx_attention_config k_##x_ = {name_, mr_, nr_, gemm_, fx_attn_softmax_##x_, fx_attn_pack_k_##x_, \
-                                             fx_attn_pack_v_##x_};
-#include "attention.inc"
-#undef FX_ATTENTION_VARIANT
-#define FX_ATTENTION_VARIANT(isa_, name_, mr_, nr_, gemm_, x_) [isa_] = &k_##x_,
-static fx_isa_menu g_menu = {.by_isa = {
-#include "attention.inc"
+fx_isa_menu fx_attention_menu = {.by_isa = {
+#define FX_UKERNEL(isa, name, x, mr, nr, gemm)                                                              \
+  FX_ISA_ENTRY(isa, &((const fx_attention_config){name, FX_ISA_##isa, mr, nr, gemm, fx_attn_softmax_##x, \
+                                                  fx_attn_pack_k_##x, fx_attn_pack_v_##x}))
+#include "f32-attention.inc"
+#undef FX_UKERNEL
 }};
-#undef FX_ATTENTION_VARIANT
 
-const fx_attention_config *fx_attention_config_get(void) { return fx_isa_chosen(&g_menu); }
-const fx_attention_config *fx_attention_config_at(int i) { return fx_isa_at(&g_menu, i); }
+const fx_attention_config *fx_attention_config_get(void) { return fx_isa_chosen(&fx_attention_menu); }
+const fx_attention_config *fx_attention_config_at(int i) { return fx_isa_at(&fx_attention_menu, i); }
 
 /* Sequences up to FX_ATTN_ONE_TILE keys run as one key tile (a plain softmax, no rescaling);
  * longer ones in tiles of FX_ATTN_TILE keys (a multiple of every nr). */

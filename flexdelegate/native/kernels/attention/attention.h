@@ -74,6 +74,7 @@ typedef void (*fx_attn_pack_v_fn)(const float *v, ptrdiff_t seq, size_t n, size_
  * products, and the packing and softmax step of the same ISA. */
 typedef struct {
   const char *name; /* dtype-op-tile-isa */
+  int isa;          /* its ISA family (runtime/cpu.h FX_ISA_*) */
   int mr, nr;
   fx_gemm_ukernel_fn gemm;
   fx_attn_softmax_fn softmax;
@@ -81,12 +82,15 @@ typedef struct {
   fx_attn_pack_v_fn pack_v;
 } fx_attention_config;
 
-#define FX_ATTENTION_VARIANT(isa_, name_, mr_, nr_, gemm_, x_)                                        \
-  float fx_attn_softmax_##x_(float *, size_t, float, const fx_attn_rowmask *, float *, float *); \
-  void fx_attn_pack_k_##x_(const float *, ptrdiff_t, size_t, size_t, size_t, float *);           \
-  void fx_attn_pack_v_##x_(const float *, ptrdiff_t, size_t, size_t, size_t, float *);
-#include "attention.inc"
-#undef FX_ATTENTION_VARIANT
+/* The variants of f32-attention.inc (attention.c). */
+extern fx_isa_menu fx_attention_menu;
+
+#define FX_UKERNEL(isa, name, x, mr, nr, gemm)                                                   \
+  float fx_attn_softmax_##x(float *, size_t, float, const fx_attn_rowmask *, float *, float *); \
+  void fx_attn_pack_k_##x(const float *, ptrdiff_t, size_t, size_t, size_t, float *);           \
+  void fx_attn_pack_v_##x(const float *, ptrdiff_t, size_t, size_t, size_t, float *);
+#include "f32-attention.inc"
+#undef FX_UKERNEL
 
 const fx_attention_config *fx_attention_config_get(void); /* this CPU's ($FLEXDELEGATE_ISA narrows) */
 const fx_attention_config *fx_attention_config_at(int i); /* 0 = scalar reference; NULL past the end */

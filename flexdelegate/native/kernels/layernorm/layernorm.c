@@ -1,21 +1,16 @@
-/* Picks the LayerNorm kernel for this CPU (cpu.h's menu over layernorm.inc) and splits rows
- * across the thread pool. */
-#include "runtime/cpu.h"
+/* The LayerNorm variants of f32-layernorm.inc, one per ISA family (probed in runtime/cpu.c),
+ * and the driver that splits rows across the thread pool. */
 #include "runtime/pool.h"
 #include "layernorm.h"
 
-#define FX_LAYERNORM_VARIANT(isa, name, fn) static const fx_layernorm_config k_##fn = {name, fn};
-#include "layernorm.inc"
-#undef FX_LAYERNORM_VARIANT
-
-#define FX_LAYERNORM_VARIANT(isa, name, fn) [isa] = &k_##fn,
-static fx_isa_menu g_menu = {.by_isa = {
-#include "layernorm.inc"
+fx_isa_menu fx_layernorm_menu = {.by_isa = {
+#define FX_UKERNEL(isa, name, fn) FX_ISA_ENTRY(isa, &((const fx_layernorm_config){name, FX_ISA_##isa, fn}))
+#include "f32-layernorm.inc"
+#undef FX_UKERNEL
 }};
-#undef FX_LAYERNORM_VARIANT
 
-const fx_layernorm_config *fx_layernorm_config_get(void) { return fx_isa_chosen(&g_menu); }
-const fx_layernorm_config *fx_layernorm_config_at(int i) { return fx_isa_at(&g_menu, i); }
+const fx_layernorm_config *fx_layernorm_config_get(void) { return fx_isa_chosen(&fx_layernorm_menu); }
+const fx_layernorm_config *fx_layernorm_config_at(int i) { return fx_isa_at(&fx_layernorm_menu, i); }
 
 /* Floats per task, about: enough work that a task outweighs handing it out. */
 #define FX_LN_TASK_FLOATS 32768

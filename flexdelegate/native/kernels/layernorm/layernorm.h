@@ -2,6 +2,7 @@
 #ifndef FLEX_LAYERNORM_H
 #define FLEX_LAYERNORM_H
 #include <stddef.h>
+#include "runtime/cpu.h"
 
 struct fx_pool;
 
@@ -24,13 +25,17 @@ typedef void (*fx_layernorm_fn)(size_t rows, size_t c, const float *x, size_t x_
 
 typedef struct {
   const char *name; /* dtype-op-tile-isa */
+  int isa;          /* its ISA family (runtime/cpu.h FX_ISA_*) */
   fx_layernorm_fn fn;
 } fx_layernorm_config;
 
-#define FX_LAYERNORM_VARIANT(isa, name, fn) \
+/* The variants of f32-layernorm.inc (layernorm.c). */
+extern fx_isa_menu fx_layernorm_menu;
+
+#define FX_UKERNEL(isa, name, fn) \
   void fn(size_t rows, size_t c, const float *x, size_t x_stride, float *y, size_t y_stride, const fx_layernorm_params *p);
-#include "layernorm.inc"
-#undef FX_LAYERNORM_VARIANT
+#include "f32-layernorm.inc"
+#undef FX_UKERNEL
 
 const fx_layernorm_config *fx_layernorm_config_get(void);  /* this CPU's ($FLEXDELEGATE_ISA narrows) */
 const fx_layernorm_config *fx_layernorm_config_at(int i);  /* 0 = scalar reference; NULL past the end */

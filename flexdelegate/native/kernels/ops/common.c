@@ -35,8 +35,12 @@ void fx_act_bounds(int act, float *lo, float *hi) {
 void fx_apply_act(int act, float *y, size_t n) {
   if (act == FLEX_ACT_NONE) return;
   if (act == FLEX_ACT_TANH || fx_act_is_curve(act)) {
-    fx_unary_f32(act == FLEX_ACT_TANH ? FX_U_TANH : act == FLEX_ACT_SIGMOID ? FX_U_LOGISTIC : FX_U_SWISH, 0.0f,
-                 y, y, n);
+    const int kind = act == FLEX_ACT_TANH      ? FX_U_TANH
+                     : act == FLEX_ACT_SIGMOID ? FX_U_LOGISTIC
+                     : act == FLEX_ACT_GELU    ? FX_U_GELU
+                     : act == FLEX_ACT_GELU_TANH ? FX_U_GELU_TANH
+                                               : FX_U_SWISH;
+    fx_unary_f32(kind, 0.0f, y, y, n);
     return;
   }
   float lo, hi;

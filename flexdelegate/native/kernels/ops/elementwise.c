@@ -1,6 +1,7 @@
 /* Elementwise kernels: unary activations and broadcasting binary ops. */
 #include "fastmath.h"
 #include "ops.h"
+#include "kernels/vgelu/vgelu.h"
 #include "kernels/vsigmoid/vsigmoid.h"
 
 #include <float.h>
@@ -82,6 +83,27 @@ static void unary_range(int kind, float alpha, const float *x, float *y, size_t 
     case FX_U_LEAKY_RELU:
       for (i = 0; i < n; ++i) { const float v = x[i]; y[i] = fx_sel(v > 0.0f, v, alpha * v); }
       break;
+    case FX_U_NEG:
+      for (i = 0; i < n; ++i) y[i] = -x[i];
+      break;
+    case FX_U_ABS:
+      for (i = 0; i < n; ++i) y[i] = fabsf(x[i]);
+      break;
+    case FX_U_SQUARE:
+      for (i = 0; i < n; ++i) y[i] = x[i] * x[i];
+      break;
+    case FX_U_SQRT:
+      for (i = 0; i < n; ++i) y[i] = sqrtf(x[i]);
+      break;
+    case FX_U_RSQRT: /* stock's 1 / sqrt, not an estimate */
+      for (i = 0; i < n; ++i) y[i] = 1.0f / sqrtf(x[i]);
+      break;
+    case FX_U_EXP:
+      for (i = 0; i < n; ++i) y[i] = expf(x[i]);
+      break;
+    case FX_U_LOG:
+      for (i = 0; i < n; ++i) y[i] = logf(x[i]);
+      break;
     default:
       if (x != y) memmove(y, x, n * sizeof(float));
       break;
@@ -90,6 +112,7 @@ static void unary_range(int kind, float alpha, const float *x, float *y, size_t 
 
 static void unary_any(int kind, float alpha, const float *x, float *y, size_t n) {
   if ((kind == FX_U_LOGISTIC || kind == FX_U_SWISH) && fx_vsigmoid(x, y, n, kind == FX_U_SWISH)) return;
+  if (kind == FX_U_GELU || kind == FX_U_GELU_TANH) { fx_vgelu_f32(x, y, n, kind == FX_U_GELU_TANH); return; }
   unary_range(kind, alpha, x, y, n);
 }
 
@@ -152,14 +175,17 @@ FX_DEF_ROWS(div, p / q)
 FX_DEF_ROWS(max, p > q ? p : q)
 FX_DEF_ROWS(min, p < q ? p : q)
 FX_DEF_ROWS(prelu, fx_sel(p >= 0.0f, p, p * q))
+FX_DEF_ROWS(sqdiff, (p - q) * (p - q))
+FX_DEF_ROWS(pow, powf(p, q))
 
 enum { PAT_VV = 0, PAT_VS = 1, PAT_SV = 2 };
 
-static const fx_row_fn fx_rows[7][3] = {
+static const fx_row_fn fx_rows[FX_B_COUNT][3] = {
     {row_add_vv, row_add_vs, row_add_sv},       {row_sub_vv, row_sub_vs, row_sub_sv},
     {row_mul_vv, row_mul_vs, row_mul_sv},       {row_div_vv, row_div_vs, row_div_sv},
     {row_max_vv, row_max_vs, row_max_sv},       {row_min_vv, row_min_vs, row_min_sv},
-    {row_prelu_vv, row_prelu_vs, row_prelu_sv},
+    {row_prelu_vv, row_prelu_vs, row_prelu_sv}, {row_sqdiff_vv, row_sqdiff_vs, row_sqdiff_sv},
+    {row_pow_vv, row_pow_vs, row_pow_sv},
 };
 
 #define FX_PAR_MIN_ELEMS ((size_t)65536)
@@ -249,7 +275,7 @@ static void bin_run(fx_pool *pool, fx_bin_ctx *c, size_t items, size_t elems_per
 
 void fx_binary_f32(fx_pool *pool, int op, const float *a, const fx_shape *as,
                    const float *b, const fx_shape *bs, float *y, const fx_shape *ys, int act) {
-  if (op < 0 || op > FX_B_PRELU) return;
+  if (op < 0 || op >= FX_B_COUNT) return;
   const int R = ys->rank;
   if (R > FX_MAX_RANK || as->rank > R || bs->rank > R) return;
   const size_t total = fx_shape_numel(ys);
@@ -259,7 +285,7 @@ void fx_binary_f32(fx_pool *pool, int op, const float *a, const fx_shape *as,
   memset(&c, 0, sizeof c);
   c.a = a; c.b = b; c.y = y;
   fx_act_bounds(act, &c.lo, &c.hi);
-  if (act == FLEX_ACT_NONE && (op == FX_B_MAX || op == FX_B_MIN || op == FX_B_PRELU)) {
+  if (act == FLEX_ACT_NONE && op != FX_B_ADD && op != FX_B_SUB && op != FX_B_MUL && op != FX_B_DIV) {
     c.lo = -INFINITY; c.hi = INFINITY;     /* these TFLite ops never clamp */
   }
   c.tanh_act = act == FLEX_ACT_TANH;

@@ -25,23 +25,47 @@ void fx_act_bounds(int act, float *lo, float *hi);
 /* Applies a fused activation in place (clamp, tanh, sigmoid or swish). */
 void fx_apply_act(int act, float *y, size_t n);
 /* The activations a clamp cannot express (SIGMOID, SWISH): kernels apply them per tile. */
-static inline int fx_act_is_curve(int act) { return act == FLEX_ACT_SIGMOID || act == FLEX_ACT_SWISH; }
+static inline int fx_act_is_curve(int act) {
+  return act == FLEX_ACT_SIGMOID || act == FLEX_ACT_SWISH || act == FLEX_ACT_GELU || act == FLEX_ACT_GELU_TANH;
+}
 
 
 /* ---- elementwise ---- */
 enum fx_unary { FX_U_RELU, FX_U_RELU6, FX_U_RELU_N1_TO_1, FX_U_LOGISTIC, FX_U_TANH,
                 FX_U_HARD_SWISH, FX_U_LEAKY_RELU,
-                FX_U_SWISH /* x * sigmoid(x): fused LOGISTIC + MUL, never from a TFLite op */ };
+                FX_U_SWISH /* x * sigmoid(x): fused LOGISTIC + MUL, never from a TFLite op */,
+                FX_U_NEG, FX_U_ABS, FX_U_SQUARE, FX_U_SQRT, FX_U_RSQRT, FX_U_EXP, FX_U_LOG,
+                FX_U_GELU, FX_U_GELU_TANH /* kernels/vgelu: exact (erf) and approximate (tanh) */ };
 void fx_unary_f32(int kind, float alpha, const float *x, float *y, size_t n);
 /* The same, split across the pool's threads for big tensors. */
 void fx_unary_f32_pool(fx_pool *pool, int kind, float alpha, const float *x, float *y, size_t n);
 
 /* y = act(a OP b) with numpy-style broadcasting; shapes right-aligned, ranks may differ.
- * PRELU is y = a >= 0 ? a : a * b (b = alpha, broadcast). */
-enum fx_binop { FX_B_ADD, FX_B_SUB, FX_B_MUL, FX_B_DIV, FX_B_MAX, FX_B_MIN, FX_B_PRELU };
+ * PRELU is y = a >= 0 ? a : a * b (b = alpha, broadcast); SQDIFF (a - b)²; POW powf(a, b). */
+enum fx_binop { FX_B_ADD, FX_B_SUB, FX_B_MUL, FX_B_DIV, FX_B_MAX, FX_B_MIN, FX_B_PRELU, FX_B_SQDIFF, FX_B_POW,
+                FX_B_COUNT };
 int fx_broadcast_shape(const fx_shape *a, const fx_shape *b, fx_shape *out); /* 0 ok, -1 incompatible */
 void fx_binary_f32(fx_pool *pool, int op, const float *a, const fx_shape *as,
                    const float *b, const fx_shape *bs, float *y, const fx_shape *ys, int act);
+
+/* ---- bool and integer element-wise (select.c), numpy broadcasting; y's shape is the
+ * broadcast of the operands'. Element types: FX_ELEM_*. ---- */
+enum fx_elem { FX_ELEM_F32, FX_ELEM_I32, FX_ELEM_I64, FX_ELEM_BOOL };
+enum fx_compare_op { FX_CMP_LESS, FX_CMP_LESS_EQUAL, FX_CMP_GREATER, FX_CMP_GREATER_EQUAL, FX_CMP_EQUAL,
+                     FX_CMP_NOT_EQUAL };
+enum fx_logic_op { FX_LOGIC_AND, FX_LOGIC_OR, FX_LOGIC_NOT };
+/* y[i] = a OP b as 0 / 1 bytes (TFLite's bool). */
+void fx_compare(int op, int elem, const void *a, const fx_shape *as, const void *b, const fx_shape *bs, uint8_t *y,
+                const fx_shape *ys);
+/* AND / OR of two bool tensors, NOT of a (b NULL). */
+void fx_logical(int op, const uint8_t *a, const fx_shape *as, const uint8_t *b, const fx_shape *bs, uint8_t *y,
+                const fx_shape *ys);
+/* out[i] = c ? x : y for elements of es bytes. */
+void fx_select(size_t es, const uint8_t *c, const fx_shape *cs, const void *x, const fx_shape *xs, const void *y,
+               const fx_shape *ys, void *out, const fx_shape *os);
+/* int32 / int64 ADD, SUB, MUL (FX_B_*), wrapping as stock. */
+void fx_binary_int(int op, int elem, const void *a, const fx_shape *as, const void *b, const fx_shape *bs, void *y,
+                   const fx_shape *ys);
 
 /* ---- spatial (NHWC) ---- */
 /* Padding resolved by the caller: pad_top/left may be any >= 0 (SAME computes it as TFLite does). */

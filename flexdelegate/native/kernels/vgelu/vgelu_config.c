@@ -1,19 +1,14 @@
-/* Picks the GELU variant for this CPU, once (cpu.h's menu over vgelu.inc). */
-#include "runtime/cpu.h"
+/* The GELU variants of f32-vgelu.inc, one per ISA family (probed in runtime/cpu.c). */
 #include "vgelu.h"
 
-#define FX_VGELU_VARIANT(isa, name, fn) static const fx_vgelu_config k_##fn = {name, fn};
-#include "vgelu.inc"
-#undef FX_VGELU_VARIANT
-
-#define FX_VGELU_VARIANT(isa, name, fn) [isa] = &k_##fn,
-static fx_isa_menu g_menu = {.by_isa = {
-#include "vgelu.inc"
+fx_isa_menu fx_vgelu_menu = {.by_isa = {
+#define FX_UKERNEL(isa, name, fn) FX_ISA_ENTRY(isa, &((const fx_vgelu_config){name, FX_ISA_##isa, fn}))
+#include "f32-vgelu.inc"
+#undef FX_UKERNEL
 }};
-#undef FX_VGELU_VARIANT
 
-const fx_vgelu_config *fx_vgelu_config_get(void) { return fx_isa_chosen(&g_menu); }
-const fx_vgelu_config *fx_vgelu_config_at(int i) { return fx_isa_at(&g_menu, i); }
+const fx_vgelu_config *fx_vgelu_config_get(void) { return fx_isa_chosen(&fx_vgelu_menu); }
+const fx_vgelu_config *fx_vgelu_config_at(int i) { return fx_isa_at(&fx_vgelu_menu, i); }
 
 void fx_vgelu_f32(const float *x, float *y, size_t n, int approximate) {
   fx_vgelu_config_get()->fn(x, y, n, approximate);
