@@ -48,8 +48,9 @@ const char *flex_check_budget(double mb);
 #define FLEX_PLAIN_NO_BUDGET "a memory budget needs the Python planner: libflexdelegate.so (no Python) runs without one; drop the budget option, or load flexdelegate.library_path() from a Python process"
 
 /* Packing algorithm families: the high byte of a cache blob's algo (store/store.h builds the
- * rest: GEMM panels = nr; Winograd = tile << 8 | nr). `flexdelegate cache info` names them. */
-enum { FLEX_PACK_GEMM_PANELS = 1, FLEX_PACK_WINOGRAD = 2 };
+ * rest: GEMM panels = nr; Winograd = tile << 8 | nr; int8 GEMM = a_offset << 16 | kr << 8 | nr;
+ * int8 depthwise = ct). `flexdelegate cache info` names them. */
+enum { FLEX_PACK_GEMM_PANELS = 1, FLEX_PACK_WINOGRAD = 2, FLEX_PACK_QS8_GEMM = 3, FLEX_PACK_QS8_DW = 4 };
 
 /* ---- a running delegate ---- */
 /* Why a call failed; for an infeasible budget also the smallest feasible one and the node it is
