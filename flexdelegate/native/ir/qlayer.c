@@ -24,6 +24,7 @@ typedef struct {
   const int32_t *bias;
   int32_t zx;
   const int32_t *ms;     /* cout multipliers then cout shifts (owned by the layer) */
+  size_t wbytes;         /* the int8 weights read (dropped from RSS once packed) */
 } qpack_args;
 
 struct fx_qlayer {
@@ -35,12 +36,20 @@ struct fx_qlayer {
   int8_t *zero_row; /* cin bytes of the input zero point: the padding taps */
 };
 
-static int pack_qweights(void *ctx, void *dst) {
+/* Packs the whole blob in one call (n_parts 1, `whole`): int8 layers are not budgeted yet. */
+static int pack_qweights(void *ctx, void *dst, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
   const qpack_args *a = ctx;
   const int32_t *m = a->ms, *shift = a->ms + a->cout;
   return a->dw ? fx_qs8_pack_dw(a->cout, a->taps, a->ct, a->w, a->bias, a->zx, m, shift, dst)
                : fx_qs8_pack_gemm(&a->geom, a->w, a->bias, a->zx, m, shift, dst);
 }
+
+static fx_pack_desc qpack_desc(const qpack_args *a) {
+  return (fx_pack_desc){.pack = pack_qweights, .ctx = a, .ctx_size = sizeof *a, .n_parts = 1, .whole = 1,
+                        .src = a->w, .src_len = a->wbytes, .src_part = a->wbytes};
+}
+
 
 static const fx_tensor *T(const fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
 
@@ -137,7 +146,9 @@ const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
     fx_hasher_update(&h, ms, sizeof(int32_t) * 2 * (size_t)cout);
     fx_hasher_final(&h, key);
   }
-  q->ref = fx_store_get(store, key, algo, FX_QS8_PACK_VERSION, bytes, pack_qweights, a, sizeof *a, a->w, wbytes);
+  a->wbytes = wbytes;
+  const fx_pack_desc d = qpack_desc(a);
+  q->ref = fx_store_get(store, key, algo, FX_QS8_PACK_VERSION, bytes, &d);
   if (!q->ref) {
     fx_qlayer_free(q);
     return "out of memory packing int8 weights";
@@ -157,7 +168,8 @@ void fx_qlayer_free(struct fx_qlayer *q) {
 size_t fx_qlayer_bytes(const struct fx_qlayer *q) { return q && q->ref ? q->ref->size : 0; }
 
 static int repack_in_memory(struct fx_qlayer *q) {
-  fx_wref *fresh = fx_wref_packed(q->ref->size, pack_qweights, &q->args);
+  const fx_pack_desc d = qpack_desc(&q->args);
+  fx_wref *fresh = fx_wref_packed(q->ref->size, &d);
   if (!fresh) return -1;
   fx_wref_unref(q->ref);
   q->ref = fresh;
