@@ -5,6 +5,8 @@
 """
 from __future__ import annotations
 
+import os
+
 __version__ = "0.1.0"
 __all__ = ["load_flex", "FlexDelegate", "BudgetError", "library_path"]
 
@@ -97,16 +99,59 @@ def load_flex(*, runtime: str | None = None, **options):
 
 _roundings: dict = {}
 
+# Prints the "_rounding" option text for the runtime named argv[1] (run in a child process).
+_DETECT = ("import sys; from flexdelegate import quant_rounding as q; from flexdelegate.runtime import detect; "
+           "rt = detect(sys.argv[1]); "
+           "print(q.option_text(q.detect(rt.Interpreter, rt.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)))")
+
 
 def _rounding_option(rt) -> str:
     """The internal option "_rounding": stock's requantization rule per (op, type) on runtime
-    rt, found once per process by quant_rounding.detect() (unknown ones left out: the plugin
-    then leaves those ops to stock)."""
+    rt (unknown ones left out: the plugin then leaves those ops to stock). Found by
+    quant_rounding.detect() in a child process, since its probe interpreters would add ~6 MB
+    to this process's peak (a budget counts it), once per installed runtime build: the answer
+    is kept in the cache directory (rounding.json), keyed by the runtime module's file."""
     if rt.name not in _roundings:
-        from . import quant_rounding
-        found = quant_rounding.detect(rt.Interpreter, rt.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
-        _roundings[rt.name] = quant_rounding.option_text(found)
+        _roundings[rt.name] = _stored_rounding(rt)
     return _roundings[rt.name]
+
+
+def _stored_rounding(rt) -> str:
+    import importlib
+    import json
+    import subprocess
+    import sys
+    from .cache.tools import default_dir
+    from .runtime import RUNTIMES
+    module = importlib.import_module(RUNTIMES[rt.name])
+    st = os.stat(module.__file__)
+    key = f"{rt.name} {module.__file__} {st.st_size} {st.st_mtime_ns} {sys.version.split()[0]}"
+    path = os.path.join(default_dir(), "rounding.json")
+    try:
+        with open(path) as f:
+            known = json.load(f)
+        if isinstance(known, dict) and isinstance(known.get(key), str):
+            return known[key]
+    except (OSError, ValueError):
+        known = {}
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(__file__)),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    run = subprocess.run([sys.executable, "-c", _DETECT, rt.name], capture_output=True, text=True, env=env,
+                         timeout=300)
+    if run.returncode or not run.stdout.strip():  # no child: in this process, at its memory cost
+        from . import quant_rounding
+        return quant_rounding.option_text(
+            quant_rounding.detect(rt.Interpreter, rt.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES))
+    text = run.stdout.strip().splitlines()[-1]
+    try:  # best effort: a read-only home only costs the child process again next time
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.tmp.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump({**(known if isinstance(known, dict) else {}), key: text}, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return text
 
 
 def library_path(plain: bool = False) -> str:
