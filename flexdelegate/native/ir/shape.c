@@ -39,7 +39,10 @@ static const char *infer_window(fx_graph *g, fx_node *n, const fx_shape *x, int 
   int oh, ow, pt, pl;
   fx_same_valid(n->p.conv.same, x->d[1], kh, n->p.conv.stride_h, n->p.conv.dil_h, &oh, &pt);
   fx_same_valid(n->p.conv.same, x->d[2], kw, n->p.conv.stride_w, n->p.conv.dil_w, &ow, &pl);
-  if (oh <= 0 || ow <= 0) return "window larger than the input";
+  /* An empty input (a producer left to stock may make one at prepare) gives an empty
+   * output, as stock's; otherwise a window that fits nowhere is refused. */
+  const int empty = x->d[1] == 0 || x->d[2] == 0;
+  if (oh < 0 || ow < 0 || (!empty && (oh == 0 || ow == 0))) return "window larger than the input";
   n->p.conv.kh = kh;
   n->p.conv.kw = kw;
   *y = (fx_shape){4, {x->d[0], oh, ow, cout}};
