@@ -89,7 +89,24 @@ def load_flex(*, runtime: str | None = None, **options):
         text = str(int(value)) if isinstance(value, bool) else str(value)
         _native.check_option(key, text)
         strings[key] = text
-    return _delegate_class(detect(runtime))(strings)
+    rt = detect(runtime)
+    strings["_rounding"] = _rounding_option(rt)
+    _native.check_option("_rounding", strings["_rounding"])
+    return _delegate_class(rt)(strings)
+
+
+_roundings: dict = {}
+
+
+def _rounding_option(rt) -> str:
+    """The internal option "_rounding": stock's requantization rule per (op, type) on runtime
+    rt, found once per process by quant_rounding.detect() (unknown ones left out: the plugin
+    then leaves those ops to stock)."""
+    if rt.name not in _roundings:
+        from . import quant_rounding
+        found = quant_rounding.detect(rt.Interpreter, rt.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+        _roundings[rt.name] = quant_rounding.option_text(found)
+    return _roundings[rt.name]
 
 
 def library_path(plain: bool = False) -> str:

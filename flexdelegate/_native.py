@@ -27,8 +27,11 @@ def _options() -> dict[str, tuple[int, str]]:
     return out
 
 
-# The delegate's options as C defines them (tflite/options.c): name -> (FLEX_OPTION_* kind, help).
-OPTIONS = _options()
+# The delegate's options as C defines them (tflite/options.c): name -> (FLEX_OPTION_* kind, help);
+# INTERNAL_OPTIONS are the ones load_flex sets itself (a leading underscore), never a user.
+_ALL_OPTIONS = _options()
+OPTIONS = {k: v for k, v in _ALL_OPTIONS.items() if not k.startswith("_")}
+INTERNAL_OPTIONS = {k: v for k, v in _ALL_OPTIONS.items() if k.startswith("_")}
 
 
 def library_path(plain: bool = False) -> str:

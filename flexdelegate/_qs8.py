@@ -97,3 +97,109 @@ def dwconv(variant: int, x, w, bias, *, depth_mult: int = 1, zx: int, zw: int = 
                                zy, lo, hi, rounding, tail_rounding, tail_from, _ptr(y), iters, secs):
         raise ValueError(f"qs8 dwconv: variant {variant} unavailable or bad arguments")
     return y, float(secs[0])
+
+
+# ---- the element-wise integer ops (kernels/qs8-ops) ----
+STOCK_PORTABLE, STOCK_NEON = 0, 1   # qs8-ops.h's FX_STOCK_*: the arithmetic to reproduce
+BINARY_OPS = {"ADD": 0, "SUB": 1, "MUL": 2}
+LUT_KINDS = {"REQUANTIZE": (0, 0), "RELU": (1, 0), "RELU6": (1, 1), "RELU_N1_TO_1": (1, 2),
+             "RELU_0_TO_1": (1, 3), "LEAKY_RELU": (2, 0), "HARD_SWISH": (3, 0),
+             "LOGISTIC": (4, 0), "TANH": (4, 1), "GELU": (4, 2), "GELU_APPROX": (4, 3),
+             "CONCAT_REQUANT": (5, 0)}
+
+
+def ops_variants() -> list[str]:
+    """Element-wise op variants this CPU runs; index 0 is the scalar reference."""
+    return _names_until_null(lib.flex_qs8_ops_variant_at)
+
+
+def _q(t):
+    """(scale, zero point) of a quantization pair."""
+    return float(t[0]), int(t[1])
+
+
+def binary(variant: int, op: str, a, b, qa, qb, qo, *, act: str = "NONE", stock: int,
+           chunk: int = 0, iters: int = 1):
+    """ADD / MUL of int8 or uint8 arrays a, b with broadcasting; q* = (scale, zero point).
+    Returns (y, best seconds); ValueError where the kernels refuse."""
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    out_shape = np.broadcast_shapes(a.shape, b.shape)
+    y = np.empty(out_shape, a.dtype)
+    da, db = ffi.new("int[]", list(a.shape) or [1]), ffi.new("int[]", list(b.shape) or [1])
+    secs = ffi.new("double *")
+    if lib.flex_qs8_binary_run(variant, BINARY_OPS[op], int(a.dtype == np.uint8), *_q(qa), *_q(qb),
+                               *_q(qo), ACTS[act], a.ndim, da, b.ndim, db, _ptr(a), _ptr(b),
+                               _ptr(y), stock, chunk, iters, secs):
+        raise ValueError(f"qs8 {op}: refused")
+    return y, float(secs[0])
+
+
+def lut_op(variant: int, kind: str, x, q_in, q_out, *, out_dtype=None, alpha: float = 0.0,
+           stock: int, chunk: int = 0, iters: int = 1):
+    """A table op (LUT_KINDS) on an int8/uint8 array; returns (y, best seconds)."""
+    x = np.ascontiguousarray(x)
+    y = np.empty(x.shape, out_dtype or x.dtype)
+    k, sub = LUT_KINDS[kind]
+    secs = ffi.new("double *")
+    if lib.flex_qs8_lut_op_run(variant, k, sub, int(x.dtype == np.uint8), int(y.dtype == np.uint8),
+                               *_q(q_in), *_q(q_out), float(alpha), x.size, _ptr(x), _ptr(y),
+                               stock, chunk, iters, secs):
+        raise ValueError(f"qs8 {kind}: refused")
+    return y, float(secs[0])
+
+
+def mean_hw(variant: int, x, q_in, q_out, *, axes=(1, 2), stock: int, stock_threads: int = 1,
+            chunk: int = 0, iters: int = 1):
+    """MEAN of int8 x [n,h,w,c] over H, W with keep_dims (axes: the model's axis tensor);
+    returns (y [n,1,1,c], best seconds)."""
+    x = np.ascontiguousarray(x, np.int8)
+    ax = np.ascontiguousarray(axes, np.int32)
+    n, h, w, c = x.shape
+    y = np.empty((n, 1, 1, c), np.int8)
+    secs = ffi.new("double *")
+    if lib.flex_qs8_mean_hw_run(variant, n, h, w, c, _ptr(ax, "int32_t *"), ax.size, *_q(q_in), *_q(q_out), _ptr(x), _ptr(y),
+                                stock, stock_threads, chunk, iters, secs):
+        raise ValueError("qs8 MEAN: refused")
+    return y, float(secs[0])
+
+
+def softmax(x, q_in, beta: float, q_out, *, chunk: int = 0, iters: int = 1):
+    """SOFTMAX over the last dimension of an int8/uint8 array; returns (y, best seconds)."""
+    x = np.ascontiguousarray(x)
+    y = np.empty(x.shape, x.dtype)
+    cols = x.shape[-1] if x.ndim else 1
+    secs = ffi.new("double *")
+    if lib.flex_qs8_softmax_run(int(x.dtype == np.uint8), float(q_in[0]), float(beta),
+                                *_q(q_out), x.size // max(cols, 1), cols, _ptr(x), _ptr(y), chunk,
+                                iters, secs):
+        raise ValueError("qs8 SOFTMAX: refused")
+    return y, float(secs[0])
+
+
+def mean(variant: int, x, axes, q_in, q_out, *, chunk: int = 0, iters: int = 1):
+    """MEAN on stock's general path over adjacent `axes` (keep_dims is only a reshape); returns
+    (y with the reduced dimensions dropped, best seconds)."""
+    x = np.ascontiguousarray(x)
+    resolved = sorted({a % x.ndim for a in axes})
+    y = np.empty([d for i, d in enumerate(x.shape) if i not in resolved], x.dtype)
+    d = ffi.new("int[]", list(x.shape) or [1])
+    secs = ffi.new("double *")
+    if lib.flex_qs8_mean_run(variant, int(x.dtype == np.uint8), x.ndim, d, sum(1 << a for a in resolved),
+                             *_q(q_in), *_q(q_out), _ptr(x), _ptr(y), chunk, iters, secs):
+        raise ValueError("qs8 MEAN: refused")
+    return y, float(secs[0])
+
+
+def avgpool(variant: int, x, k, stride, pads, out_hw, lo: int, hi: int, *, chunk: int = 0,
+            iters: int = 1):
+    """AVERAGE_POOL_2D of int8/uint8 x [n,h,w,c]: window k (kh, kw), strides, leading pads
+    (top, left), output size; clamp [lo, hi]. Returns (y, best seconds)."""
+    x = np.ascontiguousarray(x)
+    n, h, w, c = x.shape
+    y = np.empty((n, out_hw[0], out_hw[1], c), x.dtype)
+    secs = ffi.new("double *")
+    if lib.flex_qs8_avgpool_run(variant, int(x.dtype == np.uint8), n, h, w, c, k[0], k[1], stride[0],
+                                stride[1], pads[0], pads[1], out_hw[0], out_hw[1], lo, hi, _ptr(x),
+                                _ptr(y), chunk, iters, secs):
+        raise ValueError("qs8 AVERAGE_POOL_2D: refused")
+    return y, float(secs[0])

@@ -16,7 +16,7 @@ import numpy as np
 from .tflite.writer import ModelBuilder
 
 AWAY, UP, SINGLE, AWAY_SAT = 0, 1, 2, 3  # requant.h's FX_RQ_*
-OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
+OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")  # and QUANTIZE from float (AWAY or None)
 
 
 @dataclass(frozen=True)
@@ -38,12 +38,17 @@ KNOWN_X86 = {
         ("DEPTHWISE_CONV_2D", "int8"): Rounding(AWAY),
         ("CONV_2D", "uint8"): Rounding(AWAY_SAT), ("FULLY_CONNECTED", "uint8"): Rounding(AWAY_SAT),
         ("DEPTHWISE_CONV_2D", "uint8"): Rounding(AWAY),
+        ("QUANTIZE", "int8"): Rounding(AWAY), ("QUANTIZE", "uint8"): Rounding(AWAY),
+        ("DEQUANTIZE", "int8"): Rounding(AWAY), ("DEQUANTIZE", "uint8"): Rounding(AWAY),
     },
     "ai-edge-litert": {
         ("CONV_2D", "int8"): Rounding(UP), ("FULLY_CONNECTED", "int8"): Rounding(UP),
         ("DEPTHWISE_CONV_2D", "int8"): Rounding(UP, AWAY, True),
         ("CONV_2D", "uint8"): Rounding(UP), ("FULLY_CONNECTED", "uint8"): Rounding(UP),
         ("DEPTHWISE_CONV_2D", "uint8"): Rounding(AWAY),
+        # QUANTIZE / DEQUANTIZE: rules 1 (Q_RECIP_EVEN / DQ_MUL_SUB) on whole groups of 8, 0 on the tail
+        ("QUANTIZE", "int8"): Rounding(1, 0, True), ("QUANTIZE", "uint8"): Rounding(1, 0, True),
+        ("DEQUANTIZE", "int8"): Rounding(1, 0, True), ("DEQUANTIZE", "uint8"): Rounding(1, 0, True),
     },
 }
 
@@ -111,6 +116,95 @@ def _expected(acc, m: int, shift: int, rule: Rounding, zp: int, lo: int, hi: int
     return np.clip(r + zp, lo, hi)
 
 
+# Float QUANTIZE's rules (the Rounding fields reused: rounding of the first n - n % 8 elements
+# of the flat tensor when split8, tail_rounding of the rest): Q_AWAY = TFLite's scalar loop,
+# (int32)round_half_away((double)x / scale); Q_RECIP_EVEN = its NEON loop (LiteRT's x86 build
+# via NEON_2_SSE): x * (float)(1 / scale) in float, rounded half to even, 8 values at a time.
+Q_AWAY, Q_RECIP_EVEN = 0, 1
+_QUANTIZE_CANDIDATES = [Rounding(Q_AWAY), Rounding(Q_RECIP_EVEN, Q_AWAY, True)]
+
+
+def quantize(x, scale: float, zp: int, lo: int, hi: int, rule: Rounding) -> np.ndarray:
+    """Float QUANTIZE under rule (what the delegate's QUANTIZE computes)."""
+    x = np.asarray(x, np.float32).reshape(-1)
+    s = np.float64(np.float32(scale))
+    q = x.astype(np.float64) / s
+    away = np.where(q >= 0, np.floor(q + 0.5), np.ceil(q - 0.5))
+    even = np.rint((x * np.float32(1.0 / s)).astype(np.float32)).astype(np.float64)
+    main = x.size - x.size % 8 if rule.split8 else x.size
+    r = np.concatenate([(even if rule.rounding == Q_RECIP_EVEN else away)[:main],
+                        (even if rule.tail_rounding == Q_RECIP_EVEN else away)[main:]])
+    return np.clip(r + zp, lo, hi).astype(np.int64)
+
+
+def _quantize_probe_inputs() -> list[tuple[float, np.ndarray]]:
+    """(scale, float inputs): exact ties at a dyadic scale (half away vs half even), and at 0.1
+    values within an ulp of ties (a double division vs a float multiply by 1/scale); sizes
+    that leave a tail past a multiple of 8."""
+    k = np.arange(-130, 127, dtype=np.float64)
+    ties = ((k + 0.5) * 0.25).astype(np.float32)
+    near = (k + 0.5) * np.float64(np.float32(0.1))
+    near = np.concatenate([np.nextafter(near.astype(np.float32), np.float32(d)) for d in (-np.inf, np.inf)]
+                          + [near.astype(np.float32)])
+    return [(0.25, ties), (0.1, near.astype(np.float32)), (0.25, ties[140:153])]
+
+
+def _detect_quantize(interpreter_cls, resolver_type, dtype) -> Rounding | None:
+    lo, hi = (0, 255) if dtype == np.uint8 else (-128, 127)
+    zp = 128 if dtype == np.uint8 else 3
+    cands = list(_QUANTIZE_CANDIDATES)
+    for scale, xv in _quantize_probe_inputs():
+        b = ModelBuilder()
+        x = b.input(xv.shape, dtype=np.float32)
+        y = b.tensor(xv.shape, dtype=dtype, scale=[scale], zero_point=[zp])
+        b.op("QUANTIZE", [x], [y])
+        b.output(y)
+        it = interpreter_cls(model_content=b.build(), experimental_op_resolver_type=resolver_type)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], xv)
+        it.invoke()
+        got = it.get_tensor(it.get_output_details()[0]["index"]).astype(np.int64)
+        cands = [r for r in cands if np.array_equal(got, quantize(xv, scale, zp, lo, hi, r))]
+    return cands[0] if cands else None
+
+
+# DEQUANTIZE's rules, as QUANTIZE's: DQ_EXACT = TFLite's scalar loop, scale * (float)(q - zp)
+# (one rounding); DQ_MUL_SUB = its NEON loop, (float)q * scale - (float)zp * scale in float
+# (three roundings), 8 values at a time.
+DQ_EXACT, DQ_MUL_SUB = 0, 1
+_DEQUANTIZE_CANDIDATES = [Rounding(DQ_EXACT), Rounding(DQ_MUL_SUB, DQ_EXACT, True)]
+
+
+def dequantize(q, scale: float, zp: int, rule: Rounding) -> np.ndarray:
+    """DEQUANTIZE under rule (what the delegate's DEQUANTIZE computes)."""
+    q = np.asarray(q).reshape(-1).astype(np.int64)
+    s = np.float32(scale)
+    exact = (s * (q - zp).astype(np.float32)).astype(np.float32)
+    mul_sub = (q.astype(np.float32) * s - np.float32(zp) * s).astype(np.float32)
+    main = q.size - q.size % 8 if rule.split8 else q.size
+    return np.concatenate([(mul_sub if rule.rounding == DQ_MUL_SUB else exact)[:main],
+                           (mul_sub if rule.tail_rounding == DQ_MUL_SUB else exact)[main:]])
+
+
+def _detect_dequantize(interpreter_cls, resolver_type, dtype) -> Rounding | None:
+    lo, hi = (0, 255) if dtype == np.uint8 else (-128, 127)
+    cands = list(_DEQUANTIZE_CANDIDATES)
+    for scale, zp, n in ((0.1, (lo + hi) // 2 + 1, 256), (0.1, lo + 3, 13), (0.0123, hi - 5, 256)):
+        qv = np.resize(np.arange(lo, hi + 1), n).astype(dtype)
+        b = ModelBuilder()
+        x = b.input(qv.shape, dtype=dtype, scale=[scale], zero_point=[zp])
+        y = b.tensor(qv.shape, dtype=np.float32)
+        b.op("DEQUANTIZE", [x], [y])
+        b.output(y)
+        it = interpreter_cls(model_content=b.build(), experimental_op_resolver_type=resolver_type)
+        it.allocate_tensors()
+        it.set_tensor(it.get_input_details()[0]["index"], qv)
+        it.invoke()
+        got = it.get_tensor(it.get_output_details()[0]["index"]).reshape(-1)
+        cands = [r for r in cands if np.array_equal(got.view(np.uint32), dequantize(qv, scale, zp, r).view(np.uint32))]
+    return cands[0] if cands else None
+
+
 def detect(interpreter_cls=None, resolver_type=None) -> dict:
     """{(op, "int8" | "uint8"): Rounding or None} for the stock kernels of interpreter_cls
     (default: tflite_runtime's Interpreter, else ai_edge_litert's), default delegates off."""
@@ -134,4 +228,39 @@ def detect(interpreter_cls=None, resolver_type=None) -> dict:
                 got = it.get_tensor(it.get_output_details()[0]["index"]).astype(np.int64).reshape(acc.shape)
                 cands = [r for r in cands if np.array_equal(_expected(acc, m, shift, r, zp, lo, hi), got)]
             found[(op, name)] = cands[0] if cands else None
+        found[("QUANTIZE", name)] = _detect_quantize(interpreter_cls, resolver_type, dtype)
+        found[("DEQUANTIZE", name)] = _detect_dequantize(interpreter_cls, resolver_type, dtype)
     return found
+
+
+def option_text(found: dict) -> str:
+    """detect()'s findings as the plugin's internal "_rounding" option (tflite/options.c):
+    OP.TYPE=RULE, or OP.TYPE=RULE:TAIL for a split8 rule; unknown ones left out."""
+    parts = []
+    for (op, dtype), r in sorted(found.items()):
+        if r is not None:
+            parts.append(f"{op}.{dtype}={r.rounding}" + (f":{r.tail_rounding}" if r.split8 else ""))
+    stock = stock_arithmetic(found)  # the element-wise ops: the number is qs8-ops' FX_STOCK_*
+    if stock is not None:
+        parts += [f"{op}.{dtype}={stock}" for op, dtype in ELEMENTWISE]
+    return ",".join(parts)
+
+
+STOCK_PORTABLE, STOCK_NEON = 0, 1  # kernels/qs8-ops/qs8-ops.h's FX_STOCK_*
+# The element-wise integer ops whose arithmetic differs between the two stock builds: their
+# "_rounding" entry carries stock_arithmetic() (tflite/ops.c read_qelem).
+ELEMENTWISE = [("ADD", "int8"), ("ADD", "uint8"), ("MUL", "int8"), ("MUL", "uint8"), ("MEAN", "int8"),
+               ("MEAN", "uint8")]
+
+
+def stock_arithmetic(found: dict | None = None) -> int | None:
+    """Which loops the stock build runs for the element-wise integer ops: STOCK_NEON when it was
+    compiled with USE_NEON (x86 builds with SSE4.1 get TFLite's NEON loops through NEON_2_SSE:
+    ai-edge-litert 2.3), STOCK_PORTABLE for the portable C++ loops (tflite-runtime 2.14), None if
+    unknown. USE_NEON is one build-wide switch (optimized/neon_check.h), and its one visible trace
+    among detect()'s probes is the int8 depthwise requantization's 8-channel split (the NEON
+    Quantize loop): that decides. tests/quant/test_qs8_*_vs_stock.py check every op on both."""
+    rule = (detect() if found is None else found).get(("DEPTHWISE_CONV_2D", "int8"))
+    if rule is None:
+        return None
+    return STOCK_NEON if rule.split8 else STOCK_PORTABLE

@@ -43,7 +43,8 @@ def kernel_option(op: str, k) -> KernelOption:
     wb, sb = int(k.weight_bytes), int(k.scratch_bytes)
     return KernelOption(KERNEL_NAMES.get(int(k.kernel), op.lower()), wb, sb, float(k.compute_us),
                         float(k.load_us) if wb else 0.0, SLICING_NAMES[int(k.slicing)],
-                        out_channels=int(k.out_channels), out_rows=int(k.out_rows), simd=max(1, int(k.simd)))
+                        out_channels=int(k.out_channels), out_rows=int(k.out_rows), simd=max(1, int(k.simd)),
+                        slice_us=float(k.slice_us))
 
 
 def graph_from_desc(ffi, desc) -> Graph:

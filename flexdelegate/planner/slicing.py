@@ -6,7 +6,8 @@ be resident while it computes. Scratch is kept whole per slice: the Winograd inp
 tiles, which dominate it, do not shrink with output channels.
 "input": the im2col working set is split by output rows (each slice >= `simd` rows, for SIMD
 efficiency); the weights are one unit, resident across all slices.
-Each extra slice costs `slice_cost_us` of compute (re-reading inputs, kernel launch)."""
+Each extra slice costs `slice_cost_us` of compute (re-reading inputs, kernel launch), plus the
+option's own `slice_us` (run-time Winograd: the input transform, redone per slice)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -78,7 +79,7 @@ def split(opt: KernelOption, n: int, slice_cost_us: float = SLICE_COST_US) -> Fo
     """`opt` cut into exactly n slices (1 <= n <= max_slices(opt))."""
     if not 1 <= n <= max_slices(opt):
         raise ValueError(f"{opt.name}: cannot cut into {n} slices (max {max_slices(opt)})")
-    extra_us = slice_cost_us if n > 1 else 0.0
+    extra_us = slice_cost_us + opt.slice_us if n > 1 else 0.0
     if n == 1:
         total = opt.out_channels if opt.slicing == "weights" else opt.out_rows
         return Form(opt, (Slice(0, total, opt.weight_bytes, opt.scratch_bytes,

@@ -50,11 +50,11 @@ def test_stats_break_coverage_down_per_interpreter():
     by_subgraph gives each one's coverage (its fallbacks and ops under the same index)."""
     from flexdelegate.tflite.demo_model import build_demo_model
     from flexdelegate.tflite.writer import ModelBuilder
-    b = ModelBuilder()  # one delegated node (RELU), one left to TFLite (EXP)
+    b = ModelBuilder()  # one delegated node (RELU), one left to TFLite (FLOOR)
     x = b.input((1, 8), name="x")
     h, y = b.tensor((1, 8)), b.tensor((1, 8))
     b.op("RELU", [x], [h])
-    b.op("EXP", [h], [y])
+    b.op("FLOOR", [h], [y])
     b.output(y)
     d = load_flex(cache_path="")
     first = make_interpreter(build_demo_model(), delegate=d)  # noqa: F841 - keeps its subgraph
@@ -66,4 +66,4 @@ def test_stats_break_coverage_down_per_interpreter():
     assert (per[1]["nodes_total"], per[1]["nodes_delegated"], per[1]["fallback"]) == (2, 1, 1)
     for key in ("nodes_total", "nodes_delegated", "nodes_folded", "partitions"):
         assert st[key] == sum(p[key] for p in per)
-    assert [f["subgraph"] for f in st["fallback"]] == [1] and st["fallback"][0]["op"] == "EXP"
+    assert [f["subgraph"] for f in st["fallback"]] == [1] and st["fallback"][0]["op"] == "FLOOR"

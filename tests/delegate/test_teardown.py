@@ -125,7 +125,7 @@ def test_stats_while_set_budget_switches():
     stock = make_interpreter(model)
     x = random_inputs(stock)
     ref = invoke(stock, x)
-    d = load_flex(cache_path="")
+    d = load_flex(budget=low, cache_path="")  # a budget without a cache file: a temp file
     it = make_interpreter(model, delegate=d)
     stop, reports, errors = threading.Event(), [], []
 
@@ -155,7 +155,7 @@ def test_invokes_while_set_budget_switches():
     stock = make_interpreter(model)
     x = random_inputs(stock)
     ref = invoke(stock, x)
-    d = load_flex(cache_path="")
+    d = load_flex(budget=low, cache_path="")  # a budget without a cache file: a temp file
     it = make_interpreter(model, delegate=d)
     stop, worst = threading.Event(), []
 

@@ -579,7 +579,7 @@ static void resize_case(int bilinear, int N, int H, int W, int C, int OH, int OW
     }
   }
   if (bilinear) fx_resize_bilinear_f32(x, &xs, y, &ys, ac, hp);
-  else fx_resize_nearest_f32(x, &xs, y, &ys, ac, hp);
+  else fx_resize_nearest(x, &xs, y, &ys, sizeof(float), ac, hp);
   char nm[160];
   snprintf(nm, sizeof nm, "resize bilinear=%d %dx%dx%dx%d -> %dx%d ac=%d hp=%d", bilinear, N, H, W,
            C, OH, OW, ac, hp);
@@ -611,11 +611,11 @@ static void test_resize(void) {
     /* half pixel: row 0 src y=-0.25 -> clamped to row 0; col 1 src x=0.25 */
     report(y2[0] == 0 && fabsf(y2[1] - 0.25f) < 1e-7f && y2[3] == 1 && y2[15] == 3,
            "bilinear half_pixel 2x2->4x4");
-    fx_resize_nearest_f32(x, &xs, y2, &ys2, 0, 1);
+    fx_resize_nearest(x, &xs, y2, &ys2, sizeof(float), 0, 1);
     report(y2[0] == 0 && y2[1] == 0 && y2[2] == 1 && y2[3] == 1 && y2[8] == 2,
            "nearest half_pixel 2x2->4x4");
     fx_shape ys3 = shp(4, 1, 3, 3, 1);
-    fx_resize_nearest_f32(x, &xs, y, &ys3, 1, 0);
+    fx_resize_nearest(x, &xs, y, &ys3, sizeof(float), 1, 0);
     /* align_corners: scale 0.5, round(0.5)=1 -> cols 0,1,1 */
     report(y[0] == 0 && y[1] == 1 && y[2] == 1 && y[3] == 2, "nearest align_corners 2x2->3x3");
   }

@@ -189,8 +189,35 @@ void fx_conv_choose_form(fx_conv_pack *p, const fx_conv_geom *g, int rt_tile) {
 #define GEMM_FLOPS_PER_US 40e3
 #define DIRECT_SLOWDOWN 1.1
 
-double fx_conv_cost_us(int kernel, double flops, int threads) {
+/* Run-time Winograd (winograd_rt.c) under a budget, measured with bench/winograd_rt_cost.py
+ * (1 thread, warm weights, f32-gemm-6x16-avx2 on Zen 3, medians of alternating rounds on a
+ * loaded 2-core machine, so rounded down): its time against im2col GEMM's on the same conv,
+ * by tile and tiles per image (56x56x64 F6: 5.8x; 28x28x128 F4: 7.0x, 14x14x256: 4.0x,
+ * 14x14x512: 2.0x; the pre-transformed weights measured 6.0x, 7.7x, 4.7x, 1.2x there), and
+ * what each extra output-channel slice costs for transforming the whole input again:
+ * 0.3-0.56 ns per input float (one 14x14x512 outlier at 14.6 left out). */
+typedef struct { int tile, min_tiles; double gain; } rt_gain_row;
+static const rt_gain_row k_rt_gain[] = {
+    /* F6 from 64 tiles per image (56x56 maps), F4 from 49 (28x28) and 16 (14x14) */
+    {6, 64, 5.5}, {4, 49, 6.5}, {4, 16, 2.0}};
+#define RT_INPUT_NS_PER_FLOAT 0.6
+
+static double rt_gain(const fx_conv_geom *g, int tile) {
+  const size_t per_image = (size_t)((g->oh + tile - 1) / tile) * (size_t)((g->ow + tile - 1) / tile);
+  for (size_t i = 0; i < sizeof k_rt_gain / sizeof *k_rt_gain; i++)
+    if (k_rt_gain[i].tile == tile && per_image >= (size_t)k_rt_gain[i].min_tiles) return k_rt_gain[i].gain;
+  return 1.0;
+}
+
+double fx_conv_rt_input_us(const fx_conv_geom *g, int tile, int threads) {
+  (void)tile;
+  const double floats = (double)(g->m / ((size_t)g->oh * g->ow)) * g->ih * g->iw * g->cin;
+  return floats * RT_INPUT_NS_PER_FLOAT / 1e3 / threads;
+}
+
+double fx_conv_cost_us(int kernel, double flops, int threads, const fx_conv_geom *g, int rt_tile) {
   const double gemm_us = flops / (GEMM_FLOPS_PER_US * threads);
   if (kernel == FLEX_KERNEL_WINOGRAD) return gemm_us / WINO_GAIN4;
+  if (kernel == FLEX_KERNEL_WINOGRAD_RT) return gemm_us / rt_gain(g, rt_tile);
   return kernel == FLEX_KERNEL_DIRECT ? gemm_us * DIRECT_SLOWDOWN : gemm_us;
 }

@@ -39,17 +39,33 @@ struct fx_conv_pack {
 #define FX_IM2COL_TILE_BYTES (512 * 1024)
 #define FX_MAX_TILE_ROWS 256
 
-static int pack_weights(void *ctx, void *dst) {
+/* Panels [lo, hi) (nr output channels each): both layouts are panel-major, so a panel range
+ * is the same packing of that range of output channels. */
+static int pack_weights(void *ctx, void *dst, size_t lo, size_t hi) {
   pack_args a = *(const pack_args *)ctx;
   float *tmp = NULL;
   if (!a.w && a.wsrc && !(a.w = a.wsrc->data)) { /* a deferred fold: computed for packing only */
     if (!(tmp = fx_blob_compute(a.wsrc))) return -1;
     a.w = tmp;
   }
-  if (a.tile) fx_winograd_pack(a.tile, a.n, a.cin, a.nr, a.w, dst);
-  else fx_gemm_pack(a.n, a.k, a.nr, a.w, a.bias, dst);
+  const int n0 = (int)lo * a.nr, n1 = (int)hi * a.nr < a.n ? (int)hi * a.nr : a.n;
+  const float *w = a.w + (size_t)n0 * (size_t)a.k;
+  if (a.tile) fx_winograd_pack(a.tile, n1 - n0, a.cin, a.nr, w, dst);
+  else fx_gemm_pack(n1 - n0, a.k, a.nr, w, a.bias ? a.bias + n0 : NULL, dst);
   free(tmp);
   return 0;
+}
+
+static fx_pack_desc pack_desc(const pack_args *a) {
+  const size_t panels = (size_t)(a->n + a->nr - 1) / (size_t)a->nr, row = (size_t)a->k * sizeof(float);
+  fx_pack_desc d = {pack_weights, a, sizeof *a, panels, 0, a->w, (size_t)a->n * row, (size_t)a->nr * row};
+  if (!a->w) { /* a deferred fold is computed whole for each call: pack it in one */
+    d.whole = 1;
+    d.src = a->wsrc->deferred->src;
+    d.src_len = a->wsrc->deferred->src_len;
+    d.src_part = 0;
+  }
+  return d;
 }
 
 static fx_conv_pack *pack_new(fx_store *store, const fx_gemm_config *uk, int n, int k, int tile, const float *w,
@@ -83,8 +99,8 @@ static fx_conv_pack *pack_new(fx_store *store, const fx_gemm_config *uk, int n, 
     fx_hasher_final(&h, key);
   }
   p->args = (pack_args){n, k, p->uk->nr, tile, k / 9, w, bias, w ? NULL : fx_blob_ref(wsrc)};
-  p->ref = fx_store_get(store, key, algo, version, packed, pack_weights, &p->args, sizeof p->args,
-                        w ? (const void *)w : wsrc->deferred->src, w ? wbytes : wsrc->deferred->src_len);
+  const fx_pack_desc d = pack_desc(&p->args);
+  p->ref = fx_store_get(store, key, algo, version, packed, &d);
   if (!p->ref) { fx_blob_unref(p->args.wsrc); free(p); return NULL; }
   return p;
 }
@@ -113,7 +129,8 @@ void fx_conv_pack_forget(fx_store *store, fx_conv_pack *p) {
 }
 
 static int repack_in_memory(fx_conv_pack *p) {
-  fx_wref *fresh = fx_wref_packed(p->ref->size, pack_weights, &p->args);
+  const fx_pack_desc d = pack_desc(&p->args);
+  fx_wref *fresh = fx_wref_packed(p->ref->size, &d);
   if (!fresh) return -1;
   fx_wref_unref(p->ref);
   p->ref = fresh;
@@ -307,6 +324,16 @@ void fx_conv_run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *
     return;
   }
   run_part(pool, p, g, x, y, scratch, act, panels, pan0, pan1, m0, m1, tile, p->direct);
+}
+
+void fx_conv_run_winograd_rt_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
+                                  float *y, float *scratch, int act, const float *panels, int pan0, int pan1) {
+  fx_shape xs = {4, {(int)(g->m / ((size_t)g->oh * g->ow)), g->ih, g->iw, g->cin}};
+  fx_shape ys = {4, {xs.d[0], g->oh, g->ow, p->n}};
+  fx_winograd_rt_run_panels(p->uk, pool, p->rt_tile, panels, pan0, pan1, p->n, g->cin, p->args.bias, x, &xs,
+                            g->pad_top, g->pad_left, y, &ys, scratch, act);
+  size_t c0 = (size_t)pan0 * (size_t)p->uk->nr, c1 = (size_t)pan1 * (size_t)p->uk->nr;
+  if (g->residual) add_residual(g, y, (size_t)p->n, 0, g->m, c0, c1 < (size_t)p->n ? c1 : (size_t)p->n);
 }
 
 void fx_conv_run_direct_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,

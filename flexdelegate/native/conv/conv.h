@@ -72,10 +72,15 @@ void fx_conv_set_direct(fx_conv_pack *p, int on);
 int fx_conv_pack_direct(const fx_conv_pack *p);
 /* Makes fx_conv_run run this GEMM-packed stride-1 3x3 conv as Winograd F(tile, 3) from its
  * panels (winograd_rt.c; tile 0: off), given fx_conv_winograd_rt_scratch_bytes of scratch;
- * partial runs (budget slices) stay GEMM. */
+ * fx_conv_run_part's partial runs stay GEMM (a budget plan asks for fx_conv_run_winograd_rt_part). */
 void fx_conv_set_winograd_rt(fx_conv_pack *p, int tile);
 int fx_conv_pack_winograd_rt(const fx_conv_pack *p);
 size_t fx_conv_winograd_rt_scratch_bytes(const fx_conv_pack *p, const fx_conv_geom *g, int threads);
+/* Panels [pan0, pan1) of a conv with a run-time Winograd tile (fx_conv_pack_winograd_rt), as
+ * Winograd from those GEMM panels at `panels` (a budget plan's slice: each call transforms the
+ * whole input again); scratch: fx_conv_winograd_rt_scratch_bytes. */
+void fx_conv_run_winograd_rt_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
+                                  float *y, float *scratch, int act, const float *panels, int pan0, int pan1);
 /* As fx_conv_run_part, direct: rows [m0, m1), panels [pan0, pan1) at `panels`; no scratch. */
 void fx_conv_run_direct_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                              float *y, int act, const float *panels, int pan0, int pan1, size_t m0, size_t m1);
@@ -115,5 +120,7 @@ size_t fx_conv_plain_bytes(int n, int k);
  * chose it), else direct conv where the measured table says it beats im2col. */
 void fx_conv_choose_form(fx_conv_pack *p, const fx_conv_geom *g, int rt_tile);
 /* Estimated microseconds of `flops` run by FLEX_KERNEL_* `kernel` on `threads` threads. */
-double fx_conv_cost_us(int kernel, double flops, int threads);
+double fx_conv_cost_us(int kernel, double flops, int threads, const fx_conv_geom *g, int rt_tile);
+/* What one more output-channel slice of run-time Winograd costs: the input transformed again. */
+double fx_conv_rt_input_us(const fx_conv_geom *g, int tile, int threads);
 #endif

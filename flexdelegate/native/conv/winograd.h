@@ -55,6 +55,11 @@ void fx_winograd_run_panels(const fx_gemm_config *uk, fx_pool *pool, int tile, c
  * input transform plus per-thread buffers, fx_winograd_rt_scratch_bytes() for the run's
  * tiles (batch * ceil(oh / tile) * ceil(ow / tile)). */
 size_t fx_winograd_rt_scratch_bytes(const fx_gemm_config *uk, int tile, int cin, size_t tiles, int threads);
+/* Output channels of panels [pan0, pan1) only, `panels` pointing at panel pan0 (a budget
+ * plan's slot); the input is transformed again for each such call. */
+void fx_winograd_rt_run_panels(const fx_gemm_config *uk, fx_pool *pool, int tile, const float *panels, int pan0,
+                               int pan1, int cout, int cin, const float *bias, const float *x, const fx_shape *xs,
+                               int pad_top, int pad_left, float *y, const fx_shape *ys, float *scratch, int act);
 void fx_winograd_rt_run(const fx_gemm_config *uk, fx_pool *pool, int tile, const float *panels, int cout, int cin,
                         const float *bias, const float *x, const fx_shape *xs, int pad_top, int pad_left, float *y,
                         const fx_shape *ys, float *scratch, int act);

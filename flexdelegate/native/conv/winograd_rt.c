@@ -27,6 +27,7 @@ typedef struct {
   const float *panels, *bias, *x;
   float *y, *V, *scratch;
   size_t tiles, tb, vs, ms, per_thread;
+  size_t pan0; /* `panels` starts at this panel of the layer (a budget plan's slice) */
   float G[8 * 3];
   float lo, hi;
 } rt_job;
@@ -52,14 +53,15 @@ static void rt_input(void *arg, int tid, size_t blk) {
   j->tf->input(&j->g, j->x, t0, tb, j->V + t0 * j->g.cin_pad, j->vs);
 }
 
-static void rt_panel(void *arg, int tid, size_t pan) {
+static void rt_panel(void *arg, int tid, size_t task) {
   const rt_job *j = arg;
+  const size_t pan = j->pan0 + task;
   const fx_gemm_config *uk = j->uk;
   const int n = j->g.n, nr = uk->nr, mr = uk->mr, cin = j->g.cin;
   const size_t point = (size_t)nr * (size_t)(cin + 1), n0 = pan * (size_t)nr;
   const size_t nc = (size_t)j->g.cout - n0 < (size_t)nr ? (size_t)j->g.cout - n0 : (size_t)nr;
   float *U = j->scratch + (size_t)tid * j->per_thread, *M = U + (size_t)n * point;
-  const float *w = j->panels + pan * (size_t)nr * (9 * (size_t)cin + 1) + nr; /* past the GEMM bias */
+  const float *w = j->panels + task * (size_t)nr * (9 * (size_t)cin + 1) + nr; /* past the GEMM bias */
   const fx_gemm_out raw = fx_gemm_out_clamp(-INFINITY, INFINITY); /* bias and clamp come after */
   for (int p = 0; p < n; p++) memset(U + (size_t)p * point, 0, (size_t)nr * sizeof(float)); /* bias rows */
   for (int i = 0; i < n; i++) {
@@ -78,10 +80,10 @@ static void rt_panel(void *arg, int tid, size_t pan) {
   j->tf->output(&g, M, j->ms, 0, (int)j->tiles, j->bias ? j->bias + n0 : NULL, j->lo, j->hi, j->y + n0);
 }
 
-void fx_winograd_rt_run(const fx_gemm_config *uk, fx_pool *pool, int tile, const float *panels, int cout, int cin,
-                        const float *bias, const float *x, const fx_shape *xs, int pad_top, int pad_left, float *y,
-                        const fx_shape *ys, float *scratch, int act) {
-  if (!tile_ok(tile) || cout <= 0 || cin <= 0) return;
+void fx_winograd_rt_run_panels(const fx_gemm_config *uk, fx_pool *pool, int tile, const float *panels, int pan0,
+                               int pan1, int cout, int cin, const float *bias, const float *x, const fx_shape *xs,
+                               int pad_top, int pad_left, float *y, const fx_shape *ys, float *scratch, int act) {
+  if (!tile_ok(tile) || cout <= 0 || cin <= 0 || pan0 < 0 || pan1 <= pan0) return;
   rt_job j;
   memset(&j, 0, sizeof j);
   j.tiles = fx_wg_geom_init(&j.g, tile, xs->d, ys->d, cin, cout, pad_top, pad_left);
@@ -90,6 +92,7 @@ void fx_winograd_rt_run(const fx_gemm_config *uk, fx_pool *pool, int tile, const
   j.uk = uk;
   j.tf = fx_wg_transforms_for(uk);
   j.panels = panels; j.bias = bias; j.x = x; j.y = y;
+  j.pan0 = (size_t)pan0;
   j.vs = j.tiles * g->cin_pad + 16;
   j.ms = m_stride(j.tiles, uk->nr);
   j.V = scratch;
@@ -102,6 +105,17 @@ void fx_winograd_rt_run(const fx_gemm_config *uk, fx_pool *pool, int tile, const
   const size_t threads = (size_t)fx_pool_threads(pool);
   j.tb = (j.tiles + 2 * threads - 1) / (2 * threads);
   fx_parallel_tasks(pool, (j.tiles + j.tb - 1) / j.tb, rt_input, &j);
-  fx_parallel_tasks(pool, (size_t)(cout + uk->nr - 1) / (size_t)uk->nr, rt_panel, &j);
-  if (act == FLEX_ACT_TANH || fx_act_is_curve(act)) fx_apply_act(act, y, fx_shape_numel(ys));
+  fx_parallel_tasks(pool, (size_t)(pan1 - pan0), rt_panel, &j);
+  if (act == FLEX_ACT_TANH || fx_act_is_curve(act)) { /* this slice's channels only */
+    const size_t c0 = (size_t)pan0 * (size_t)uk->nr, c1 = (size_t)pan1 * (size_t)uk->nr < (size_t)cout ? (size_t)pan1 * (size_t)uk->nr : (size_t)cout;
+    const size_t pixels = fx_shape_numel(ys) / (size_t)ys->d[3];
+    for (size_t i = 0; i < pixels; i++) fx_apply_act(act, y + i * (size_t)ys->d[3] + c0, c1 - c0);
+  }
+}
+
+void fx_winograd_rt_run(const fx_gemm_config *uk, fx_pool *pool, int tile, const float *panels, int cout, int cin,
+                        const float *bias, const float *x, const fx_shape *xs, int pad_top, int pad_left, float *y,
+                        const fx_shape *ys, float *scratch, int act) {
+  fx_winograd_rt_run_panels(uk, pool, tile, panels, 0, (cout + uk->nr - 1) / uk->nr, cout, cin, bias, x, xs, pad_top,
+                            pad_left, y, ys, scratch, act);
 }

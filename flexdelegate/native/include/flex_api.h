@@ -48,8 +48,9 @@ const char *flex_check_budget(double mb);
 #define FLEX_PLAIN_NO_BUDGET "a memory budget needs the Python planner: libflexdelegate.so (no Python) runs without one; drop the budget option, or load flexdelegate.library_path() from a Python process"
 
 /* Packing algorithm families: the high byte of a cache blob's algo (store/store.h builds the
- * rest: GEMM panels = nr; Winograd = tile << 8 | nr). `flexdelegate cache info` names them. */
-enum { FLEX_PACK_GEMM_PANELS = 1, FLEX_PACK_WINOGRAD = 2 };
+ * rest: GEMM panels = nr; Winograd = tile << 8 | nr; int8 GEMM = a_offset << 16 | kr << 8 | nr;
+ * int8 depthwise = ct). `flexdelegate cache info` names them. */
+enum { FLEX_PACK_GEMM_PANELS = 1, FLEX_PACK_WINOGRAD = 2, FLEX_PACK_QS8_GEMM = 3, FLEX_PACK_QS8_DW = 4 };
 
 /* ---- a running delegate ---- */
 /* Why a call failed; for an infeasible budget also the smallest feasible one and the node it is
@@ -84,7 +85,9 @@ enum {
   FLEX_KERNEL_GEMM = 1,     /* im2col/direct GEMM panels, sliced by output channels */
   FLEX_KERNEL_GEMM_ROWS = 2, /* the same panels whole, the im2col rows sliced */
   FLEX_KERNEL_WINOGRAD = 3, /* Winograd-transformed panels, sliced by output channels */
-  FLEX_KERNEL_DIRECT = 4    /* the GEMM panels as a direct (implicit-GEMM) conv: no scratch at all */
+  FLEX_KERNEL_DIRECT = 4,   /* the GEMM panels as a direct (implicit-GEMM) conv: no scratch at all */
+  FLEX_KERNEL_WINOGRAD_RT = 5 /* the GEMM panels as Winograd, filters transformed at run time (scratch
+                               * only), sliced by output channels; each slice transforms the input again */
 };
 /* How a kernel slices a layer (flex_kernel_desc.slicing, flex_step_plan.slicing). */
 enum { FLEX_SLICE_NONE = 0, FLEX_SLICE_WEIGHTS = 1 /* output channels */, FLEX_SLICE_INPUT = 2 /* output rows */ };
@@ -99,6 +102,7 @@ typedef struct {
   double compute_us, load_us;
   int out_channels, out_rows; /* what FLEX_SLICE_WEIGHTS / FLEX_SLICE_INPUT split */
   int simd;               /* slices are multiples of this many channels (panel width) or rows */
+  double slice_us;        /* what each extra slice costs beyond the planner's flat per-slice cost */
 } flex_kernel_desc;
 
 typedef struct {

@@ -8,6 +8,7 @@
 #include "flex_api.h"
 #include "graph.h"
 #include "kernels/layernorm/layernorm.h"
+#include "kernels/qs8-ops/qs8-ops.h"
 #include "runtime/clock.h"
 #include "runtime/pool.h"
 
@@ -69,7 +70,8 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
     conv_geom((fx_graph *)g, n, &geo);
     if (fx_conv_pack_tile(pack))
       snprintf(buf, len, "winograd-f%d %s%s", fx_conv_pack_tile(pack), fx_conv_pack_kernel(pack, 0), curve);
-    else if (kernel == FLEX_KERNEL_NODE && fx_conv_pack_winograd_rt(pack)) /* a budget step runs GEMM */
+    else if ((kernel == FLEX_KERNEL_NODE || kernel == FLEX_KERNEL_WINOGRAD_RT) && fx_conv_pack_winograd_rt(pack))
+      /* (a budget step of another kernel runs GEMM) */
       snprintf(buf, len, "winograd-f%d-rt %s%s", fx_conv_pack_winograd_rt(pack), fx_conv_pack_kernel(pack, 0), curve);
     else if (direct || fx_conv_pack_direct(pack))
       snprintf(buf, len, "direct %s%s", fx_conv_pack_kernel(pack, 1), curve);
@@ -104,8 +106,35 @@ int fx_run_depthwise(fx_graph *g, fx_node *n, fx_pool *pool) {
   return 0;
 }
 
+static int is_q8(int dtype) { return dtype == FX_I8 || dtype == FX_U8; }
+
+typedef struct {
+  const fx_qs8_ops_config *v;
+  fx_qs8_pool_geom p;
+  const void *x;
+  void *y;
+} avgpool_task;
+
+static void avgpool_rows(void *ctx, size_t r0, size_t r1) {
+  const avgpool_task *t = ctx;
+  fx_qs8_avgpool_rows(t->v, &t->p, t->x, t->y, r0, r1);
+}
+
 int fx_run_pool(fx_graph *g, fx_node *n, fx_pool *pool) {
   fx_window w = window_of(g, n);
+  if (is_q8(XT->dtype) && n->p.conv.is_max) {
+    fx_maxpool_q8(pool, XT->dtype == FX_U8, XT->ptr, &XT->shape, &w, YT->ptr, &YT->shape, n->qout.lo, n->qout.hi);
+    return 0;
+  }
+  if (is_q8(XT->dtype)) {
+    const fx_shape *xs = &XT->shape, *ys = &YT->shape;
+    avgpool_task t = {fx_qs8_ops_config_get(),
+                      {XT->dtype == FX_U8, xs->d[0], xs->d[1], xs->d[2], xs->d[3], ys->d[1], ys->d[2], w.kh, w.kw,
+                       w.stride_h, w.stride_w, w.pad_top, w.pad_left, n->qout.lo, n->qout.hi},
+                      XT->ptr, YT->ptr};
+    fx_parallel_for(pool, (size_t)ys->d[0] * (size_t)ys->d[1], 1, avgpool_rows, &t);
+    return 0;
+  }
   fx_pool2d_f32(pool, n->p.conv.is_max, F(g, n->in[0]), &XT->shape, &w, YT->ptr, &YT->shape, n->act);
   return 0;
 }
@@ -138,6 +167,10 @@ int fx_run_binary(fx_graph *g, fx_node *n, fx_pool *pool) {
 }
 
 int fx_run_unary(fx_graph *g, fx_node *n, fx_pool *pool) {
+  if (is_q8(XT->dtype)) { /* the RELUs on quantized data: clamps (read_relu) */
+    fx_clamp_q8(XT->dtype == FX_U8, XT->ptr, YT->ptr, fx_shape_numel(&XT->shape), n->qout.lo, n->qout.hi);
+    return 0;
+  }
   fx_unary_f32_pool(pool, n->p.un.kind, n->p.un.alpha, XT->ptr, YT->ptr, fx_shape_numel(&XT->shape));
   return 0;
 }
@@ -209,7 +242,8 @@ int fx_run_softmax(fx_graph *g, fx_node *n, fx_pool *pool) {
 
 int fx_run_pad(fx_graph *g, fx_node *n, fx_pool *pool) {
   (void)pool;
-  const void *value = n->n_in > 2 && n->in[2] >= 0 ? T(g, n->in[2])->ptr : NULL;
+  const uint8_t fill = (uint8_t)n->p.pad.fill;
+  const void *value = n->n_in > 2 && n->in[2] >= 0 ? T(g, n->in[2])->ptr : n->p.pad.has_fill ? &fill : NULL;
   fx_pad(XT->ptr, &XT->shape, n->pads, value, ES, YT->ptr);
   return 0;
 }
@@ -263,7 +297,7 @@ int fx_run_resize_bilinear(fx_graph *g, fx_node *n, fx_pool *pool) {
 
 int fx_run_resize_nearest(fx_graph *g, fx_node *n, fx_pool *pool) {
   (void)pool;
-  fx_resize_nearest_f32(XT->ptr, &XT->shape, YT->ptr, &YT->shape, n->p.resize.align_corners, n->p.resize.half_pixel);
+  fx_resize_nearest(XT->ptr, &XT->shape, YT->ptr, &YT->shape, ES, n->p.resize.align_corners, n->p.resize.half_pixel);
   return 0;
 }
 
@@ -346,7 +380,60 @@ const struct fx_conv_pack *fx_node_pack(const fx_node *n, int kernel) {
   if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) return NULL;
   const int winograd = fx_conv_pack_tile(n->pack) != 0;
   if (kernel == FLEX_KERNEL_WINOGRAD) return winograd ? n->pack : NULL;
+  if (kernel == FLEX_KERNEL_WINOGRAD_RT) { /* from the GEMM panels (a Winograd conv's GEMM form too) */
+    const struct fx_conv_pack *p = winograd ? n->gemm_pack : n->pack;
+    return p && fx_conv_pack_winograd_rt(p) ? p : NULL;
+  }
   if (kernel == FLEX_KERNEL_GEMM || kernel == FLEX_KERNEL_GEMM_ROWS || kernel == FLEX_KERNEL_DIRECT)
     return winograd ? n->gemm_pack : n->pack;
   return NULL;
+}
+
+/* Float -> integer QUANTIZE, one value, under stock's rule (quant_rounding.py: Q_AWAY = 0,
+ * TFLite's scalar loop: (int32)round_half_away((double)x / scale); Q_RECIP_EVEN = 1, its NEON
+ * loop: x * (float)(1 / scale) rounded half to even). A value past int32 (inf, NaN) becomes
+ * INT32_MIN, as x86's conversions give it; the zero point is a wrapping int32 add. */
+static int32_t quantize_one(float x, double scale, float inv, int rule, int32_t zp) {
+  const double r = rule == 1 ? (double)nearbyintf(x * inv) : round((double)x / scale);
+  const int32_t v = r >= -2147483648.0 && r < 2147483648.0 ? (int32_t)r : INT32_MIN;
+  return (int32_t)((uint32_t)v + (uint32_t)zp);
+}
+
+/* QUANTIZE / DEQUANTIZE, as stock. Float -> int: quantize_one, the rule n->qout.rounding on the
+ * first count - count % 8 values and tail_rounding on the rest when split (tail_from == 0),
+ * clamped to the type. Int -> int with equal scales moves the zero point (stock's requantize by
+ * exactly 1.0 rounds nothing). Int -> float (DEQUANTIZE), the same split of rules
+ * (quant_rounding.py): 0, scale * (float)(q - zero point), one rounding of an exact product
+ * (TFLite's scalar loop); 1, (float)q * scale - (float)zp * scale in float (its NEON loop). */
+int fx_run_quantize(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_tensor *x = XT, *y = YT;
+  const size_t count = fx_shape_numel(&x->shape);
+  const int xu8 = x->dtype == FX_U8, yu8 = y->dtype == FX_U8;
+  const size_t main = n->qout.tail_from == 0 ? count - count % 8 : count;
+  if (y->dtype == FX_F32) {
+    const float scale = x->quant.scale, zp_scaled = (float)x->quant.zero_point * scale;
+    const int32_t zp = x->quant.zero_point;
+    float *out = y->ptr;
+    for (size_t i = 0; i < count; i++) {
+      const int32_t v = xu8 ? ((const uint8_t *)x->ptr)[i] : ((const int8_t *)x->ptr)[i];
+      const int mul_sub = (i < main ? n->qout.rounding : n->qout.tail_rounding) == 1;
+      out[i] = mul_sub ? (float)v * scale - zp_scaled : scale * (float)(v - zp);
+    }
+    return 0;
+  }
+  const int32_t lo = n->qout.lo, hi = n->qout.hi, zy = n->qout.zp;
+  const double scale = (double)y->quant.scale;
+  const float inv = (float)(1.0 / scale);
+  for (size_t i = 0; i < count; i++) {
+    int32_t v;
+    if (x->dtype == FX_F32)
+      v = quantize_one(((const float *)x->ptr)[i], scale, inv, i < main ? n->qout.rounding : n->qout.tail_rounding, zy);
+    else
+      v = (xu8 ? ((const uint8_t *)x->ptr)[i] : ((const int8_t *)x->ptr)[i]) - x->quant.zero_point + zy;
+    v = v < lo ? lo : v > hi ? hi : v;
+    if (yu8) ((uint8_t *)y->ptr)[i] = (uint8_t)v;
+    else ((int8_t *)y->ptr)[i] = (int8_t)v;
+  }
+  return 0;
 }

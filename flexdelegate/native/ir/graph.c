@@ -40,6 +40,15 @@ fx_node *fx_graph_add_node(fx_graph *g, int kind, int n_in, int n_out) {
   return n;
 }
 
+int fx_quant_equal(const fx_quant *a, const fx_quant *b) {
+  if (a->n != b->n || a->scale != b->scale || a->zero_point != b->zero_point) return 0;
+  if (a->n <= 1) return 1;
+  if (a->axis != b->axis) return 0;
+  for (int i = 0; i < a->n; i++)
+    if (a->scales[i] != b->scales[i]) return 0;
+  return 1;
+}
+
 void fx_graph_free(fx_graph *g) {
   for (int i = 0; i < g->n_nodes; i++) {
     fx_node_release(&g->nodes[i]);

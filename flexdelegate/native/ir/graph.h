@@ -7,6 +7,7 @@
 #include "kernels/attention/attention.h"
 #include "kernels/batch-matmul/batch_matmul.h"
 #include "kernels/ops/ops.h"
+#include "kernels/quant/requant.h"
 
 enum fx_storage {
   FX_ST_CONST,    /* read-only data outside the arena (model mmap or a blob) */
@@ -14,9 +15,25 @@ enum fx_storage {
   FX_ST_ARENA,    /* internal to the partition: lives at `offset` in the arena */
 };
 
+/* A tensor's affine quantization as TFLite's integer kernels read it: real = scale * (q -
+ * zero_point), with the per-tensor (legacy) scale and zero point, which every kernel uses for
+ * activations; a per-channel tensor (weights) has n > 1 scales along dimension `axis`. n == 0:
+ * not quantized (float tensors, or integers the model left without parameters). `scales`
+ * points into the interpreter's record of the tensor (valid as long as the interpreter). */
+typedef struct {
+  int n, axis;
+  float scale;
+  int32_t zero_point;
+  const float *scales;
+  const int32_t *zero_points; /* n of them, as scales */
+} fx_quant;
+/* Same parameters (scales compared as floats, as TFLite's kernels compare them). */
+int fx_quant_equal(const fx_quant *a, const fx_quant *b);
+
 typedef struct {
   int tfl;          /* TfLite tensor index, or -1 for partition scratch */
   int dtype;
+  fx_quant quant;   /* integer tensors only */
   fx_shape shape;
   int storage;
   const void *cdata; /* FX_ST_CONST */
@@ -35,6 +52,9 @@ enum fx_opkind {
 const char *fx_op_name(int kind);
 
 struct fx_conv_pack;    /* conv/conv.c */
+struct fx_qlayer;       /* qlayer.c: an int8 conv / FC / depthwise, packed */
+struct fx_store;        /* store/store.h */
+struct fx_qop;          /* qop.c: an int8 / uint8 element-wise op, prepared */
 
 typedef struct {
   int kind;
@@ -70,7 +90,15 @@ typedef struct {
     struct { int begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask, offset; } ss;
     struct { int out_type; } shape;
     struct { int n_dims; int dims[FX_MAX_RANK]; int squeeze; unsigned squeeze_mask; } reshape;
+    struct { int has_fill; int32_t fill; } pad; /* 1-byte data without a value input: fill byte */
   } p;
+  /* Integer ops: the output zero point, the fused activation's quantized range [lo, hi] and
+   * the stock kernel's rounding (kernels/quant/requant.h), set when the node is read:
+   * rounding < 0 when the delegate does not know the stock rule for this op and type;
+   * tail_from == 0 before the reader resolves a split8 rule to C - C % 8. */
+  fx_qs8_out qout;
+  struct fx_qlayer *qlayer;    /* int8 conv / FC / depthwise: packed at init (qlayer.c) */
+  struct fx_qop *qop;          /* QELEM: made by the reader, prepared at shape inference (qop.h) */
   /* Filled at prepare/init by the kernels that need them. */
   struct fx_conv_pack *pack;   /* packed weights for conv / fc */
   struct fx_conv_pack *gemm_pack; /* a Winograd conv's im2col GEMM form, for a budget plan to
@@ -124,6 +152,17 @@ int fx_fuse_node(fx_graph *g, fx_node *n);
  * weights (wino_rt), for the `winograd` option (FX_WINO_*, conv/conv.h): conv/choose.c decides.
  * Called once at init, before weights are packed. Returns -1 when out of memory. */
 int fx_choose_winograd(fx_graph *g, int mode);
+
+/* An int8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D node (QCONV, QFC, QDEPTHWISE): whether
+ * its parameters give requantization the kernels take (NULL, or why not), and its packing at
+ * init (qlayer.c: the packed panels are content-addressed blobs of the weight store, so a warm load
+ * maps them from the cache file; NULL or why it failed). */
+const char *fx_qlayer_check(const fx_graph *g, const fx_node *n);
+const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store);
+void fx_qlayer_free(struct fx_qlayer *q);
+size_t fx_qlayer_bytes(const struct fx_qlayer *q);
+/* 1 if its cache blob was damaged under us and it packed again in memory, -1 if that failed. */
+int fx_qlayer_repair(struct fx_qlayer *q);
 
 /* Output shapes (and per-node resolved plans) from input shapes and constant inputs.
  * Returns NULL on success or a static message naming why the node cannot run. */

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "conv/conv.h"
 #include "graph.h"
+#include "qop.h"
 
 static const fx_tensor *T(const fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
 static const void *cdata_of(const fx_graph *g, int id) {
@@ -58,6 +59,8 @@ done:
 }
 
 const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store) {
+  if (n->kind == FX_OP_QCONV || n->kind == FX_OP_QFC || n->kind == FX_OP_QDEPTHWISE)
+    return n->qlayer ? NULL : fx_qlayer_pack(g, n, store);
   if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC) return NULL;
   if (n->pack) return NULL;
   const fx_tensor *w = T(g, n->in[1]);
@@ -108,6 +111,8 @@ int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store, int mapped_only) {
       n->gemm_pack = NULL;
       continue;
     }
+    /* a budget plan may run it as Winograd from these panels: scratch, not 4-7x the bytes */
+    fx_conv_set_winograd_rt(n->gemm_pack, fx_conv_pack_tile(n->pack));
     added++;
   }
   return added;
@@ -118,6 +123,7 @@ int fx_node_check_unmapped(fx_node *n) {
 }
 
 int fx_node_repair(fx_node *n) {
+  if (n->qlayer) return fx_qlayer_repair(n->qlayer);
   const int a = n->pack ? fx_conv_pack_repair(n->pack) : 0;
   const int b = n->gemm_pack ? fx_conv_pack_repair(n->gemm_pack) : 0;
   return a < 0 || b < 0 ? -1 : a | b;
@@ -126,5 +132,9 @@ int fx_node_repair(fx_node *n) {
 void fx_node_release(fx_node *n) {
   fx_conv_pack_free(n->pack);
   fx_conv_pack_free(n->gemm_pack);
+  fx_qlayer_free(n->qlayer);
+  fx_qop_free(n->qop);
+  n->qop = NULL;
   n->pack = n->gemm_pack = NULL;
+  n->qlayer = NULL;
 }

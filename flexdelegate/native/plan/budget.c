@@ -25,8 +25,9 @@
 #define OTHER_FLOPS_PER_US 8e3
 #define LOAD_BYTES_PER_US 3e3
 
-/* Ways to run one layer at most: Winograd, GEMM by channels, GEMM by rows, direct. */
-#define FX_MAX_KERNELS 4
+/* Ways to run one layer at most: GEMM by channels, GEMM by rows, Winograd, direct, Winograd
+ * from the GEMM panels. */
+#define FX_MAX_KERNELS 5
 
 typedef struct {
   fx_budget *exec;         /* the loader and its steps, once started */
@@ -69,20 +70,22 @@ static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_ker
   fx_conv_geom geo;
   fx_node_conv_geom(g, n, &geo);
   int nk = 0;
-  for (int kernel = FLEX_KERNEL_GEMM; kernel <= FLEX_KERNEL_DIRECT; kernel++) {
+  for (int kernel = FLEX_KERNEL_GEMM; kernel <= FLEX_KERNEL_WINOGRAD_RT; kernel++) {
     const fx_conv_pack *p = fx_node_pack(n, kernel);
     if (!p || !fx_conv_weights(p)->data) continue;
-    const int direct = kernel == FLEX_KERNEL_DIRECT;
+    const int direct = kernel == FLEX_KERNEL_DIRECT, rt = kernel == FLEX_KERNEL_WINOGRAD_RT;
     /* direct is its own option only where im2col runs by default (else GEMM already is direct) */
     if (direct && (n->kind != FX_OP_CONV || geo.direct || fx_conv_pack_direct(p) || !fx_conv_direct_supported(p, &geo)))
       continue;
-    const size_t scratch = direct ? 0 : fx_conv_scratch_bytes(p, &geo, threads);
+    const size_t scratch = direct ? 0 : rt ? fx_conv_winograd_rt_scratch_bytes(p, &geo, threads)
+                                           : fx_conv_scratch_bytes(p, &geo, threads);
     if (kernel == FLEX_KERNEL_GEMM_ROWS && !scratch) continue; /* no im2col: nothing to slice by rows */
     const uint64_t bytes = (uint64_t)fx_conv_panels(p) * fx_conv_panel_bytes(p);
     const int rows = kernel == FLEX_KERNEL_GEMM_ROWS;
     k[nk++] = (flex_kernel_desc){
         .kernel = kernel, .slicing = rows ? FLEX_SLICE_INPUT : FLEX_SLICE_WEIGHTS, .weight_bytes = bytes,
-        .scratch_bytes = scratch, .compute_us = fx_conv_cost_us(kernel, flops, threads),
+        .scratch_bytes = scratch, .compute_us = fx_conv_cost_us(kernel, flops, threads, &geo, fx_conv_pack_winograd_rt(p)),
+        .slice_us = rt ? fx_conv_rt_input_us(&geo, fx_conv_pack_winograd_rt(p), threads) : 0,
         .load_us = (double)bytes / LOAD_BYTES_PER_US, .out_channels = fx_conv_panels(p) * fx_conv_nr(p),
         .out_rows = (int)geo.m, .simd = rows ? fx_gemm_config_get()->mr * threads : fx_conv_nr(p)};
   }
@@ -217,7 +220,8 @@ static const char *check_step(const fx_graph *g, const flex_step_plan *s, const 
     if (s->start < 0 || s->count <= 0 || (uint64_t)(s->start + s->count) > geo.m) return "bad row slice";
   }
   if (!s->w_bytes) return "conv layer without a weight slot";
-  if (fx_conv_pack_tile(p)) return s->s_bytes < k->scratch_bytes ? "scratch slot too small" : NULL;
+  if (fx_conv_pack_tile(p) || s->kernel == FLEX_KERNEL_WINOGRAD_RT)
+    return s->s_bytes < k->scratch_bytes ? "scratch slot too small" : NULL;
   if (k->scratch_bytes && s->s_bytes < (uint64_t)threads * fx_gemm_config_get()->mr * fx_conv_row_bytes(p))
     return "scratch slot below one tile";
   return NULL;
@@ -414,6 +418,8 @@ static void run_conv_step(const fx_step *s, const fx_graph *g, const fx_node *n,
   float *y = g->tensors[n->out[0]].ptr;
   if (s->kernel == FLEX_KERNEL_DIRECT)
     fx_conv_run_direct_part(pool, p, &geo, x, y, n->act, panels, pan0, pan1, m0, m1);
+  else if (s->kernel == FLEX_KERNEL_WINOGRAD_RT)
+    fx_conv_run_winograd_rt_part(pool, p, &geo, x, y, (float *)(arena + s->s_off), n->act, panels, pan0, pan1);
   else
     fx_conv_run_part(pool, p, &geo, x, y, (float *)(arena + s->s_off), n->act, panels, pan0, pan1, m0, m1, tile);
 }

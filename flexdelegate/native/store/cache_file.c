@@ -384,16 +384,23 @@ static size_t missing_blobs(const fx_cache_map *cur, const fx_cache_blob *blobs,
   return n_new;
 }
 
+/* Bytes of the largest piece a packed blob is produced in: `chunk` parts. */
+static size_t piece_bytes(const fx_cache_blob *b) {
+  const size_t parts = b->n_parts ? b->n_parts : 1, chunk = b->chunk && b->chunk < parts ? b->chunk : parts;
+  return b->size / parts * chunk;
+}
+
 /* Appends the n new blobs to fd from *end on, page-aligned, filling their index entries; *end
- * then is the end of the last. Each is produced into one reusable buffer and written with
- * pwrite: cheaper than storing through a shared file mapping, where every first store to a
- * page is a filesystem fault. Write-back of each starts at once, so the final fsync mostly
- * waits for nothing. 0, or -1 with msg set. */
+ * then is the end of the last. A packed blob is produced a piece (b->chunk parts) at a time
+ * into one reusable buffer and written with pwrite: cheaper than storing through a shared file
+ * mapping, where every first store to a page is a filesystem fault, and no blob need ever be
+ * whole in memory. Write-back of each starts at once, so the final fsync mostly waits for
+ * nothing. 0, or -1 with msg set. */
 static int write_blobs(int fd, const fx_cache_blob *const *add, size_t n, uint64_t *end, fx_cache_entry *entries,
                        char *msg, size_t msg_len) {
   size_t biggest = 0;
   for (size_t i = 0; i < n; i++)
-    if (add[i]->size > biggest) biggest = add[i]->size;
+    if (add[i]->pack && piece_bytes(add[i]) > biggest) biggest = piece_bytes(add[i]);
   uint8_t *buf = biggest ? aligned_alloc(64, (biggest + 63) / 64 * 64) : NULL;
   if (biggest && !buf) {
     say(msg, msg_len, "%s", "out of memory");
@@ -401,25 +408,32 @@ static int write_blobs(int fd, const fx_cache_blob *const *add, size_t n, uint64
   }
   int rc = 0;
   for (size_t i = 0; i < n && !rc; i++) {
+    const fx_cache_blob *b = add[i];
     const uint64_t offset = round_up(*end, FX_CACHE_PAGE);
-    const uint8_t *src = add[i]->data;
-    if (add[i]->pack) {
-      if (add[i]->pack(add[i]->ctx, buf)) {
+    const size_t parts = b->pack && b->n_parts ? b->n_parts : 1, step = b->pack ? piece_bytes(b) / (b->size / parts) : 1;
+    const size_t part_bytes = b->size / parts;
+    fx_hasher h;
+    fx_hasher_init(&h, 0);
+    for (size_t lo = 0; lo < parts && !rc; lo += step) {
+      const size_t hi = lo + step < parts ? lo + step : parts, at = lo * part_bytes;
+      const size_t len = hi == parts ? b->size - at : (hi - lo) * part_bytes;
+      const uint8_t *src = b->data ? (const uint8_t *)b->data + at : buf;
+      if (!b->data && b->pack(b->ctx, buf, lo, hi)) {
         say(msg, msg_len, "%s", "out of memory packing a blob");
         rc = -1;
-        break;
+      } else if (pwrite_all(fd, src, len, offset + at)) {
+        say(msg, msg_len, "writing a blob failed: %s", strerror(errno));
+        rc = -1;
+      } else {
+        fx_hasher_update(&h, src, len);
+        sync_file_range(fd, (off64_t)(offset + at), (off64_t)len, SYNC_FILE_RANGE_WRITE);
       }
-      src = buf;
     }
-    if (pwrite_all(fd, src, add[i]->size, offset)) {
-      say(msg, msg_len, "writing a blob failed: %s", strerror(errno));
-      rc = -1;
-      break;
-    }
-    entries[i] = (fx_cache_entry){add[i]->key_hi, add[i]->key_lo, add[i]->algo, add[i]->layout_version, offset,
-                                  add[i]->size, fx_hash64(src, add[i]->size, 0), {0, 0}};
-    sync_file_range(fd, (off64_t)offset, (off64_t)add[i]->size, SYNC_FILE_RANGE_WRITE);
-    *end = offset + add[i]->size;
+    if (rc) break;
+    uint64_t sum[2];
+    fx_hasher_final(&h, sum);
+    entries[i] = (fx_cache_entry){b->key_hi, b->key_lo, b->algo, b->layout_version, offset, b->size, sum[0], {0, 0}};
+    *end = offset + b->size;
   }
   free(buf);
   return rc;

@@ -68,15 +68,17 @@ const fx_cache_model *fx_cache_find_file(const fx_cache_map *m, const fx_cache_m
 /* The file already holds exactly this record (so a load adding nothing need not write). */
 int fx_cache_has_record(const fx_cache_map *m, const fx_cache_model *r);
 
-/* A blob a writer adds: its bytes, or a function that packs them straight into the new
- * file's pages (no intermediate copy). `done` is called once the bytes are in place. */
+/* A blob a writer adds: its bytes, or a function that packs its parts [lo, hi) (n_parts
+ * equal, contiguous parts; `chunk` parts at most per call) into a buffer the writer pwrites
+ * and reuses, so a blob is never whole in memory unless chunk >= n_parts. */
 typedef struct {
   uint64_t key_hi, key_lo;
   uint32_t algo, layout_version;
   const void *data;
   size_t size;
-  int (*pack)(void *ctx, void *dst); /* 0, or -1 when out of memory */
+  int (*pack)(void *ctx, void *dst, size_t lo, size_t hi); /* 0, or -1 when out of memory */
   void *ctx;
+  size_t n_parts, chunk;
 } fx_cache_blob;
 
 /* Under an exclusive lock on <path>.lock (taken only when the path is ours or missing, and

@@ -11,7 +11,20 @@
 #include "flex_api.h"
 #include "hash.h"
 
-typedef int (*fx_pack_fn)(void *ctx, void *dst); /* 0, or -1 when out of memory */
+/* Packs parts [lo, hi) of a blob (its panels: equal-sized, contiguous, in order) into dst;
+ * 0, or -1 when out of memory. A budgeted cold load packs a few parts at a time. */
+typedef int (*fx_pack_fn)(void *ctx, void *dst, size_t lo, size_t hi);
+
+/* How to pack a blob that the cache file lacks, and the model bytes it reads. */
+typedef struct {
+  fx_pack_fn pack;
+  const void *ctx; /* copied (ctx_size bytes); what it points to must live until commit */
+  size_t ctx_size;
+  size_t n_parts;  /* the blob is n_parts equal parts (size / n_parts bytes each) */
+  int whole;       /* pack all parts in one call (its source is computed whole, e.g. a fold) */
+  const void *src; /* the model bytes it reads: part i reads [i, i + 1) * src_part bytes of them */
+  size_t src_len, src_part;
+} fx_pack_desc;
 
 /* One packed weight, shared by every node that packs the same source the same way. */
 typedef struct fx_wref {
@@ -24,16 +37,20 @@ typedef struct fx_wref {
   uint32_t algo, version;
   uint64_t checksum; /* of the blob in the file */
   int verified;      /* packed here, or its checksum checked at first use */
-  /* While pending: how to pack it, and the model bytes to release from RSS afterwards. */
-  fx_pack_fn pack;
-  void *pack_ctx;
-  const void *src;
-  size_t src_len;
+  /* While pending: how to pack it, and the model bytes to release from RSS afterwards
+   * (desc.ctx is this wref's own copy). */
+  fx_pack_desc desc;
 } fx_wref;
 
 /* Packing algorithms (part of the cache key): family in the high byte, its parameter below. */
 #define FX_ALGO_GEMM_PANEL(nr) (((uint32_t)FLEX_PACK_GEMM_PANELS << 24) | (uint32_t)(nr))
 #define FX_ALGO_WINOGRAD(tile, nr) (((uint32_t)FLEX_PACK_WINOGRAD << 24) | ((uint32_t)(tile) << 8) | (uint32_t)(nr))
+/* int8 panels (kernels/quant/pack.h): GEMM / IGEMM of NR channels, k-groups of KR, activation
+ * offset (VNNI's 128); depthwise of CT channels. */
+#define FX_ALGO_QS8_GEMM(nr, kr, a_offset)                                                        \
+  (((uint32_t)FLEX_PACK_QS8_GEMM << 24) | ((uint32_t)((a_offset) != 0) << 16) | ((uint32_t)(kr) << 8) | \
+   (uint32_t)(nr))
+#define FX_ALGO_QS8_DW(ct) (((uint32_t)FLEX_PACK_QS8_DW << 24) | (uint32_t)(ct))
 
 typedef struct fx_store fx_store;
 
@@ -47,11 +64,10 @@ void fx_store_open(fx_store *s, const char *path, const void *model_ptr, uint32_
  * identity matches a record): fills key and returns 1 if algo and size agree; 0 = hash it. */
 int fx_store_replay(fx_store *s, uint32_t algo, uint32_t version, size_t size, uint64_t key[2]);
 /* The packed weight with this key: from the file, from this load's pending blobs, or a new
- * pending one that commit packs with pack(ctx, dst). ctx (ctx_size bytes) is copied; what it
- * points to must live until commit. src/src_len: the model bytes it reads, dropped from RSS
- * once packed (or at once, for a blob found in the file). NULL on OOM. */
+ * pending one that commit packs as `d` says. The model bytes it reads (d->src) are dropped
+ * from RSS once packed (or at once, for a blob found in the file). NULL on OOM. */
 fx_wref *fx_store_get(fx_store *s, const uint64_t key[2], uint32_t algo, uint32_t version, size_t size,
-                      fx_pack_fn pack, const void *ctx, size_t ctx_size, const void *src, size_t src_len);
+                      const fx_pack_desc *d);
 void fx_wref_unref(fx_wref *w);
 /* Takes a pending blob back out of the next commit (its caller still holds its reference):
  * asked for only in case the file had it. */
@@ -64,7 +80,7 @@ int fx_wref_verify(fx_wref *w, int unmapped);
 /* Nonzero if the mapping behind w was damaged under us (file truncated while mapped). */
 int fx_wref_damaged(const fx_wref *w);
 /* A private in-memory packing, outside any store (replacing a damaged blob). */
-fx_wref *fx_wref_packed(size_t size, fx_pack_fn pack, void *ctx);
+fx_wref *fx_wref_packed(size_t size, const fx_pack_desc *d);
 /* Hashes model bytes into h a few MB at a time, dropping each chunk's pages from RSS once
  * hashed (when they are a read-only file mapping), so validating a 400 MB weight does not
  * make it resident. */
@@ -72,7 +88,11 @@ void fx_store_hash(fx_store *s, fx_hasher *h, const void *p, size_t len);
 /* Packs everything pending: into the cache file (adding the load's fingerprint: the keys it
  * asked for), else into memory with a warning. After it, every wref has data. background:
  * pack into memory now and write the file on a thread (the load does not wait for the disk);
- * fx_store_settle then moves the weights into the file. */
+ * fx_store_settle then moves the weights into the file. Otherwise (a budgeted load) the file
+ * is written a few MB of panels at a time, the model bytes each read dropped after it, so
+ * building the file needs no more memory than that (FX_WRITE_CHUNK); and when there is no
+ * cache path or it cannot be written, the file is a private one under $TMPDIR (or /tmp),
+ * unlinked once mapped, so streaming still has a file to read from (stats: backing). */
 void fx_store_commit(fx_store *s, int background);
 /* Packed weights asked for since the last commit that the cache file does not hold yet. */
 size_t fx_store_pending(const fx_store *s);
@@ -83,11 +103,17 @@ int fx_store_settling(const fx_store *s);
  * reading weights meanwhile. */
 void fx_store_settle(fx_store *s, int wait);
 
+/* Where the packed weights live after a commit. */
+enum { FX_BACKING_MEMORY = 0, FX_BACKING_CACHE_FILE = 1, FX_BACKING_TEMP_FILE = 2 };
+
 typedef struct {
   size_t blobs_mapped, bytes_mapped, blobs_packed, bytes_packed, blobs_deduped, bytes_deduped;
   size_t keys_replayed; /* weights not hashed: the model file is unchanged since a recorded load */
   int file_ok; /* the file was usable (read or written) */
   int writable; /* the file may be (re)written: a read-only cache is only read, another file left alone */
+  int backing;     /* FX_BACKING_*: MEMORY only when something was packed and no file took it */
+  int temp_tmpfs;  /* the temp file is on tmpfs: RAM, though outside this process's RSS */
+  char temp_dir[256];
 } fx_store_stats;
 void fx_store_get_stats(const fx_store *s, fx_store_stats *out);
 const char *fx_store_path(const fx_store *s);

@@ -39,7 +39,7 @@ int flex_conv2d_run(int variant, int direct, int threads, int n, int h, int w, i
              oh == h && ow == w; /* as the delegate lowers it: the input is the A matrix */
   fx_store *store = fx_store_new();
   fx_conv_pack *p = store ? fx_conv_pack_new_with(store, uk, cout, kh * kw * cin, filter, bias) : NULL;
-  if (p) fx_store_commit(store, 0); /* memory only: packs now */
+  if (p) fx_store_commit(store, 1); /* no path: packs into memory now */
   fx_pool *pool = fx_pool_new(threads);
   int rc = -1;
   if (p && pool && fx_conv_weights(p)->data && (!direct || fx_conv_direct_supported(p, &g))) {

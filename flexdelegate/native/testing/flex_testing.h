@@ -86,4 +86,41 @@ int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int m
                         const int32_t *qmult, const int32_t *shift, int zy, int lo, int hi,
                         int rounding, int tail_rounding, int tail_from, void *y, int iters,
                         double *seconds);
+/* ---- integer element-wise ops (kernels/qs8-ops; testing/qs8_ops_tester.c) ----
+ * Same convention as above (*seconds: the fastest run). `stock`: the arithmetic to reproduce
+ * (0 tflite-runtime's portable loops, 1 LiteRT's NEON_2_SSE loops: quant_rounding.STOCK_*);
+ * `chunk` > 0 runs the output in pieces of that many elements (rows, pixels), as a thread split
+ * would. -1 also where the kernels refuse the op (stock's refusals, unreproduced paths). */
+const char *flex_qs8_ops_variant_at(int i);
+/* ADD (op 0) / SUB (op 1) / MUL (op 2) of a [ra dims da] and b [rb dims db] with broadcasting into y (the
+ * broadcast shape), fused act 0..3 (NONE, RELU, RELU_N1_TO_1, RELU6). */
+int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2, int z2, float so,
+                        int zo, int act, int ra, const int *da, int rb, const int *db,
+                        const void *a, const void *b, void *y, int stock, int chunk, int iters,
+                        double *seconds);
+/* The table ops over n elements: kind 0 QUANTIZE int->int (in_u8 -> out_u8), 1 RELU-like (sub:
+ * 0 RELU, 1 RELU6, 2 RELU_N1_TO_1, 3 RELU_0_TO_1), 2 LEAKY_RELU (alpha), 3 HARD_SWISH, 4 curve
+ * (sub: 0 LOGISTIC, 1 TANH, 2 GELU, 3 GELU approximate), 5 uint8 CONCATENATION input rescale. */
+int flex_qs8_lut_op_run(int variant, int kind, int sub, int in_u8, int out_u8, float s_in,
+                        int z_in, float s_out, int z_out, float alpha, size_t n, const void *x,
+                        void *y, int stock, int chunk, int iters, double *seconds);
+/* MEAN of x [batch,h,w,c] int8 over H, W (keep_dims; axes: the model's axis tensor) into
+ * y [batch,1,1,c]; stock_threads: the interpreter's thread count. */
+int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int32_t *axes,
+                         int naxes, float si, int zi, float so, int zo, const void *x, void *y,
+                         int stock, int stock_threads, int chunk, int iters, double *seconds);
+/* MEAN on stock's general path: x (int8/uint8) of rank r dims d over the axes in axis_mask
+ * (adjacent) into y (the kept dimensions, in order). */
+int flex_qs8_mean_run(int variant, int u8, int r, const int *d, unsigned axis_mask, float si,
+                      int zi, float so, int zo, const void *x, void *y, int chunk, int iters,
+                      double *seconds);
+/* AVERAGE_POOL_2D of x [n,h,w,c] (int8/uint8) with window kh x kw, strides, leading pads pt/pl
+ * into y [n,oh,ow,c], clamped to [lo, hi]. */
+int flex_qs8_avgpool_run(int variant, int u8, int n, int h, int w, int c, int kh, int kw, int sh,
+                         int sw, int pt, int pl, int oh, int ow, int lo, int hi, const void *x,
+                         void *y, int chunk, int iters, double *seconds);
+/* SOFTMAX over the last dim (cols) of rows x cols int8/uint8 (beta; output scale/zero point). */
+int flex_qs8_softmax_run(int u8, float si, float beta, float so, int zo, size_t rows,
+                         size_t cols, const void *x, void *y, int chunk, int iters,
+                         double *seconds);
 #endif

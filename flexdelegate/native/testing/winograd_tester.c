@@ -1,5 +1,5 @@
 /* flex_winograd_run (flex_testing.h): pack and run one Winograd convolution with a chosen GEMM
- * kernel, pre-transformed (whole, or in budget-plan slices) or transformed at every run. */
+ * kernel, pre-transformed or transformed at every run, whole or in budget-plan slices. */
 #include <stdlib.h>
 #include <string.h>
 #include "conv/winograd.h"
@@ -19,7 +19,7 @@ typedef struct {
 
 static void run_wino(void *arg) {
   const wino_case *c = arg;
-  if (c->from_gemm) {
+  if (c->from_gemm && !c->sliced) {
     fx_winograd_rt_run(c->uk, c->pool, c->tile, c->packed, c->cout, c->cin, c->bias, c->x, &c->xs, c->pad_top,
                        c->pad_left, c->y, &c->ys, c->scratch, c->act);
     return;
@@ -29,8 +29,12 @@ static void run_wino(void *arg) {
     const float *slice = c->packed + (size_t)pan0 * c->panel_floats;
     if (c->sliced) /* a slice is one contiguous range: it runs from a copy of just that */
       slice = memcpy(c->part, slice, (size_t)(pan1 - pan0) * c->panel_floats * sizeof(float));
-    fx_winograd_run_panels(c->uk, c->pool, c->tile, slice, pan0, pan1, c->cout, c->cin, c->bias, c->x, &c->xs,
-                           c->pad_top, c->pad_left, c->y, &c->ys, c->scratch, c->act);
+    if (c->from_gemm)
+      fx_winograd_rt_run_panels(c->uk, c->pool, c->tile, slice, pan0, pan1, c->cout, c->cin, c->bias, c->x, &c->xs,
+                                c->pad_top, c->pad_left, c->y, &c->ys, c->scratch, c->act);
+    else
+      fx_winograd_run_panels(c->uk, c->pool, c->tile, slice, pan0, pan1, c->cout, c->cin, c->bias, c->x, &c->xs,
+                             c->pad_top, c->pad_left, c->y, &c->ys, c->scratch, c->act);
   }
 }
 
@@ -41,11 +45,11 @@ int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, i
   const fx_gemm_config *uk = fx_gemm_config_at(variant);
   if (!uk || (tile != 4 && tile != 6) || threads < 1 || n < 0 || h < 1 || w < 1 || cin < 1 ||
       cout < 1 || pad_top < 0 || pad_left < 0 || oh < 0 || ow < 0 || !x || !filter || !y ||
-      act < FLEX_ACT_NONE || act > FLEX_ACT_SWISH || slice_panels < 0 || (from_gemm && slice_panels))
+      act < FLEX_ACT_NONE || act > FLEX_ACT_SWISH || slice_panels < 0)
     return -1;
   const int panels = (cout + uk->nr - 1) / uk->nr, per = slice_panels && slice_panels < panels ? slice_panels : panels;
   const size_t tiles = (size_t)n * (size_t)((oh + tile - 1) / tile) * (size_t)((ow + tile - 1) / tile);
-  const size_t panel_floats = fx_winograd_panel_floats(tile, cin, uk->nr);
+  const size_t panel_floats = from_gemm ? (size_t)uk->nr * (size_t)(9 * cin + 1) : fx_winograd_panel_floats(tile, cin, uk->nr);
   const size_t packed_floats = from_gemm ? fx_gemm_packed_floats(cout, 9 * cin, uk->nr)
                                          : fx_winograd_packed_floats(tile, cout, cin, uk->nr);
   const size_t scratch_bytes = from_gemm ? fx_winograd_rt_scratch_bytes(uk, tile, cin, tiles, threads)

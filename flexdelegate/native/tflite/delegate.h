@@ -9,6 +9,22 @@
 #include "abi.h"
 
 
+/* Stock's requantization rounding per (op, int8 | uint8), as the internal option "_rounding"
+ * states it (Python's load_flex passes quant_rounding.detect()'s findings). An op/type absent
+ * from it is unknown: its nodes stay with the stock kernel (a plugin created without the
+ * option, by a C/C++ host, knows none and never guesses). */
+enum { FX_MAX_ROUNDINGS = 32 };
+typedef struct {
+  int builtin, u8;
+  int rounding, tail_rounding, split8; /* fx_qs8_out's rules; split8: tail on the last C % 8 */
+} fx_rounding_rule;
+typedef struct {
+  int n;
+  fx_rounding_rule rules[FX_MAX_ROUNDINGS];
+} fx_roundings;
+/* The rule for (builtin, u8), or NULL: unknown. */
+const fx_rounding_rule *fx_rounding_find(const fx_roundings *r, int builtin, int u8);
+
 typedef struct {
   int num_threads;   /* <= 0: the interpreter's setting */
   double budget_mb;  /* 0: unlimited */
@@ -16,6 +32,7 @@ typedef struct {
   unsigned log;
   int profile;       /* time every delegated node (off the hot path otherwise) */
   int winograd;      /* FX_WINO_AUTO / ALL / OFF (conv/conv.h) */
+  fx_roundings rounding; /* internal option "_rounding" */
 } fx_options;
 /* Parses one key/value into opts; NULL or a message naming the accepted values. */
 const char *fx_parse_option(fx_options *opts, const char *key, const char *value);
@@ -113,6 +130,7 @@ typedef struct {
   int *local;           /* TFLite tensor index -> local id, -1 if not yet added */
   const fx_shape *shapes; /* optional per-tensor shape overrides (propagated at Prepare) */
   int allow_const_output; /* kernel init re-translates shape-derived folded nodes */
+  const fx_roundings *rounding; /* the delegate's; NULL: none known */
 } fx_translate;
 /* Adds node `index` to g. NULL on success, else why it cannot be delegated. */
 const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,

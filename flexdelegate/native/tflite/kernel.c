@@ -82,7 +82,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
   if (!sg || !p || !local || !p->outputs_static || !p->outputs_static_local || !p->static_blobs) goto fail;
   memset(local, -1, sizeof(int) * ctx->tensors_size);
   p->d = fx_delegate_ref(d);
-  fx_translate tr = {ctx, sg, local, NULL, 1};
+  fx_translate tr = {ctx, sg, local, NULL, 1, &d->opts.rounding};
   int folded = 0;
   for (int i = 0; i < params->nodes_to_replace->size; i++) {
     int idx = params->nodes_to_replace->data[i];

@@ -3,6 +3,8 @@
  * "claimed" and "runs" cannot drift apart. */
 #include <string.h>
 #include "delegate.h"
+#include "ir/qop.h"
+#include "kernels/qs8-ops/qs8-ops.h"
 
 int fx_tfl_dtype(TfLiteType t) {
   switch (t) {
@@ -16,6 +18,28 @@ int fx_tfl_dtype(TfLiteType t) {
     case kTfLiteBool: return FX_BOOL;
     default: return 0;
   }
+}
+
+/* The quantization of an integer tensor (float ones: none, whatever the model attached). A
+ * record the interpreter would trip over (no scales, zero points not one per scale, a channel
+ * axis outside the shape or of another length) is a reason, never read past. */
+static const char *read_quant(const TfLiteTensor *t, int dtype, fx_quant *q) {
+  memset(q, 0, sizeof *q);
+  if (dtype != FX_I8 && dtype != FX_U8 && dtype != FX_I16 && dtype != FX_I32) return NULL;
+  if (t->quantization.type == kTfLiteNoQuantization) return NULL;
+  const TfLiteAffineQuantization *a = t->quantization.params;
+  if (t->quantization.type != kTfLiteAffineQuantization || !a) return "unsupported quantization";
+  if (!a->scale || a->scale->size < 1 || !a->zero_point || a->zero_point->size != a->scale->size)
+    return "malformed quantization parameters";
+  q->n = a->scale->size;
+  q->axis = a->quantized_dimension;
+  q->scales = a->scale->data;
+  q->zero_points = a->zero_point->data;
+  q->scale = t->params.scale;
+  q->zero_point = t->params.zero_point;
+  if (q->n > 1 && (!t->dims || q->axis < 0 || q->axis >= t->dims->size || t->dims->data[q->axis] != q->n))
+    return "per-channel scales do not match the quantized dimension";
+  return NULL;
 }
 
 /* Adds TFLite tensor `idx` (or finds it); -1 for an absent optional input, -2 on error. */
@@ -53,6 +77,7 @@ static int add_tensor(fx_translate *tr, fx_graph *g, int idx, const char **why) 
     }
   }
   if (!ft.dtype) { *why = "unsupported tensor type"; fx_blob_unref(ft.blob); return -2; }
+  if ((*why = read_quant(t, fx_tfl_dtype(t->type), &ft.quant))) { fx_blob_unref(ft.blob); return -2; }
   int id = fx_graph_add_tensor(g, &ft);
   if (id < 0) { *why = "out of memory"; fx_blob_unref(ft.blob); return -2; }
   tr->local[idx] = id;
@@ -82,12 +107,45 @@ static const char *need_f32(fx_graph *g, const fx_node *n, unsigned f32_mask) {
   return NULL;
 }
 
-/* Layout ops move elements of any 4-byte or 8-byte type, and inputs and outputs agree. */
+static int is_q8(int dtype) { return dtype == FX_I8 || dtype == FX_U8; }
+
+/* Layout ops move elements of any 1-, 4- or 8-byte type, and inputs and outputs agree. Quantized
+ * bytes move unchanged whatever the tensors' quantization says, as in the stock kernels. */
 static const char *same_dtype(fx_graph *g, const fx_node *n, int n_data_inputs) {
   int dt = g->tensors[n->out[0]].dtype;
-  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64) return "unsupported tensor type";
+  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64 && !is_q8(dt)) return "unsupported tensor type";
   for (int i = 0; i < n_data_inputs; i++)
     if (n->in[i] >= 0 && g->tensors[n->in[i]].dtype != dt) return "input and output types differ";
+  return NULL;
+}
+
+/* Whether tensors a and b carry the same per-tensor scale and zero point (stock compares these). */
+static int same_scale(const fx_graph *g, int a, int b) {
+  const fx_quant *qa = &g->tensors[a].quant, *qb = &g->tensors[b].quant;
+  return qa->scale == qb->scale && qa->zero_point == qb->zero_point;
+}
+
+/* Quantized CONCATENATION / PACK: stock int8 kernels require every input quantized as the
+ * output (else they refuse the model), and uint8 ones copy such inputs unchanged. */
+static const char *same_quant(fx_graph *g, const fx_node *n, int n_data_inputs) {
+  if (!is_q8(g->tensors[n->out[0]].dtype)) return NULL;
+  for (int i = 0; i < n_data_inputs; i++)
+    if (n->in[i] >= 0 && !same_scale(g, n->in[i], n->out[0])) return "inputs quantized differently from the output";
+  return NULL;
+}
+
+/* An integer op's output stage in n->qout: the output zero point and the fused activation's
+ * range (CalculateActivationRangeQuantized, which gives TANH no range, like the float path). */
+static const char *q8_out(fx_graph *g, fx_node *n, int tfl_act) {
+  const fx_tensor *y = &g->tensors[n->out[0]];
+  const int u8 = y->dtype == FX_U8;
+  int act;
+  const char *e = map_act(tfl_act, &act);
+  if (e) return e;
+  n->qout.zp = y->quant.zero_point;
+  if (fx_qs8_act_range(act, y->quant.scale, y->quant.zero_point, u8 ? 0 : -128, u8 ? 255 : 127, &n->qout.lo,
+                       &n->qout.hi))
+    return "fused activation range outside int32 (the stock kernel refuses the model)";
   return NULL;
 }
 
@@ -123,11 +181,48 @@ static const char *conv_tensors(fx_graph *g, fx_node *n) {
   return n->n_in > 2 ? need_const(g, n, 2, 1) : NULL;
 }
 
+/* int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (the node becomes QCONV / QDEPTHWISE /
+ * QFC): int8 input, weights and output, int32 bias, per-tensor or per-channel weight scales
+ * along the output channels with zero points 0 (what stock's int8 kernels accept), a fused
+ * activation with a quantized range, and the stock rounding known for this op. uint8 layers
+ * stay with the stock kernel for now. */
+static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
+  const fx_tensor *x = &g->tensors[n->in[0]], *w = &g->tensors[n->in[1]], *y = &g->tensors[n->out[0]];
+  const fx_tensor *b = n->n_in > 2 && n->in[2] >= 0 ? &g->tensors[n->in[2]] : NULL;
+  const char *e;
+  if (x->dtype != FX_I8) return "uint8 convolutions are left to the stock kernel";
+  if (w->dtype != FX_I8 || y->dtype != FX_I8) return "int8 input with weights or output of another type";
+  if (b && b->dtype != FX_I32) return "int8 layer with a bias that is not int32";
+  if ((e = need_const(g, n, 1, 0)) || (e = need_const(g, n, 2, 1))) return e;
+  if (!x->quant.n || !w->quant.n || !y->quant.n) return "int8 tensor without quantization";
+  if (x->quant.n > 1 || y->quant.n > 1) return "per-channel activations";
+  const int axis = qkind == FX_OP_QDEPTHWISE ? 3 : 0;
+  if (w->shape.rank < 2 || (qkind == FX_OP_QDEPTHWISE && w->shape.rank != 4)) return "unexpected weight rank";
+  if (w->quant.n > 1 && (w->quant.axis != axis || w->quant.n != w->shape.d[axis]))
+    return "per-channel weight scales not along the output channels";
+  for (int c = 0; c < w->quant.n; c++)
+    if (w->quant.zero_points[c] != 0) return "int8 weights with a nonzero zero point";
+  if (n->qout.rounding < 0) return "stock's rounding for this int8 op unknown (no rounding table)";
+  /* stock FULLY_CONNECTED refuses a bias scale off input x weight scale by over 2% of the output
+   * scale (GetQuantizedConvolutionMultipler; int8 convs check only uint8): so do we */
+  if (qkind == FX_OP_QFC && b) {
+    const double product = (double)x->quant.scale * (double)w->quant.scale;
+    const double diff = product > b->quant.scale ? product - b->quant.scale : b->quant.scale - product;
+    if (!(diff / (double)y->quant.scale <= 0.02)) return "bias scale is not input scale x weight scale (stock refuses it)";
+  }
+  n->kind = qkind;
+  if ((e = q8_out(g, n, tfl_act))) return e;
+  if (qkind != FX_OP_QDEPTHWISE || n->qout.tail_from) n->qout.tail_from = INT32_MAX;
+  else n->qout.tail_from = w->shape.d[3] - w->shape.d[3] % 8; /* split8: the last C % 8 channels */
+  return fx_qlayer_check(g, n);
+}
+
 static const char *read_conv(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteConvParams *p = bd;
   const char *e;
   conv_params(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor, p->dilation_height_factor);
   if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  if (is_q8(g->tensors[n->in[0]].dtype)) return read_qconv(g, n, p->activation, FX_OP_QCONV);
   return conv_tensors(g, n);
 }
 
@@ -135,13 +230,14 @@ static const char *read_depthwise(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteDepthwiseConvParams *p = bd;
   const char *e;
   conv_params(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor, p->dilation_height_factor);
-  if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act)) || (e = conv_tensors(g, n)))
-    return e;
+  if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  const int q8 = is_q8(g->tensors[n->in[0]].dtype);
+  if (!q8 && (e = conv_tensors(g, n))) return e;
   /* The multiplier follows from the shapes (newer converters leave the param 0). */
   const fx_shape *x = &g->tensors[n->in[0]].shape, *f = &g->tensors[n->in[1]].shape;
   if (x->rank != 4 || f->rank != 4 || x->d[3] == 0 || f->d[3] % x->d[3]) return "filter depth is not a multiple of input depth";
   n->p.conv.mult = f->d[3] / x->d[3];
-  return NULL;
+  return q8 ? read_qconv(g, n, p->activation, FX_OP_QDEPTHWISE) : NULL;
 }
 
 static const char *read_fc(fx_graph *g, fx_node *n, const void *bd) {
@@ -151,7 +247,8 @@ static const char *read_fc(fx_graph *g, fx_node *n, const void *bd) {
   n->p.fc.keep_num_dims = p->keep_num_dims;
   if (n->n_out != 1) return "multiple outputs";
   if (p->activation == kTfLiteActTanh) return "fused TANH (stock float FULLY_CONNECTED rejects it too)";
-  return (e = map_act(p->activation, &n->act)) ? e : conv_tensors(g, n);
+  if ((e = map_act(p->activation, &n->act))) return e;
+  return is_q8(g->tensors[n->in[0]].dtype) ? read_qconv(g, n, p->activation, FX_OP_QFC) : conv_tensors(g, n);
 }
 
 static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) {
@@ -164,6 +261,28 @@ static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) 
   return n->n_in > 3 ? need_const(g, n, 3, 1) : NULL;
 }
 
+/* int8 / uint8 ADD, MUL, MEAN, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU on the qs8-ops
+ * kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output of one type, one
+ * scale and zero point each. ADD, MUL and MEAN compute differently on tflite-runtime and LiteRT
+ * (kernels/qs8-ops/README.md): their "_rounding" entry names stock's arithmetic (FX_STOCK_*).
+ * Parameters the stock kernel refuses, or that these kernels do not reproduce, are found when
+ * the node is prepared for its shapes (fx_infer_qelem) and leave the node to stock. */
+static const char *read_qelem(fx_graph *g, fx_node *n, int kind, int n_data, int tfl_act, float param) {
+  const fx_tensor *y = &g->tensors[n->out[0]];
+  int act;
+  const char *e;
+  for (int i = 0; i < n_data; i++) {
+    const fx_tensor *x = &g->tensors[n->in[i]];
+    if (x->dtype != y->dtype) return "integer op with inputs of another type than its output";
+    if (x->quant.n != 1) return "integer op input without one scale and zero point";
+  }
+  if (y->quant.n != 1) return "integer op output without one scale and zero point";
+  if ((kind == FX_QOP_ADD || kind == FX_QOP_MUL || kind == FX_QOP_MEAN) && n->qout.rounding < 0)
+    return "stock's arithmetic for this integer op unknown (no rounding table)";
+  if ((e = map_act(tfl_act, &act))) return e;
+  return fx_qop_make(n, kind, n->qout.rounding, act, param, 1);
+}
+
 /* Every input and the output of one integer type (int32 or int64). */
 static const char *same_int(fx_graph *g, const fx_node *n) {
   int dt = g->tensors[n->out[0]].dtype;
@@ -174,10 +293,17 @@ static const char *same_int(fx_graph *g, const fx_node *n) {
 }
 
 /* ADD / SUB / MUL / DIV: their params all start with the activation (and may be absent).
- * ADD, SUB and MUL also run on int32 / int64 (ids, positions, shapes), without activation. */
+ * ADD, SUB and MUL also run on int32 / int64 (ids, positions, shapes), without activation, and
+ * on int8 / uint8 (read_qelem). */
 static const char *read_arith(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
-  if (bd && (e = map_act(((const TfLiteMulParams *)bd)->activation, &n->act))) return e;
+  const int act = bd ? ((const TfLiteMulParams *)bd)->activation : kTfLiteActNone;
+  if (is_q8(g->tensors[n->in[0]].dtype)) {
+    const int op = n->p.bin.op;
+    if (op != FX_B_ADD && op != FX_B_SUB && op != FX_B_MUL) return "integer DIV is left to the stock kernel";
+    return read_qelem(g, n, op == FX_B_ADD ? FX_QOP_ADD : op == FX_B_SUB ? FX_QOP_SUB : FX_QOP_MUL, 2, act, 0.0f);
+  }
+  if ((e = map_act(act, &n->act))) return e;
   if (g->tensors[n->out[0]].dtype != FX_F32 && n->p.bin.op != FX_B_DIV) {
     if ((e = same_int(g, n))) return e;
     return n->act == FLEX_ACT_NONE ? NULL : "fused activation on integers";
@@ -219,11 +345,35 @@ static const char *read_f32_binary(fx_graph *g, fx_node *n, const void *bd) {
 
 static const char *read_f32_unary(fx_graph *g, fx_node *n, const void *bd) {
   (void)bd;
+  if (is_q8(g->tensors[n->in[0]].dtype)) {
+    const int k = n->p.un.kind;
+    if (k != FX_U_LOGISTIC && k != FX_U_TANH && k != FX_U_HARD_SWISH) return "unsupported integer op";
+    return read_qelem(g, n, k == FX_U_LOGISTIC ? FX_QOP_LOGISTIC : k == FX_U_TANH ? FX_QOP_TANH : FX_QOP_HARD_SWISH,
+                      1, kTfLiteActNone, 0.0f);
+  }
   return need_f32(g, n, 1);
+}
+
+/* RELU, RELU6, RELU_N1_TO_1: on quantized data a clamp when input and output share their
+ * quantization (stock's requantization by 1.0 is then exact), as TFLite's QuantizedReluX. */
+static const char *read_relu(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const char *e;
+  if (!is_q8(g->tensors[n->in[0]].dtype)) return need_f32(g, n, 1);
+  if ((e = same_dtype(g, n, 1))) return e;
+  if (!same_scale(g, n->in[0], n->out[0])) { /* a requantizing RELU: QuantizedReluX as a table */
+    const int k = n->p.un.kind;
+    return read_qelem(g, n, FX_QOP_RELU, 1, kTfLiteActNone,
+                      (float)(k == FX_U_RELU ? FX_QS8_RELU : k == FX_U_RELU6 ? FX_QS8_RELU6 : FX_QS8_RELU_N1_TO_1));
+  }
+  const int act = n->p.un.kind == FX_U_RELU ? kTfLiteActRelu : n->p.un.kind == FX_U_RELU6 ? kTfLiteActRelu6
+                                                                                        : kTfLiteActReluN1To1;
+  return q8_out(g, n, act);
 }
 
 static const char *read_leaky_relu(fx_graph *g, fx_node *n, const void *bd) {
   n->p.un.alpha = bd ? ((const TfLiteLeakyReluParams *)bd)->alpha : 0.2f;
+  if (is_q8(g->tensors[n->in[0]].dtype)) return read_qelem(g, n, FX_QOP_LEAKY_RELU, 1, kTfLiteActNone, n->p.un.alpha);
   return need_f32(g, n, 1);
 }
 
@@ -240,28 +390,70 @@ static const char *read_pool(fx_graph *g, fx_node *n, const void *bd) {
   n->p.conv.kw = p->filter_width;
   if (p->filter_height < 1 || p->filter_width < 1) return "filter size must be >= 1";
   if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  /* max (or the average: kernels/qs8-ops/pool.c), then the activation's clamp; stock only
+   * DCHECKs that input and output share their quantization, and computes as if they did */
+  if (is_q8(g->tensors[n->in[0]].dtype)) return (e = same_dtype(g, n, 1)) ? e : q8_out(g, n, p->activation);
   return need_f32(g, n, 1);
 }
 
 static const char *read_mean(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
   n->p.mean.keep_dims = bd ? ((const TfLiteReducerParams *)bd)->keep_dims : 0;
+  if (is_q8(g->tensors[n->in[0]].dtype)) {
+    return (e = need_const(g, n, 1, 0)) ? e : read_qelem(g, n, FX_QOP_MEAN, 1, kTfLiteActNone, 0.0f);
+  }
   return (e = need_f32(g, n, 1)) ? e : need_const(g, n, 1, 0);
 }
 
 static const char *read_softmax(fx_graph *g, fx_node *n, const void *bd) {
   n->p.softmax.beta = ((const TfLiteSoftmaxParams *)bd)->beta;
+  if (is_q8(g->tensors[n->in[0]].dtype)) return read_qelem(g, n, FX_QOP_SOFTMAX, 1, kTfLiteActNone, n->p.softmax.beta);
   return need_f32(g, n, 1);
 }
 
+/* QUANTIZE (float -> int8/uint8, or int8/uint8 -> int8/uint8 with equal scales: a zero-point
+ * move) and DEQUANTIZE of activations (constants are folded before this, fold.c). Per-tensor
+ * quantization only; float -> int needs the stock rule known (quant_rounding.detect()'s
+ * QUANTIZE probe: its two rules are exec.c's quantize_one). */
+static const char *read_quantize(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const fx_tensor *x = &g->tensors[n->in[0]], *y = &g->tensors[n->out[0]];
+  const int xq = is_q8(x->dtype), yq = is_q8(y->dtype);
+  if ((xq && x->quant.n != 1) || (yq && y->quant.n != 1)) return "quantize needs one scale and zero point per tensor";
+  if (xq && y->dtype == FX_F32) {
+    if (n->tfl_builtin != kTfLiteBuiltinDequantize) return "unexpected types";
+    return n->qout.rounding < 0 ? "stock's dequantize arithmetic unknown (no rounding table)" : NULL;
+  }
+  if (!yq || (!xq && x->dtype != FX_F32)) return "unsupported quantize types";
+  if (xq && x->quant.scale != y->quant.scale) { /* a rescale: kernels/qs8-ops as a table */
+    /* LiteRT's NEON loop rounds ties up on whole 16-blocks: the QUANTIZE rule's 8-split is
+     * that build's trace (quant_rounding.stock_arithmetic) */
+    if (n->qout.rounding < 0) return "stock's arithmetic for a requantizing QUANTIZE unknown (no rounding table)";
+    return fx_qop_make(n, FX_QOP_REQUANTIZE, n->qout.tail_from == 0 ? FX_STOCK_NEON : FX_STOCK_PORTABLE,
+                       FLEX_ACT_NONE, 0.0f, 1);
+  }
+  if (!xq && n->qout.rounding < 0) return "stock's float quantize rounding unknown (no rounding table)";
+  return q8_out(g, n, kTfLiteActNone);
+}
+
+/* PAD / PADV2. Quantized data (uint8, or int8 with quantization) pads with the output zero point
+ * or a value quantized as the output; unquantized int8 with 0 or the value (stock's EvalInt). */
 static const char *read_pad(fx_graph *g, fx_node *n, const void *bd) {
   (void)bd;
   const char *e;
   if ((e = same_dtype(g, n, 1)) || (e = need_const(g, n, 1, 0))) return e;
+  const fx_tensor *y = &g->tensors[n->out[0]];
+  const int quantized = y->dtype == FX_U8 || (y->dtype == FX_I8 && g->tensors[n->in[0]].quant.n > 0);
+  n->p.pad.has_fill = 0;
   if (n->n_in > 2 && n->in[2] >= 0) {
     const fx_tensor *v = &g->tensors[n->in[2]];
-    if (v->dtype != g->tensors[n->out[0]].dtype || fx_shape_numel(&v->shape) != 1)
-      return "pad value must be a scalar of the data type";
+    if (v->dtype != y->dtype || fx_shape_numel(&v->shape) != 1) return "pad value must be a scalar of the data type";
+    if (quantized && !same_scale(g, n->in[2], n->out[0])) return "pad value quantized differently from the output";
+  } else if (is_q8(y->dtype)) {
+    const int32_t zp = quantized ? y->quant.zero_point : 0, lo = y->dtype == FX_U8 ? 0 : -128;
+    if (zp < lo || zp > lo + 255) return "output zero point outside its type";
+    n->p.pad.has_fill = 1;
+    n->p.pad.fill = zp;
   }
   return NULL;
 }
@@ -273,13 +465,14 @@ static const char *read_concat(fx_graph *g, fx_node *n, const void *bd) {
   if (n->n_in > 64) return "more than 64 inputs";
   if ((e = map_act(p->activation, &n->act))) return e;
   if (n->act != FLEX_ACT_NONE && g->tensors[n->out[0]].dtype != FX_F32) return "activation on non-float data";
-  return same_dtype(g, n, n->n_in);
+  return (e = same_dtype(g, n, n->n_in)) ? e : same_quant(g, n, n->n_in);
 }
 
 static const char *read_pack(fx_graph *g, fx_node *n, const void *bd) {
+  const char *e;
   n->p.concat.axis = ((const TfLitePackParams *)bd)->axis;
   if (n->n_in > 64) return "more than 64 inputs";
-  return same_dtype(g, n, n->n_in);
+  return (e = same_dtype(g, n, n->n_in)) ? e : same_quant(g, n, n->n_in);
 }
 
 static const char *read_reshape(fx_graph *g, fx_node *n, const void *bd) {
@@ -334,7 +527,9 @@ static const char *read_resize(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
   n->p.resize.align_corners = p->align_corners;
   n->p.resize.half_pixel = p->half_pixel_centers;
-  return (e = need_f32(g, n, 1)) ? e : need_const(g, n, 1, 0);
+  if (n->kind == FX_OP_RESIZE_NEAREST) e = same_dtype(g, n, 1); /* moves elements: any type */
+  else e = need_f32(g, n, 1);
+  return e ? e : need_const(g, n, 1, 0);
 }
 
 static const char *read_block(fx_graph *g, fx_node *n, const void *bd) {
@@ -398,9 +593,9 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinPrelu, FX_OP_BINARY, FX_B_PRELU, read_f32_binary, 2, 0, 0},
     {kTfLiteBuiltinSquaredDifference, FX_OP_BINARY, FX_B_SQDIFF, read_f32_binary, 2, 0, 0},
     {kTfLiteBuiltinPow, FX_OP_BINARY, FX_B_POW, read_f32_binary, 2, 0, 0},
-    {kTfLiteBuiltinRelu, FX_OP_UNARY, FX_U_RELU, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinRelu6, FX_OP_UNARY, FX_U_RELU6, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinReluN1To1, FX_OP_UNARY, FX_U_RELU_N1_TO_1, read_f32_unary, 1, 0, 0},
+    {kTfLiteBuiltinRelu, FX_OP_UNARY, FX_U_RELU, read_relu, 1, 0, 0},
+    {kTfLiteBuiltinRelu6, FX_OP_UNARY, FX_U_RELU6, read_relu, 1, 0, 0},
+    {kTfLiteBuiltinReluN1To1, FX_OP_UNARY, FX_U_RELU_N1_TO_1, read_relu, 1, 0, 0},
     {kTfLiteBuiltinLogistic, FX_OP_UNARY, FX_U_LOGISTIC, read_f32_unary, 1, 0, 0},
     {kTfLiteBuiltinTanh, FX_OP_UNARY, FX_U_TANH, read_f32_unary, 1, 0, 0},
     {kTfLiteBuiltinHardSwish, FX_OP_UNARY, FX_U_HARD_SWISH, read_f32_unary, 1, 0, 0},
@@ -432,6 +627,8 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinGather, FX_OP_GATHER, 0, read_gather, 2, 0, 1},
     {kTfLiteBuiltinShape, FX_OP_SHAPE, 0, read_shape, 1, 0, 0},
     {kTfLiteBuiltinCast, FX_OP_CAST, 0, read_cast, 1, 0, 0},
+    {kTfLiteBuiltinQuantize, FX_OP_QUANTIZE, 0, read_quantize, 1, 0, 0},
+    {kTfLiteBuiltinDequantize, FX_OP_QUANTIZE, 0, read_quantize, 1, 0, 0},
     {kTfLiteBuiltinLess, FX_OP_COMPARE, FX_CMP_LESS, read_compare, 2, 0, 0},
     {kTfLiteBuiltinLessEqual, FX_OP_COMPARE, FX_CMP_LESS_EQUAL, read_compare, 2, 0, 0},
     {kTfLiteBuiltinGreater, FX_OP_COMPARE, FX_CMP_GREATER, read_compare, 2, 0, 0},
@@ -486,6 +683,11 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
   if (n->in[0] < 0) return "missing input";
   set_sub(n, op->sub);
   if (n->n_in < op->min_inputs) return "missing inputs";
+  /* the stock rounding for this op on this type (integer readers check it is known) */
+  const fx_rounding_rule *rule = fx_rounding_find(tr->rounding, reg->builtin_code,
+                                                  g->tensors[n->out[0]].dtype == FX_U8 || g->tensors[n->in[0]].dtype == FX_U8);
+  n->qout = (fx_qs8_out){.rounding = rule ? rule->rounding : -1, .tail_rounding = rule ? rule->tail_rounding : FX_RQ_AWAY,
+                         .tail_from = rule && rule->split8 ? 0 : INT32_MAX};
   for (int i = 0; i < n->n_in; i++)
     if (n->in[i] < 0 && !((op->optional >> i) & 1)) return "missing input";
   /* Deferred folds become values here, except the weights a GEMM packs (see fx_fold_recipe). */
@@ -495,5 +697,6 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
     if (!(t->cdata = fx_blob_data(t->blob))) return "out of memory";
   }
   if ((why = op->read(g, n, node->builtin_data))) return why;
+  if (n->qop) fx_qop_set_stock_threads(n, tr->ctx && tr->ctx->recommended_num_threads > 0 ? tr->ctx->recommended_num_threads : 1);
   return fx_infer_node(g, n);
 }

@@ -8,6 +8,7 @@
 #include "conv/conv.h"
 #include "delegate.h"
 #include "flex_api.h"
+#include "kernels/quant/requant.h"
 #include "runtime/log.h"
 
 /* A parser's verdict on a value that does not parse: "invalid NAME: expected HELP". */
@@ -57,6 +58,46 @@ static const char *parse_winograd(fx_options *o, const char *value) {
   return k_invalid;
 }
 
+/* "_rounding": comma-separated OP.TYPE=R or OP.TYPE=R:T entries (OP a TFLite builtin name,
+ * TYPE int8 or uint8, R the rounding of every channel as requant.h's FX_RQ_* number, :T a tail
+ * rounding for the last C % 8 channels); "" = none known. */
+static const char *parse_rounding(fx_options *o, const char *value) {
+  fx_roundings r = {0};
+  for (const char *p = value; *p;) {
+    const char *end = strchr(p, ','), *dot = strchr(p, '.');
+    if (!end) end = p + strlen(p);
+    if (!dot || dot > end || r.n == FX_MAX_ROUNDINGS) return k_invalid;
+    fx_rounding_rule *rule = &r.rules[r.n];
+    rule->builtin = -1;
+    for (int b = 0; b < 256 && rule->builtin < 0; b++) {
+      const char *name = fx_builtin_name(b);
+      if (strlen(name) == (size_t)(dot - p) && !strncmp(name, p, (size_t)(dot - p))) rule->builtin = b;
+    }
+    char type[8];
+    int used = 0, tail = -1;
+    if (rule->builtin < 0 || sscanf(dot + 1, "%5[a-z0-9]=%d%n", type, &rule->rounding, &used) != 2) return k_invalid;
+    const char *q = dot + 1 + used;
+    if (*q == ':' && sscanf(q, ":%d%n", &tail, &used) == 1) q += used;
+    if (q != end || (strcmp(type, "int8") && strcmp(type, "uint8"))) return k_invalid;
+    rule->u8 = !strcmp(type, "uint8");
+    rule->split8 = tail >= 0;
+    rule->tail_rounding = tail >= 0 ? tail : FX_RQ_AWAY;
+    const fx_qs8_out check = {0, -128, 127, rule->rounding, rule->tail_rounding, rule->split8 ? 0 : INT32_MAX};
+    if (fx_qs8_out_check(&check)) return k_invalid; /* known rules only; a tail mixes AWAY and UP */
+    r.n++;
+    p = *end ? end + 1 : end;
+    if (*end && !*p) return k_invalid; /* a trailing comma */
+  }
+  o->rounding = r;
+  return NULL;
+}
+
+const fx_rounding_rule *fx_rounding_find(const fx_roundings *r, int builtin, int u8) {
+  for (int i = 0; r && i < r->n; i++)
+    if (r->rules[i].builtin == builtin && r->rules[i].u8 == u8) return &r->rules[i];
+  return NULL;
+}
+
 /* The budget's help is also flex_check_budget's message; its number is FLEX_BUDGET_MAX_MB. */
 #define BUDGET_HELP "megabytes as a number from 0 (unlimited) to 10000000"
 
@@ -70,6 +111,8 @@ static const struct {
     {{"log", FLEX_OPTION_TEXT, "a comma list of partition, plan, cache, exec, all, none"}, parse_log},
     {{"profile", FLEX_OPTION_TEXT, "0 or 1"}, parse_profile},
     {{"winograd", FLEX_OPTION_TEXT, "auto, all or off"}, parse_winograd},
+    /* internal (a leading underscore: set by load_flex, not listed to users) */
+    {{"_rounding", FLEX_OPTION_TEXT, "OP.int8|uint8=RULE[:TAIL] entries, comma-separated"}, parse_rounding},
 };
 #define N_OPTIONS (int)(sizeof k_options / sizeof *k_options)
 
@@ -87,7 +130,8 @@ const char *fx_parse_option(fx_options *o, const char *key, const char *value) {
   }
   size_t len = (size_t)snprintf(msg, sizeof msg, "unknown option: accepted options are ");
   for (int i = 0; i < N_OPTIONS && len < sizeof msg; i++)
-    len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s", i ? ", " : "", k_options[i].doc.name);
+    if (k_options[i].doc.name[0] != '_')
+      len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s", i ? ", " : "", k_options[i].doc.name);
   return msg;
 }
 

@@ -22,7 +22,9 @@ static void add_fallback(fx_subgraph *sg, int node, int builtin, const char *why
  * CONV/FC are left to run (they would need packing and scratch just to fold). */
 static const char *try_fold(fx_graph *g, fx_node *n, fx_blob **out) {
   *out = NULL;
-  if (n->kind == FX_OP_CONV || n->kind == FX_OP_FC) return NULL;
+  if (n->kind == FX_OP_CONV || n->kind == FX_OP_FC || n->kind == FX_OP_QCONV || n->kind == FX_OP_QFC ||
+      n->kind == FX_OP_QDEPTHWISE)
+    return NULL;
   int shape_dependent = n->kind == FX_OP_SHAPE;
   for (int i = 0; i < n->n_in; i++) {
     if (n->in[i] < 0) continue;
@@ -133,7 +135,11 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
 static const char *claim(fx_translate *tr, fx_shape *shapes, int idx, const TfLiteNode *node,
                          const TfLiteRegistration *reg, fx_blob **folded) {
   *folded = NULL;
-  if (reg->builtin_code == kTfLiteBuiltinDequantize || reg->builtin_code == kTfLiteBuiltinDensify)
+  /* DEQUANTIZE of constants (fp16 / int8 weights) folds; of activations it runs (ops.c) */
+  const int in0 = node->inputs && node->inputs->size == 1 ? node->inputs->data[0] : -1;
+  const int const_in = in0 >= 0 && (size_t)in0 < tr->ctx->tensors_size &&
+                       (tr->sg->statics[in0] || tr->ctx->tensors[in0].allocation_type == kTfLiteMmapRo);
+  if ((reg->builtin_code == kTfLiteBuiltinDequantize && (const_in || in0 < 0)) || reg->builtin_code == kTfLiteBuiltinDensify)
     return fx_fold_special(tr, node, reg->builtin_code, folded);
   fx_graph g = {0};
   memset(tr->local, -1, sizeof(int) * tr->ctx->tensors_size);
@@ -162,9 +168,9 @@ static int give_folded_shape(TfLiteContext *ctx, int t, const fx_shape *s) {
 }
 
 /* Walks the execution plan: claimed nodes into `claimed`, the rest into the fallback list. */
-static TfLiteStatus claim_nodes(TfLiteContext *ctx, const TfLiteIntArray *plan, fx_subgraph *sg, fx_shape *shapes,
-                                int *local, int out_of_order, TfLiteIntArray *claimed) {
-  fx_translate tr = {ctx, sg, local, shapes};
+static TfLiteStatus claim_nodes(TfLiteContext *ctx, const fx_delegate *d, const TfLiteIntArray *plan, fx_subgraph *sg,
+                                fx_shape *shapes, int *local, int out_of_order, TfLiteIntArray *claimed) {
+  fx_translate tr = {ctx, sg, local, shapes, 0, &d->opts.rounding};
   claimed->size = 0;
   for (int p = 0; p < plan->size; p++) {
     int idx = plan->data[p];
@@ -211,14 +217,24 @@ static TfLiteStatus make_partitions(TfLiteContext *ctx, fx_delegate *d, fx_subgr
    * on: with or without a budget now, so a later set_budget() finds it there instead of
    * copying the whole file to add it (1 s on VGG-19). An unbudgeted run never reads it, so its
    * pages are never resident. Without a cache file we may write, every packed form stays in
-   * memory, so a second one would only add to it: a read-only file lends those it holds. */
-  if (claimed->size && fx_store_path(d->store))
+   * memory, so a second one would only add to it: a read-only file lends those it holds. A
+   * budget always gets a file (a private temp file if need be). */
+  const int budgeted = d->opts.budget_mb > 0;
+  if (claimed->size && (fx_store_path(d->store) || budgeted))
     for (int i = 0; i < sg->n_parts && status == kTfLiteOk; i++)
-      if (fx_partition_add_gemm_forms(sg->parts[i], !fx_store_writable(d->store)) < 0)
+      if (fx_partition_add_gemm_forms(sg->parts[i], !fx_store_writable(d->store) && !budgeted) < 0)
         status = kTfLiteDelegateError;
   /* Every partition has packed (or found) its weights by now: one write for the model, in the
    * background unless a budget plan will stream weights from the file. */
-  fx_store_commit(d->store, d->opts.budget_mb <= 0);
+  fx_store_commit(d->store, !budgeted);
+  fx_store_stats st;
+  fx_store_get_stats(d->store, &st);
+  if (budgeted && status == kTfLiteOk && st.bytes_packed && st.backing == FX_BACKING_MEMORY) {
+    /* Never run unbudgeted while claiming a budget. */
+    ctx->ReportError(ctx, "flexdelegate: a budget needs a file to stream weights from, and neither the cache path "
+                          "nor $TMPDIR could be written: pass a writable cache_path=, or set TMPDIR");
+    status = kTfLiteDelegateError;
+  }
   return status;
 }
 
@@ -258,7 +274,7 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
         memcpy(shapes[i].d, dims->data, sizeof(int) * (size_t)dims->size);
       }
     }
-    status = claim_nodes(ctx, plan, sg, shapes, local, out_of_order, claimed);
+    status = claim_nodes(ctx, d, plan, sg, shapes, local, out_of_order, claimed);
     if (status == kTfLiteOk) status = make_partitions(ctx, d, sg, claimed);
   }
   free(shapes);

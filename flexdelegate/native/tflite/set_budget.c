@@ -6,6 +6,7 @@
 #include <string.h>
 #include "delegate.h"
 #include "flex_api.h"
+#include "store/store.h"
 
 static void say(flex_error *err, const char *text) {
   *err = (flex_error){.node = -1};
@@ -26,6 +27,13 @@ static const char *replan_all(fx_delegate *d, int keep_going, flex_error *err) {
 }
 
 static int set_budget_locked(fx_delegate *d, double mb, flex_error *err) {
+  fx_store_stats st;
+  fx_store_get_stats(d->store, &st);
+  if (mb > 0 && st.bytes_packed && st.backing == FX_BACKING_MEMORY) { /* never a budget in name only */
+    say(err, "set_budget: the weights were packed in memory (loaded with no cache file and no budget); "
+             "load with budget= or a writable cache_path= to stream them");
+    return -1;
+  }
   const double old = d->opts.budget_mb;
   d->opts.budget_mb = mb;
   const char *why = replan_all(d, 0, err);

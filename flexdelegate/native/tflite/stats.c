@@ -112,6 +112,13 @@ static size_t stats_locked(fx_delegate *d, char *buf, size_t cap) {
             "\"bytes_packed\": %zu, \"blobs_deduped\": %zu, \"bytes_deduped\": %zu, \"keys_replayed\": %zu}",
         st.file_ok ? "true" : "false", st.writable ? "true" : "false", st.blobs_mapped, st.bytes_mapped, st.blobs_packed, st.bytes_packed,
         st.blobs_deduped, st.bytes_deduped, st.keys_replayed);
+    static const char *const backing[] = {"memory", "cache_file", "temp_file"};
+    put(&s, ", \"memory\": {\"weights_backing\": \"%s\", \"budget_held\": %s, \"temp_dir\": ",
+        backing[st.backing],
+        d->opts.budget_mb <= 0 ? "null" : st.backing != FX_BACKING_MEMORY || !st.bytes_packed ? "true" : "false");
+    if (st.backing == FX_BACKING_TEMP_FILE) put_json_string(&s, st.temp_dir);
+    else put(&s, "null");
+    put(&s, ", \"temp_on_tmpfs\": %s}", st.temp_tmpfs ? "true" : "false");
   }
   put(&s, "}");
   if (cap) buf[s.len < cap ? s.len : cap - 1] = 0;

@@ -84,6 +84,14 @@ void fx_window_rows(fx_pool *pool, const fx_shape *ys, const fx_window *w, fx_ta
 void fx_pool2d_f32(fx_pool *pool, int is_max, const float *x, const fx_shape *xs,
                    const fx_window *w, float *y, const fx_shape *ys, int act);
 
+/* MAX_POOL_2D on int8 (or uint8: is_unsigned) data: max of the in-bounds taps, clamped to
+ * [lo, hi] (the fused activation's quantized range, within the type). */
+void fx_maxpool_q8(fx_pool *pool, int is_unsigned, const void *x, const fx_shape *xs, const fx_window *w,
+                   void *y, const fx_shape *ys, int32_t lo, int32_t hi);
+/* y = clamp(x, lo, hi) over n int8 (or uint8) elements: RELU-like ops whose input and output
+ * share their quantization (in place allowed). */
+void fx_clamp_q8(int is_unsigned, const void *x, void *y, size_t n, int32_t lo, int32_t hi);
+
 /* Depthwise conv. filter is TFLite layout [1, kh, kw, cin*mult]; bias may be NULL. */
 void fx_depthwise_f32(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
                       const float *bias, int mult, const fx_window *w,
@@ -95,11 +103,12 @@ void fx_transpose_conv_f32(fx_pool *pool, const float *x, const fx_shape *xs, co
                            const fx_shape *fs, const float *bias, int stride_h, int stride_w,
                            int pad_top, int pad_left, float *y, const fx_shape *ys, int act);
 
-/* RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (TFLite semantics for both flags). */
+/* RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (TFLite semantics for both flags); nearest moves
+ * elements of any size (esize bytes). */
 void fx_resize_bilinear_f32(const float *x, const fx_shape *xs, float *y, const fx_shape *ys,
                             int align_corners, int half_pixel_centers);
-void fx_resize_nearest_f32(const float *x, const fx_shape *xs, float *y, const fx_shape *ys,
-                           int align_corners, int half_pixel_centers);
+void fx_resize_nearest(const void *x, const fx_shape *xs, void *y, const fx_shape *ys, size_t esize,
+                       int align_corners, int half_pixel_centers);
 
 /* ---- reductions / normalisation ---- */
 /* MEAN over the axes whose flag is set in axis_mask (bit i = dim i); y has the kept-dims layout. */

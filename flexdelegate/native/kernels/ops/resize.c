@@ -63,22 +63,22 @@ static int nn_index(int v, int in_size, int out_size, int align_corners, int hal
   return o;
 }
 
-void fx_resize_nearest_f32(const float *x, const fx_shape *xs, float *y, const fx_shape *ys,
-                           int align_corners, int half_pixel_centers) {
+void fx_resize_nearest(const void *x, const fx_shape *xs, void *y, const fx_shape *ys, size_t esize,
+                       int align_corners, int half_pixel_centers) {
   const int N = xs->d[0], H = xs->d[1], W = xs->d[2], C = xs->d[3];
   const int OH = ys->d[1], OW = ys->d[2];
   if (N <= 0 || OH <= 0 || OW <= 0 || C <= 0) return;
-  const size_t row = (size_t)C * sizeof(float);
-  float *yp = y;
+  const size_t row = (size_t)C * esize;
+  char *yp = y;
   for (int b = 0; b < N; ++b) {
-    const float *xb = x + (size_t)b * H * W * C;
+    const char *xb = (const char *)x + (size_t)b * H * W * row;
     for (int oy = 0; oy < OH; ++oy) {
       const int iy = nn_index(oy, H, OH, align_corners, half_pixel_centers);
-      const float *xr = xb + (size_t)iy * W * C;
+      const char *xr = xb + (size_t)iy * W * row;
       for (int ox = 0; ox < OW; ++ox) {
         const int ix = nn_index(ox, W, OW, align_corners, half_pixel_centers);
-        memcpy(yp, xr + (size_t)ix * C, row);
-        yp += C;
+        memcpy(yp, xr + (size_t)ix * row, row);
+        yp += row;
       }
     }
   }

@@ -1,0 +1,105 @@
+"""The integer element-wise ops (kernels/qs8-ops) against LiteRT's XNNPack on the same
+single-op int8 models from our writer, side by side in one process of the LiteRT venv:
+
+    stock   LiteRT's Interpreter, default delegates off (the reference kernels)
+    xnn     LiteRT's Interpreter with its default XNNPack delegate
+    flex    LiteRT's Interpreter with flexdelegate
+
+Rounds alternate the engines; prints the median and min ms per invoke and flex / xnn, and
+checks flex against stock bit for bit on the same input. Shapes are EfficientNet-B0's.
+
+    LITERT venv python bench/qs8_ops.py [--threads 1] [--rounds 5] [--iters 20] [--ops ADD ...]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from qopcheck import Q, QModel  # noqa: E402
+
+from flexdelegate import load_flex  # noqa: E402
+from flexdelegate.run import make_interpreter  # noqa: E402
+
+S8 = np.int8
+
+
+def _model(build):
+    m = QModel()
+    return m.build(build(m))
+
+
+def _binary(op, a, b, act="NONE"):
+    def build(m):
+        x, y = m.input(a, Q(S8, 0.05, -3)), m.input(b, Q(S8, 0.04, 5))
+        out = m.tensor(np.broadcast_shapes(a, b), Q(S8, 0.06, -1))
+        m.op(op, [x, y], [out], fused_activation_function=act)
+        return out
+    return build
+
+
+def _unary(op, shape, qo, out_shape=None, extra=None, **opts):
+    def build(m):
+        x = m.input(shape, Q(S8, 0.05, -3))
+        out = m.tensor(out_shape or shape, Q(S8, *qo))
+        m.op(op, [x] + ([m.const(extra)] if extra is not None else []), [out], **opts)
+        return out
+    return build
+
+
+OPS = {
+    "ADD": _binary("ADD", (1, 56, 56, 24), (1, 56, 56, 24)),
+    "MUL_SE": _binary("MUL", (1, 56, 56, 144), (1, 1, 1, 144)),
+    "MEAN_HW": _unary("MEAN", (1, 56, 56, 144), (0.05, 2), (1, 1, 1, 144), np.array([1, 2], np.int32),
+                      keep_dims=True),
+    "MEAN_GLOBAL": _unary("MEAN", (1, 7, 7, 1280), (0.05, 2), (1, 1280), np.array([1, 2], np.int32),
+                          keep_dims=False),
+    "LOGISTIC": _unary("LOGISTIC", (1, 112, 112, 32), (1 / 256, -128)),
+    "SOFTMAX": _unary("SOFTMAX", (8, 1000), (1 / 256, -128), beta=1.0),
+    "AVG_POOL": _unary("AVERAGE_POOL_2D", (1, 28, 28, 192), (0.05, -3), (1, 14, 14, 192), padding="SAME",
+                       stride_h=2, stride_w=2, filter_height=3, filter_width=3),
+}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--ops", nargs="*", default=list(OPS))
+    a = ap.parse_args(argv)
+    print(f"{'op':12} {'stock ms':>9} {'xnn ms':>9} {'flex ms':>9} {'flex/xnn':>9} {'min flex/xnn':>12} exact")
+    for name in a.ops:
+        model = _model(OPS[name])
+        its = {"stock": make_interpreter(model, num_threads=a.threads),
+               "xnn": make_interpreter(model, stock="xnnpack", num_threads=a.threads),
+               "flex": make_interpreter(model, delegate=load_flex(), num_threads=a.threads)}
+        rng = np.random.default_rng(0)
+        xs = [rng.integers(-128, 128, tuple(d["shape"])).astype(S8) for d in its["stock"].get_input_details()]
+        outs, times = {}, {k: [] for k in its}
+        for r in range(a.rounds):
+            for k in (list(its) if r % 2 == 0 else list(its)[::-1]):
+                it = its[k]
+                for d, x in zip(it.get_input_details(), xs):
+                    it.set_tensor(d["index"], x)
+                it.invoke()
+                t0 = time.perf_counter()
+                for _ in range(a.iters):
+                    it.invoke()
+                times[k].append((time.perf_counter() - t0) / a.iters * 1e3)
+                outs[k] = it.get_tensor(it.get_output_details()[0]["index"])
+        med = {k: statistics.median(v) for k, v in times.items()}
+        mins = {k: min(v) for k, v in times.items()}
+        exact = np.array_equal(outs["flex"], outs["stock"])
+        print(f"{name:12} {med['stock']:9.4f} {med['xnn']:9.4f} {med['flex']:9.4f} {med['flex'] / med['xnn']:9.2f} "
+              f"{mins['flex'] / mins['xnn']:12.2f} {exact}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,261 @@
+/* int8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D: requantization parameters as stock TFLite
+ * computes them (kernels/quant/requant.h), the weights packed once at init into the QS8 kernels'
+ * panels (kernels/quant/pack.h), and the runs over the whole-layer drivers, split across the
+ * pool by output pixels (GEMM panels for FULLY_CONNECTED's few rows) or depthwise rows. The
+ * tflite reader (read_qconv) has checked dtypes, zero points, the channel axis and the rounding. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "graph.h"
+#include "kernels/qs8-dwconv/qs8-dwconv.h"
+#include "kernels/quant/pack.h"
+#include "runtime/pool.h"
+#include "store/store.h"
+
+/* Bumped whenever fx_qs8_pack_gemm / fx_qs8_pack_dw's output changes (old blobs never misread). */
+#define FX_QS8_PACK_VERSION 1
+
+/* What packing reads (kept until commit, and to pack again in memory over a damaged blob). */
+typedef struct {
+  int dw;                /* depthwise panels, else GEMM panels */
+  fx_qs8_gemm_geom geom; /* GEMM */
+  int cout, taps, ct;    /* depthwise */
+  const int8_t *w;
+  const int32_t *bias;
+  int32_t zx;
+  const int32_t *ms;     /* cout multipliers then cout shifts (owned by the layer) */
+  size_t wbytes;         /* the int8 weights read (dropped from RSS once packed) */
+} qpack_args;
+
+struct fx_qlayer {
+  const fx_qs8_gemm_config *gemm;  /* QCONV / QFC */
+  const fx_qs8_dwconv_config *dw;  /* QDEPTHWISE */
+  qpack_args args;
+  int32_t *ms;
+  fx_wref *ref;     /* the packed weights, in the cache file or in memory */
+  int8_t *zero_row; /* cin bytes of the input zero point: the padding taps */
+};
+
+/* Packs the whole blob in one call (n_parts 1, `whole`): int8 layers are not budgeted yet. */
+static int pack_qweights(void *ctx, void *dst, size_t lo, size_t hi) {
+  (void)lo, (void)hi;
+  const qpack_args *a = ctx;
+  const int32_t *m = a->ms, *shift = a->ms + a->cout;
+  return a->dw ? fx_qs8_pack_dw(a->cout, a->taps, a->ct, a->w, a->bias, a->zx, m, shift, dst)
+               : fx_qs8_pack_gemm(&a->geom, a->w, a->bias, a->zx, m, shift, dst);
+}
+
+static fx_pack_desc qpack_desc(const qpack_args *a) {
+  return (fx_pack_desc){.pack = pack_qweights, .ctx = a, .ctx_size = sizeof *a, .n_parts = 1, .whole = 1,
+                        .src = a->w, .src_len = a->wbytes, .src_part = a->wbytes};
+}
+
+
+static const fx_tensor *T(const fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
+
+static int out_channels(const fx_graph *g, const fx_node *n) {
+  const fx_shape *w = &T(g, n->in[1])->shape;
+  return n->kind == FX_OP_QDEPTHWISE ? w->d[3] : w->d[0];
+}
+
+/* The per-channel multipliers and shifts (2 * cout int32, malloc'd), or NULL with *why. */
+static int32_t *requant_of(const fx_graph *g, const fx_node *n, const char **why) {
+  const int cout = out_channels(g, n);
+  const fx_quant *qx = &T(g, n->in[0])->quant, *qw = &T(g, n->in[1])->quant, *qy = &T(g, n->out[0])->quant;
+  int32_t *ms = malloc(sizeof(int32_t) * 2 * (size_t)(cout > 0 ? cout : 1));
+  if (!ms) { *why = "out of memory"; return NULL; }
+  const float one = qw->scale;
+  if (fx_qs8_requant_params(cout, qx->scale, qw->n > 1 ? qw->scales : &one, qw->n > 1, qy->scale,
+                            n->qout.rounding == FX_RQ_SINGLE, ms, ms + cout)) {
+    *why = "a requantization multiplier of 2^30 or more (left to the stock kernel)";
+    free(ms);
+    return NULL;
+  }
+  return ms;
+}
+
+const char *fx_qlayer_check(const fx_graph *g, const fx_node *n) {
+  const char *why = NULL;
+  free(requant_of(g, n, &why));
+  return why;
+}
+
+static fx_qs8_conv_geom conv_geom(const fx_graph *g, const fx_node *n) {
+  const fx_shape *x = &T(g, n->in[0])->shape, *y = &T(g, n->out[0])->shape, *w = &T(g, n->in[1])->shape;
+  fx_qs8_conv_geom cg = {x->d[0], x->d[1], x->d[2], x->d[3], n->p.conv.kh, n->p.conv.kw,
+                         n->p.conv.stride_h, n->p.conv.stride_w, n->p.conv.dil_h, n->p.conv.dil_w,
+                         0, 0, y->d[1], y->d[2], y->d[3]};
+  if (n->kind == FX_OP_QCONV) { cg.kh = w->d[1]; cg.kw = w->d[2]; }
+  int o;
+  fx_same_valid(n->p.conv.same, cg.h, cg.kh, cg.sh, cg.dh, &o, &cg.pt);
+  fx_same_valid(n->p.conv.same, cg.w, cg.kw, cg.sw, cg.dw, &o, &cg.pl);
+  return cg;
+}
+
+const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
+  const fx_tensor *w = T(g, n->in[1]), *b = n->n_in > 2 ? T(g, n->in[2]) : NULL;
+  if (!w->cdata || (b && !b->cdata)) return "weights are not constant";
+  const int cout = out_channels(g, n);
+  const char *why = NULL;
+  int32_t *ms = requant_of(g, n, &why);
+  if (!ms) return why;
+  struct fx_qlayer *q = calloc(1, sizeof *q);
+  const int cin = T(g, n->in[0])->shape.d[T(g, n->in[0])->shape.rank - 1];
+  if (!q || (n->kind != FX_OP_QFC && !(q->zero_row = malloc((size_t)(cin > 0 ? cin : 1))))) {
+    free(ms);
+    fx_qlayer_free(q);
+    return "out of memory";
+  }
+  q->ms = ms;
+  qpack_args *a = &q->args;
+  *a = (qpack_args){.w = w->cdata, .bias = b ? b->cdata : NULL, .zx = T(g, n->in[0])->quant.zero_point,
+                    .ms = ms, .cout = cout};
+  if (q->zero_row) memset(q->zero_row, (int8_t)a->zx, (size_t)cin);
+  uint32_t algo;
+  size_t bytes;
+  if (n->kind == FX_OP_QDEPTHWISE) {
+    q->dw = fx_qs8_dwconv_config_get();
+    a->dw = 1;
+    a->taps = n->p.conv.kh * n->p.conv.kw;
+    a->ct = q->dw->ct;
+    bytes = fx_qs8_dw_packed_bytes(cout, a->taps, a->ct);
+    algo = FX_ALGO_QS8_DW(a->ct);
+  } else {
+    q->gemm = fx_qs8_gemm_config_get();
+    if (n->kind == FX_OP_QCONV) {
+      const fx_qs8_conv_geom cg = conv_geom(g, n);
+      a->geom = fx_qs8_conv_pack_geom(q->gemm, &cg);
+    } else {
+      a->geom = fx_qs8_gemm_geom_of(q->gemm, cout, 1, (int)(fx_shape_numel(&w->shape) / (size_t)cout));
+    }
+    bytes = fx_qs8_gemm_packed_bytes(&a->geom);
+    algo = FX_ALGO_QS8_GEMM(a->geom.nr, a->geom.kr, a->geom.a_offset);
+  }
+  /* The key: everything the packed bytes depend on (geometry, weights, bias, input zero point,
+   * requantization: the scales and the rounding's QuantizeMultiplier variant). */
+  const size_t wbytes = fx_shape_numel(&w->shape);
+  uint64_t key[2];
+  if (!fx_store_replay(store, algo, FX_QS8_PACK_VERSION, bytes, key)) {
+    fx_hasher h;
+    const int dims[] = {a->dw, cout, a->taps, a->ct, a->geom.n, a->geom.ks, a->geom.kc, a->geom.nr, a->geom.kr,
+                        a->geom.a_offset, a->bias != NULL, (int)a->zx};
+    fx_hasher_init(&h, algo);
+    fx_hasher_update(&h, dims, sizeof dims);
+    fx_store_hash(store, &h, a->w, wbytes);
+    if (a->bias) fx_hasher_update(&h, a->bias, sizeof(int32_t) * (size_t)cout);
+    fx_hasher_update(&h, ms, sizeof(int32_t) * 2 * (size_t)cout);
+    fx_hasher_final(&h, key);
+  }
+  a->wbytes = wbytes;
+  const fx_pack_desc d = qpack_desc(a);
+  q->ref = fx_store_get(store, key, algo, FX_QS8_PACK_VERSION, bytes, &d);
+  if (!q->ref) {
+    fx_qlayer_free(q);
+    return "out of memory packing int8 weights";
+  }
+  n->qlayer = q;
+  return NULL;
+}
+
+void fx_qlayer_free(struct fx_qlayer *q) {
+  if (!q) return;
+  if (q->ref) fx_wref_unref(q->ref);
+  free(q->ms);
+  free(q->zero_row);
+  free(q);
+}
+
+size_t fx_qlayer_bytes(const struct fx_qlayer *q) { return q && q->ref ? q->ref->size : 0; }
+
+static int repack_in_memory(struct fx_qlayer *q) {
+  const fx_pack_desc d = qpack_desc(&q->args);
+  fx_wref *fresh = fx_wref_packed(q->ref->size, &d);
+  if (!fresh) return -1;
+  fx_wref_unref(q->ref);
+  q->ref = fresh;
+  return 0;
+}
+
+/* Before a run: the weights are there and, when mapped from the file, checked once. */
+static int check_weights(struct fx_qlayer *q) {
+  if (!q || !q->ref->data) return -1; /* packing failed at commit */
+  if (!fx_wref_verify(q->ref, 0)) return 0; /* resident weights: checked through the mapping */
+  fprintf(stderr, "flexdelegate: warning: a cached int8 weight blob failed its checksum; packing it in memory\n");
+  return repack_in_memory(q);
+}
+
+int fx_qlayer_repair(struct fx_qlayer *q) {
+  if (!q || !fx_wref_damaged(q->ref)) return 0;
+  fprintf(stderr, "flexdelegate: warning: the weight cache file was truncated while in use; packing in memory\n");
+  return repack_in_memory(q) ? -1 : 1;
+}
+
+/* ---- runs ---- */
+typedef struct {
+  const struct fx_qlayer *q;
+  fx_qs8_conv_geom cg;
+  const int8_t *x;
+  int8_t *y;
+  size_t m, k, cout, panels;
+  int mult;
+  const fx_qs8_out *o;
+  int failed;
+} qrun;
+
+static void conv_pixels(void *ctx, size_t begin, size_t end) {
+  qrun *r = ctx;
+  if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->x, r->q->zero_row, r->q->ref->data, r->y, 0, r->o, begin, end, 0, r->panels))
+    r->failed = 1;
+}
+
+static void fc_rows(void *ctx, size_t begin, size_t end) {
+  qrun *r = ctx;
+  fx_qs8_gemm_run(r->q->gemm, end - begin, r->cout, r->k, r->x + begin * r->k, r->k, r->q->ref->data,
+                  r->y + begin * r->cout, r->cout, 0, r->o, 0, r->panels);
+}
+
+static void fc_panels(void *ctx, size_t begin, size_t end) {
+  qrun *r = ctx;
+  fx_qs8_gemm_run(r->q->gemm, r->m, r->cout, r->k, r->x, r->k, r->q->ref->data, r->y, r->cout, 0, r->o, begin, end);
+}
+
+static void dw_rows(void *ctx, size_t begin, size_t end) {
+  qrun *r = ctx;
+  if (fx_qs8_dwconv_run(r->q->dw, &r->cg, r->mult, r->x, r->q->zero_row, r->q->ref->data, r->y, r->o, begin, end))
+    r->failed = 1;
+}
+
+int fx_run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool) {
+  if (check_weights(n->qlayer)) return -1;
+  const fx_tensor *x = T(g, n->in[0]), *w = T(g, n->in[1]), *y = T(g, n->out[0]);
+  qrun r = {.q = n->qlayer, .x = x->ptr, .y = y->ptr, .o = &n->qout};
+  r.cout = (size_t)w->shape.d[0];
+  r.panels = (r.cout + (size_t)r.q->gemm->nr - 1) / (size_t)r.q->gemm->nr;
+  if (n->kind == FX_OP_QFC) {
+    r.k = fx_shape_numel(&w->shape) / r.cout;
+    r.m = fx_shape_numel(&x->shape) / r.k;
+    /* few rows (a classifier head): split the panels; else rows in whole MR tiles */
+    if (r.m < (size_t)r.q->gemm->mr * (size_t)fx_pool_threads(pool)) fx_parallel_for(pool, r.panels, 1, fc_panels, &r);
+    else fx_parallel_for(pool, r.m, (size_t)r.q->gemm->mr, fc_rows, &r);
+    return 0;
+  }
+  r.cg = conv_geom(g, n);
+  const size_t pixels = (size_t)r.cg.batch * r.cg.oh * r.cg.ow;
+  if (r.cg.kh == 1 && r.cg.kw == 1 && r.cg.sh == 1 && r.cg.sw == 1 && r.cg.oh == r.cg.h && r.cg.ow == r.cg.w) {
+    /* pointwise: the input is already the GEMM's A (no indirection buffer per tile) */
+    r.k = (size_t)r.cg.cin;
+    r.m = pixels;
+    fx_parallel_for(pool, pixels, (size_t)r.q->gemm->mr * 8, fc_rows, &r);
+    return 0;
+  }
+  fx_parallel_for(pool, pixels, (size_t)r.q->gemm->mr * 4, conv_pixels, &r);
+  return r.failed ? -1 : 0;
+}
+
+int fx_run_qdepthwise(fx_graph *g, fx_node *n, fx_pool *pool) {
+  if (check_weights(n->qlayer)) return -1;
+  qrun r = {.q = n->qlayer, .x = T(g, n->in[0])->ptr, .y = T(g, n->out[0])->ptr, .o = &n->qout, .mult = n->p.conv.mult};
+  r.cg = conv_geom(g, n);
+  fx_parallel_for(pool, (size_t)r.cg.batch * r.cg.oh, 1, dw_rows, &r);
+  return r.failed ? -1 : 0;
+}

@@ -1,0 +1,22 @@
+/* The integer element-wise ops of the IR (kind QELEM): ADD, SUB, MUL, MEAN, SOFTMAX and the
+ * table ops (LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU) on int8 / uint8 data, run by
+ * kernels/qs8-ops bit-exactly as the stock kernel in use computes them. The reader
+ * (tflite/ops.c) makes the node's fx_qop with what the TFLite node says; shape inference
+ * (fx_infer_qelem) prepares the kernel for the current shapes (multipliers, tables, the
+ * broadcast walk), or says why stock must run the node. */
+#ifndef FLEX_IR_QOP_H
+#define FLEX_IR_QOP_H
+#include "graph.h"
+
+enum { FX_QOP_ADD, FX_QOP_SUB, FX_QOP_MUL, FX_QOP_MEAN, FX_QOP_SOFTMAX, FX_QOP_LOGISTIC, FX_QOP_TANH,
+       FX_QOP_HARD_SWISH, FX_QOP_LEAKY_RELU, FX_QOP_RELU, FX_QOP_REQUANTIZE };
+
+/* Makes n's fx_qop (freed with the node): kind FX_QOP_*, stock the arithmetic to reproduce
+ * (qs8-ops.h FX_STOCK_*; the delegate's "_rounding" entry for the op), act the TFLite fused
+ * activation, param beta (SOFTMAX), alpha (LEAKY_RELU) or which RELU (qs8-ops.h FX_QS8_RELU*), stock_threads the interpreter's
+ * thread count (MEAN on LiteRT splits by it). NULL ok, or why not. */
+const char *fx_qop_make(fx_node *n, int kind, int stock, int act, float param, int stock_threads);
+void fx_qop_free(struct fx_qop *q);
+/* The interpreter's thread count (TfLiteContext.recommended_num_threads, 1 when unset). */
+void fx_qop_set_stock_threads(fx_node *n, int threads);
+#endif

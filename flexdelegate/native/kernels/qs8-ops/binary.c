@@ -1,0 +1,191 @@
+/* ADD and MUL with broadcasting, walking the output the way stock does (README.md "ADD, MUL"):
+ * equal shapes are one element-wise loop; broadcasts that fold into five dimensions
+ * (ProcessBroadcastShapes) are runs of d[4] element-wise pairs, or, when d[4] == 1, runs of d[3]
+ * elements against one broadcast scalar; any other broadcast goes an element at a time. On
+ * LiteRT (FX_STOCK_NEON) each run's leading whole blocks take the NEON arithmetic and the rest
+ * the portable one, so the form of an output element follows from its place in its run. */
+#include <string.h>
+#include "qs8-ops.h"
+
+/* ProcessBroadcastShapes: returns the kind; d[] and swap for FX_BC_FIVEFOLD. */
+int fx_qs8_bcast_plan(const fx_qs8_shape *a, const fx_qs8_shape *b, fx_qs8_bcast *bc) {
+  const int rank = a->rank > b->rank ? a->rank : b->rank;
+  if (rank > FX_QS8_MAX_RANK || a->rank < 0 || b->rank < 0) return -1;
+  memset(bc, 0, sizeof *bc);
+  bc->a.rank = bc->b.rank = bc->out.rank = rank;
+  for (int i = 0; i < rank; i++) { /* extended with leading ones */
+    const int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
+    bc->a.d[i] = ia >= 0 ? a->d[ia] : 1;
+    bc->b.d[i] = ib >= 0 ? b->d[ib] : 1;
+    if (bc->a.d[i] < 0 || bc->b.d[i] < 0) return -1;
+    if (bc->a.d[i] != bc->b.d[i] && bc->a.d[i] != 1 && bc->b.d[i] != 1) return -1;
+    bc->out.d[i] = bc->a.d[i] > bc->b.d[i] ? bc->a.d[i] : bc->b.d[i];
+    if (bc->a.d[i] == 0 || bc->b.d[i] == 0) bc->out.d[i] = 0;
+  }
+  int i = rank - 1;
+  while (i >= 0 && bc->a.d[i] == bc->b.d[i]) i--;
+  if (i < 0) {
+    bc->kind = FX_BC_NONE;
+    return 0;
+  }
+  /* the input with the 1 in the last differing dimension broadcasts fastest: it becomes `a` */
+  bc->swap = bc->b.d[i] == 1;
+  const int *sa = bc->swap ? bc->b.d : bc->a.d, *sb = bc->swap ? bc->a.d : bc->b.d;
+  for (int k = 0; k < 5; k++) bc->d[k] = 1;
+  i = rank - 1;
+  while (i >= 0 && sa[i] == sb[i]) bc->d[4] *= sb[i--];
+  while (i >= 0 && sa[i] == 1) bc->d[3] *= sb[i--];
+  while (i >= 0 && sa[i] == sb[i]) bc->d[2] *= sa[i--];
+  while (i >= 0 && sb[i] == 1) bc->d[1] *= sa[i--];
+  while (i >= 0 && sa[i] == sb[i]) bc->d[0] *= sb[i--];
+  bc->kind = i >= 0 ? FX_BC_GENERIC : FX_BC_FIVEFOLD;
+  return 0;
+}
+
+static int32_t type_lo(int u8) { return u8 ? 0 : -128; }
+static int32_t type_hi(int u8) { return u8 ? 255 : 127; }
+
+/* QuantizeMultiplierSmallerThanOneExp: stock aborts on a multiplier >= 1; refused here. */
+static int smaller_than_one(double real, int32_t *m, int32_t *shift) {
+  fx_quantize_multiplier(real, 0, m, shift);
+  return *shift > 0 ? -1 : 0;
+}
+
+int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_t z2, float so,
+                          int32_t zo, int act, const fx_qs8_shape *a, const fx_qs8_shape *b,
+                          int stock, fx_qs8_binary_op *bop) {
+  memset(bop, 0, sizeof *bop);
+  if (op != FX_QS8_ADD && op != FX_QS8_SUB && op != FX_QS8_MUL) return -1;
+  if (!(s1 > 0) || !(s2 > 0) || !(so > 0)) return -1;
+  const int32_t lo_t = type_lo(u8), hi_t = type_hi(u8);
+  if (z1 < lo_t || z1 > hi_t || z2 < lo_t || z2 > hi_t || zo < lo_t || zo > hi_t) return -1;
+  int32_t lo, hi;
+  if (fx_qs8_act_range_of(act, so, zo, u8, &lo, &hi)) return -1;
+  if (fx_qs8_bcast_plan(a, b, &bop->bc)) return -1;
+  /* tflite-runtime 2.14's MUL aborts on generic broadcasts of rank > 4 (README.md "MUL") */
+  if (op == FX_QS8_MUL && stock == FX_STOCK_PORTABLE && bop->bc.kind == FX_BC_GENERIC && bop->bc.out.rank > 4)
+    return -1;
+  bop->op = op;
+  bop->stock = stock;
+  if (op == FX_QS8_ADD || op == FX_QS8_SUB) {
+    fx_qs8_add_params *p = &bop->add;
+    const double twice_max = 2.0 * (double)(s1 > s2 ? s1 : s2);
+    const float out_den = (float)(1 << 20) * so; /* stock: (1 << left_shift) * scale, in float */
+    if (smaller_than_one((double)s1 / twice_max, &p->m1, &p->s1) ||
+        smaller_than_one((double)s2 / twice_max, &p->m2, &p->s2) ||
+        smaller_than_one(twice_max / (double)out_den, &p->mo, &p->so)) return -1;
+    p->z1 = z1, p->z2 = z2, p->zo = zo, p->lo = lo, p->hi = hi, p->u8 = u8;
+    p->sub = op == FX_QS8_SUB; /* stock's SUB: the portable loops on both wheels */
+  } else {
+    fx_qs8_mul_params *p = &bop->mul;
+    const float real = s1 * s2 / so; /* stock: float arithmetic, widened */
+    fx_quantize_multiplier((double)real, 0, &p->m, &p->s);
+    if (p->s > 30) return -1;
+    p->z1 = z1, p->z2 = z2, p->zo = zo, p->lo = lo, p->hi = hi, p->u8 = u8;
+  }
+  return 0;
+}
+
+/* Stock's NEON block and arithmetic of the element-wise loop (scalar = 0) or of the
+ * scalar-broadcast loop (scalar = 1); block 0: all portable. */
+static void neon_loop(const fx_qs8_binary_op *bop, int scalar, int *block, int *form) {
+  const int u8 = bop->op == FX_QS8_MUL ? bop->mul.u8 : bop->add.u8;
+  if (bop->stock != FX_STOCK_NEON || bop->op == FX_QS8_SUB) {
+    *block = 0;
+    *form = 0;
+  } else if (bop->op == FX_QS8_ADD) {
+    *block = u8 || scalar ? 8 : 16;
+    *form = u8 || scalar ? FX_ADD_NEON_POST : FX_ADD_NEON_PRE;
+  } else {
+    *block = u8 ? 8 : 16;
+    *form = u8 && scalar ? FX_MUL_NEON_TRUNC : FX_MUL_NEON_SAT;
+  }
+}
+
+/* The params with the inputs exchanged (the walk's `a` is the fastest-broadcast input). */
+static void swapped(const fx_qs8_binary_op *bop, fx_qs8_add_params *ap, fx_qs8_mul_params *mp) {
+  *ap = bop->add;
+  *mp = bop->mul;
+  if (!bop->bc.swap) return;
+  ap->z1 = bop->add.z2, ap->z2 = bop->add.z1, ap->m1 = bop->add.m2, ap->m2 = bop->add.m1;
+  ap->s1 = bop->add.s2, ap->s2 = bop->add.s1;
+  if (ap->sub) ap->sub = 3 - ap->sub; /* a - b with the inputs exchanged is b - a */
+  mp->z1 = bop->mul.z2, mp->z2 = bop->mul.z1;
+}
+
+/* Elements [r0, r1) of one stock loop of `len` elements whose NEON part is its first
+ * floor(len / block) * block; a, b, y at the loop's element 0. */
+static void run_loop(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop,
+                     const fx_qs8_add_params *ap, const fx_qs8_mul_params *mp, size_t len,
+                     int block, int form, const uint8_t *a, size_t a_step, const uint8_t *b,
+                     uint8_t *y, size_t r0, size_t r1) {
+  size_t mid = block ? len / (size_t)block * (size_t)block : 0;
+  mid = mid < r0 ? r0 : mid > r1 ? r1 : mid;
+  for (int part = 0; part < 2; part++) {
+    const size_t s = part ? mid : r0, e = part ? r1 : mid;
+    const int f = part ? 0 : form; /* 0: the portable form of both ops */
+    if (e <= s) continue;
+    if (bop->op != FX_QS8_MUL) v->add(e - s, a + s * a_step, a_step, b + s, y + s, ap, f);
+    else v->mul(e - s, a + s * a_step, a_step, b + s, y + s, mp, f);
+  }
+}
+
+/* Offset of output element e's source in an extended input shape `in` of the output `out`. */
+static size_t generic_offset(const fx_qs8_shape *out, const fx_qs8_shape *in, size_t e) {
+  size_t off = 0, stride = 1;
+  for (int i = out->rank - 1; i >= 0; i--) {
+    const size_t idx = e % (size_t)out->d[i];
+    e /= (size_t)out->d[i];
+    if (in->d[i] != 1) off += idx * stride;
+    stride *= (size_t)in->d[i];
+  }
+  return off;
+}
+
+void fx_qs8_binary_run(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop, const void *a,
+                       const void *b, void *y, size_t e0, size_t e1) {
+  const fx_qs8_bcast *bc = &bop->bc;
+  const uint8_t *pa = a, *pb = b;
+  uint8_t *py = y;
+  int block, form;
+  fx_qs8_add_params ap;
+  fx_qs8_mul_params mp;
+  if (bc->kind == FX_BC_NONE) {
+    neon_loop(bop, 0, &block, &form);
+    run_loop(v, bop, &bop->add, &bop->mul, fx_qs8_numel(&bc->out), block, form, pa, 1, pb, py,
+             e0, e1);
+    return;
+  }
+  if (bc->kind == FX_BC_GENERIC) { /* BroadcastAdd6DSlow / BroadcastMul6DSlow: portable */
+    for (size_t e = e0; e < e1; e++) {
+      const size_t oa = generic_offset(&bc->out, &bc->a, e), ob = generic_offset(&bc->out, &bc->b, e);
+      run_loop(v, bop, &bop->add, &bop->mul, 1, 0, 0, pa + oa, 0, pb + ob, py + e, 0, 1);
+    }
+    return;
+  }
+  swapped(bop, &ap, &mp);
+  const uint8_t *fa = bc->swap ? pb : pa, *fb = bc->swap ? pa : pb; /* fa broadcasts fastest */
+  const int64_t *d = bc->d;
+  const int scalar = d[4] == 1;
+  const size_t len = (size_t)(scalar ? d[3] : d[4]);
+  neon_loop(bop, scalar, &block, &form);
+  if (len == 0) return;
+  for (size_t e = e0; e < e1;) {
+    const size_t q = e / len, r0 = e % len;
+    const size_t r1 = e1 - (e - r0) < len ? e1 - (e - r0) : len;
+    size_t a_off, b_off;
+    if (scalar) { /* q = (i0 * d1 + i1) * d2 + i2; b walks i0, i2 */
+      const size_t i2 = q % (size_t)d[2], i0 = q / ((size_t)d[2] * (size_t)d[1]);
+      a_off = q;
+      b_off = (i0 * (size_t)d[2] + i2) * len;
+    } else { /* q = ((i0 * d1 + i1) * d2 + i2) * d3 + i3 */
+      const size_t i3 = q % (size_t)d[3], q2 = q / (size_t)d[3];
+      const size_t i2 = q2 % (size_t)d[2], i0 = q2 / ((size_t)d[2] * (size_t)d[1]);
+      a_off = q2 * len;
+      b_off = ((i0 * (size_t)d[2] + i2) * (size_t)d[3] + i3) * len;
+    }
+    run_loop(v, bop, &ap, &mp, len, block, form, fa + a_off, scalar ? 0 : 1, fb + b_off,
+             py + (e - r0), r0, r1);
+    e += r1 - r0;
+  }
+}

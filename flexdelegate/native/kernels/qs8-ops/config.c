@@ -1,0 +1,20 @@
+/* The integer element-wise microkernel variants by ISA family (from qs8-ops.inc) and the one
+ * this CPU runs. */
+#include "runtime/cpu.h"
+#include "qs8-ops.h"
+
+#define FX_QS8_OPS(isa, suffix)                                                        \
+  static const fx_qs8_ops_config k_##suffix = {"qs8-ops-" #suffix, fx_qs8_lut__##suffix, \
+                                               fx_qs8_add__##suffix, fx_qs8_mul__##suffix, \
+                                               fx_qs8_sum_rows__##suffix};
+#include "qs8-ops.inc"
+#undef FX_QS8_OPS
+
+static fx_isa_menu g_menu = {.by_isa = {
+#define FX_QS8_OPS(isa, suffix) [FX_ISA_##isa] = &k_##suffix,
+#include "qs8-ops.inc"
+#undef FX_QS8_OPS
+}};
+
+const fx_qs8_ops_config *fx_qs8_ops_config_get(void) { return fx_isa_chosen(&g_menu); }
+const fx_qs8_ops_config *fx_qs8_ops_config_at(int i) { return fx_isa_at(&g_menu, i); }

@@ -1,0 +1,188 @@
+/* AVX2 microkernels: 8 elements per step in int32 lanes, computing ref.h's definitions exactly
+ * (64-bit products for the doubling high multiply, the overflow-free rounding shift); the last
+ * n % 8 elements (and a whole call of fewer) go through the scalar kernel. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include "qs8-ops.h"
+
+#define OPS_AVX2 __attribute__((target("avx2,fma"), always_inline)) static inline
+
+OPS_AVX2 __m256i load8(const void *p, int u8) {
+  const __m128i v = _mm_loadl_epi64((const __m128i *)p);
+  return u8 ? _mm256_cvtepu8_epi32(v) : _mm256_cvtepi8_epi32(v);
+}
+
+/* 8 int32 lanes already within the type's range, stored as bytes. */
+OPS_AVX2 void store8(void *p, __m256i v, int u8) {
+  const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  _mm_storel_epi64((__m128i *)p, u8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w));
+}
+
+/* fxq_srdhm for m >= 0 (never both INT32_MIN): (x*m + 2^30) >> 31 per lane. */
+OPS_AVX2 __m256i srdhm(__m256i x, __m256i m) {
+  const __m256i half = _mm256_set1_epi64x((int64_t)1 << 30);
+  const __m256i even = _mm256_add_epi64(_mm256_mul_epi32(x, m), half);
+  const __m256i odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64(x, 32), m), half);
+  /* bits 31..62 of each sum: even lanes shifted down, odd lanes up into the high half */
+  return _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
+}
+
+/* fxq_rdbpot: x / 2^e, ties away from zero (e in [0, 31]). */
+OPS_AVX2 __m256i rdbpot(__m256i x, int e) {
+  const __m128i cnt = _mm_cvtsi32_si128(e);
+  const __m256i mask = _mm256_set1_epi32((int32_t)(((uint32_t)1 << e) - 1u));
+  const __m256i thr = _mm256_sub_epi32(_mm256_srli_epi32(mask, 1), _mm256_srai_epi32(x, 31));
+  const __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(x, mask), thr);
+  return _mm256_sub_epi32(_mm256_sra_epi32(x, cnt), up);
+}
+
+/* fxq_vshl: left (wrapping) for s >= 0, flooring right shift otherwise. */
+OPS_AVX2 __m256i vshl(__m256i x, int s) {
+  if (s >= 0) return _mm256_sll_epi32(x, _mm_cvtsi32_si128(s));
+  return _mm256_sra_epi32(x, _mm_cvtsi32_si128(-s > 31 ? 31 : -s));
+}
+
+/* The NEON output narrowing: int16 wrap, + zero point in int16 (wrapping), saturated to the
+ * type: sign-extend the low 16 bits twice. */
+OPS_AVX2 __m256i wrap16(__m256i x) { return _mm256_srai_epi32(_mm256_slli_epi32(x, 16), 16); }
+OPS_AVX2 __m256i neon_out(__m256i r, __m256i zo, int u8) {
+  r = wrap16(_mm256_add_epi32(wrap16(r), zo));
+  const __m256i lo = _mm256_set1_epi32(u8 ? 0 : -128), hi = _mm256_set1_epi32(u8 ? 255 : 127);
+  return _mm256_min_epi32(_mm256_max_epi32(r, lo), hi);
+}
+
+/* 256-entry byte table by vpshufb, which looks up 16 entries and gives 0 where the index byte
+ * has bit 7 set: 16 lookups with the index stepped down by 16 each time (wrapping for steps
+ * 1..8, saturating after), XORed together. For x = 16h + l, step k reads row v[k] at l exactly
+ * when its index byte has bit 7 clear, which is k in 0..h for h < 8 and k in h-7..h for h >= 8;
+ * so v[0] = t[0], v[k] = t[k] ^ t[k-1] ^ (k >= 8 ? v[k-8] : 0) makes the XOR telescope to t[h].
+ * (XNNPACK's x8-lut kernels use this scheme.) */
+__attribute__((target("avx2,fma"))) void fx_qs8_lut__avx2(size_t n, const uint8_t *x,
+                                                         const uint8_t *t, uint8_t *y) {
+  if (n < 128) { /* building the rows costs more than it saves */
+    fx_qs8_lut__scalar(n, x, t, y);
+    return;
+  }
+  __m128i r[16];
+  r[0] = _mm_loadu_si128((const __m128i *)t);
+  for (int k = 1; k < 16; k++) {
+    r[k] = _mm_xor_si128(_mm_loadu_si128((const __m128i *)(t + 16 * k)),
+                         _mm_loadu_si128((const __m128i *)(t + 16 * (k - 1))));
+    if (k >= 8) r[k] = _mm_xor_si128(r[k], r[k - 8]);
+  }
+  __m256i v[16];
+  for (int k = 0; k < 16; k++) v[k] = _mm256_broadcastsi128_si256(r[k]);
+  const __m256i step = _mm256_set1_epi8(16);
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m256i vx = _mm256_loadu_si256((const __m256i *)(x + i));
+    __m256i vy = _mm256_shuffle_epi8(v[0], vx);
+    for (int k = 1; k <= 8; k++) {
+      vx = _mm256_sub_epi8(vx, step);
+      vy = _mm256_xor_si256(vy, _mm256_shuffle_epi8(v[k], vx));
+    }
+    for (int k = 9; k < 16; k++) {
+      vx = _mm256_subs_epi8(vx, step);
+      vy = _mm256_xor_si256(vy, _mm256_shuffle_epi8(v[k], vx));
+    }
+    _mm256_storeu_si256((__m256i *)(y + i), vy);
+  }
+  if (i < n) fx_qs8_lut__scalar(n - i, x + i, t, y + i);
+}
+
+/* One input's rescale in a form (the left shift by 20 is exact: |x - z| < 2^9). */
+OPS_AVX2 __m256i add_scale(__m256i x, __m256i m, int s, int form) {
+  if (form == FX_ADD_PORTABLE) return rdbpot(srdhm(_mm256_slli_epi32(x, 20), m), -s);
+  if (form == FX_ADD_NEON_PRE) return srdhm(vshl(x, 20 + s), m);
+  return vshl(srdhm(_mm256_slli_epi32(x, 20), m), s);
+}
+
+__attribute__((target("avx2,fma"))) void fx_qs8_add__avx2(size_t n, const void *a, size_t a_step,
+                                                         const void *b, void *y,
+                                                         const fx_qs8_add_params *p, int form) {
+  const int u8 = p->u8;
+  const __m256i m1 = _mm256_set1_epi32(p->m1), m2 = _mm256_set1_epi32(p->m2);
+  const __m256i mo = _mm256_set1_epi32(p->mo), zo = _mm256_set1_epi32(p->zo);
+  const __m256i z1 = _mm256_set1_epi32(p->z1), z2 = _mm256_set1_epi32(p->z2);
+  const __m256i lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
+  const uint8_t *pa = a, *pb = b;
+  uint8_t *py = y;
+  __m256i ya = _mm256_setzero_si256();
+  if (a_step == 0) {
+    const int32_t a0 = u8 ? pa[0] : (int8_t)pa[0];
+    ya = add_scale(_mm256_sub_epi32(_mm256_set1_epi32(a0), z1), m1, p->s1, form);
+  }
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    if (a_step) ya = add_scale(_mm256_sub_epi32(load8(pa + i, u8), z1), m1, p->s1, form);
+    const __m256i yb = add_scale(_mm256_sub_epi32(load8(pb + i, u8), z2), m2, p->s2, form);
+    const __m256i raw = p->sub == 1 ? _mm256_sub_epi32(ya, yb)
+                        : p->sub == 2 ? _mm256_sub_epi32(yb, ya) : _mm256_add_epi32(ya, yb);
+    __m256i r = rdbpot(srdhm(raw, mo), -p->so);
+    r = form == FX_ADD_PORTABLE ? _mm256_add_epi32(r, zo) : neon_out(r, zo, u8);
+    store8(py + i, _mm256_min_epi32(_mm256_max_epi32(r, lo), hi), u8);
+  }
+  if (i < n) fx_qs8_add__scalar(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+}
+
+__attribute__((target("avx2,fma"))) void fx_qs8_mul__avx2(size_t n, const void *a, size_t a_step,
+                                                         const void *b, void *y,
+                                                         const fx_qs8_mul_params *p, int form) {
+  const int u8 = p->u8;
+  const int ls = p->s > 0 ? p->s : 0, rs = p->s > 0 ? 0 : -p->s;
+  const __m256i m = _mm256_set1_epi32(p->m), zo = _mm256_set1_epi32(p->zo);
+  const __m256i z1 = _mm256_set1_epi32(p->z1), z2 = _mm256_set1_epi32(p->z2);
+  const __m256i lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
+  const __m256i lo16 = _mm256_set1_epi32(INT16_MIN), hi16 = _mm256_set1_epi32(INT16_MAX);
+  const uint8_t *pa = a, *pb = b;
+  uint8_t *py = y;
+  __m256i xa = _mm256_setzero_si256();
+  if (a_step == 0) xa = _mm256_set1_epi32((u8 ? pa[0] : (int8_t)pa[0]) - p->z1);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    if (a_step) xa = _mm256_sub_epi32(load8(pa + i, u8), z1);
+    const __m256i xb = _mm256_sub_epi32(load8(pb + i, u8), z2);
+    const __m256i prod = _mm256_sll_epi32(_mm256_mullo_epi32(xa, xb), _mm_cvtsi32_si128(ls));
+    __m256i r = rdbpot(srdhm(prod, m), rs);
+    if (form == FX_MUL_PORTABLE) {
+      r = _mm256_add_epi32(r, zo);
+    } else {
+      if (form == FX_MUL_NEON_SAT) r = _mm256_min_epi32(_mm256_max_epi32(r, lo16), hi16);
+      r = neon_out(r, zo, u8);
+    }
+    store8(py + i, _mm256_min_epi32(_mm256_max_epi32(r, lo), hi), u8);
+  }
+  if (i < n) fx_qs8_mul__scalar(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+}
+
+/* Columns in blocks of 32 (four int32 accumulators in registers across the k rows). */
+__attribute__((target("avx2,fma"))) void fx_qs8_sum_rows__avx2(size_t c, size_t k, const void *x,
+                                                              size_t stride, int u8,
+                                                              int32_t *acc) {
+  const uint8_t *px = x;
+  size_t j = 0;
+  for (; j + 32 <= c; j += 32) {
+    __m256i s0 = _mm256_loadu_si256((const __m256i *)(acc + j));
+    __m256i s1 = _mm256_loadu_si256((const __m256i *)(acc + j + 8));
+    __m256i s2 = _mm256_loadu_si256((const __m256i *)(acc + j + 16));
+    __m256i s3 = _mm256_loadu_si256((const __m256i *)(acc + j + 24));
+    for (size_t i = 0; i < k; i++) {
+      const uint8_t *row = px + i * stride + j;
+      s0 = _mm256_add_epi32(s0, load8(row, u8));
+      s1 = _mm256_add_epi32(s1, load8(row + 8, u8));
+      s2 = _mm256_add_epi32(s2, load8(row + 16, u8));
+      s3 = _mm256_add_epi32(s3, load8(row + 24, u8));
+    }
+    _mm256_storeu_si256((__m256i *)(acc + j), s0);
+    _mm256_storeu_si256((__m256i *)(acc + j + 8), s1);
+    _mm256_storeu_si256((__m256i *)(acc + j + 16), s2);
+    _mm256_storeu_si256((__m256i *)(acc + j + 24), s3);
+  }
+  for (; j + 8 <= c; j += 8) {
+    __m256i s = _mm256_loadu_si256((const __m256i *)(acc + j));
+    for (size_t i = 0; i < k; i++) s = _mm256_add_epi32(s, load8(px + i * stride + j, u8));
+    _mm256_storeu_si256((__m256i *)(acc + j), s);
+  }
+  if (j < c) fx_qs8_sum_rows__scalar(c - j, k, px + j, stride, u8, acc + j);
+}
+#endif

@@ -1,0 +1,96 @@
+"""Every SIMD variant of the element-wise integer microkernels (kernels/qs8-ops) equals the
+scalar reference bit for bit, in both stock arithmetics and any output split, over parameters far
+wider than the stock comparisons reach: scales from 2^-24 to 2^4 apart (left and right shifts at
+their limits, exact ties), zero points at both ends, every fused activation, lengths around the
+8-lane steps and the NEON blocks, every broadcast class."""
+import numpy as np
+import pytest
+
+from flexdelegate import _qs8
+
+VARIANTS = range(1, len(_qs8.ops_variants()))
+SHAPES = [((61,), (61,)), ((3, 17), (1, 17)), ((1, 17), (3, 17)), ((4, 1), (4, 23)),
+          ((2, 1, 3, 9), (2, 5, 3, 9)), ((1,), (2, 3, 40)), ((3, 1, 7), (1, 4, 1)),
+          ((1, 1, 1, 96), (1, 5, 5, 96))]
+
+
+def rand_params(rng, dtype, op):
+    lo, hi = (0, 255) if dtype == np.uint8 else (-128, 127)
+    zs = [int(rng.choice([lo, hi, rng.integers(lo, hi + 1)])) for _ in range(3)]
+    s1 = float(np.float32(2.0 ** rng.uniform(-12, 0)))
+    s2 = float(np.float32(s1 * 2.0 ** rng.choice([0, -20, rng.uniform(-24, 4)])))
+    if op != "MUL":
+        so = float(np.float32(2 * max(s1, s2) * 2.0 ** -rng.uniform(-6, 19.9)))
+    else:
+        so = float(np.float32(s1 * s2 * 2.0 ** rng.uniform(-29, 16)))
+    return (s1, zs[0]), (s2, zs[1]), (so, zs[2])
+
+
+@pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
+def test_binary_variants_equal_scalar(op, dtype):
+    rng = np.random.default_rng(7 + (op == "MUL") + 2 * (dtype == np.uint8))
+    info = np.iinfo(dtype)
+    ran = 0
+    for i in range(300):
+        a_shape, b_shape = SHAPES[i % len(SHAPES)]
+        a = rng.integers(info.min, info.max + 1, a_shape).astype(dtype)
+        b = rng.integers(info.min, info.max + 1, b_shape).astype(dtype)
+        qa, qb, qo = rand_params(rng, dtype, op)
+        act = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"][i % 4]
+        for stock in (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON):
+            try:
+                want = _qs8.binary(0, op, a, b, qa, qb, qo, act=act, stock=stock)[0]
+            except ValueError:
+                continue
+            for v in VARIANTS:
+                got = _qs8.binary(v, op, a, b, qa, qb, qo, act=act, stock=stock, chunk=i % 13)[0]
+                assert np.array_equal(got, want), (v, op, a_shape, b_shape, qa, qb, qo, act, stock)
+            ran += 1
+    assert ran > 300
+
+
+@pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
+def test_pool_and_mean_variants_equal_scalar(dtype):
+    """AVERAGE_POOL_2D and both MEAN paths (the sum_rows microkernel) on every variant, channel
+    counts around the 8- and 32-lane steps and the 256-channel tranches."""
+    rng = np.random.default_rng(3 + (dtype == np.uint8))
+    info = np.iinfo(dtype)
+    for i, c in enumerate([1, 7, 8, 31, 32, 33, 96, 257, 520]):
+        x = rng.integers(info.min, info.max + 1, (2, 9, 8, c)).astype(dtype)
+        k, s, p = [(3, 2, 1), (2, 2, 0), (5, 1, 2)][i % 3]
+        oh, ow = (9 + 2 * p - k) // s + 1, (8 + 2 * p - k) // s + 1
+        lo, hi = (int(info.min) + i, int(info.max) - i)
+        want = _qs8.avgpool(0, x, (k, k), (s, s), (p, p), (oh, ow), lo, hi)[0]
+        qi, qo = (0.02, int(x.flat[0])), (0.03 * (i + 1) / 4, int(x.flat[1]))
+        mean_want = _qs8.mean(0, x, [1, 2], qi, qo)[0]
+        for v in VARIANTS:
+            assert np.array_equal(_qs8.avgpool(v, x, (k, k), (s, s), (p, p), (oh, ow), lo, hi, chunk=i % 3)[0], want)
+            assert np.array_equal(_qs8.mean(v, x, [1, 2], qi, qo, chunk=i % 5)[0], mean_want)
+            if dtype == np.int8:
+                assert np.array_equal(_qs8.mean_hw(v, x, qi, qo, stock=1, stock_threads=2)[0],
+                                      _qs8.mean_hw(0, x, qi, qo, stock=1, stock_threads=2)[0])
+
+
+@pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
+def test_table_variants_equal_scalar():
+    """The byte-table lookup (the SIMD ones rebuild the table as XOR-telescoped rows): every
+    input byte, lengths around the 32-byte steps, tables from several ops, both stocks."""
+    rng = np.random.default_rng(9)
+    for i in range(40):
+        n = int(rng.choice([128, 129, 160, 255, 256, 1000, 4099]))
+        x = rng.integers(-128, 128, n).astype(np.int8)
+        x[:256 if n >= 256 else n] = np.arange(-128, 128, dtype=np.int8)[:min(n, 256)]
+        kind = ["REQUANTIZE", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU6"][i % 5]
+        qi = (float(np.float32(2.0 ** rng.uniform(-8, -1))), int(rng.integers(-128, 128)))
+        qo = (float(np.float32(qi[0] * 2.0 ** rng.uniform(-3, 3))), int(rng.integers(-128, 128)))
+        stock = i % 2
+        try:
+            want = _qs8.lut_op(0, kind, x, qi, qo, alpha=0.3, stock=stock)[0]
+        except ValueError:
+            continue
+        for v in VARIANTS:
+            got = _qs8.lut_op(v, kind, x, qi, qo, alpha=0.3, stock=stock, chunk=[0, 200, 33][i % 3])[0]
+            assert np.array_equal(got, want), (v, kind, n, qi, qo)
