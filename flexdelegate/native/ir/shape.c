@@ -1,6 +1,7 @@
 /* Shape inference for the IR: output shapes from input shapes and constant inputs, one
  * function per operation (the infer column of ops.inc). Runs at every partition prepare (so
  * resize_tensor_input works) and at load-time folding. */
+#include <stdint.h>
 #include <string.h>
 #include "graph.h"
 
@@ -21,13 +22,27 @@ static const char *const_ints(fx_graph *g, int id, int *vals, int cap, int *n) {
   return NULL;
 }
 
+/* Whether TFLite's window arithmetic (ComputeOutSize, ComputePaddingWithOffset, all int)
+ * stays within int for this extent: beyond it stock computes with wrapped values, which
+ * nothing here can match, so such a node stays with stock. */
+static int window_fits_int(int in, int k, int stride, int dil) {
+  const int64_t eff = ((int64_t)k - 1) * dil + 1, o = ((int64_t)in + stride - 1) / stride;
+  return eff <= INT32_MAX && (int64_t)in + stride <= INT32_MAX && (o - 1) * stride + eff <= INT32_MAX;
+}
+
 static const char *infer_window(fx_graph *g, fx_node *n, const fx_shape *x, int kh, int kw, int cout) {
   if (x->rank != 4) return "input must be 4-D NHWC";
+  if (!window_fits_int(x->d[1], kh, n->p.conv.stride_h, n->p.conv.dil_h) ||
+      !window_fits_int(x->d[2], kw, n->p.conv.stride_w, n->p.conv.dil_w))
+    return "window arithmetic overflows int (as stock's does)";
   fx_shape *y = &T(g, n->out[0])->shape;
   int oh, ow, pt, pl;
   fx_same_valid(n->p.conv.same, x->d[1], kh, n->p.conv.stride_h, n->p.conv.dil_h, &oh, &pt);
   fx_same_valid(n->p.conv.same, x->d[2], kw, n->p.conv.stride_w, n->p.conv.dil_w, &ow, &pl);
-  if (oh <= 0 || ow <= 0) return "window larger than the input";
+  /* An empty input (a producer left to stock may make one at prepare) gives an empty
+   * output, as stock's; otherwise a window that fits nowhere is refused. */
+  const int empty = x->d[1] == 0 || x->d[2] == 0;
+  if (oh < 0 || ow < 0 || (!empty && (oh == 0 || ow == 0))) return "window larger than the input";
   n->p.conv.kh = kh;
   n->p.conv.kw = kw;
   *y = (fx_shape){4, {x->d[0], oh, ow, cout}};

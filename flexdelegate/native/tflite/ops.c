@@ -159,8 +159,8 @@ static void conv_params(fx_node *n, int padding, int sw, int sh, int dw, int dh)
   n->p.conv.same = padding == kTfLitePaddingSame;
   n->p.conv.stride_w = sw;
   n->p.conv.stride_h = sh;
-  n->p.conv.dil_w = dw ? dw : 1;
-  n->p.conv.dil_h = dh ? dh : 1;
+  n->p.conv.dil_w = dw; /* 0 is refused: stock CONV_2D runs it as every tap on one row */
+  n->p.conv.dil_h = dh;
 }
 
 static const char *check_window(const fx_node *n, int padding) {

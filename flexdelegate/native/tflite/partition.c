@@ -153,6 +153,20 @@ static const char *claim(fx_translate *tr, fx_shape *shapes, int idx, const TfLi
   return why;
 }
 
+/* A folded node's TFLite output takes the shape folded at load, as its stock kernel's Prepare
+ * would give it: TFLite still allocates that tensor when it is also a graph input or output,
+ * and at its declared shape it may be absurdly large (or just wrong). 0 ok, -1 failed. */
+static int give_folded_shape(TfLiteContext *ctx, int t, const fx_shape *s) {
+  const TfLiteIntArray *now = ctx->tensors[t].dims;
+  if (ctx->tensors[t].allocation_type != kTfLiteArenaRw) return 0; /* a constant keeps its bytes */
+  if (now && now->size == s->rank && !memcmp(now->data, s->d, sizeof(int) * (size_t)s->rank)) return 0;
+  TfLiteIntArray *dims = malloc(sizeof(TfLiteIntArray) + sizeof(int) * (size_t)s->rank);
+  if (!dims) return -1;
+  dims->size = s->rank;
+  memcpy(dims->data, s->d, sizeof(int) * (size_t)s->rank);
+  return ctx->ResizeTensor(ctx, &ctx->tensors[t], dims) == kTfLiteOk ? 0 : -1;
+}
+
 /* Walks the execution plan: claimed nodes into `claimed`, the rest into the fallback list. */
 static TfLiteStatus claim_nodes(TfLiteContext *ctx, const fx_delegate *d, const TfLiteIntArray *plan, fx_subgraph *sg,
                                 fx_shape *shapes, int *local, int out_of_order, TfLiteIntArray *claimed) {
@@ -177,6 +191,11 @@ static TfLiteStatus claim_nodes(TfLiteContext *ctx, const fx_delegate *d, const 
     }
     if (folded) {
       int o = node->outputs->data[0];
+      if (give_folded_shape(ctx, o, &folded->shape)) {
+        fx_blob_unref(folded);
+        add_fallback(sg, idx, reg->builtin_code, "cannot resize the folded output");
+        continue;
+      }
       fx_blob_unref(sg->statics[o]);
       sg->statics[o] = folded;
       shapes[o] = folded->shape;

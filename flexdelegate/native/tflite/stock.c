@@ -70,6 +70,32 @@ static const TfLiteTensor *input(const TfLiteContext *ctx, const TfLiteNode *nod
 
 static int rank(const TfLiteTensor *t) { return t && t->dims ? t->dims->size : -1; }
 
+/* PRELU: stock resizes the output to broadcast(input, alpha) and then needs that to be the
+ * input's shape: alpha no deeper than the input, each of its dims 1 or the input's. */
+static int alpha_keeps_shape(const TfLiteTensor *x, const TfLiteTensor *alpha) {
+  const int rx = rank(x), ra = rank(alpha);
+  if (rx < 0 || ra < 0 || ra > rx) return 0;
+  for (int i = 1; i <= ra; i++) {
+    const int a = alpha->dims->data[ra - i], d = x->dims->data[rx - i];
+    if (a != 1 && a != d) return 0;
+  }
+  return 1;
+}
+
+/* PACK: stock packs no quantized tensors, so every input's scale and zero point must be the
+ * output's (float tensors included: a stray quantization on one is refused too). */
+static int pack_params_match(const TfLiteContext *ctx, const TfLiteNode *node) {
+  const int o = node->outputs && node->outputs->size > 0 ? node->outputs->data[0] : -1;
+  if (o < 0 || (size_t)o >= ctx->tensors_size) return 1; /* ops.c refuses a missing output */
+  const TfLiteTensor *out = &ctx->tensors[o];
+  for (int i = 0; i < node->inputs->size; i++) {
+    const TfLiteTensor *x = input(ctx, node, i);
+    if (x && (x->params.scale != out->params.scale || x->params.zero_point != out->params.zero_point))
+      return 0;
+  }
+  return 1;
+}
+
 /* The parameter and input checks of stock Prepare functions the delegate's own translation
  * does not make (it can run these cases, but stock refuses them). */
 static const char *params(const TfLiteContext *ctx, int builtin, const TfLiteNode *node) {
@@ -81,6 +107,7 @@ static const char *params(const TfLiteContext *ctx, int builtin, const TfLiteNod
         return "SHAPE out_type must be int32 or int64";
       return NULL;
     case kTfLiteBuiltinResizeBilinear:
+      if (rank(input(ctx, node, 1)) != 1) return "resize size must be 1-D";
       if (bd && ((const TfLiteResizeBilinearParams *)bd)->align_corners &&
           ((const TfLiteResizeBilinearParams *)bd)->half_pixel_centers)
         return "align_corners with half_pixel_centers";
@@ -91,8 +118,19 @@ static const char *params(const TfLiteContext *ctx, int builtin, const TfLiteNod
       return rank(input(ctx, node, 0)) > 4 ? "CONCATENATION of more than 4 dimensions" : NULL;
     case kTfLiteBuiltinDepthwiseConv2d: {
       const TfLiteDepthwiseConvParams *p = bd;
-      return p && (p->dilation_width_factor < 1 || p->dilation_height_factor < 1) ? "dilation must be >= 1" : NULL;
+      if (p && (p->dilation_width_factor < 1 || p->dilation_height_factor < 1)) return "dilation must be >= 1";
+      const TfLiteTensor *bias = node->inputs->size > 2 ? input(ctx, node, 2) : NULL;
+      return bias && rank(bias) != 1 ? "DEPTHWISE_CONV_2D bias must be 1-D" : NULL;
     }
+    case kTfLiteBuiltinPrelu:
+      return alpha_keeps_shape(input(ctx, node, 0), input(ctx, node, 1)) ? NULL
+             : "PRELU alpha must broadcast to the input's shape";
+    case kTfLiteBuiltinSoftmax:
+      return rank(input(ctx, node, 0)) < 1 ? "SOFTMAX of a scalar" : NULL;
+    case kTfLiteBuiltinPack:
+      return pack_params_match(ctx, node) ? NULL : "PACK inputs quantized unlike the output";
+    case kTfLiteBuiltinResizeNearestNeighbor:
+      return rank(input(ctx, node, 1)) != 1 ? "resize size must be 1-D" : NULL;
     case kTfLiteBuiltinPad: case kTfLiteBuiltinPadv2: { /* paddings: [rank of the input, 2] */
       const TfLiteTensor *x = input(ctx, node, 0), *pad = input(ctx, node, 1);
       if (!x || !pad || rank(pad) != 2 || pad->dims->data[0] != rank(x) || pad->dims->data[1] != 2)
@@ -110,6 +148,8 @@ static const char *params(const TfLiteContext *ctx, int builtin, const TfLiteNod
     case kTfLiteBuiltinStridedSlice: { /* at most 5-D, counting the axes it adds */
       const TfLiteStridedSliceParams *p = bd;
       int added = 0;
+      for (int i = 1; i <= 3; i++)
+        if (rank(input(ctx, node, i)) != 1) return "STRIDED_SLICE begin, end and strides must be 1-D";
       for (unsigned m = p ? (unsigned)p->new_axis_mask : 0; m; m &= m - 1) added++;
       return rank(input(ctx, node, 0)) + added > 5 ? "STRIDED_SLICE beyond 5-D" : NULL;
     }
