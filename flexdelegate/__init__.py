@@ -117,15 +117,14 @@ def _rounding_option(rt) -> str:
 
 
 def _stored_rounding(rt) -> str:
-    import importlib
     import json
-    import subprocess
     import sys
-    from .cache.tools import default_dir
     from .runtime import RUNTIMES
-    module = importlib.import_module(RUNTIMES[rt.name])
-    st = os.stat(module.__file__)
-    key = f"{rt.name} {module.__file__} {st.st_size} {st.st_mtime_ns} {sys.version.split()[0]}"
+    module = sys.modules.get(RUNTIMES[rt.name])
+    file = getattr(module, "__file__", None) or ""
+    st = os.stat(file) if file else None
+    key = f"{rt.name} {file} {st.st_size if st else 0} {st.st_mtime_ns if st else 0} {sys.version.split()[0]}"
+    from .paths import default_dir
     path = os.path.join(default_dir(), "rounding.json")
     try:
         with open(path) as f:
@@ -134,6 +133,7 @@ def _stored_rounding(rt) -> str:
             return known[key]
     except (OSError, ValueError):
         known = {}
+    import subprocess  # only now: what a warm load imports counts against its budget
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.dirname(os.path.dirname(__file__)),
                                                        os.environ.get("PYTHONPATH", "")]))
     run = subprocess.run([sys.executable, "-c", _DETECT, rt.name], capture_output=True, text=True, env=env,

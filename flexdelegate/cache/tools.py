@@ -7,6 +7,7 @@ import stat
 from collections import Counter
 
 from .._native import cache_check
+from ..paths import default_dir  # noqa: F401 - part of this module's API
 from .format import MAGIC, TEMP_RE, CacheError, CacheOpenError, pid_alive, read_cache, verify_blobs
 
 MiB = 1 << 20
@@ -59,13 +60,6 @@ def verify(path) -> tuple[bool, list[str]]:
     if refused is not None:  # the readers disagree (or the file changed in between)
         problems.append(f"{path}: the delegate's loader refuses it: {refused}")
     return not problems, problems
-
-
-def default_dir() -> str:
-    """Where the delegate keeps one cache file per model when no cache_path is given (the same
-    rule as native/tflite/partition.c): $XDG_CACHE_HOME/flexdelegate, else ~/.cache/flexdelegate."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "flexdelegate")
 
 
 def _try_lock(dir_fd: int, name: str) -> int | None:

@@ -233,7 +233,7 @@ int fx_wref_verify(fx_wref *w, int unmapped) {
   if (w->verified) return 0;
   uint64_t sum;
   if (unmapped && w->map) { /* through the file, a chunk at a time: no page of the mapping made resident */
-    enum { CHUNK = 1 << 18 }; /* small: it counts against the budget too */
+    enum { CHUNK = 1 << 16 }; /* small: it counts against the budget too */
     uint8_t *buf = malloc(CHUNK);
     if (!buf) return 1;
     fx_hasher h;
