@@ -112,7 +112,7 @@ static void check_scalar_rules(long n) {
     int32_t x = rnd_acc();
     if (rnd_in(0, 2) == 0 && shift < 0) { /* an exact tie of the final rounding */
       const int rs = -shift;
-      x = (int32_t)(((int64_t)rnd_in(-1000, 1000) << rs) + ((int64_t)1 << (rs - 1)));
+      x = (int32_t)((int64_t)rnd_in(-1000, 1000) * ((int64_t)1 << rs) + ((int64_t)1 << (rs - 1))); /* no << of a negative: UB */
       m = 1 << 30; /* x*m/2^31 = x/2 exactly when x is even */
       if (rs < 30) x = (int32_t)((int64_t)x * 2);
     }
