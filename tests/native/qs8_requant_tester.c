@@ -144,7 +144,8 @@ static void check_simd_rows(const char *name, row_fn fn, int rows) {
     for (size_t c = 0; c < n; c++) {
       acc[c] = rnd_acc();
       if (rnd_in(0, 5) == 0) { sh[c] = rnd_in(-31, 30); m[c] = rnd_in(0, 1) ? 1 << 30 : (int32_t)(rnd32() >> 1); }
-      if (rnd_in(0, 3) == 0 && sh[c] < 0) acc[c] = (int32_t)((int64_t)rnd_in(-500, 500) << (1 - sh[c])) + (1 << -sh[c]);
+      if (rnd_in(0, 3) == 0 && sh[c] < 0) /* a tie, wrapping as int32 (unsigned: no UB) */
+        acc[c] = (int32_t)((uint32_t)((int64_t)rnd_in(-500, 500) * ((int64_t)1 << (1 - sh[c]))) + ((uint32_t)1 << -sh[c]));
     }
     fx_qs8_requant_row_scalar(n, acc, m, sh, c0, &o, want);
     memset(got, 0x55, sizeof got);
