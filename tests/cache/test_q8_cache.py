@@ -69,3 +69,33 @@ def test_different_requantization_is_a_different_blob(tmp_path):
     xs = random_input(ref, 1)
     assert all(np.array_equal(x, y) for x, y in zip(invoke(ref, xs), invoke(it, xs)))
     assert d2.stats()["cache"]["blobs_packed"] >= 2  # the conv (its output scale) and the depthwise (input zero point / scale)
+
+
+def test_a_damaged_int8_blob_is_repacked_and_stored_again(tmp_path, capfd):
+    """int8 blobs share the FP32 weights' check (store.c fx_wref_check): a blob failing its
+    checksum is packed in memory (bit-exact still), dropped from the file, stored again by the
+    next load."""
+    from flexdelegate.cache.format import read_cache
+    model, path = int8_net(seed=4), tmp_path / "q.fxc"
+    ref = make_interpreter(model)
+    xs = random_input(ref, 0)
+    want = invoke(ref, xs)
+
+    def load():
+        d = load_flex(cache_path=str(path))
+        got = invoke(make_interpreter(model, delegate=d), xs)
+        assert all(np.array_equal(a, b) for a, b in zip(want, got))
+        return d.stats()["cache"]
+
+    load()
+    e = read_cache(path).entries[0]
+    data = bytearray(path.read_bytes())
+    data[e.offset + e.size // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    capfd.readouterr()
+    load()
+    assert "checksum" in capfd.readouterr().err
+    assert len(read_cache(path).entries) == 2
+    assert load()["blobs_packed"] == 1
+    assert load()["blobs_mapped"] == 3
+    assert "checksum" not in capfd.readouterr().err

@@ -4,8 +4,6 @@
  * algorithm body: im2col GEMM (im2col.c), direct conv (direct.c), Winograd pre-transformed
  * (winograd.c) or at run time (winograd_rt.c). Which one runs is choose.c's decision. */
 #include <math.h>
-#include <stdio.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "conv.h"
@@ -128,35 +126,14 @@ void fx_conv_pack_forget(fx_store *store, fx_conv_pack *p) {
   fx_conv_pack_free(p);
 }
 
-static int repack_in_memory(fx_conv_pack *p) {
-  const fx_pack_desc d = pack_desc(&p->args);
-  fx_wref *fresh = fx_wref_packed(p->ref->size, &d);
-  if (!fresh) return -1;
-  fx_wref_unref(p->ref);
-  p->ref = fresh;
-  return 0;
-}
-
 int fx_conv_pack_check(fx_conv_pack *p, int unmapped) {
-  if (!p->ref->data) return -1; /* packing ran out of memory at commit */
-  if (!fx_wref_verify(p->ref, unmapped)) return 0;
-  /* Dropped from the file too (when it is still the one we mapped), so the next writable load
-   * stores it again rather than every load repacking it forever. */
-  const fx_wref *w = p->ref;
-  const int dropped = !fx_cache_drop_blob(w->map, w->key_hi, w->key_lo, w->algo, w->version);
-  fprintf(stderr, "flexdelegate: warning: a cached weight blob failed its checksum; packing it in memory%s\n",
-          dropped ? " (removed from the cache file: the next load stores it again)"
-                  : " (run 'flexdelegate cache verify' on the cache file)");
-  return repack_in_memory(p);
+  const fx_pack_desc d = pack_desc(&p->args);
+  return fx_wref_check(&p->ref, &d, unmapped);
 }
 
 int fx_conv_pack_repair(fx_conv_pack *p) {
-  if (!fx_wref_damaged(p->ref)) return 0;
-  static atomic_int warned; /* one warning per process, however many weights it hit */
-  if (!atomic_exchange(&warned, 1))
-    fprintf(stderr, "flexdelegate: warning: the weight cache file was truncated or rewritten in place "
-                    "while in use; packing the weights it held in memory\n");
-  return repack_in_memory(p) ? -1 : 1;
+  const fx_pack_desc d = pack_desc(&p->args);
+  return fx_wref_repair(&p->ref, &d);
 }
 
 void fx_conv_pack_free(fx_conv_pack *p) {

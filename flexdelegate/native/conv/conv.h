@@ -35,8 +35,8 @@ void fx_conv_pack_free(fx_conv_pack *p);
 /* Verifies cached packed weights once (repacking from the model if damaged); -1 on OOM.
  * unmapped: through the file, not the mapping (weights a budget plan streams). */
 int fx_conv_pack_check(fx_conv_pack *p, int unmapped);
-/* If the cache mapping behind the weights was truncated under us (reads became zeros),
- * repacks them in memory: 1 repaired, 0 nothing to do, -1 out of memory. */
+/* If the cache mapping behind the weights was damaged under us (truncated, rewritten in
+ * place), repacks them in memory: 1 repaired, 0 nothing to do, -1 out of memory. */
 int fx_conv_pack_repair(fx_conv_pack *p);
 /* The microkernel's name: the IGEMM one when the pack runs direct (or `direct` asks for it). */
 const char *fx_conv_pack_kernel(const fx_conv_pack *p, int direct);

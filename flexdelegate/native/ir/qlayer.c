@@ -3,7 +3,6 @@
  * panels (kernels/quant/pack.h), and the runs over the whole-layer drivers, split across the
  * pool by output pixels (GEMM panels for FULLY_CONNECTED's few rows) or depthwise rows. The
  * tflite reader (read_qconv) has checked dtypes, zero points, the channel axis and the rounding. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "graph.h"
@@ -167,27 +166,17 @@ void fx_qlayer_free(struct fx_qlayer *q) {
 
 size_t fx_qlayer_bytes(const struct fx_qlayer *q) { return q && q->ref ? q->ref->size : 0; }
 
-static int repack_in_memory(struct fx_qlayer *q) {
-  const fx_pack_desc d = qpack_desc(&q->args);
-  fx_wref *fresh = fx_wref_packed(q->ref->size, &d);
-  if (!fresh) return -1;
-  fx_wref_unref(q->ref);
-  q->ref = fresh;
-  return 0;
-}
-
 /* Before a run: the weights are there and, when mapped from the file, checked once. */
 static int check_weights(struct fx_qlayer *q) {
-  if (!q || !q->ref->data) return -1; /* packing failed at commit */
-  if (!fx_wref_verify(q->ref, 0)) return 0; /* resident weights: checked through the mapping */
-  fprintf(stderr, "flexdelegate: warning: a cached int8 weight blob failed its checksum; packing it in memory\n");
-  return repack_in_memory(q);
+  if (!q) return -1;
+  const fx_pack_desc d = qpack_desc(&q->args);
+  return fx_wref_check(&q->ref, &d, 0); /* resident weights: checked through the mapping */
 }
 
 int fx_qlayer_repair(struct fx_qlayer *q) {
-  if (!q || !fx_wref_damaged(q->ref)) return 0;
-  fprintf(stderr, "flexdelegate: warning: the weight cache file was truncated while in use; packing in memory\n");
-  return repack_in_memory(q) ? -1 : 1;
+  if (!q) return 0;
+  const fx_pack_desc d = qpack_desc(&q->args);
+  return fx_wref_repair(&q->ref, &d);
 }
 
 /* ---- runs ---- */

@@ -229,7 +229,7 @@ static fx_wref *from_map(fx_cache_map *m, const fx_cache_entry *e, size_t size) 
   return w;
 }
 
-int fx_wref_verify(fx_wref *w, int unmapped) {
+static int verify(fx_wref *w, int unmapped) {
   if (w->verified) return 0;
   uint64_t sum;
   if (unmapped && w->map) { /* through the file, a chunk at a time: no page of the mapping made resident */
@@ -259,7 +259,7 @@ int fx_wref_verify(fx_wref *w, int unmapped) {
   return 0;
 }
 
-fx_wref *fx_wref_packed(size_t size, const fx_pack_desc *d) {
+static fx_wref *packed_in_memory(size_t size, const fx_pack_desc *d) {
   fx_wref *w = calloc(1, sizeof *w);
   void *dst = aligned_alloc(64, (size + 63) / 64 * 64);
   if (!w || !dst) { free(w); free(dst); return NULL; }
@@ -339,7 +339,36 @@ void fx_store_forget(fx_store *s, fx_wref *w) {
   }
 }
 
-int fx_wref_damaged(const fx_wref *w) { return w->map && fx_sigbus_damaged(w->map->base); }
+/* Replaces *w by a private in-memory packing from d: 0, or -1 when out of memory (*w kept). */
+static int repack_in_memory(fx_wref **w, const fx_pack_desc *d) {
+  fx_wref *fresh = packed_in_memory((*w)->size, d);
+  if (!fresh) return -1;
+  fx_wref_unref(*w);
+  *w = fresh;
+  return 0;
+}
+
+int fx_wref_check(fx_wref **w, const fx_pack_desc *d, int unmapped) {
+  if (!(*w)->data) return -1; /* packing ran out of memory at commit */
+  if (!verify(*w, unmapped)) return 0;
+  /* Dropped from the file too (when it is still the one we mapped), so the next writable load
+   * stores it again rather than every load repacking it forever. */
+  const fx_wref *b = *w;
+  const int dropped = !fx_cache_drop_blob(b->map, b->key_hi, b->key_lo, b->algo, b->version);
+  fprintf(stderr, "flexdelegate: warning: a cached weight blob failed its checksum; packing it in memory%s\n",
+          dropped ? " (removed from the cache file: the next load stores it again)"
+                  : " (run 'flexdelegate cache verify' on the cache file)");
+  return repack_in_memory(w, d);
+}
+
+int fx_wref_repair(fx_wref **w, const fx_pack_desc *d) {
+  if (!(*w)->map || !fx_sigbus_damaged((*w)->map->base)) return 0;
+  static atomic_int warned; /* one warning per process, however many weights it hit */
+  if (!atomic_exchange(&warned, 1))
+    fprintf(stderr, "flexdelegate: warning: the weight cache file was truncated or rewritten in place "
+                    "while in use; packing the weights it held in memory\n");
+  return repack_in_memory(w, d) ? -1 : 1;
+}
 
 /* Called by the cache writer as it packs each blob into the file. */
 typedef struct { fx_store *s; fx_wref *w; } pack_job;

@@ -72,15 +72,16 @@ void fx_wref_unref(fx_wref *w);
 /* Takes a pending blob back out of the next commit (its caller still holds its reference):
  * asked for only in case the file had it. */
 void fx_store_forget(fx_store *s, fx_wref *w);
-/* Checks a mapped blob against its checksum (once: the load validates only the index; this
- * catches damage inside blobs before any result depends on them). Nonzero if damaged.
- * unmapped: read it through the file instead (pread), for weights a budget plan streams: their
- * pages must not become resident. */
-int fx_wref_verify(fx_wref *w, int unmapped);
-/* Nonzero if the mapping behind w was damaged under us (file truncated while mapped). */
-int fx_wref_damaged(const fx_wref *w);
-/* A private in-memory packing, outside any store (replacing a damaged blob). */
-fx_wref *fx_wref_packed(size_t size, const fx_pack_desc *d);
+/* Before a weight's first use: checks a mapped blob against its checksum (once: the load
+ * validates only the index; this catches damage inside blobs before any result depends on
+ * them); unmapped: through the file (pread), for weights a budget plan streams, whose pages
+ * must not become resident. A blob that fails is dropped from the file and *w replaced by a
+ * packing in memory from d, with a warning. 0 ok, -1 out of memory (or packing failed). */
+int fx_wref_check(fx_wref **w, const fx_pack_desc *d, int unmapped);
+/* If the cache mapping behind *w was damaged under us (store/sigbus.h: truncated, rewritten
+ * in place), replaces *w by a packing in memory from d (one warning per process): 1 repaired,
+ * 0 nothing to do, -1 out of memory. */
+int fx_wref_repair(fx_wref **w, const fx_pack_desc *d);
 /* Hashes model bytes into h a few MB at a time, dropping each chunk's pages from RSS once
  * hashed (when they are a read-only file mapping), so validating a 400 MB weight does not
  * make it resident. */
