@@ -4,7 +4,8 @@ Each input is a whole cache file. It must get the same verdict (valid / invalid)
 loader (flex_cache_check: what a load would map) and the Python reader (read_cache), which
 may only raise CacheError. Valid files, and one in 8 of the others, are then served to a
 real load of a small model (in a child process): it must not crash or hang, must answer as
-stock TFLite does, and must leave a file both readers accept.
+stock TFLite does, and must leave a file both readers accept; a file without our magic is not
+ours, and must be left exactly as it was.
 
 Every field but the blob bytes is covered by a checksum the loader checks, so a file whose
 header or tables differ from what a writer wrote and still pass is a forgery (the mutator
@@ -32,7 +33,7 @@ from pathlib import Path
 
 
 from flexdelegate._native import cache_check, hash64
-from flexdelegate.cache.format import _HEADER, CacheError, read_cache
+from flexdelegate.cache.format import _HEADER, MAGIC, CacheError, read_cache
 from flexdelegate.run import max_error
 
 from engine import Engine, EngineDied
@@ -124,6 +125,12 @@ class CacheTarget:
                 return "forged-wrong"
             raise Finding(f"a load from this cache file answered wrongly: max_error {err:.3g}; "
                           f"cache stats {out[2]['cache'] if out[2] else None}")
+        if not data.startswith(MAGIC):
+            # Not ours (no magic): the load must have left it exactly as it was.
+            if self.path.read_bytes() != data:
+                raise Finding("a load changed a file that is not a flexdelegate cache file")
+            self._count("foreign-left-alone")
+            return "foreign-left-alone"
         after = cache_check(str(self.path))
         if after is not None:
             raise Finding(f"the file a load left behind is refused by the loader: {after}")
