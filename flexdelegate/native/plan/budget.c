@@ -23,7 +23,9 @@
  * thread: good enough to rank kernels and to decide how early to preload; the planner only
  * compares them. */
 #define OTHER_FLOPS_PER_US 8e3
-#define QS8_FLOPS_PER_US 100e3 /* int8 conv / FC: ~2.5x the FP32 GEMM's rate (conv/choose.c) */
+/* int8 conv / FC: ResNet-50 INT8's convs ran at 16-37 GFLOP/s here (AVX2, 1 thread, load 5), the
+ * FP32 GEMM's estimate (conv/choose.c) */
+#define QS8_FLOPS_PER_US 40e3
 #define LOAD_BYTES_PER_US 3e3
 
 /* Ways to run one layer at most: GEMM by channels, GEMM by rows, Winograd, direct, Winograd
