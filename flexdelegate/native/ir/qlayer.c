@@ -1,8 +1,10 @@
 /* int8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D: requantization parameters as stock TFLite
  * computes them (kernels/quant/requant.h), the weights packed once at init into the QS8 kernels'
  * panels (kernels/quant/pack.h), and the runs over the whole-layer drivers, split across the
- * pool by output pixels (GEMM panels for FULLY_CONNECTED's few rows) or depthwise rows. The
- * tflite reader (read_qconv) has checked dtypes, zero points, the channel axis and the rounding. */
+ * pool by output pixels (GEMM panels for FULLY_CONNECTED's few rows) or depthwise rows. A budget
+ * plan (plan/budget.c) runs a GEMM layer a panel range at a time from its streamed slice
+ * (fx_qlayer_run_part). The tflite reader (read_qconv) has checked dtypes, zero points, the
+ * channel axis and the rounding. */
 #include <stdlib.h>
 #include <string.h>
 #include "graph.h"

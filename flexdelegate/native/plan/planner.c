@@ -21,10 +21,10 @@ static size_t unlimited_extra(const fx_graph *g) {
     if (n->at_prepare) continue;
     int packed = (n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && n->pack;
     if (packed) bytes += fx_conv_weights(n->pack)->size;
-    bytes += fx_qlayer_bytes(n->qlayer); /* int8 panels: resident (their raw weights counted below too) */
+    bytes += fx_qlayer_bytes(n->qlayer); /* int8 panels: their bias and requantization inside */
     for (int k = 0; k < n->n_in; k++) {
       int id = n->in[k];
-      if (id < 0 || g->tensors[id].storage != FX_ST_CONST || (packed && k == 1)) continue;
+      if (id < 0 || g->tensors[id].storage != FX_ST_CONST || (packed && k == 1) || (n->qlayer && k >= 1)) continue;
       bytes += fx_shape_numel(&g->tensors[id].shape) * fx_dtype_size(g->tensors[id].dtype);
     }
   }
