@@ -115,3 +115,41 @@ def test_measured_peak_of_an_int8_model_stays_within_budget(tmp_path, cold, budg
     fixed = peak(tmp_path, 0, fc=16, cold=False, name="tiny")
     got = peak(tmp_path, budget, fc=4096, cold=cold, name="heavy")
     assert got - fixed <= budget * MB, f"peak {got / MB:.1f} MB, fixed {fixed / MB:.1f} MB"
+
+
+@pytest.mark.parametrize("change", ["truncated", "rewritten"])
+def test_cache_file_changed_under_a_budgeted_int8_model(model, tmp_path, change):
+    """Streamed int8 panels are read with pread from the file they were mapped from: a file cut
+    short or written over in place is noticed at the next invoke, the panels are packed again in
+    memory and the plan laid out again: still bit-exact."""
+    _, m = model
+    cache = tmp_path / "m.fxc"
+    lo = min_budget(m, cache)
+    make_interpreter(m, delegate=load_flex(cache_path=str(cache)))  # writes the file
+    ref = make_interpreter(m)
+    x = random_input(ref, 5)
+    want = invoke(ref, x)
+    it = make_interpreter(m, delegate=load_flex(budget=lo + 0.5, cache_path=str(cache)))
+    assert all(np.array_equal(w, g) for w, g in zip(want, invoke(it, x)))
+    size = cache.stat().st_size
+    if change == "truncated":
+        os.truncate(cache, 4096)
+    else:
+        with open(cache, "r+b") as f:
+            f.seek(4096)
+            f.write(b"\x55" * (size - 8192))
+    for _ in range(2):
+        assert all(np.array_equal(w, g) for w, g in zip(want, invoke(it, x)))
+
+
+def test_damaged_int8_blob_is_repacked_before_a_budgeted_load_streams_it(tmp_path):
+    """A blob whose bytes no longer match its checksum (found through the file, never the
+    mapping, since a budget plan streams it) is packed again in memory: bit-exact."""
+    m = q8_heavy_model()
+    cache = tmp_path / "m.fxc"
+    make_interpreter(m, delegate=load_flex(cache_path=str(cache)))
+    data = bytearray(cache.read_bytes())
+    mid = len(data) // 2  # inside the big FC's panels
+    data[mid:mid + 64] = bytes(255 - b for b in data[mid:mid + 64])
+    cache.write_bytes(bytes(data))
+    check_exact(m, flex={"budget": 4.0, "cache_path": str(cache)})
