@@ -163,6 +163,22 @@ void fx_qlayer_free(struct fx_qlayer *q);
 size_t fx_qlayer_bytes(const struct fx_qlayer *q);
 /* 1 if its cache blob was damaged under us and it packed again in memory, -1 if that failed. */
 int fx_qlayer_repair(struct fx_qlayer *q);
+/* Its cached blob checked through the file, never the mapping (a budget plan streams it), as
+ * fx_node_check_unmapped; -1 out of memory. */
+int fx_qlayer_check_unmapped(struct fx_qlayer *q);
+/* How a budget plan streams the packed weights: `panels` panels of panel_bytes (panel-major: a
+ * panel range is one contiguous byte range of ref's blob), nr output channels each (the last
+ * may be short); sliceable: a run may compute any panel range (GEMM / IGEMM), else only all of
+ * them (depthwise: its panels are a few KB). */
+typedef struct {
+  const struct fx_wref *ref;
+  size_t panel_bytes;
+  int panels, nr, sliceable;
+} fx_qlayer_layout;
+void fx_qlayer_get_layout(const struct fx_qlayer *q, fx_qlayer_layout *out);
+/* Runs node n's output channels of panels [p0, p1) from `panels` (pointing at panel p0: a
+ * budget plan's slot), bit-identical to those channels of the whole run. 0, or -1. */
+int fx_qlayer_run_part(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels, int p0, int p1);
 
 /* Output shapes (and per-node resolved plans) from input shapes and constant inputs.
  * Returns NULL on success or a static message naming why the node cannot run. */
