@@ -43,7 +43,9 @@ PLACEHOLDER = 0xF0F0F0F0F0F0F0F0
 TOL = 1e-4  # tests/opcheck.py
 # Header tuple positions (format._HEADER order).
 H_FILE_SIZE, H_INDEX_OFF, H_INDEX_COUNT, H_INDEX_SUM = 3, 4, 5, 6
-H_MODELS_OFF, H_MODELS_COUNT, H_MODELS_SUM, H_KEYS_OFF, H_KEYS_COUNT, H_SUM = 7, 8, 9, 13, 14, 16
+H_MODELS_OFF, H_MODELS_COUNT, H_MODELS_SUM, H_KEYS_OFF, H_KEYS_COUNT = 7, 8, 9, 13, 14
+H_PATHS_OFF, H_PATHS_BYTES, H_SUM = 15, 16, 18
+RECORD = 80  # bytes per model record (format.MODEL_SIZE)
 
 
 class CacheTarget:
@@ -179,8 +181,10 @@ def reseal(buf: bytearray, fix_size: bool = False) -> None:
     h = _header(buf)
     if h is None:
         return
-    if fix_size:
+    if fix_size:  # the file ends where the header says, its paths too
         h[H_FILE_SIZE] = len(buf)
+        if h[H_PATHS_OFF] <= len(buf):
+            h[H_PATHS_BYTES] = len(buf) - h[H_PATHS_OFF]
     io, n = h[H_INDEX_OFF], h[H_INDEX_COUNT]
     if io + 64 * n <= len(buf):
         h[H_INDEX_SUM] = hash64(bytes(buf[io:io + 64 * n]))
@@ -192,9 +196,9 @@ def reseal(buf: bytearray, fix_size: bool = False) -> None:
 
 def _records(buf, h):
     mo, n = h[H_MODELS_OFF], h[H_MODELS_COUNT]
-    if mo + 64 * min(n, 1 << 16) > len(buf):
+    if mo + RECORD * min(n, 1 << 16) > len(buf):
         return []
-    return [mo + 64 * i for i in range(min(n, 1 << 16))]
+    return [mo + RECORD * i for i in range(min(n, 1 << 16))]
 
 
 def localize(data: bytes, identity) -> bytes:
@@ -233,7 +237,8 @@ def placeholders(data: bytes, identity) -> bytes:
 def _fields(buf, h) -> list[tuple[int, str]]:
     """(offset, struct format) of every integer field worth editing."""
     out = [(off, fmt) for off, fmt in ((16, "<Q"), (24, "<Q"), (32, "<Q"), (48, "<Q"), (56, "<Q"), (72, "<Q"),
-                                       (152, "<Q"), (160, "<Q"), (8, "<I"), (12, "<I"))]
+                                       (152, "<Q"), (160, "<Q"), (168, "<Q"), (176, "<Q"), (8, "<I"),
+                                       (12, "<I"))]
     io, n = h[H_INDEX_OFF], h[H_INDEX_COUNT]
     for i in range(min(n, 4096)):
         e = io + 64 * i
@@ -243,7 +248,7 @@ def _fields(buf, h) -> list[tuple[int, str]]:
                 (e + 40, "<Q")]
     for r in _records(buf, h):
         out += [(r, "<Q"), (r + 8, "<Q"), (r + 16, "<Q"), (r + 24, "<Q"), (r + 48, "<Q"), (r + 56, "<I"),
-                (r + 60, "<I")]
+                (r + 60, "<I"), (r + 64, "<Q"), (r + 72, "<I")]  # path_offset, path_len
     ko, kn = h[H_KEYS_OFF], h[H_KEYS_COUNT]
     for i in range(min(kn, 4096)):
         k = ko + 32 * i
@@ -257,7 +262,8 @@ def _interesting(rng: random.Random, old: int, bits: int, buf, h) -> int:
     top = (1 << bits) - 1
     near = [0, 1, 63, 64, 65, 4095, 4096, 4097, len(buf), len(buf) - 64, len(buf) + 64, top, top - 63,
             1 << (bits - 1), old + 1, old - 1, old + 64, old - 64, old + 4096, old - 4096, old * 2, old // 2,
-            h[H_INDEX_OFF], h[H_MODELS_OFF], h[H_KEYS_OFF], rng.getrandbits(bits)]
+            h[H_INDEX_OFF], h[H_MODELS_OFF], h[H_KEYS_OFF], h[H_PATHS_OFF], h[H_PATHS_BYTES], 4095, 4096,
+            rng.getrandbits(bits)]
     return rng.choice(near) & top
 
 
