@@ -15,7 +15,8 @@ def main(argv=None) -> int:
     path that is not a regular file; errors are one line on stderr, never a traceback."""
     ap = argparse.ArgumentParser(prog="flexdelegate cache", description=main.__doc__)
     sub = ap.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = sub.add_parser("info", help="header figures of a cache file")
+    p = sub.add_parser("info", help="header figures of a cache file and the models it serves "
+                                     "(path as last seen: present, changed or gone)")
     p.add_argument("file", help="a .fxc cache file")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p = sub.add_parser("verify", help="validate a cache file and every blob checksum")
