@@ -105,10 +105,8 @@ static int model_cmp(const void *a, const void *b) {
   return 0;
 }
 
-/* Header, index and model table are read with pread and checked before anything trusts the
- * mapping: a hostile file cannot make us read out of bounds. */
 /* A path a record may hold: absolute, shorter than FLEX_CACHE_PATH_MAX; anything else is
- * recorded as no path ("" ). */
+ * recorded as no path (""). */
 static const char *recordable(const char *path) {
   return path && path[0] == '/' && strlen(path) < FLEX_CACHE_PATH_MAX ? path : "";
 }
@@ -125,6 +123,8 @@ static const char *check_path(const fx_cache_model *r, const char *paths, uint64
   return NULL;
 }
 
+/* Header, index and model table are read with pread and checked before anything trusts the
+ * mapping: a hostile file cannot make us read out of bounds. */
 static const char *validate(int fd, uint64_t file_size, fx_cache_header *h, fx_cache_entry **entries,
                             fx_cache_model **models, fx_cache_keyref **keys, const char **paths) {
   *entries = NULL;
