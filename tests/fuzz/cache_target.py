@@ -20,8 +20,9 @@ most of the time the three table checksums and the header checksum are recompute
 edit gets past them to the structural checks.
 
 Model records whose dev and ino are PLACEHOLDER stand for "the model file of this run": the
-target fills in its real identity (and re-seals the checksums if they held), so a corpus file
-exercises the record-replay path (keys replayed without hashing) on any machine."""
+target fills in its real identity and path (and re-seals the checksums if they held), so a
+corpus file exercises the record-replay path (keys replayed without hashing, nothing written)
+on any machine."""
 from __future__ import annotations
 
 import os
@@ -64,7 +65,7 @@ class CacheTarget:
         # fuzzer's speed) or every time (replaying the corpus, so a crash reproduces).
         self.load_invalid_every, self.invalid_seen = load_invalid_every, 0
         seeds = (Path(__file__).parent / "corpus" / "cache").glob("seed-*")
-        self.pristine = {_metadata(localize(f.read_bytes(), self._identity())) for f in seeds}
+        self.pristine = {_metadata(localize(f.read_bytes(), self._identity(), self._path())) for f in seeds}
 
     def close(self):
         self.engine.close()
@@ -75,6 +76,10 @@ class CacheTarget:
         """The model file's (dev, ino, size, mtime_ns, ctime_ns): what the loader records."""
         st = os.stat(self.model_path)
         return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+    def _path(self) -> bytes:
+        """The model file's path as a load records it (/proc/self/maps names no symlinks)."""
+        return os.fsencode(os.path.realpath(self.model_path))
 
     def reference(self):
         if self.ref is None:
@@ -93,7 +98,7 @@ class CacheTarget:
 
     def check(self, data: bytes) -> str:
         """One execution: the outcome's name, or Finding."""
-        data = localize(data, self._identity())
+        data = localize(data, self._identity(), self._path())
         self.path.write_bytes(data)
         c_says = cache_check(str(self.path))
         try:
@@ -201,9 +206,10 @@ def _records(buf, h):
     return [mo + RECORD * i for i in range(min(n, 1 << 16))]
 
 
-def localize(data: bytes, identity) -> bytes:
-    """Records with dev = ino = PLACEHOLDER get this run's model file identity; checksums
-    that held before still hold after."""
+def localize(data: bytes, identity, path: bytes = b"") -> bytes:
+    """Records with dev = ino = PLACEHOLDER get this run's model file identity, and its path
+    when the paths end the file as the header says (appended there: the seed's own path stays
+    behind, unreferenced); checksums that held before still hold after."""
     buf = bytearray(data)
     h = _header(buf)
     if h is None:
@@ -214,11 +220,17 @@ def localize(data: bytes, identity) -> bytes:
     index_ok, models_ok, header_ok = _sums_hold(buf, h)
     for r in at:
         struct.pack_into("<QQQqq", buf, r + 8, *identity)
+    if path and h[H_PATHS_OFF] + h[H_PATHS_BYTES] == h[H_FILE_SIZE] == len(buf):
+        for r in at:
+            struct.pack_into("<QI", buf, r + 64, h[H_PATHS_BYTES], len(path))
+        buf += path + b"\0"
+        h[H_PATHS_BYTES] += len(path) + 1
+        h[H_FILE_SIZE] = len(buf)
     if models_ok:
         h[H_MODELS_SUM] = hash64(bytes(buf[h[H_MODELS_OFF]:]))
-        _put_header(buf, h)
-        if header_ok:
-            struct.pack_into("<Q", buf, _HEADER.size - 8, hash64(bytes(buf[:_HEADER.size - 8])))
+    _put_header(buf, h)
+    if header_ok:
+        struct.pack_into("<Q", buf, _HEADER.size - 8, hash64(bytes(buf[:_HEADER.size - 8])))
     return bytes(buf)
 
 
