@@ -305,3 +305,67 @@ def test_cumsum(dtype, axis, exclusive, reverse):
 
 def test_cumsum_empty_dim():
     check(single_op("CUMSUM", [(2, 0, 3), np.array(1, I32)], (2, 0, 3)))
+
+
+# ---------------------------------------------------------------------------- SPLIT / SPLIT_V
+def _split_model(op, x, sizes, axis, dtype=F32, axis_dtype=I32, size_splits=None, axis_value=None):
+    """x (Input or constant) split along axis into outputs of `sizes` (SPLIT_V: size_splits as
+    written, default sizes), each output ADDed to itself so it is computed in the graph."""
+    b = ModelBuilder()
+    xs = x.shape
+    xi = b.input(xs, dtype=dtype) if isinstance(x, Input) else b.const(x)
+    outs = []
+    for s in sizes:
+        shape = list(xs)
+        shape[axis] = s
+        outs.append(b.tensor(tuple(shape), dtype=dtype))
+    ax = b.const(np.array(axis if axis_value is None else axis_value, axis_dtype))
+    if op == "SPLIT":
+        b.op("SPLIT", [ax, xi], outs)
+    else:
+        b.op("SPLIT_V", [xi, b.const(np.array(size_splits or sizes, I32)), ax], outs)
+    for o in outs:
+        y = b.tensor(b._tensors[o].shape, dtype=dtype)
+        b.op("ADD", [o, o], [y])
+        b.output(y)
+    return b.build()
+
+
+@pytest.mark.parametrize("dtype", [F32, I32], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape,parts,axis", [
+    ((2, 6, 4), 3, 1), ((2, 6, 4), 2, -1), ((6,), 6, 0), ((4, 3), 1, 0), ((2, 0, 4), 2, 2),
+], ids=str)
+def test_split(shape, parts, axis, dtype):
+    sizes = [shape[axis] // parts] * parts
+    check(_split_model("SPLIT", Input(shape, dtype), sizes, axis, dtype),
+          inputs=lambda it, seed: [rand(shape, seed) if dtype == F32 else _ints(shape, seed, -9, 9)])
+
+
+@pytest.mark.parametrize("shape,sizes,axis,size_splits", [
+    ((2, 7, 3), [2, 4, 1], 1, None), ((2, 7, 3), [2, 4, 1], 1, [2, -1, 1]), ((5, 3), [0, 5], 0, None),
+    ((2, 7, 3), [3], -1, [-1]),
+], ids=str)
+def test_split_v(shape, sizes, axis, size_splits):
+    check(_split_model("SPLIT_V", Input(shape), sizes, axis, size_splits=size_splits))
+
+
+def test_split_of_a_constant_folds():
+    model = _split_model("SPLIT", rand((4, 6), 2), [3, 3], 1)
+    assert check(model, inputs=[])["nodes_folded"] == 3  # the SPLIT and both ADDs
+
+
+@pytest.mark.parametrize("op,shape,sizes,axis_value,size_splits", [
+    ("SPLIT", (2, 7), [3, 3], 1, None),            # 7 is not divisible by 2
+    ("SPLIT_V", (2, 7), [2, 2], 1, [2, 2]),         # sizes do not add up
+    ("SPLIT_V", (2, 7), [2, 5], 1, [-1, -1]),       # two -1
+    ("SPLIT", (2, 6), [3, 3], 2, None),             # axis out of range
+], ids=str)
+def test_split_bad_parameters_are_refused(op, shape, sizes, axis_value, size_splits):
+    model = _split_model(op, Input(shape), sizes, 1, size_splits=size_splits, axis_value=axis_value)
+    delegate = load_flex()
+    try:
+        make_interpreter(model, delegate=delegate)
+    except (RuntimeError, ValueError):
+        pass
+    stats = delegate.stats()
+    assert any(f["op"] == op for f in stats["fallback"]), stats

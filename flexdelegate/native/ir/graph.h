@@ -90,6 +90,9 @@ typedef struct {
     /* STRIDED_SLICE; slice: TFLite's SLICE (in = x, begin, size; no masks) */
     struct { int begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask, offset, slice; } ss;
     struct { int axis, exclusive, reverse; } cumsum;
+    /* SPLIT_PART: output `part` of `parts` of a SPLIT / SPLIT_V, a slice of in[0] along the
+     * constant axis in[n_in - 1] (SPLIT_V: the sizes in in[1]); its plan in `slice` */
+    struct { int part, parts; } split;
     struct { int out_type; } shape;
     /* squeeze: FX_RESHAPE_* (EXPAND_DIMS: in[1] is the new axis) */
     struct { int n_dims; int dims[FX_MAX_RANK]; int squeeze; unsigned squeeze_mask; } reshape;
@@ -124,6 +127,8 @@ typedef struct {
 
 enum { FX_FUSED_NONE = 0, FX_FUSED_SKIP, FX_FUSED_COPY };
 enum { FX_RESHAPE_PLAIN = 0, FX_RESHAPE_SQUEEZE, FX_RESHAPE_EXPAND_DIMS };
+/* SPLIT / SPLIT_V outputs the delegate takes (one SPLIT_PART node each); more stay with stock. */
+#define FX_MAX_SPLIT_PARTS 64
 
 typedef struct {
   int n_tensors, n_nodes;

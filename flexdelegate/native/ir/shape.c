@@ -465,6 +465,47 @@ const char *fx_infer_shape(fx_graph *g, fx_node *n) {
   return NULL;
 }
 
+/* One output of SPLIT (equal parts; stock needs the dim divisible) or SPLIT_V (sizes, at most
+ * one -1 taking the rest). */
+const char *fx_infer_split_part(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  const int parts = n->p.split.parts;
+  int axis, na;
+  const char *e = const_ints(g, n->in[n->n_in - 1], &axis, 1, &na);
+  if (e || na != 1) return e ? e : "axis must be one value";
+  if (axis < 0) axis += x->rank;
+  if (axis < 0 || axis >= x->rank) return "axis out of range";
+  const int dim = x->d[axis];
+  int begin = 0, size;
+  if (n->n_in == 2) {
+    if (parts < 1 || dim % parts) return "dimension not divisible by the number of splits";
+    size = dim / parts;
+    begin = size * n->p.split.part;
+  } else {
+    int v[FX_MAX_SPLIT_PARTS], nv, rest = -1, known = 0;
+    if ((e = const_ints(g, n->in[1], v, FX_MAX_SPLIT_PARTS, &nv))) return e;
+    if (nv != parts) return "size_splits must have one size per output";
+    for (int i = 0; i < nv; i++) {
+      if (v[i] == -1 && rest < 0) rest = i;
+      else if (v[i] < 0) return "invalid size_splits";
+      else if ((known += v[i]) > dim) return "size_splits larger than the dimension";
+    }
+    if (rest >= 0) v[rest] = dim - known;
+    else if (known != dim) return "size_splits do not add up to the dimension";
+    for (int i = 0; i < n->p.split.part; i++) begin += v[i];
+    size = v[n->p.split.part];
+  }
+  int b[FX_MAX_RANK] = {0}, en[FX_MAX_RANK], st[FX_MAX_RANK];
+  for (int i = 0; i < x->rank; i++) {
+    en[i] = i == axis ? begin + size : x->d[i];
+    b[i] = i == axis ? begin : 0;
+    st[i] = 1;
+  }
+  if (fx_strided_slice_plan(x, x->rank, b, en, st, 0, 0, 0, 0, 0, 0, &n->slice)) return "invalid split";
+  *Y_SHAPE = n->slice.out;
+  return NULL;
+}
+
 const char *fx_infer_broadcast_to(fx_graph *g, fx_node *n) {
   const fx_shape *x = X_SHAPE;
   fx_shape *y = Y_SHAPE;

@@ -663,6 +663,23 @@ static const char *read_cumsum(fx_graph *g, fx_node *n, const void *bd) {
   return need_const(g, n, 1, 0);
 }
 
+/* SPLIT (axis, x) / SPLIT_V (x, size_splits, axis): each output is its own SPLIT_PART node
+ * (fx_translate_node), x moved to in[0]; any layout type, constant axis and sizes. */
+static const char *read_split(fx_graph *g, fx_node *n, const void *bd) {
+  const char *e;
+  const int num = ((const TfLiteSplitParams *)bd)->num_splits; /* SPLIT_V's params: the same layout */
+  if (num != n->p.split.parts) return "num_splits is not the number of outputs";
+  if (n->n_in == 2) { /* SPLIT: x second */
+    const int axis = n->in[0];
+    n->in[0] = n->in[1];
+    n->in[1] = axis;
+  } else if ((e = need_const(g, n, 1, 0))) {
+    return e;
+  }
+  if (g->tensors[n->in[n->n_in - 1]].dtype != FX_I32) return "axis must be int32";
+  return (e = same_dtype(g, n, 1)) ? e : need_const(g, n, n->n_in - 1, 0);
+}
+
 /* ---- the builtins the delegate runs: one row each ----
  * builtin -> IR kind (ir/ops.inc) and its sub-kind (the binary op, unary kind, pool max, concat
  * pack, reshape squeeze), param reader (params and dtype rule), the inputs it needs, those a
@@ -751,6 +768,8 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinFill, FX_OP_FILL, 0, read_fill, 2, 0, 0},
     {kTfLiteBuiltinRange, FX_OP_RANGE, 0, read_range, 3, 0, 0},
     {kTfLiteBuiltinCumsum, FX_OP_CUMSUM, 0, read_cumsum, 2, 0, 0},
+    {kTfLiteBuiltinSplit, FX_OP_SPLIT_PART, 0, read_split, 2, 0, 1},
+    {kTfLiteBuiltinSplitV, FX_OP_SPLIT_PART, 0, read_split, 3, 0, 1},
 };
 
 static const builtin_op *builtin_of(int builtin) {
@@ -773,15 +792,10 @@ static void set_sub(fx_node *n, int sub) {
   }
 }
 
-const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,
-                              const TfLiteRegistration *reg) {
-  const builtin_op *op = builtin_of(reg->builtin_code);
-  if (!op) return reg->custom_name ? "custom op" : "unsupported op";
-  if (!node->inputs || !node->outputs || node->inputs->size < 1 || node->outputs->size != 1)
-    return "unexpected number of inputs/outputs";
-  const char *refused = fx_tfl_stock_refuses(tr->ctx, reg->builtin_code, node);
-  if (refused) return refused;
-  if (!node->builtin_data && op->needs_params) return "missing builtin params";
+/* One IR node of TFLite node `index`: output `part` of it (SPLIT / SPLIT_V have one node per
+ * output, the others one). */
+static const char *translate_part(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,
+                                  const TfLiteRegistration *reg, const builtin_op *op, int part) {
   fx_node *n = fx_graph_add_node(g, op->kind, node->inputs->size, 1);
   if (!n) return "out of memory";
   n->tfl_node = index;
@@ -789,10 +803,14 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
   const char *why = NULL;
   for (int i = 0; i < node->inputs->size; i++)
     if ((n->in[i] = add_tensor(tr, g, node->inputs->data[i], &why)) == -2) return why;
-  if ((n->out[0] = add_tensor(tr, g, node->outputs->data[0], &why)) < 0) return why ? why : "missing output";
+  if ((n->out[0] = add_tensor(tr, g, node->outputs->data[part], &why)) < 0) return why ? why : "missing output";
   if (g->tensors[n->out[0]].storage == FX_ST_CONST && !tr->allow_const_output) return "output is a constant";
   if (n->in[0] < 0) return "missing input";
   set_sub(n, op->sub);
+  if (op->kind == FX_OP_SPLIT_PART) {
+    n->p.split.part = part;
+    n->p.split.parts = node->outputs->size;
+  }
   if (n->n_in < op->min_inputs) return "missing inputs";
   /* the stock rounding for this op on this type (integer readers check it is known) */
   const fx_rounding_rule *rule = fx_rounding_find(tr->rounding, reg->builtin_code,
@@ -810,4 +828,20 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
   if ((why = op->read(g, n, node->builtin_data))) return why;
   if (n->qop) fx_qop_set_stock_threads(n, tr->ctx && tr->ctx->recommended_num_threads > 0 ? tr->ctx->recommended_num_threads : 1);
   return fx_infer_node(g, n);
+}
+
+const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,
+                              const TfLiteRegistration *reg) {
+  const builtin_op *op = builtin_of(reg->builtin_code);
+  if (!op) return reg->custom_name ? "custom op" : "unsupported op";
+  const int parts = op->kind == FX_OP_SPLIT_PART && node->outputs ? node->outputs->size : 1;
+  if (!node->inputs || !node->outputs || node->inputs->size < 1 || node->outputs->size != parts || parts < 1 ||
+      parts > FX_MAX_SPLIT_PARTS)
+    return "unexpected number of inputs/outputs";
+  const char *refused = fx_tfl_stock_refuses(tr->ctx, reg->builtin_code, node);
+  if (refused) return refused;
+  if (!node->builtin_data && op->needs_params) return "missing builtin params";
+  const char *why = NULL;
+  for (int part = 0; part < parts && !why; part++) why = translate_part(tr, g, index, node, reg, op, part);
+  return why;
 }

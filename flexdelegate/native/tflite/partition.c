@@ -129,12 +129,13 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   return status;
 }
 
-/* Whether node idx can be claimed: NULL (and *folded its value, when known at load) or why it
- * stays with TFLite. Translating it into a one-node graph and inferring its shapes is the test;
- * what it infers joins `shapes` for the nodes after it. */
+/* Whether node idx can be claimed: NULL (and folded[k] the value of its output k, when known
+ * at load) or why it stays with TFLite. Translating it into a graph of its own (one IR node
+ * per output) and inferring its shapes is the test; what it infers joins `shapes` for the
+ * nodes after it. */
 static const char *claim(fx_translate *tr, fx_shape *shapes, int idx, const TfLiteNode *node,
                          const TfLiteRegistration *reg, fx_blob **folded) {
-  *folded = NULL;
+  folded[0] = NULL;
   /* DEQUANTIZE of constants (fp16 / int8 weights) folds; of activations it runs (ops.c) */
   const int in0 = node->inputs && node->inputs->size == 1 ? node->inputs->data[0] : -1;
   const int const_in = in0 >= 0 && (size_t)in0 < tr->ctx->tensors_size &&
@@ -144,11 +145,13 @@ static const char *claim(fx_translate *tr, fx_shape *shapes, int idx, const TfLi
   fx_graph g = {0};
   memset(tr->local, -1, sizeof(int) * tr->ctx->tensors_size);
   const char *why = fx_translate_node(tr, &g, idx, node, reg);
-  if (!why) {
-    fx_node *n = &g.nodes[0];
+  for (int k = 0; !why && k < g.n_nodes; k++) {
+    fx_node *n = &g.nodes[k];
     shapes[g.tensors[n->out[0]].tfl] = g.tensors[n->out[0]].shape;
-    why = try_fold(&g, n, folded);
+    why = try_fold(&g, n, &folded[k]);
   }
+  if (why)
+    for (int k = 0; k < g.n_nodes; k++) { fx_blob_unref(folded[k]); folded[k] = NULL; }
   fx_graph_free(&g);
   return why;
 }
@@ -178,27 +181,32 @@ static TfLiteStatus claim_nodes(TfLiteContext *ctx, const fx_delegate *d, const 
     TfLiteRegistration *reg;
     if (ctx->GetNodeAndRegistration(ctx, idx, &node, &reg) != kTfLiteOk) return kTfLiteDelegateError;
     sg->nodes_total++;
-    fx_blob *folded = NULL;
+    fx_blob *folded[FX_MAX_SPLIT_PARTS] = {0}; /* one per output */
     char order_msg[sizeof sg->fallback->reason];
     const char *why = order_msg;
     if (out_of_order >= 0)
       snprintf(order_msg, sizeof order_msg, "node %d reads a tensor that it or a later node writes, or writes one another node writes", out_of_order);
     else
-      why = claim(&tr, shapes, idx, node, reg, &folded);
+      why = claim(&tr, shapes, idx, node, reg, folded);
     if (why) {
       add_fallback(sg, idx, reg->builtin_code, why);
       continue;
     }
-    if (folded) {
-      int o = node->outputs->data[0];
-      if (give_folded_shape(ctx, o, &folded->shape)) {
-        fx_blob_unref(folded);
+    if (folded[0]) { /* every output folded (they share their inputs) */
+      const int n_out = node->outputs->size;
+      int k = 0;
+      while (k < n_out && !give_folded_shape(ctx, node->outputs->data[k], &folded[k]->shape)) k++;
+      if (k < n_out) {
+        for (k = 0; k < n_out; k++) fx_blob_unref(folded[k]);
         add_fallback(sg, idx, reg->builtin_code, "cannot resize the folded output");
         continue;
       }
-      fx_blob_unref(sg->statics[o]);
-      sg->statics[o] = folded;
-      shapes[o] = folded->shape;
+      for (k = 0; k < n_out; k++) {
+        const int o = node->outputs->data[k];
+        fx_blob_unref(sg->statics[o]);
+        sg->statics[o] = folded[k];
+        shapes[o] = folded[k]->shape;
+      }
       sg->nodes_folded++;
     }
     claimed->data[claimed->size++] = idx;

@@ -29,10 +29,11 @@ static const char *input_count(int builtin, const TfLiteNode *node) {
     case kTfLiteBuiltinSum: case kTfLiteBuiltinReduceMax: case kTfLiteBuiltinReduceMin:
     case kTfLiteBuiltinReduceProd: case kTfLiteBuiltinExpandDims: case kTfLiteBuiltinBroadcastTo:
     case kTfLiteBuiltinGatherNd: case kTfLiteBuiltinEmbeddingLookup: case kTfLiteBuiltinFill:
-    case kTfLiteBuiltinCumsum:
+    case kTfLiteBuiltinCumsum: case kTfLiteBuiltinSplit:
       lo = hi = 2;
       break;
     case kTfLiteBuiltinSelect: case kTfLiteBuiltinSelectV2: case kTfLiteBuiltinSlice: case kTfLiteBuiltinRange:
+    case kTfLiteBuiltinSplitV:
       lo = hi = 3;
       break;
     case kTfLiteBuiltinConv2d: /* the bias is required, and must be a tensor */
