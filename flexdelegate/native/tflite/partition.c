@@ -10,7 +10,7 @@
 #include "kernels/gemm/gemm.h"
 #include "store/store.h"
 
-static void add_fallback(fx_subgraph *sg, int node, int builtin, const char *why) {
+void fx_add_fallback(fx_subgraph *sg, int node, int builtin, const char *why) {
   fx_fallback *f = &sg->fallback[sg->n_fallback++];
   f->node = node;
   f->builtin = builtin;
@@ -134,8 +134,9 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
  * per output) and inferring its shapes is the test; what it infers joins `shapes` for the
  * nodes after it. */
 static const char *claim(fx_translate *tr, fx_shape *shapes, int idx, const TfLiteNode *node,
-                         const TfLiteRegistration *reg, fx_blob **folded) {
+                         const TfLiteRegistration *reg, fx_blob **folded, double *flops) {
   folded[0] = NULL;
+  *flops = 0;
   /* DEQUANTIZE of constants (fp16 / int8 weights) folds; of activations it runs (ops.c) */
   const int in0 = node->inputs && node->inputs->size == 1 ? node->inputs->data[0] : -1;
   const int const_in = in0 >= 0 && (size_t)in0 < tr->ctx->tensors_size &&
@@ -149,6 +150,10 @@ static const char *claim(fx_translate *tr, fx_shape *shapes, int idx, const TfLi
     fx_node *n = &g.nodes[k];
     shapes[g.tensors[n->out[0]].tfl] = g.tensors[n->out[0]].shape;
     why = try_fold(&g, n, &folded[k]);
+    /* the arithmetic of the ops with a flop count (ops.inc); element-wise and layout ops are
+     * memory-bound, the runtime's XNNPack runs them as fast: they pay for no boundary.
+     * A folded node costs nothing per invoke. */
+    if (!why && !folded[k] && fx_op_defs[n->kind].flops) *flops += fx_node_flops(&g, n);
   }
   if (why)
     for (int k = 0; k < g.n_nodes; k++) { fx_blob_unref(folded[k]); folded[k] = NULL; }
@@ -172,7 +177,7 @@ static int give_folded_shape(TfLiteContext *ctx, int t, const fx_shape *s) {
 
 /* Walks the execution plan: claimed nodes into `claimed`, the rest into the fallback list. */
 static TfLiteStatus claim_nodes(TfLiteContext *ctx, const fx_delegate *d, const TfLiteIntArray *plan, fx_subgraph *sg,
-                                fx_shape *shapes, int *local, int out_of_order, TfLiteIntArray *claimed) {
+                                fx_shape *shapes, int *local, int out_of_order, double *flops, TfLiteIntArray *claimed) {
   fx_translate tr = {ctx, sg, local, shapes, 0, &d->opts.rounding};
   claimed->size = 0;
   for (int p = 0; p < plan->size; p++) {
@@ -187,9 +192,9 @@ static TfLiteStatus claim_nodes(TfLiteContext *ctx, const fx_delegate *d, const 
     if (out_of_order >= 0)
       snprintf(order_msg, sizeof order_msg, "node %d reads a tensor that it or a later node writes, or writes one another node writes", out_of_order);
     else
-      why = claim(&tr, shapes, idx, node, reg, folded);
+      why = claim(&tr, shapes, idx, node, reg, folded, &flops[p]);
     if (why) {
-      add_fallback(sg, idx, reg->builtin_code, why);
+      fx_add_fallback(sg, idx, reg->builtin_code, why);
       continue;
     }
     if (folded[0]) { /* every output folded (they share their inputs) */
@@ -198,7 +203,7 @@ static TfLiteStatus claim_nodes(TfLiteContext *ctx, const fx_delegate *d, const 
       while (k < n_out && !give_folded_shape(ctx, node->outputs->data[k], &folded[k]->shape)) k++;
       if (k < n_out) {
         for (k = 0; k < n_out; k++) fx_blob_unref(folded[k]);
-        add_fallback(sg, idx, reg->builtin_code, "cannot resize the folded output");
+        fx_add_fallback(sg, idx, reg->builtin_code, "cannot resize the folded output");
         continue;
       }
       for (k = 0; k < n_out; k++) {
@@ -211,7 +216,6 @@ static TfLiteStatus claim_nodes(TfLiteContext *ctx, const fx_delegate *d, const 
     }
     claimed->data[claimed->size++] = idx;
   }
-  sg->nodes_delegated = claimed->size;
   return kTfLiteOk;
 }
 
@@ -271,9 +275,10 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
   int *local = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
   int *produced_at = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
   TfLiteIntArray *claimed = malloc(sizeof(TfLiteIntArray) + sizeof(int) * (size_t)plan->size);
+  double *flops = calloc((size_t)(plan->size ? plan->size : 1), sizeof(double)); /* per plan position */
   TfLiteStatus status = kTfLiteDelegateError;
   int out_of_order = -1; /* a node reading what it or a later node writes (a cycle, or bad order) */
-  if (sg->statics && sg->fallback && shapes && local && produced_at && claimed &&
+  if (sg->statics && sg->fallback && shapes && local && produced_at && claimed && flops &&
       !producer_positions(ctx, plan, produced_at, nt, &out_of_order)) {
     for (int i = 0; i < nt; i++) {
       const TfLiteIntArray *dims = ctx->tensors[i].dims;
@@ -282,12 +287,15 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
         memcpy(shapes[i].d, dims->data, sizeof(int) * (size_t)dims->size);
       }
     }
-    status = claim_nodes(ctx, d, plan, sg, shapes, local, out_of_order, claimed);
+    status = claim_nodes(ctx, d, plan, sg, shapes, local, out_of_order, flops, claimed);
+    if (status == kTfLiteOk && fx_drop_small_islands(ctx, plan, sg, produced_at, flops, claimed)) status = kTfLiteDelegateError;
+    sg->nodes_delegated = claimed->size;
     if (status == kTfLiteOk) status = make_partitions(ctx, d, sg, claimed);
   }
   free(shapes);
   free(local);
   free(produced_at);
   free(claimed);
+  free(flops);
   return status;
 }
