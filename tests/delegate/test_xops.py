@@ -369,3 +369,10 @@ def test_split_bad_parameters_are_refused(op, shape, sizes, axis_value, size_spl
         pass
     stats = delegate.stats()
     assert any(f["op"] == op for f in stats["fallback"]), stats
+
+
+def test_split_under_a_budget():
+    """The budget planner takes SPLIT's per-output nodes like any other (its minimum: the input
+    and both parts, 4.75 MB here)."""
+    stats = check(_split_model("SPLIT_V", Input((64, 96, 32)), [32, 64], 1), flex={"budget": 6})
+    assert stats["budget_mb"] == 6
