@@ -128,6 +128,10 @@ class Engine:
         -inf, -0.0. stock: which stock kernels run what flexdelegate leaves (run.make_interpreter)."""
         return self.call("run", model, flex, seed, threads, specials, stock)
 
+    def claimed(self, model: bytes, flex: dict, threads: int | None = None):
+        """("ok", nodes the delegate claims) after building and allocating, without invoking."""
+        return self.call("claimed", model, flex, threads)
+
 
 # ------------------------------------------------------------------------------------ child
 
@@ -177,6 +181,18 @@ def _run(model, flex, seed, threads, specials=False, stock="reference"):
     return ("ok", outputs, stats)
 
 
+def _claimed(model, flex, threads):
+    """How many nodes load_flex(**flex) claims on `model`, built and allocated, never invoked."""
+    from flexdelegate import load_flex
+    from flexdelegate.run import make_interpreter
+    try:
+        delegate = load_flex(**flex)
+        make_interpreter(model, delegate=delegate, num_threads=threads)
+        return ("ok", delegate.stats()["nodes_delegated"])
+    except Exception as e:  # noqa: BLE001
+        return ("refused", f"{type(e).__name__}: {e}")
+
+
 def _plan_info(model, flex):
     """The budget planner's graph and plan key inputs after one load (for the plan target)."""
     from flexdelegate import load_flex
@@ -195,7 +211,7 @@ def _plan_info(model, flex):
 
 def _serve(rfd: int, wfd: int) -> None:
     os.dup2(2, 1)  # prints from the runtime must not reach the protocol pipe (it is not fd 1)
-    handlers = {"run": _run, "plan_info": _plan_info, "ping": lambda: ("ok",)}
+    handlers = {"run": _run, "claimed": _claimed, "plan_info": _plan_info, "ping": lambda: ("ok",)}
     while True:
         try:
             request = _recv(rfd)

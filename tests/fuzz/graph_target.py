@@ -102,6 +102,16 @@ class GraphTarget:
             # A sanitizer report with no frame of ours: a stock kernel's own bug on this model,
             # hit at another place than in the stock process because the arenas differ.
             return self._count("runtime-crashed", report.split("SUMMARY:")[-1][:80])
+        if not ours:
+            # Nothing claimed: at invoke only stock kernels run (e.g. a RESHAPE between types
+            # whose memcpy overflows the output); the crash is the runtime's own.
+            try:
+                with Engine() as fresh:
+                    claimed = fresh.claimed(data, {"cache_path": ""}, threads=threads)
+            except EngineDied:
+                claimed = None
+            if claimed is not None and claimed[0] == "ok" and claimed[1] == 0:
+                return self._count("crashed-nothing-claimed")
         spec = read_spec(data)
         if not ours and (spec is None or ambiguous(spec)):
             # An op reads a tensor nothing wrote, or past the tensor list (the 2.14 parser lets

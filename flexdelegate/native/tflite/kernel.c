@@ -288,6 +288,12 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_partition *p) {
   for (int i = 0; i < g->n_nodes; i++) {
     const fx_tensor *t = &g->tensors[g->nodes[i].out[0]];
     if (t->storage == FX_ST_EXTERNAL && resize_output(ctx, t->tfl, &t->shape)) return kTfLiteError;
+    /* A tensor only we read still has a TFLite twin, which TFLite allocates at its declared
+     * shape when the model also lists it as a graph input: give it ours, as the stock
+     * kernel's Prepare would (a malformed declared shape may be absurdly large). */
+    if (t->storage == FX_ST_ARENA && t->tfl >= 0 && ctx->tensors[t->tfl].allocation_type == kTfLiteArenaRw &&
+        resize_output(ctx, t->tfl, &t->shape))
+      return kTfLiteError;
   }
   for (int i = 0; i < p->n_static; i++)
     if (resize_output(ctx, p->outputs_static[i], &static_output(p, i)->shape)) return kTfLiteError;
