@@ -262,3 +262,29 @@ def test_changed_scales_are_a_different_blob(tmp_path):
     assert cache["blobs_packed"] == 1 and cache["blobs_mapped"] == stored - 1, cache  # the 1x1 conv's
     want = invoke(make_interpreter(ref), net_input())[0]
     assert max_error([want], [got]) <= FP32_TOL
+
+
+def test_budget_streams_the_dequantized_blobs(tmp_path):
+    """A budgeted load works as for FP32: the FP32 blobs packed from the int8 weights (8 MB for
+    the 1024 x 2048 FC) stream from the cache file by slices, cold and warm, with float math's
+    answer; below the minimum, the one-line refusal."""
+    from budgetcheck import min_budget
+    make = lambda h: net(h, fc_out=1024, size=16)  # noqa: E731
+    model, ref, _ = both(make)
+    x = net_input(5, size=16)
+    want = invoke(make_interpreter(ref), x)
+    cache = tmp_path / "h.fxc"
+    lo = min_budget(model, cache)
+    assert lo < 6, lo  # far below the 8 MB of FP32 FC weights
+    for load in ("cold", "warm"):
+        if load == "cold" and cache.exists():
+            cache.unlink()
+        d = load_flex(budget=lo + 0.5, cache_path=str(cache))
+        it = make_interpreter(model, delegate=d)
+        assert max_error(want, invoke(it, x)) <= FP32_TOL, load
+        assert max_error(want, invoke(it, x)) <= FP32_TOL, load  # the loader reruns cleanly
+        mem = d.stats()["partitions_memory"][0]
+        assert mem["arena_bytes"] <= (lo + 0.5) * 2**20 and mem["steps"] > len(d.stats()["ops"]), mem
+        if load == "warm":
+            assert d.stats()["cache"]["blobs_packed"] == 0, d.stats()["cache"]
+        del it, d
