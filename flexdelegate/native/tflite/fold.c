@@ -1,4 +1,5 @@
-/* Load-time folding of DEQUANTIZE and DENSIFY over constants. These read TFLite's quantization
+/* Load-time folding of DEQUANTIZE and DENSIFY over constants (and of a hybrid layer's int8
+ * weights, an implicit DEQUANTIZE). These read TFLite's quantization
  * and sparsity metadata, so they live on the TFLite side; every offset and index in that
  * metadata is bounds-checked (models are untrusted input). */
 #include <math.h>
