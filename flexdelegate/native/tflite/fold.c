@@ -129,7 +129,8 @@ const char *fx_fold_hybrid_weights(fx_translate *tr, int idx, fx_blob **out) {
   *out = NULL;
   const TfLiteTensor *t = &tr->ctx->tensors[idx];
   fx_shape s;
-  if (tr->sg->statics[idx] || t->allocation_type != kTfLiteMmapRo) return "non-constant hybrid weights";
+  if (tr->sg->statics[idx]) return "hybrid weights computed at load (e.g. densified): left to stock";
+  if (t->allocation_type != kTfLiteMmapRo) return "non-constant hybrid weights";
   if (tensor_shape(t, &s)) return "hybrid weight shape unknown";
   return dequantize(tr, idx, &s, out);
 }
