@@ -160,6 +160,30 @@ def test_fully_connected(per_channel, act, batch, k, n, keep):
     compare(model, ref, abs_w, (batch, 2, k) if keep else (batch, k), stock_exact_scales=LITERT or not per_channel)
 
 
+def batch_matmul(h, x_shape, w_shape, adj_x, adj_y):
+    """x @ w with an int8 constant right-hand side (the converter's dynamic-range BATCH_MATMUL:
+    one scale per tensor)."""
+    x = h.b.input(x_shape)
+    q = int8(w_shape, sum(w_shape))
+    w = h.weights(q, [0.02], 0)
+    k_axis = -1 if adj_y else -2
+    h.abs_w[-1] = np.abs(q.astype(F32) * F32(0.02)).sum(axis=k_axis).reshape(-1)  # per output column
+    m = x_shape[-1] if adj_x else x_shape[-2]
+    n = w_shape[-2] if adj_y else w_shape[-1]
+    batch = np.broadcast_shapes(x_shape[:-2], w_shape[:-2])
+    y = h.b.tensor(tuple(batch) + (m, n))
+    h.b.op("BATCH_MATMUL", [x, w], [y], adj_x=adj_x, adj_y=adj_y)
+    return h.build(y)
+
+
+@pytest.mark.parametrize("x_shape,w_shape,adj_x,adj_y", [
+    ((2, 8, 64), (2, 64, 48), False, False), ((2, 8, 64), (64, 48), False, False),
+    ((1, 3, 5, 40), (3, 24, 40), False, True), ((2, 40, 6), (2, 40, 16), True, False)])
+def test_batch_matmul_constant_int8_rhs(x_shape, w_shape, adj_x, adj_y):
+    model, ref, abs_w = both(lambda h: batch_matmul(h, x_shape, w_shape, adj_x, adj_y))
+    compare(model, ref, abs_w, x_shape)
+
+
 def test_nonzero_weight_zero_point_stays_with_stock():
     """Stock's hybrid kernels ignore a weight zero point: such a layer is left to them (same
     answer as without the delegate), with the reason."""

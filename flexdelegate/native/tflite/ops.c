@@ -84,10 +84,14 @@ static int add_tensor(fx_translate *tr, fx_graph *g, int idx, const char **why) 
   return id;
 }
 
-/* A dynamic-range ("hybrid") CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED: float32 input,
- * int8 weights. It runs on the FP32 kernels from the weights dequantized once at pack time. */
+/* A dynamic-range ("hybrid") CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED / BATCH_MATMUL: float32
+ * input, int8 weights (BATCH_MATMUL: a constant int8 right-hand side). It runs on the FP32 kernels
+ * from the weights dequantized once: when packed for a GEMM (CONV, FC), at load for the others
+ * (their FP32 kernels read plain weights). */
 static int is_hybrid(const fx_translate *tr, int kind, const TfLiteNode *node) {
-  if ((kind != FX_OP_CONV && kind != FX_OP_DEPTHWISE && kind != FX_OP_FC) || node->inputs->size < 2) return 0;
+  if ((kind != FX_OP_CONV && kind != FX_OP_DEPTHWISE && kind != FX_OP_FC && kind != FX_OP_BATCH_MATMUL) ||
+      node->inputs->size < 2)
+    return 0;
   const int x = node->inputs->data[0], w = node->inputs->data[1];
   if (x < 0 || w < 0 || (size_t)x >= tr->ctx->tensors_size || (size_t)w >= tr->ctx->tensors_size) return 0;
   return tr->ctx->tensors[x].type == kTfLiteFloat32 && tr->ctx->tensors[w].type == kTfLiteInt8;
@@ -106,6 +110,10 @@ static int add_hybrid_weights(fx_translate *tr, fx_graph *g, int idx, int kind, 
   if (!q.n) { *why = "hybrid int8 weights without quantization"; return -2; }
   if (q.n > 1 && q.axis != (kind == FX_OP_DEPTHWISE ? 3 : 0)) {
     *why = "per-channel weight scales not along the output channels";
+    return -2;
+  }
+  if (kind == FX_OP_BATCH_MATMUL && q.n != 1) { /* stock's hybrid BATCH_MATMUL applies the tensor's one scale */
+    *why = "hybrid BATCH_MATMUL with per-channel scales (stock applies one)";
     return -2;
   }
   /* stock's hybrid depthwise reads one scale per output channel, and refuses fewer */
