@@ -169,12 +169,12 @@ def ambiguous(spec: ModelSpec) -> bool:
     return any(i not in ready for i in spec.outputs)
 
 
-_HYBRID_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
+_HYBRID_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL")
 
 
 def hybrid_layers(spec: ModelSpec, skip=()) -> list:
     """Indices of the dynamic-range ("hybrid") layers not in `skip`: CONV_2D / DEPTHWISE_CONV_2D
-    / FULLY_CONNECTED with a float32 input and int8 weights."""
+    / FULLY_CONNECTED / BATCH_MATMUL with a float32 input and int8 weights."""
     n, out = len(spec.tensors), []
     for i, o in enumerate(spec.ops):
         if i in skip or S.BUILTIN_OP_NAMES.get(o.code) not in _HYBRID_OPS or len(o.inputs) < 2:
