@@ -18,12 +18,15 @@ def _model_kwargs(model) -> dict:
 
 def make_interpreter(model, *, delegate=None, stock: str = "reference", num_threads=None, runtime=None):
     """Interpreter for `model` (path or bytes). stock='reference' disables the default XNNPack
-    delegate (the true stock fallback); stock='xnnpack' keeps it."""
+    delegate (the true stock fallback); stock='xnnpack' keeps it; stock='ref-kernels' runs
+    TFLite's unoptimized reference kernels (BUILTIN_REF: the ops' definitions)."""
     rt = detect(runtime or (delegate.runtime.name if delegate is not None else None))
     kwargs = _model_kwargs(model)
     if delegate is not None:
         kwargs["experimental_delegates"] = [delegate]
-    if delegate is not None or stock == "reference":
+    if stock == "ref-kernels":
+        kwargs["experimental_op_resolver_type"] = rt.OpResolverType.BUILTIN_REF
+    elif delegate is not None or stock == "reference":
         # Keep TFLite's lazy XNNPack from grabbing what flexdelegate leaves behind.
         kwargs["experimental_op_resolver_type"] = rt.OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
     if num_threads is not None:

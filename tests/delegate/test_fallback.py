@@ -66,3 +66,43 @@ def test_every_fallback_has_a_reason():
     """Every fallback reason is a non-empty sentence."""
     s = compare(conv_net(middle_op="FLOOR"))
     assert s["fallback"] and all(f["reason"] for f in s["fallback"])
+
+
+def _stock_refuses(model) -> bool:
+    try:
+        make_interpreter(model)
+    except (RuntimeError, ValueError):
+        return True
+    return False
+
+
+@pytest.mark.parametrize("stride,padding,out_hw", [
+    ((2, 2), "VALID", (8, 8)),     # the forward conv of 8 gives 3, not the input's 4
+    ((1, 4), "SAME", (4, 8)),      # width: SAME stride 4 from 8 gives 2, not 4
+], ids=str)
+def test_transpose_conv_whose_output_shape_stride_does_not_give_stays_with_stock(stride, padding, out_hw):
+    """LiteRT's stock kernel refuses such a TRANSPOSE_CONV; tflite-runtime 2.14's runs it, and
+    its optimized and reference kernels disagree: the node is left to stock either way."""
+    from opcheck import transpose_conv_model
+    model = transpose_conv_model((1, 4, 4, 3), 5, 3, 3, stride=stride, padding=padding,
+                                 out_hw=out_hw, bias=True)
+    if _stock_refuses(model):  # LiteRT: the delegate must refuse too, not run it
+        with pytest.raises((RuntimeError, ValueError)):
+            make_interpreter(model, delegate=load_flex())
+        return
+    s = compare(model)
+    assert s["nodes_delegated"] == 0
+    assert "output_shape" in s["fallback"][0]["reason"]
+
+
+def test_transpose_with_a_2d_permutation_stays_with_stock():
+    """Stock requires a 1-D perm (2.14 and LiteRT refuse the node at prepare)."""
+    b = ModelBuilder()
+    x = b.input((2, 3), name="x")
+    y = b.tensor((3, 2))
+    b.op("TRANSPOSE", [x, b.const(np.array([[1, 0]], np.int32))], [y])
+    b.output(y)
+    model = b.build()
+    assert _stock_refuses(model)
+    with pytest.raises((RuntimeError, ValueError)):
+        make_interpreter(model, delegate=load_flex())

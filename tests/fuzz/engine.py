@@ -120,13 +120,13 @@ class Engine:
             self._died(request[0])
 
     def run(self, model: bytes, flex: dict | None = None, seed: int = 0, threads: int | None = None,
-            specials: bool = False):
+            specials: bool = False, stock: str = "reference"):
         """Loads `model` (stock if flex is None, else load_flex(**flex)), invokes it once on
         random_inputs(seed): ("ok", outputs, delegate stats or None), ("refused", "Type: first
         line", stage: build | allocate | invoke | other), or ("skipped", why) for a model
         whose tensors exceed MAX_TENSOR_BYTES. specials: float inputs start with NaN, inf,
-        -inf, -0.0."""
-        return self.call("run", model, flex, seed, threads, specials)
+        -inf, -0.0. stock: which stock kernels run what flexdelegate leaves (run.make_interpreter)."""
+        return self.call("run", model, flex, seed, threads, specials, stock)
 
 
 # ------------------------------------------------------------------------------------ child
@@ -154,14 +154,14 @@ def _stage(e: Exception) -> str:
     return "other"
 
 
-def _run(model, flex, seed, threads, specials=False):
+def _run(model, flex, seed, threads, specials=False, stock="reference"):
     from flexdelegate import load_flex
     from flexdelegate.planner import bridge
     from flexdelegate.run import invoke, make_interpreter, random_inputs
     bridge._memo.clear()  # a plan file rewritten under us must be read again
     try:
         delegate = None if flex is None else load_flex(**flex)
-        it = make_interpreter(model, delegate=delegate, num_threads=threads)
+        it = make_interpreter(model, delegate=delegate, num_threads=threads, stock=stock)
         if _tensor_bytes(it) > MAX_TENSOR_BYTES:  # allocated, not yet touched: don't
             return ("skipped", "tensors too large to run here")
         inputs = random_inputs(it, seed)

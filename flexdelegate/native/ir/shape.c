@@ -22,6 +22,14 @@ static const char *const_ints(fx_graph *g, int id, int *vals, int cap, int *n) {
   return NULL;
 }
 
+/* const_ints for a parameter stock requires to be a 1-D tensor (a permutation, a shape, slice
+ * bounds): another rank is refused there, so it is here too. */
+static const char *const_vector(fx_graph *g, int id, int *vals, int cap, int *n) {
+  const fx_tensor *t = T(g, id);
+  if (t && t->shape.rank != 1) return "parameter tensor must be 1-D";
+  return const_ints(g, id, vals, cap, n);
+}
+
 /* Whether TFLite's window arithmetic (ComputeOutSize, ComputePaddingWithOffset, all int)
  * stays within int for this extent: beyond it stock computes with wrapped values, which
  * nothing here can match, so such a node stays with stock. */
@@ -175,9 +183,18 @@ const char *fx_infer_pool(fx_graph *g, fx_node *n) {
 const char *fx_infer_transpose_conv(fx_graph *g, fx_node *n) {
   const fx_shape *xs = &T(g, n->in[2])->shape, *f = &T(g, n->in[1])->shape;
   int v[4], nv;
-  const char *e = const_ints(g, n->in[0], v, 4, &nv);
+  const char *e = const_vector(g, n->in[0], v, 4, &nv);
   if (e) return e;
   if (nv != 4 || xs->rank != 4 || f->rank != 4) return "transpose conv needs 4-D tensors";
+  /* The forward conv of the output must give the input back. LiteRT's stock kernel refuses
+   * other output shapes; tflite-runtime 2.14's runs them, and its optimized and reference
+   * kernels then disagree (and wrap in int for huge strides): stock decides. */
+  int ih, iw, pad;
+  if (!window_fits_int(v[1], f->d[1], n->p.conv.stride_h, 1) || !window_fits_int(v[2], f->d[2], n->p.conv.stride_w, 1))
+    return "window arithmetic overflows int";
+  fx_same_valid(n->p.conv.same, v[1], f->d[1], n->p.conv.stride_h, 1, &ih, &pad);
+  fx_same_valid(n->p.conv.same, v[2], f->d[2], n->p.conv.stride_w, 1, &iw, &pad);
+  if (ih != xs->d[1] || iw != xs->d[2]) return "output_shape is not what the stride and padding give";
   if (f->d[3] != xs->d[3] || v[3] != f->d[0] || v[0] != xs->d[0]) return "shape mismatch";
   *Y_SHAPE = (fx_shape){4, {v[0], v[1], v[2], v[3]}};
   n->p.conv.kh = f->d[1];
@@ -214,6 +231,8 @@ const char *fx_infer_pad(fx_graph *g, fx_node *n) {
   const fx_shape *x = X_SHAPE;
   fx_shape *y = Y_SHAPE;
   int v[2 * FX_MAX_RANK], nv;
+  const fx_tensor *pt = T(g, n->in[1]);
+  if (pt && (pt->shape.rank != 2 || pt->shape.d[0] != x->rank || pt->shape.d[1] != 2)) return "paddings must be [rank, 2]";
   const char *e = const_ints(g, n->in[1], v, 2 * FX_MAX_RANK, &nv);
   if (e) return e;
   if (nv != 2 * x->rank) return "paddings must be [rank, 2]";
@@ -231,7 +250,7 @@ const char *fx_infer_transpose(fx_graph *g, fx_node *n) {
   const fx_shape *x = X_SHAPE;
   fx_shape *y = Y_SHAPE;
   int v[FX_MAX_RANK], nv;
-  const char *e = const_ints(g, n->in[1], v, FX_MAX_RANK, &nv);
+  const char *e = const_vector(g, n->in[1], v, FX_MAX_RANK, &nv);
   if (e) return e;
   if (nv != x->rank) return "permutation length != rank";
   unsigned seen = 0;
@@ -249,8 +268,8 @@ const char *fx_infer_transpose(fx_graph *g, fx_node *n) {
 const char *fx_infer_strided_slice(fx_graph *g, fx_node *n) {
   int b[FX_MAX_RANK], en[FX_MAX_RANK], s[FX_MAX_RANK], nb, ne, ns;
   const char *e;
-  if ((e = const_ints(g, n->in[1], b, FX_MAX_RANK, &nb)) || (e = const_ints(g, n->in[2], en, FX_MAX_RANK, &ne)) ||
-      (e = const_ints(g, n->in[3], s, FX_MAX_RANK, &ns)))
+  if ((e = const_vector(g, n->in[1], b, FX_MAX_RANK, &nb)) || (e = const_vector(g, n->in[2], en, FX_MAX_RANK, &ne)) ||
+      (e = const_vector(g, n->in[3], s, FX_MAX_RANK, &ns)))
     return e;
   if (nb != ne || nb != ns) return "begin/end/strides differ in length";
   for (int i = 0; i < ns; i++)
@@ -265,7 +284,7 @@ const char *fx_infer_strided_slice(fx_graph *g, fx_node *n) {
 const char *fx_infer_resize(fx_graph *g, fx_node *n) {
   const fx_shape *x = X_SHAPE;
   int v[2], nv;
-  const char *e = const_ints(g, n->in[1], v, 2, &nv);
+  const char *e = const_vector(g, n->in[1], v, 2, &nv);
   if (e) return e;
   if (nv != 2 || x->rank != 4 || v[0] <= 0 || v[1] <= 0) return "size must be 2 positive ints on 4-D input";
   if (!x->d[1] || !x->d[2]) return "resizing an empty input";

@@ -214,6 +214,9 @@ static const char *check_window(const fx_node *n, int padding) {
   if (padding != kTfLitePaddingSame && padding != kTfLitePaddingValid) return "unknown padding";
   if (n->p.conv.stride_w < 1 || n->p.conv.stride_h < 1 || n->p.conv.dil_w < 1 || n->p.conv.dil_h < 1)
     return "stride and dilation must be >= 1";
+  /* LiteRT's stock kernels refuse wider strides, tflite-runtime 2.14's run them (its optimized
+   * and reference kernels then disagree): stock decides, whichever runtime it is. */
+  if (n->p.conv.stride_w > INT16_MAX || n->p.conv.stride_h > INT16_MAX) return "stride above 32767";
   return NULL;
 }
 
