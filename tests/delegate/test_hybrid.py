@@ -184,21 +184,61 @@ def test_batch_matmul_constant_int8_rhs(x_shape, w_shape, adj_x, adj_y):
     compare(model, ref, abs_w, x_shape)
 
 
-def test_nonzero_weight_zero_point_stays_with_stock():
-    """Stock's hybrid kernels ignore a weight zero point: such a layer is left to them (same
-    answer as without the delegate), with the reason."""
+def zero_point_conv():
     b = ModelBuilder()
     x = b.input((1, 6, 6, 4))
     y = b.tensor((1, 6, 6, 8))
     w = b.const(int8((8, 3, 3, 4), 1), scale=np.array([0.02], F32), zero_point=np.array([3]), quantized_dimension=0)
     b.op("CONV_2D", [x, w, b.const(np.zeros(8, F32))], [y], padding="SAME", stride_w=1, stride_h=1)
     b.output(y)
-    model = b.build()
-    xs = [np.random.default_rng(0).uniform(-1, 1, (1, 6, 6, 4)).astype(F32)]
+    return b.build(), (1, 6, 6, 4)
+
+
+def per_channel_batch_matmul():
+    b = ModelBuilder()
+    x = b.input((2, 4, 16))
+    y = b.tensor((2, 4, 8))
+    w = b.const(int8((16, 8), 2), scale=np.linspace(0.01, 0.03, 8).astype(F32), zero_point=np.zeros(8, np.int64),
+                quantized_dimension=1)
+    b.op("BATCH_MATMUL", [x, w], [y])
+    b.output(y)
+    return b.build(), (2, 4, 16)
+
+
+@pytest.mark.parametrize("make,reason", [
+    (zero_point_conv, "hybrid int8 weights with a nonzero zero point (stock ignores it)"),
+    (per_channel_batch_matmul, "hybrid BATCH_MATMUL with per-channel scales (stock applies one)")])
+def test_what_stock_computes_otherwise_stays_with_stock(make, reason):
+    """Stock's hybrid kernels ignore a weight zero point, and BATCH_MATMUL's apply one scale to
+    every channel: such a layer is left to them (the same answer as without the delegate), with
+    the reason."""
+    model, x_shape = make()
+    xs = [np.random.default_rng(0).uniform(-1, 1, x_shape).astype(F32)]
     d = load_flex(cache_path="")
     got = invoke(make_interpreter(model, delegate=d), xs)[0]
-    assert [f["reason"] for f in d.stats()["fallback"]] == ["hybrid int8 weights with a nonzero zero point (stock ignores it)"]
+    assert [f["reason"] for f in d.stats()["fallback"]] == [reason]
     assert np.array_equal(got, invoke(make_interpreter(model), xs)[0])
+
+
+def test_per_tensor_depthwise_is_refused_as_stock_refuses_it():
+    """Stock's hybrid depthwise refuses one scale for all channels at Prepare: the delegate
+    leaves the node, so the load fails as it does without the delegate (no answer stock would
+    not give)."""
+    b = ModelBuilder()
+    x = b.input((1, 6, 6, 8))
+    y = b.tensor((1, 6, 6, 8))
+    w = b.const(int8((1, 3, 3, 8), 1), scale=np.array([0.02], F32), zero_point=np.array([0]), quantized_dimension=3)
+    b.op("DEPTHWISE_CONV_2D", [x, w, b.const(np.zeros(8, F32))], [y], padding="SAME", stride_w=1, stride_h=1,
+         depth_multiplier=1)
+    b.output(y)
+    model = b.build()
+    with pytest.raises((RuntimeError, ValueError)):
+        make_interpreter(model)
+    d = load_flex(cache_path="")
+    with pytest.raises((RuntimeError, ValueError)):
+        make_interpreter(model, delegate=d)
+    assert [f["reason"] for f in d.stats()["fallback"]] == \
+        ["hybrid depthwise weights without one scale per output channel (stock refuses them)"]
 
 
 def net(h, seed=0, fc_out=10, size=8, pt_scale=0.05):

@@ -139,8 +139,8 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
 const char *fx_tfl_stock_refuses(const TfLiteContext *ctx, int builtin, const TfLiteNode *node);
 /* Folds DEQUANTIZE / DENSIFY of constants into a blob; NULL ok (blob set) or a reason. */
 const char *fx_fold_special(fx_translate *tr, const TfLiteNode *node, int builtin, fx_blob **out);
-/* Int8 weights of a hybrid CONV / DEPTHWISE / FC (float activations) as a deferred float32
- * dequantize fold of model constant `idx`; NULL ok (blob set) or a reason. */
+/* Int8 weights of a hybrid CONV / DEPTHWISE / FC / BATCH_MATMUL (float activations) as a
+ * deferred float32 dequantize fold of model constant `idx`; NULL ok (blob set) or a reason. */
 const char *fx_fold_hybrid_weights(fx_translate *tr, int idx, fx_blob **out);
 const char *fx_builtin_name(int builtin);
 int fx_tfl_dtype(TfLiteType t);

@@ -108,12 +108,12 @@ static int add_hybrid_weights(fx_translate *tr, fx_graph *g, int idx, int kind, 
   if (!t->dims || t->dims->size > FX_MAX_RANK) { *why = "hybrid weight shape unknown"; return -2; }
   if ((*why = read_quant(t, FX_I8, &q))) return -2;
   if (!q.n) { *why = "hybrid int8 weights without quantization"; return -2; }
-  if (q.n > 1 && q.axis != (kind == FX_OP_DEPTHWISE ? 3 : 0)) {
-    *why = "per-channel weight scales not along the output channels";
-    return -2;
-  }
   if (kind == FX_OP_BATCH_MATMUL && q.n != 1) { /* stock's hybrid BATCH_MATMUL applies the tensor's one scale */
     *why = "hybrid BATCH_MATMUL with per-channel scales (stock applies one)";
+    return -2;
+  }
+  if (q.n > 1 && q.axis != (kind == FX_OP_DEPTHWISE ? 3 : 0)) {
+    *why = "per-channel weight scales not along the output channels";
     return -2;
   }
   /* stock's hybrid depthwise reads one scale per output channel, and refuses fewer */
