@@ -106,3 +106,39 @@ def test_transpose_with_a_2d_permutation_stays_with_stock():
     assert _stock_refuses(model)
     with pytest.raises((RuntimeError, ValueError)):
         make_interpreter(model, delegate=load_flex())
+
+
+def _layer_with_bias(op: str, nbias: int) -> bytes:
+    rng = np.random.default_rng(0)
+    b = ModelBuilder()
+    f32 = lambda *s: rng.standard_normal(s).astype(np.float32)  # noqa: E731
+    bias = b.const(f32(nbias))
+    if op == "FULLY_CONNECTED":
+        x, y = b.input((2, 6), name="x"), b.tensor((2, 4))
+        b.op(op, [x, b.const(f32(4, 6)), bias], [y])
+    elif op == "TRANSPOSE_CONV":
+        x, y = b.input((1, 3, 3, 2), name="x"), b.tensor((1, 6, 6, 4))
+        b.op(op, [b.const(np.array([1, 6, 6, 4], np.int32)), b.const(f32(4, 3, 3, 2)), x, bias], [y],
+             padding="SAME", stride_w=2, stride_h=2)
+    else:
+        x, y = b.input((1, 5, 5, 4), name="x"), b.tensor((1, 5, 5, 4))
+        w = f32(4, 3, 3, 4) if op == "CONV_2D" else f32(1, 3, 3, 4)
+        opts = {} if op == "CONV_2D" else {"depth_multiplier": 1}
+        b.op(op, [x, b.const(w), bias], [y], padding="SAME", stride_w=1, stride_h=1, **opts)
+    b.output(y)
+    return b.build()
+
+
+@pytest.mark.parametrize("nbias", [3, 5])
+@pytest.mark.parametrize("op", ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "TRANSPOSE_CONV"])
+def test_a_bias_of_the_wrong_size_is_not_claimed(op, nbias):
+    """4 output channels: a shorter bias would be read past its end, a longer one is refused by
+    stock; the node is left to stock, which decides (it refuses where it checks)."""
+    model = _layer_with_bias(op, nbias)
+    assert _layer_with_bias(op, 4) and not _stock_refuses(_layer_with_bias(op, 4))  # the model is right otherwise
+    if _stock_refuses(model):
+        with pytest.raises((RuntimeError, ValueError)):
+            make_interpreter(model, delegate=load_flex())
+    else:
+        s = compare(model)
+        assert s["nodes_delegated"] == 0 and "bias" in s["fallback"][0]["reason"]

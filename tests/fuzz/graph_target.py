@@ -57,9 +57,26 @@ class GraphTarget:
         again = self.flex.run(data, None)  # stock, in the other process (another heap)
         return again[0] != "ok" or not max_error(ref, again[1]) <= TOL
 
-    def _matches_reference_kernels(self, data: bytes, got, threads: int) -> bool:
-        ref = self.stock.run(data, None, threads=threads, stock="ref-kernels")
-        return ref[0] == "ok" and max_error(ref[1], got) <= TOL
+    def _judged_next_to_stock_variants(self, data: bytes, ref, got, err: float, threads: int):
+        """DEVELOPERS.md: judge FP32 error next to the runtime's other paths against the same
+        reference. Stock's reference kernels (BUILTIN_REF, the ops' definitions) and XNNPack
+        disagree with stock's optimized kernels too on some models: NaN through a clamp, inf
+        weights (inf - inf where a padded tap is skipped or not), rounding amplified by a stock
+        kernel reinterpreting a type-mismatched tensor. flexdelegate answering as the
+        reference kernels do, or straying no further than twice the farthest of those two,
+        is not a finding."""
+        spread = 0.0
+        for variant in ("ref-kernels", "xnnpack"):
+            try:
+                out = self.stock.run(data, None, threads=threads, stock=variant)
+            except EngineDied:  # that variant's own crash: it says nothing here
+                continue
+            if out[0] != "ok":
+                continue
+            if variant == "ref-kernels" and max_error(out[1], got) <= TOL:
+                return "matches-reference-kernels"
+            spread = max(spread, max_error(ref, out[1]))
+        return "within-stock-spread" if err <= 2 * spread else None
 
     def _flex_died(self, data: bytes, stock, threads: int, report: str) -> str:
         if stock[0] == "refused" and stock[2] == "build":
@@ -151,11 +168,10 @@ class GraphTarget:
             # Stock itself answers otherwise in the other process: it reads memory nothing
             # wrote (e.g. a kernel reinterpreting a type-mismatched tensor).
             return self._count("stock-nondeterministic", *reasons)
-        if not err <= TOL and self._matches_reference_kernels(ref_data, got, threads):
-            # Stock's optimized and reference kernels disagree (e.g. how a clamp treats NaN,
-            # a TRANSPOSE_CONV whose output shape its stride does not give) and flexdelegate
-            # answers as the reference kernels, the ops' definitions, do.
-            return self._count("matches-reference-kernels", *reasons)
+        if not err <= TOL:
+            outcome = self._judged_next_to_stock_variants(ref_data, ref, got, err, threads)
+            if outcome:
+                return self._count(outcome, *reasons)
         if not err <= TOL:
             raise Finding(f"flexdelegate answers differently from stock: max_error {err:.3g} "
                           f"(stats: fallback {flex[2]['fallback']}, {flex[2]['nodes_delegated']} of "

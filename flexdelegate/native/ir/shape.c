@@ -156,12 +156,20 @@ const char *fx_infer_same(fx_graph *g, fx_node *n) {
   return NULL;
 }
 
+/* A layer's optional bias (input `at`) must be 1-D with one value per output channel, as
+ * stock checks at prepare; the kernels read exactly cout values. */
+static const char *check_bias(fx_graph *g, const fx_node *n, int at, int cout) {
+  if (n->n_in <= at || n->in[at] < 0) return NULL;
+  const fx_shape *b = &T(g, n->in[at])->shape;
+  return b->rank == 1 && b->d[0] == cout ? NULL : "bias size != output channels";
+}
+
 const char *fx_infer_conv(fx_graph *g, fx_node *n) {
   const fx_shape *x = X_SHAPE, *f = &T(g, n->in[1])->shape;
   const char *e;
   if (f->rank != 4) return "filter must be 4-D";
   if (f->d[3] != x->d[3]) return "grouped convolution (filter depth != input depth)";
-  if ((e = infer_window(g, n, x, f->d[1], f->d[2], f->d[0]))) return e;
+  if ((e = check_bias(g, n, 2, f->d[0])) || (e = infer_window(g, n, x, f->d[1], f->d[2], f->d[0]))) return e;
   if (n->n_in > 3 && n->in[3] >= 0 && !fx_shape_equal(&T(g, n->in[3])->shape, Y_SHAPE))
     return "resized inputs give the residual ADD fused into this conv operands of different shapes";
   return NULL;
@@ -171,7 +179,8 @@ const char *fx_infer_depthwise(fx_graph *g, fx_node *n) {
   const fx_shape *x = X_SHAPE, *f = &T(g, n->in[1])->shape;
   if (f->rank != 4 || f->d[0] != 1) return "filter must be [1, kh, kw, C]";
   if (x->rank == 4 && f->d[3] != x->d[3] * n->p.conv.mult) return "filter depth != input depth x multiplier";
-  return infer_window(g, n, x, f->d[1], f->d[2], f->d[3]);
+  const char *e = check_bias(g, n, 2, f->d[3]);
+  return e ? e : infer_window(g, n, x, f->d[1], f->d[2], f->d[3]);
 }
 
 const char *fx_infer_pool(fx_graph *g, fx_node *n) {
@@ -196,6 +205,7 @@ const char *fx_infer_transpose_conv(fx_graph *g, fx_node *n) {
   fx_same_valid(n->p.conv.same, v[2], f->d[2], n->p.conv.stride_w, 1, &iw, &pad);
   if (ih != xs->d[1] || iw != xs->d[2]) return "output_shape is not what the stride and padding give";
   if (f->d[3] != xs->d[3] || v[3] != f->d[0] || v[0] != xs->d[0]) return "shape mismatch";
+  if ((e = check_bias(g, n, 3, f->d[0]))) return e;
   *Y_SHAPE = (fx_shape){4, {v[0], v[1], v[2], v[3]}};
   n->p.conv.kh = f->d[1];
   n->p.conv.kw = f->d[2];
@@ -206,6 +216,8 @@ const char *fx_infer_fc(fx_graph *g, fx_node *n) {
   const fx_shape *x = X_SHAPE, *w = &T(g, n->in[1])->shape;
   fx_shape *y = Y_SHAPE;
   if (w->rank != 2) return "weights must be 2-D";
+  const char *e = check_bias(g, n, 2, w->d[0]);
+  if (e) return e;
   int k = w->d[1];
   size_t total = fx_shape_numel(x);
   if (k == 0 || total % (size_t)k) return "input size is not a multiple of the weights' depth";
