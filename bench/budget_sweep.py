@@ -33,7 +33,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from build_models import model_dir  # noqa: E402
 
 BUDGETS = {"mobilenet_v2": [5, 12, 14, 16, 20, 0], "resnet152": [12, 35, 60, 100, 200, 400, 600, 0],
-           "vgg19": [20, 60, 100, 200, 400, 600, 1000, 0], "resnet50": [20, 25, 40, 60, 100, 0]}
+           "vgg19": [20, 60, 100, 200, 400, 600, 1000, 0], "resnet50": [20, 25, 40, 60, 100, 0],
+           # int8 (full-integer, bench/build_models.py): minimum (AVX2), 2x it, the 10 MB
+           "resnet50_int8": [5.38, 10, 20, 0], "mobilenet_v2_int8": [4.52, 9.04, 0]}
 
 # FlexNN (MobiCom 2024) as published: the budgets it evaluates each model at (MB) and its
 # headline, ResNet-152 with -93.81 % peak memory for +3.64 % latency (at its smallest budget).

@@ -68,3 +68,84 @@ def winograd_model(seed=0, size=40, cin=16, cout=192) -> bytes:
                      b.const(np.zeros(cin, np.float32))], [y], padding="VALID", stride_w=1, stride_h=1)
     b.output(y)
     return b.build()
+
+
+def _q8_layers(seed):
+    """A QModel and its layer(op, x, (scale, zp) of x, weight shape, channel axis, output shape,
+    per_channel, **options) -> (y, (scale, zp) of y): random int8 weights and int32 bias, output
+    scales that keep the accumulators' spread at a few dozen steps, so outputs span the int8
+    range rather than saturate (a wrong channel shows)."""
+    from qopcheck import Q, QModel  # tests/ is on the path wherever budgetcheck is imported
+
+    rng = np.random.default_rng(seed)
+    m = QModel()
+
+    def layer(op, x, xq, wshape, axis, out_shape, per_channel=True, **opts):
+        cout, k = wshape[axis], int(np.prod(wshape)) // wshape[axis]
+        scales = 0.01 * rng.uniform(0.5, 1.5, cout if per_channel else 1)
+        zeros = (0,) * len(scales)
+        w = m.const(rng.integers(-127, 128, wshape).astype(np.int8),
+                    Q(np.int8, tuple(float(s) for s in scales), zeros, axis))
+        b = m.const(rng.integers(-2000, 2000, cout).astype(np.int32),
+                    Q(np.int32, tuple(float(xq[0] * s) for s in scales), zeros, 0))
+        # |x - zp| ~ 50 and |w| ~ 73 rms: an accumulator spread of ~40 output steps
+        yq = (float(xq[0] * 0.01 * 50 * 73 * np.sqrt(k) / 40), int(rng.integers(-20, 20)))
+        y = m.tensor(out_shape, Q(np.int8, *yq))
+        m.op(op, [x, w, b], [y], **opts)
+        return y, yq
+
+    return m, layer
+
+
+def q8_heavy_model(seed=0, fc=1024, size=16, c=32) -> bytes:
+    """The int8 heavy_model (full-integer, int8 in and out; per-channel weight scales on the
+    convolutions, per-tensor on FC as the converter makes them): CONV 3x3 (RELU) -> DEPTHWISE 3x3
+    stride 2 -> CONV 1x1 -> RESHAPE -> FC(fc) (RELU) -> FC(fc) -> FC(10): ~2 x fc^2 bytes of
+    weights. Output scales keep the accumulators' spread at a few dozen steps, so outputs span
+    the int8 range rather than saturate (a wrong channel shows)."""
+    from qopcheck import Q
+
+    m, layer = _q8_layers(seed)
+    xq = (0.05, -3)
+    x = m.input((1, size, size, 3), Q(np.int8, *xq))
+    h, hq = layer("CONV_2D", x, xq, (c, 3, 3, 3), 0, (1, size, size, c), padding="SAME", stride_w=1, stride_h=1,
+                  fused_activation_function="RELU")
+    half = size // 2
+    h, hq = layer("DEPTHWISE_CONV_2D", h, hq, (1, 3, 3, c), 3, (1, half, half, c), padding="SAME", stride_w=2,
+                  stride_h=2, depth_multiplier=1)
+    h, hq = layer("CONV_2D", h, hq, (c, 1, 1, c), 0, (1, half, half, c), padding="VALID", stride_w=1, stride_h=1)
+    flat_n = half * half * c
+    flat = m.tensor((1, flat_n), Q(np.int8, *hq))
+    m.op("RESHAPE", [h, m.const(np.array([1, flat_n], np.int32))], [flat], new_shape=[1, flat_n])
+    prev, prev_q, prev_n, outs = flat, hq, flat_n, []
+    for i, n in enumerate((fc, fc, 10)):
+        prev, prev_q = layer("FULLY_CONNECTED", prev, prev_q, (n, prev_n), 0, (1, n), per_channel=False,
+                             fused_activation_function="RELU" if i < 2 else "NONE")
+        prev_n = n
+        outs.append(prev)
+    return m.build(*outs[1:])  # the second FC's too: its channels are the ones sliced most
+
+
+def q8_conv_model(seed=0, size=8, c=256) -> bytes:
+    """int8 convolutions whose weights dwarf their activations, one per driver path: CONV 3x3 on
+    3 channels (im2col rows) -> CONV 3x3 c (IGEMM) -> CONV 3x3 stride 2 -> CONV 1x1 (pointwise
+    GEMM) -> DEPTHWISE 3x3 -> RESHAPE to (pixels, c) -> FC(c) over those rows. Both the last CONV's
+    and the FC's outputs are model outputs."""
+    from qopcheck import Q
+
+    m, layer = _q8_layers(seed)
+    xq = (0.05, 1)
+    x = m.input((1, size, size, 3), Q(np.int8, *xq))
+    h, hq = layer("CONV_2D", x, xq, (c // 4, 3, 3, 3), 0, (1, size, size, c // 4), padding="SAME", stride_w=1,
+                  stride_h=1, fused_activation_function="RELU6")
+    h, hq = layer("CONV_2D", h, hq, (c, 3, 3, c // 4), 0, (1, size, size, c), padding="SAME", stride_w=1, stride_h=1,
+                  fused_activation_function="RELU")
+    half = size // 2
+    h, hq = layer("CONV_2D", h, hq, (c, 3, 3, c), 0, (1, half, half, c), padding="SAME", stride_w=2, stride_h=2)
+    conv, hq = layer("CONV_2D", h, hq, (c, 1, 1, c), 0, (1, half, half, c), padding="VALID", stride_w=1, stride_h=1)
+    h, hq = layer("DEPTHWISE_CONV_2D", conv, hq, (1, 3, 3, c), 3, (1, half, half, c), padding="SAME", stride_w=1,
+                  stride_h=1, depth_multiplier=1)
+    rows = m.tensor((half * half, c), Q(np.int8, *hq))
+    m.op("RESHAPE", [h, m.const(np.array([half * half, c], np.int32))], [rows], new_shape=[half * half, c])
+    fc, _ = layer("FULLY_CONNECTED", rows, hq, (c, c), 0, (half * half, c), per_channel=False)
+    return m.build(conv, fc)

@@ -36,7 +36,10 @@ def models():
 
 # ------------------------------------------------------------------------------- worker
 
-def worker(path: str, log: str, deadline: float, seed: int, budget: float) -> None:
+def worker(path: str, log: str, deadline: float, seed: int, budget: float, final: bool = False) -> None:
+    """final: one unbudgeted load of every model (each load checks its blobs and repairs the
+    file), the last act before `cache verify`; a random one would leave the other model's
+    damaged blobs in the file."""
     from flexdelegate import load_flex
     from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
     rng = random.Random(seed)
@@ -52,10 +55,10 @@ def worker(path: str, log: str, deadline: float, seed: int, budget: float) -> No
             err = max_error(ref, got)
             out.write(json.dumps({"kind": kind, "ok": err <= 1e-4, "err": err, "what": what}) + "\n")
 
-        while True:  # at least one round, even when started past the deadline (the final load)
-            name = rng.choice(sorted(nets))
+        for round_ in range(1 << 30):
+            name = sorted(nets)[round_] if final else rng.choice(sorted(nets))
             opts = {"cache_path": path, "num_threads": rng.choice([1, 2])}
-            if name == "heavy" and rng.random() < 0.5:
+            if name == "heavy" and not final and rng.random() < 0.5:
                 opts["budget"] = budget
             stage, lit = f"load {json.dumps(opts)}", None
             try:
@@ -71,7 +74,7 @@ def worker(path: str, log: str, deadline: float, seed: int, budget: float) -> No
                 out.write(json.dumps({"kind": "refused", "ok": False,
                                       "what": f"{stage}: {type(e).__name__}: {str(e)[:200]}"}) + "\n")
                 live = [entry for entry in live if entry[1] is not lit]  # a failed one is dropped
-            if time.time() >= deadline:
+            if (round_ + 1 == len(nets)) if final else time.time() >= deadline:
                 break
 
 
@@ -155,8 +158,7 @@ def chaos(directory: Path, seconds: float, workers: int = 3, seed: int = 0) -> d
             crashes.append(_crash(logs[i], p.returncode))
     vandal_proc.wait(timeout=60)
     # One last load rebuilds whatever the vandal left; then the file must verify.
-    final = subprocess.run([sys.executable, __file__, "--worker", path, str(directory / "final.jsonl"), "0", "0",
-                            str(budget)], env=dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{HERE}"), cwd=ROOT,
+    final = subprocess.run([sys.executable, __file__, "--final", path, str(directory / "final.jsonl")], env=dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{HERE}"), cwd=ROOT,
                            capture_output=True, text=True)
     verify = subprocess.run([sys.executable, "-m", "flexdelegate", "cache", "verify", path], cwd=ROOT,
                             capture_output=True, text=True)
@@ -198,6 +200,9 @@ def main(argv) -> int:
     if argv[0] == "--worker":
         path, log, deadline, seed, budget = argv[1:6]
         worker(path, log, float(deadline), int(seed), float(budget))
+        return 0
+    if argv[0] == "--final":
+        worker(argv[1], argv[2], 0, 0, 0, final=True)
         return 0
     if argv[0] == "--vandal":
         path, log, deadline, seed = argv[1:5]

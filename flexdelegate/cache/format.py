@@ -1,4 +1,4 @@
-"""Reader, validator and reference writer for the packed-weight cache file (FORMAT.md, v2).
+"""Reader, validator and reference writer for the packed-weight cache file (FORMAT.md, v3).
 
 `read_cache` accepts exactly what a loader accepts (FORMAT.md "Validity"); anything else,
 including hostile bytes, raises `CacheError` and nothing else. `verify_blobs` adds the checks
@@ -15,27 +15,28 @@ import struct
 from dataclasses import dataclass, field, replace
 
 from .. import __version__
-from .._native import hash64
+from .._native import hash64, lib
 
 MAGIC = b"FLXCACHE"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 HEADER_SIZE = 256
 PAGE = 4096  # blobs start on page boundaries so each maps and drops independently
 ENTRY_SIZE = 64
-MODEL_SIZE = 64
+MODEL_SIZE = 80
 KEY_SIZE = 32
-RESERVED_AT = 168  # header bytes [168, 248) are reserved (zero)
+RESERVED_AT = 184  # header bytes [184, 248) are reserved (zero)
+PATH_MAX = lib.FLEX_CACHE_PATH_MAX  # a recorded model path's bytes, NUL included (flex_api.h)
 PRODUCER_SIZE = 64
 U32, U64 = (1 << 32) - 1, (1 << 64) - 1
 
 # magic, version, header_size, file_size, index_offset, index_count, index_checksum,
 # models_offset, models_count, models_checksum, blob_bytes, dedup_saved_bytes, producer,
-# keys_offset, keys_count, reserved, header_checksum
-_HEADER = struct.Struct("<8sIIQQQQQQQQQ64sQQ80sQ")
+# keys_offset, keys_count, paths_offset, paths_bytes, reserved, header_checksum
+_HEADER = struct.Struct("<8sIIQQQQQQQQQ64sQQQQ64sQ")
 # key_hi, key_lo, algo, layout_version, offset, size, checksum, reserved
 _ENTRY = struct.Struct("<QQIIQQQ16s")
-# fingerprint, dev, ino, size, mtime_ns, ctime_ns, first_key, n_keys, machine
-_MODEL = struct.Struct("<QQQQqqQII")
+# fingerprint, dev, ino, size, mtime_ns, ctime_ns, first_key, n_keys, machine, path_offset, path_len, reserved
+_MODEL = struct.Struct("<QQQQqqQIIQII")
 # key_hi, key_lo, algo, layout_version, size
 _KEY = struct.Struct("<QQIIQ")
 assert _HEADER.size == HEADER_SIZE and _ENTRY.size == ENTRY_SIZE
@@ -75,7 +76,8 @@ class Entry:
 @dataclass(frozen=True)
 class ModelRecord:
     """A load the file served: fingerprint, the model file's identity (dev = ino = 0 when not
-    recorded) and the keys it asked for, in order (FORMAT.md "Model records")."""
+    known; see `identified`), the keys it asked for, in order, and the model file's path as that load saw it
+    ("" when unknown; a str, os.fsdecode of the bytes) (FORMAT.md "Model records")."""
     fingerprint: int
     dev: int = 0
     ino: int = 0
@@ -84,10 +86,18 @@ class ModelRecord:
     ctime_ns: int = 0
     machine: int = 0
     keys: tuple = ()  # ((key_hi, key_lo, algo, layout_version, size), ...)
+    path: str = ""
 
     @property
     def order(self) -> tuple[int, int, int]:
         return (self.fingerprint, self.dev, self.ino)
+
+    @property
+    def identified(self) -> bool:
+        """The record holds which version of the model file it was (its times): a load of that
+        very file replays it. Without (times 0: written within 2 s of a change to the file, or
+        no file at all), dev and ino at most say which file it is about."""
+        return bool(self.mtime_ns or self.ctime_ns)
 
 
 @dataclass
@@ -108,6 +118,8 @@ class CacheFile:
     header_checksum: int
     keys_offset: int = 0
     keys_count: int = 0
+    paths_offset: int = 0
+    paths_bytes: int = 0
     entries: list[Entry] = field(default_factory=list)
     models: list[ModelRecord] = field(default_factory=list)
 
@@ -180,7 +192,7 @@ def _parse(fd: int, path) -> CacheFile:
     raw = _pread(fd, HEADER_SIZE, 0, path, "header")
     (magic, version, header_size, file_size, index_offset, index_count, index_checksum,
      models_offset, models_count, models_checksum, blob_bytes, dedup, producer, keys_offset,
-     keys_count, _reserved, header_checksum) = _HEADER.unpack(raw)
+     keys_count, paths_offset, paths_bytes, _reserved, header_checksum) = _HEADER.unpack(raw)
 
     # Header first: until its checksum matches, no other field is worth reporting.
     if magic != MAGIC:
@@ -207,24 +219,35 @@ def _parse(fd: int, path) -> CacheFile:
     if keys_offset != models_end:
         raise bad(f"keys_offset {keys_offset} does not follow the model records (expected {models_end})")
     keys_end = keys_offset + KEY_SIZE * keys_count
-    if keys_end != file_size:
+    if keys_end > file_size:
         raise bad(f"model records and keys [{models_offset}, {keys_end}) ({models_count} records, "
-                  f"{keys_count} keys) do not end at the end of the file ({file_size} bytes)")
+                  f"{keys_count} keys) run past the end of the file ({file_size} bytes)")
+    if paths_offset != keys_end:
+        raise bad(f"paths_offset {paths_offset} does not follow the keys (expected {keys_end})")
+    if paths_offset + paths_bytes != file_size:
+        raise bad(f"model paths [{paths_offset}, {paths_offset + paths_bytes}) do not end at the end "
+                  f"of the file ({file_size} bytes)")
     index_raw = _pread(fd, index_end - index_offset, index_offset, path, "index")
     if problem := _mismatch("index", index_checksum, index_raw):
         raise bad(problem)
-    models_raw = _pread(fd, keys_end - models_offset, models_offset, path, "model table")
+    models_raw = _pread(fd, file_size - models_offset, models_offset, path, "model table")
     if problem := _mismatch("model table", models_checksum, models_raw):
         raise bad(problem)
 
-    keys_raw = models_raw[MODEL_SIZE * models_count:]
+    keys_raw = models_raw[MODEL_SIZE * models_count:keys_end - models_offset]
+    paths_raw = models_raw[keys_end - models_offset:]
     all_keys = [_KEY.unpack_from(keys_raw, i * KEY_SIZE) for i in range(keys_count)]
     models = []
     for i in range(models_count):
-        fp, dev, ino, size, mtime, ctime, first, n, machine = _MODEL.unpack_from(models_raw, i * MODEL_SIZE)
+        (fp, dev, ino, size, mtime, ctime, first, n, machine, path_at, path_len,
+         _) = _MODEL.unpack_from(models_raw, i * MODEL_SIZE)
         if first > keys_count or n > keys_count - first:
             raise bad(f"model record {i} keys [{first}, {first + n}) outside the {keys_count} keys")
-        models.append(ModelRecord(fp, dev, ino, size, mtime, ctime, machine, tuple(all_keys[first:first + n])))
+        if problem := _path_problem(paths_raw, path_at, path_len):
+            raise bad(f"model record {i} {problem}")
+        model_path = os.fsdecode(paths_raw[path_at:path_at + path_len])
+        models.append(ModelRecord(fp, dev, ino, size, mtime, ctime, machine, tuple(all_keys[first:first + n]),
+                                  model_path))
         if i and models[i].order <= models[i - 1].order:
             raise bad(f"model records not strictly increasing by (fingerprint, dev, ino) at record {i}")
     entries = [Entry(*_ENTRY.unpack_from(index_raw, i * ENTRY_SIZE)[:7]) for i in range(index_count)]
@@ -254,7 +277,25 @@ def _parse(fd: int, path) -> CacheFile:
         blob_bytes=blob_bytes, dedup_saved_bytes=dedup,
         producer=producer.split(b"\0", 1)[0].decode("utf-8", "replace"),
         header_checksum=header_checksum, keys_offset=keys_offset, keys_count=keys_count,
-        entries=entries, models=models)
+        paths_offset=paths_offset, paths_bytes=paths_bytes, entries=entries, models=models)
+
+
+def _path_problem(paths: bytes, at: int, length: int) -> str | None:
+    """Why a record's path reference is unsound (FORMAT.md "Validity"), the C loader's rules
+    (store/cache_file.c check_path), or None."""
+    if not length:
+        return f"path offset {at} without a path" if at else None
+    if length >= PATH_MAX:
+        return f"path of {length} bytes (at most {PATH_MAX - 1})"
+    if at >= len(paths) or length >= len(paths) - at:
+        return f"path [{at}, {at + length}] outside the {len(paths)} bytes of paths"
+    if paths[at + length] != 0:
+        return f"path at {at} is not NUL-terminated after {length} bytes"
+    if 0 in paths[at:at + length]:
+        return f"path at {at} holds a NUL"
+    if paths[at] != ord("/"):
+        return f"path at {at} is not absolute"
+    return None
 
 
 def _fmt_key(e: Entry) -> str:
@@ -298,6 +339,11 @@ def verify_blobs(path) -> list[str]:
                if index[i * ENTRY_SIZE + 48:(i + 1) * ENTRY_SIZE].strip(b"\0")]
         if bad:
             problems.append(f"{path}: reserved bytes of index entries {bad[:10]} are not zero")
+        records = _pread(fd, MODEL_SIZE * cf.models_count, cf.models_offset, path, "model records")
+        bad = [i for i in range(cf.models_count)
+               if records[(i + 1) * MODEL_SIZE - 4:(i + 1) * MODEL_SIZE].strip(b"\0")]
+        if bad:
+            problems.append(f"{path}: reserved bytes of model records {bad[:10]} are not zero")
         return problems
     finally:
         os.close(fd)
@@ -375,6 +421,12 @@ def _record(m) -> ModelRecord:
         _check_int(v, limit, f"model record {what}")
     _check_i64(rec.mtime_ns, "model record mtime_ns")
     _check_i64(rec.ctime_ns, "model record ctime_ns")
+    if not isinstance(rec.path, str):
+        raise ValueError(f"write_cache: model record path must be a str, got {rec.path!r}")
+    raw = os.fsencode(rec.path)
+    if raw and (not raw.startswith(b"/") or b"\0" in raw or len(raw) >= PATH_MAX):
+        raise ValueError(f"write_cache: model record path must be absolute, without NUL, "
+                         f"under {PATH_MAX} bytes, got {rec.path!r}")
     try:
         keys = list(rec.keys)
     except TypeError:
@@ -414,18 +466,22 @@ def build_cache(blobs, models, producer: str | None = None, dedup_saved_bytes: i
     index_offset = len(out)
     index = b"".join(_ENTRY.pack(*e) for e in entries)
     records = sorted({r.order: r for r in map(_record, models)}.values(), key=lambda r: r.order)
-    keys, table = [], b""
+    keys, table, paths = [], b"", b""
     for r in records:
+        raw = os.fsencode(r.path)
         table += _MODEL.pack(r.fingerprint, r.dev, r.ino, r.size, r.mtime_ns, r.ctime_ns, len(keys),
-                             len(r.keys), r.machine)
+                             len(r.keys), r.machine, len(paths) if raw else 0, len(raw), 0)
         keys += list(r.keys)
-    table += b"".join(_KEY.pack(*k) for k in keys)
+        paths += raw + b"\0" if raw else b""
+    table += b"".join(_KEY.pack(*k) for k in keys) + paths
     out += index + table
     models_offset = index_offset + len(index)
+    keys_offset = models_offset + MODEL_SIZE * len(records)
     header = _HEADER.pack(
         MAGIC, FORMAT_VERSION, HEADER_SIZE, len(out), index_offset, len(entries), hash64(index),
         models_offset, len(records), hash64(table), sum(e[5] for e in entries),
-        dedup_saved_bytes, producer_raw, models_offset + MODEL_SIZE * len(records), len(keys), b"", 0)
+        dedup_saved_bytes, producer_raw, keys_offset, len(keys), keys_offset + KEY_SIZE * len(keys), len(paths),
+        b"", 0)
     out[:HEADER_SIZE - 8] = header[:HEADER_SIZE - 8]
     out[HEADER_SIZE - 8:HEADER_SIZE] = struct.pack("<Q", hash64(header[:HEADER_SIZE - 8]))
     return bytes(out)

@@ -26,13 +26,35 @@ def algo_name(algo: int) -> str:
     return f"unknown algorithm {algo:#x}"
 
 
+def model_status(m) -> str:
+    """Whether the model file a record names is still there as recorded: "present" (same
+    identity: a load replays its record), "changed" (another file or contents at that path),
+    "gone", "unverified" (there, but the record holds no identity to compare: written within
+    2 s of a change to the model), "inaccessible" (cannot stat it), "unknown" (no path)."""
+    if not m.path:
+        return "unknown"
+    try:
+        st = os.stat(m.path)
+    except (FileNotFoundError, NotADirectoryError):
+        return "gone"
+    except OSError:
+        return "inaccessible"
+    if not m.identified:
+        return "unverified"
+    now = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return "present" if now == (m.dev, m.ino, m.size, m.mtime_ns, m.ctime_ns) else "changed"
+
+
 def info(path) -> dict:
-    """Summary figures of a valid cache file (raises CacheError otherwise). models: the loads it
-    served from a model file it could identify: that file's size and modification time as last
-    seen (the file records no path), and how many blobs it asked for."""
+    """Summary figures of a valid cache file (raises CacheError otherwise). models: one per
+    load record: the model file's path as last seen (None: unknown), whether it is still
+    there (model_status), its size and modification time as recorded (None when the record
+    holds no file identity), and how many weights the load asked for."""
     cf = read_cache(path)
-    models = [{"fingerprint": f"{m.fingerprint:016x}", "size_bytes": m.size, "mtime_ns": m.mtime_ns,
-               "blobs": len(m.keys)} for m in cf.models if m.dev or m.ino]
+    models = [{"fingerprint": f"{m.fingerprint:016x}", "path": m.path or None, "status": model_status(m),
+               "size_bytes": m.size if m.identified else None,
+               "mtime_ns": m.mtime_ns if m.identified else None, "weights": len(m.keys)}
+              for m in cf.models]
     return {
         "format_version": cf.format_version,
         "producer": cf.producer,

@@ -15,7 +15,8 @@ def main(argv=None) -> int:
     path that is not a regular file; errors are one line on stderr, never a traceback."""
     ap = argparse.ArgumentParser(prog="flexdelegate cache", description=main.__doc__)
     sub = ap.add_subparsers(dest="action", required=True, metavar="ACTION")
-    p = sub.add_parser("info", help="header figures of a cache file")
+    p = sub.add_parser("info", help="header figures of a cache file and the models it serves "
+                                     "(path as last seen: present, changed or gone)")
     p.add_argument("file", help="a .fxc cache file")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p = sub.add_parser("verify", help="validate a cache file and every blob checksum")
@@ -26,6 +27,18 @@ def main(argv=None) -> int:
                    help="directory of .fxc files (default: $XDG_CACHE_HOME/flexdelegate, else ~/.cache/flexdelegate)")
     p.add_argument("--max-size", type=float, required=True, metavar="MB", help="MiB to keep")
     return run_command("flexdelegate cache", lambda: _run(ap.parse_args(argv)))  # usage errors: exit 2
+
+
+def _model_line(m: dict) -> str:
+    """One record of `cache info`: where the model was, whether it still is, what it holds."""
+    if m["path"] is None:
+        return f"unknown path: {m['weights']} weights (model {m['fingerprint']})"
+    if m["size_bytes"] is None:
+        recorded = "size not recorded"
+    else:
+        seen = time.strftime("%Y-%m-%d %H:%M", time.localtime(m["mtime_ns"] / 1e9))
+        recorded = f"{size(m['size_bytes'])}, modified {seen}"
+    return f"{m['path']}: {m['status']}, {recorded}, {m['weights']} weights"
 
 
 def _run(args) -> int:
@@ -45,10 +58,9 @@ def _run(args) -> int:
             print(f"models served:     {figures['models_served']}")
             print(f"dedup saved:       {size(figures['dedup_saved_bytes'])}")
             print(f"packing algos:     {algos}")
+            print("models (path as last seen):" if figures["models"] else "models:            none recorded")
             for m in figures["models"]:
-                seen = time.strftime("%Y-%m-%d %H:%M", time.localtime(m["mtime_ns"] / 1e9))
-                print(f"  model {m['fingerprint']}: a {size(m['size_bytes'])} file modified {seen}, "
-                      f"{m['blobs']} blobs")
+                print(f"  {_model_line(m)}")
             return 0
         if args.action == "verify":
             ok, problems = verify(args.file)

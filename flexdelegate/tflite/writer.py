@@ -306,11 +306,16 @@ def _write_buffer(fb, data):
     return _table(fb, S.BUFFER, [("data", "offset", fb.EndVector())])
 
 
+# Builtins whose TFLite kernels register no version 1 (BROADCAST_TO's version 1 was the
+# TensorFlow op run through Flex): the oldest version the builtin registration takes.
+_FIRST_VERSION = {S.BUILTIN_OPS["BROADCAST_TO"]: 2}
+
+
 def _write_opcode(fb, code):
     return _table(fb, S.OPERATOR_CODE, [
         ("deprecated_builtin_code", "int8",
          min(code, S.PLACEHOLDER_FOR_GREATER_OP_CODES)),
-        ("version", "int32", 1),
+        ("version", "int32", _FIRST_VERSION.get(code, 1)),
         ("builtin_code", "int32", code),
     ])
 

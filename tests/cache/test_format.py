@@ -1,4 +1,4 @@
-"""Cache file reader, validator and reference writer (flexdelegate/cache/FORMAT.md, version 2)."""
+"""Cache file reader, validator and reference writer (flexdelegate/cache/FORMAT.md, version 3)."""
 import os
 import stat
 import struct
@@ -8,7 +8,7 @@ import sys
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from flexdelegate._native import hash64
+from flexdelegate._native import cache_check, hash64
 from flexdelegate.cache import (CacheError, CacheOpenError, build_cache, read_cache,
                                 verify_blobs, write_cache)
 from flexdelegate.cache.format import (ENTRY_SIZE, FORMAT_VERSION, HEADER_SIZE, KEY_SIZE, MODEL_SIZE,
@@ -23,7 +23,7 @@ BLOBS = [
 KEYS = tuple((*b[:4], len(b[4])) for b in BLOBS)  # what one load asked for, in its order
 # A load of a model file with a recorded identity (negative mtime: the field is signed).
 REC = ModelRecord(0xDEADBEEF, dev=0x803, ino=123456, size=98765, mtime_ns=-5,
-                  ctime_ns=1_700_000_000_123_456_789, machine=0x20008, keys=KEYS)
+                  ctime_ns=1_700_000_000_123_456_789, machine=0x20008, keys=KEYS, path="/models/net.tflite")
 MODELS = [0xDEADBEEF, 5, 0xDEADBEEF, REC]  # bare fingerprints: records without identity or keys
 
 
@@ -41,17 +41,19 @@ HEADER_FIELDS = {  # name: (offset, struct format)
     "index_offset": (24, "Q"), "index_count": (32, "Q"), "index_checksum": (40, "Q"),
     "models_offset": (48, "Q"), "models_count": (56, "Q"), "models_checksum": (64, "Q"),
     "blob_bytes": (72, "Q"), "dedup": (80, "Q"), "producer": (88, "64s"),
-    "keys_offset": (152, "Q"), "keys_count": (160, "Q"), "reserved": (168, "80s"),
+    "keys_offset": (152, "Q"), "keys_count": (160, "Q"), "paths_offset": (168, "Q"), "paths_bytes": (176, "Q"),
+    "reserved": (184, "64s"),
 }
 ENTRY = struct.Struct("<QQIIQQQ16s")   # key_hi key_lo algo layout offset size checksum zero
-RECORD = struct.Struct("<QQQQqqQII")   # fingerprint dev ino size mtime ctime first_key n_keys machine
+# fingerprint dev ino size mtime ctime first_key n_keys machine path_offset path_len zero
+RECORD = struct.Struct("<QQQQqqQIIQII")
 KEY = struct.Struct("<QQIIQ")          # key_hi key_lo algo layout size
 
 
 def test_layout_matches_format_md():
-    assert (HEADER_SIZE, ENTRY_SIZE, MODEL_SIZE, KEY_SIZE, PAGE) == (256, 64, 64, 32, 4096)
-    assert (FORMAT_VERSION, RESERVED_AT) == (2, 168)
-    assert (ENTRY.size, RECORD.size, KEY.size) == (64, 64, 32)
+    assert (HEADER_SIZE, ENTRY_SIZE, MODEL_SIZE, KEY_SIZE, PAGE) == (256, 64, 80, 32, 4096)
+    assert (FORMAT_VERSION, RESERVED_AT) == (3, 184)
+    assert (ENTRY.size, RECORD.size, KEY.size) == (64, 80, 32)
     ends = sorted((o, o + struct.calcsize("<" + f)) for o, f in HEADER_FIELDS.values())
     assert all(a[1] == b[0] for a, b in zip(ends, ends[1:])) and ends[-1][1] == 248  # then the checksum
 
@@ -66,16 +68,18 @@ def pack_header(fix=True, **fields) -> bytes:
 
 
 def record(m):
-    """A raw record tuple: m itself, or a bare fingerprint (no identity, no keys)."""
-    return (m, 0, 0, 0, 0, 0, 0, 0, 0) if isinstance(m, int) else m
+    """A raw record tuple: a bare fingerprint (no identity, no keys, no path), or a tuple padded
+    with zeros to (fp, dev, ino, size, mtime, ctime, first_key, n_keys, machine, path_offset,
+    path_len, zero)."""
+    return record((m,)) if isinstance(m, int) else tuple(m) + (0,) * (12 - len(m))
 
 
-def forge(path, entries=(), models=(), blob_region=b"", keys=(), *, index_pad=0, tail=b"", fix=True,
-          **fields):
+def forge(path, entries=(), models=(), blob_region=b"", keys=(), *, index_pad=0, paths=b"", tail=b"",
+          fix=True, **fields):
     """Writes a file with arbitrary content but consistent checksums (unless a checksum field
     is overridden), to reach the checks behind them. entries: (hi, lo, algo, layout, off, size,
-    sum); models: fingerprints or raw records (fp, dev, ino, size, mtime, ctime, first_key,
-    n_keys, machine); keys: (hi, lo, algo, layout, size); tail: bytes after the key list."""
+    sum); models: fingerprints or raw records (see record()); keys: (hi, lo, algo, layout,
+    size); paths: the path strings section; tail: bytes after it that paths_bytes leaves out."""
     blob_region += bytes(-len(blob_region) % ENTRY_SIZE)  # index_offset is 64-aligned
     index = b"".join(ENTRY.pack(*e, b"") for e in entries)
     records = b"".join(RECORD.pack(*record(m)) for m in models)
@@ -83,16 +87,18 @@ def forge(path, entries=(), models=(), blob_region=b"", keys=(), *, index_pad=0,
     index_offset = PAGE + len(blob_region) + index_pad
     models_offset = index_offset + len(index)
     keys_offset = models_offset + len(records)
-    h = dict(magic=b"FLXCACHE", version=2, header_size=HEADER_SIZE,
-             file_size=keys_offset + len(key_list) + len(tail), index_offset=index_offset,
+    paths_offset = keys_offset + len(key_list)
+    h = dict(magic=b"FLXCACHE", version=3, header_size=HEADER_SIZE,
+             file_size=paths_offset + len(paths) + len(tail), index_offset=index_offset,
              index_count=len(entries), index_checksum=hash64(index),
              models_offset=models_offset, models_count=len(models),
-             models_checksum=hash64(records + key_list + tail),
+             models_checksum=hash64(records + key_list + paths + tail),
              blob_bytes=sum(e[5] for e in entries) % (1 << 64), dedup=0, producer=b"forged",
-             keys_offset=keys_offset, keys_count=len(keys), reserved=b"")
+             keys_offset=keys_offset, keys_count=len(keys), paths_offset=paths_offset, paths_bytes=len(paths),
+             reserved=b"")
     h.update(fields)
     data = (pack_header(fix, **h) + bytes(PAGE - HEADER_SIZE) + blob_region + bytes(index_pad) + index
-            + records + key_list + tail)
+            + records + key_list + paths + tail)
     path.write_bytes(data)
     return path
 
@@ -105,7 +111,7 @@ def blob_entry(key, offset, data, algo=1, layout=1):
 
 def test_round_trip(valid):
     cf = read_cache(valid)
-    assert cf.format_version == 2 and cf.header_size == 256
+    assert cf.format_version == 3 and cf.header_size == 256
     assert cf.file_size == os.path.getsize(valid)
     assert cf.producer == "test producer"
     assert cf.dedup_saved_bytes == 4096
@@ -121,21 +127,23 @@ def test_round_trip(valid):
         assert e.layout_version == 3 and e.offset % PAGE == 0 and e.offset >= PAGE
         assert raw[e.offset:e.offset + e.size] == data and e.checksum == hash64(data)
     assert cf.index_offset % 64 == 0 and cf.models_offset == cf.index_offset + 64 * len(BLOBS)
-    assert cf.keys_offset == cf.models_offset + 64 * 3 and cf.keys_count == len(KEYS)
-    assert cf.file_size == cf.keys_offset + 32 * len(KEYS)
+    assert cf.keys_offset == cf.models_offset + 80 * 3 and cf.keys_count == len(KEYS)
+    assert cf.paths_offset == cf.keys_offset + 32 * len(KEYS) and cf.paths_bytes == len(REC.path) + 1
+    assert cf.file_size == cf.paths_offset + cf.paths_bytes
     assert verify_blobs(valid) == []
 
 
 def test_records_round_trip_byte_exact(valid):
-    """The records and keys are where FORMAT.md puts them, field by field."""
+    """The records, keys and paths are where FORMAT.md puts them, field by field."""
     cf, raw = read_cache(valid), valid.read_bytes()
-    assert raw[152:168] == struct.pack("<QQ", cf.keys_offset, cf.keys_count)
+    assert raw[152:184] == struct.pack("<QQQQ", cf.keys_offset, cf.keys_count, cf.paths_offset, cf.paths_bytes)
     assert raw[48:64] == struct.pack("<QQ", cf.models_offset, cf.models_count)
-    recs = [RECORD.unpack_from(raw, cf.models_offset + 64 * i) for i in range(cf.models_count)]
-    assert recs == [(5, 0, 0, 0, 0, 0, 0, 0, 0), (0xDEADBEEF, 0, 0, 0, 0, 0, 0, 0, 0),
-                    (0xDEADBEEF, 0x803, 123456, 98765, -5, 1_700_000_000_123_456_789, 0, 3, 0x20008)]
+    recs = [RECORD.unpack_from(raw, cf.models_offset + 80 * i) for i in range(cf.models_count)]
+    assert recs == [record(5), record(0xDEADBEEF),
+                    (0xDEADBEEF, 0x803, 123456, 98765, -5, 1_700_000_000_123_456_789, 0, 3, 0x20008, 0, 18, 0)]
     assert [KEY.unpack_from(raw, cf.keys_offset + 32 * i) for i in range(3)] == list(KEYS)
-    assert struct.unpack_from("<Q", raw, 64)[0] == hash64(raw[cf.models_offset:])  # records and keys
+    assert raw[cf.paths_offset:] == b"/models/net.tflite\0"
+    assert struct.unpack_from("<Q", raw, 64)[0] == hash64(raw[cf.models_offset:])  # records, keys, paths
 
 
 def test_model_records_round_trip_with_keys(tmp_path):
@@ -225,6 +233,10 @@ def test_empty_cache(tmp_path):
     ([], [ModelRecord(1, keys=7)], {}, "keys must be a sequence"),
     ([], [ModelRecord(1, keys=((1, 2, 1 << 32, 4, 5),))], {}, "key algo"),
     ([], [ModelRecord(1, keys=((1, 2, 3, 4, -5),))], {}, "key size"),
+    ([], [ModelRecord(1, path="m.tflite")], {}, "path must be absolute"),
+    ([], [ModelRecord(1, path="/a\0b")], {}, "path must be absolute"),
+    ([], [ModelRecord(1, path="/" + "a" * 4095)], {}, "under 4096 bytes"),
+    ([], [ModelRecord(1, path=b"/m.tflite")], {}, "path must be a str"),
     ([], [], {"producer": "x" * 64}, "producer"),
     ([], [], {"dedup_saved_bytes": -1}, "dedup_saved_bytes"),
 ])
@@ -293,8 +305,8 @@ def test_bad_magic(valid):
 
 
 @pytest.mark.parametrize("fields, match", [
-    ({"version": 1}, "unsupported format_version 1"),  # a version 1 file is rebuilt, not misread
-    ({"version": 3}, "unsupported format_version 3"),
+    ({"version": 2}, "unsupported format_version 2"),  # an older file is rebuilt, not misread
+    ({"version": 4}, "unsupported format_version 4"),
     ({"header_size": 512}, "header_size 512"),
     ({"file_size": PAGE + 1}, "file_size 4097 in header but the file has 4096 bytes"),
     ({"index_offset": PAGE + 8}, "index_offset 4104 must be a multiple of 64"),
@@ -302,15 +314,19 @@ def test_bad_magic(valid):
     ({"index_count": 1 << 63}, "runs past the end of the file"),
     ({"index_count": (1 << 64) - 1, "models_count": (1 << 64) - 1}, "runs past the end"),
     ({"models_offset": PAGE + 64}, "models_offset 4160 does not follow the index"),
-    ({"models_count": 1}, r"keys_offset 4096 does not follow the model records \(expected 4160\)"),
-    ({"models_count": 1, "keys_offset": PAGE + 64}, "do not end at the end of the file"),
-    # 64 × 2**58 wraps to 0 in u64 arithmetic: the chain must not look consistent.
-    ({"models_count": 1 << 58}, "keys_offset 4096 does not follow the model records"),
+    ({"models_count": 1}, r"keys_offset 4096 does not follow the model records \(expected 4176\)"),
+    ({"models_count": 1, "keys_offset": PAGE + 80}, "run past the end of the file"),
+    # 80 × 2**60 wraps to 0 in u64 arithmetic: the chain must not look consistent.
+    ({"models_count": 1 << 60}, "keys_offset 4096 does not follow the model records"),
     ({"keys_offset": PAGE + 32}, r"keys_offset 4128 does not follow the model records \(expected 4096\)"),
     ({"keys_offset": PAGE - 64}, "keys_offset 4032 does not follow"),
-    ({"keys_count": 1}, r"\[4096, 4128\) \(0 records, 1 keys\) do not end at the end of the file \(4096"),
-    ({"keys_count": (1 << 64) - 1}, "do not end at the end of the file"),
-    ({"keys_count": 1 << 59}, "do not end at the end of the file"),  # 32 × 2**59 wraps to 0
+    ({"keys_count": 1}, r"\[4096, 4128\) \(0 records, 1 keys\) run past the end of the file \(4096"),
+    ({"keys_count": (1 << 64) - 1}, "run past the end of the file"),
+    ({"keys_count": 1 << 59}, "run past the end of the file"),  # 32 × 2**59 wraps to 0
+    ({"paths_offset": PAGE + 1}, r"paths_offset 4097 does not follow the keys \(expected 4096\)"),
+    ({"paths_offset": 0}, "paths_offset 0 does not follow the keys"),
+    ({"paths_bytes": 1}, r"model paths \[4096, 4097\) do not end at the end of the file \(4096"),
+    ({"paths_bytes": (1 << 64) - 1}, "model paths .* do not end at the end of the file"),
     ({"index_checksum": 1}, "index checksum mismatch"),
     ({"models_checksum": 1}, "model table checksum mismatch"),
 ])
@@ -320,30 +336,32 @@ def test_bad_header_fields(tmp_path, fields, match):
         read_cache(path)
 
 
-def test_file_size_must_end_at_the_keys(tmp_path):
-    """file_size = keys_offset + 32 × keys_count: nothing may follow the key list, even bytes
-    the header's size and the model checksum account for."""
+def test_file_size_must_end_at_the_paths(tmp_path):
+    """file_size = paths_offset + paths_bytes: nothing may follow the paths, even bytes the
+    header's size and the model checksum account for."""
     for tail in (b"k" * 32, b"\0" * 64, b"r" * 64 + b"k" * 32):
-        with pytest.raises(CacheError, match=r"\(1 records, 1 keys\) do not end at the end of the file"):
+        with pytest.raises(CacheError, match=r"model paths \[\d+, \d+\) do not end at the end of the file"):
             read_cache(forge(tmp_path / "f.fxc", models=[(1, 0, 0, 0, 0, 0, 0, 1, 0)],
-                             keys=[(1, 2, 3, 4, 5)], tail=tail))
-    read_cache(forge(tmp_path / "f.fxc", models=[(1, 0, 0, 0, 0, 0, 0, 1, 0)], keys=[(1, 2, 3, 4, 5)]))
+                             keys=[(1, 2, 3, 4, 5)], paths=b"/m\0", tail=tail))
+    read_cache(forge(tmp_path / "f.fxc", models=[(1, 0, 0, 0, 0, 0, 0, 1, 0)], keys=[(1, 2, 3, 4, 5)],
+                     paths=b"/m\0"))
 
 
 def test_header_fields_are_where_format_md_says(valid):
-    """keys_offset@152 and keys_count@160 are read from there (not from the reserved area)."""
+    """keys_offset@152, keys_count@160, paths_offset@168 and paths_bytes@176 are read from there
+    (not from the reserved area)."""
     cf = read_cache(valid)
     raw = valid.read_bytes()
     for offset, value in ((152, cf.keys_offset + 32), (160, cf.keys_count + 1), (160, cf.keys_count - 1),
-                          (56, cf.models_count + 1)):
+                          (56, cf.models_count + 1), (168, cf.paths_offset + 1), (176, cf.paths_bytes - 1)):
         valid.write_bytes(raw)
         patch_header(valid, offset, struct.pack("<Q", value))
-        with pytest.raises(CacheError, match="keys_offset|do not end at the end of the file"):
+        with pytest.raises(CacheError, match="keys_offset|paths_offset|run past|do not end at the end of the file"):
             read_cache(valid)
     valid.write_bytes(raw)
     patch_header(valid, RESERVED_AT, b"\1")  # the first reserved byte: only verify notices
     assert read_cache(valid).keys_count == cf.keys_count
-    assert "reserved header bytes (168..248" in verify_blobs(valid)[0]
+    assert "reserved header bytes (184..248" in verify_blobs(valid)[0]
 
 
 def test_header_checksum(tmp_path, valid):
@@ -404,6 +422,50 @@ def test_record_key_ranges_may_share_and_be_empty(tmp_path):
     assert [m.keys for m in cf.models] == [tuple(K[:2]), tuple(K[1:]), (), tuple(K), (K[2],)]
 
 
+def prec(fp, at, length):
+    """A record without identity or keys whose path is paths[at:at + length]."""
+    return (fp, 0, 0, 0, 0, 0, 0, 0, 0, at, length, 0)
+
+
+LONG = b"/" + b"p" * 4094  # 4095 bytes: the longest path a record may hold
+
+
+@pytest.mark.parametrize("models, paths, match", [
+    ([prec(1, 3, 0)], b"/m\0", "path offset 3 without a path"),
+    ([prec(1, 0, 3)], b"/m\0", r"path \[0, 3\] outside the 3 bytes"),            # no room for its NUL
+    ([prec(1, 3, 1)], b"/m\0", "outside the 3 bytes"),                            # starts at the end
+    ([prec(1, (1 << 64) - 1, 2)], b"/m\0", "outside"),                           # no wrap-around
+    ([prec(1, 1, (1 << 32) - 1)], b"/m\0", "path of 4294967295 bytes"),
+    ([prec(1, 0, 1)], b"/m\0", "not NUL-terminated after 1 bytes"),               # unterminated
+    ([prec(1, 0, 4)], b"/a\0b\0", "holds a NUL"),
+    ([prec(1, 0, 1)], b"m\0", "not absolute"),
+    ([prec(1, 0, 0), prec(2, 0, 4)], b"/abcd", "record 1 path at 0 is not NUL-terminated"),
+    ([prec(1, 0, 4096)], b"/" + b"p" * 4095 + b"\0", "path of 4096 bytes \\(at most 4095\\)"),  # oversized
+])
+def test_bad_model_paths(tmp_path, models, paths, match):
+    """Both loaders refuse a record whose path reference is unsound (FORMAT.md "Validity")."""
+    path = forge(tmp_path / "f.fxc", models=models, paths=paths)
+    with pytest.raises(CacheError, match=match):
+        read_cache(path)
+    assert cache_check(path) is not None
+
+
+def test_model_paths_accepted(tmp_path):
+    """Not stricter than FORMAT.md: paths may be shared, unreferenced bytes may sit between
+    them, the longest fits; the C loader agrees."""
+    paths = b"/a\0junk\0/b/c.tflite\0" + LONG + b"\0"
+    models = [prec(1, 0, 2), prec(2, 8, 11), prec(3, 8, 11), prec(4, 20, len(LONG)), prec(5, 0, 0)]
+    path = forge(tmp_path / "f.fxc", models=models, paths=paths)
+    assert [m.path for m in read_cache(path).models] == ["/a", "/b/c.tflite", "/b/c.tflite", LONG.decode(), ""]
+    assert cache_check(path) is None
+    # A path in another encoding is bytes to us: it comes back as os.fsdecode makes it.
+    path = forge(tmp_path / "g.fxc", models=[prec(1, 0, 3)], paths=b"/\xff\xfe\0")
+    (m,) = read_cache(path).models
+    assert os.fsencode(m.path) == b"/\xff\xfe"
+    write_cache(tmp_path / "h.fxc", [], [m])
+    assert read_cache(tmp_path / "h.fxc").models == [m]
+
+
 def test_same_weights_two_layout_versions(tmp_path):
     """After a layout bump a file holds the old and the new packing of the same weights."""
     path = tmp_path / "l.fxc"
@@ -422,8 +484,9 @@ def test_index_and_model_checksums(valid):
     patch(valid, cf.index_offset + 50, b"\1")  # reserved bytes of an entry are covered too
     with pytest.raises(CacheError, match="index checksum mismatch"):
         read_cache(valid)
-    # One checksum covers the records and the key lists after them.
-    for offset in (cf.models_offset, cf.models_offset + 64 * 2 + 60, cf.keys_offset, cf.file_size - 1):
+    # One checksum covers the records and the key lists and paths after them.
+    for offset in (cf.models_offset, cf.models_offset + 80 * 2 + 60, cf.keys_offset, cf.paths_offset,
+                   cf.file_size - 1):
         valid.write_bytes(raw)
         patch(valid, offset, bytes([raw[offset] ^ 1]))
         with pytest.raises(CacheError, match="model table checksum mismatch"):
@@ -481,9 +544,11 @@ def test_verify_blobs_soft_checks(tmp_path):
     e = [blob_entry(1, PAGE, D)]
     assert verify_blobs(forge(tmp_path / "a.fxc", e, [1, 2], D)) == []
     assert "blob_bytes 99" in verify_blobs(forge(tmp_path / "a.fxc", e, [1], D, blob_bytes=99))[0]
-    for reserved in (b"x", bytes(79) + b"x"):  # header bytes 168 and 247
+    for reserved in (b"x", bytes(63) + b"x"):  # header bytes 184 and 247
         problems = verify_blobs(forge(tmp_path / "a.fxc", e, [1], D, reserved=reserved))
-        assert len(problems) == 1 and "reserved header bytes (168..248 or 256..4096)" in problems[0]
+        assert len(problems) == 1 and "reserved header bytes (184..248 or 256..4096)" in problems[0]
+    problems = verify_blobs(forge(tmp_path / "a.fxc", e, [1, (2,) + (0,) * 10 + (7,)], D))  # record 1's last u32
+    assert problems == [f"{tmp_path / 'a.fxc'}: reserved bytes of model records [1] are not zero"]
     path = forge(tmp_path / "a.fxc", e, [1], D)
     patch(path, 1000, b"x")  # page-0 padding: not covered by a checksum
     read_cache(path)
@@ -507,13 +572,14 @@ def test_c_written_file_is_accepted(tmp_path):
     _, stats = run_flex(model, path)
     assert stats["cache"]["blobs_packed"] == TWO_CONV_BLOBS
     cf = read_cache(path)
-    assert cf.format_version == 2 and cf.producer.startswith("flexdelegate ")
-    assert cf.file_size == os.path.getsize(path) == cf.keys_offset + 32 * cf.keys_count
+    assert cf.format_version == 3 and cf.producer.startswith("flexdelegate ")
+    assert cf.file_size == os.path.getsize(path) == cf.keys_offset + 32 * cf.keys_count + cf.paths_bytes
     assert verify_blobs(path) == []
     assert len(cf.entries) == TWO_CONV_BLOBS and len(cf.models) == 1 and cf.fingerprints == {cf.models[0].fingerprint}
     (r,) = cf.models
-    # Loaded from memory, not from a file: no identity recorded.
-    assert (r.dev, r.ino, r.size, r.mtime_ns, r.ctime_ns) == (0, 0, 0, 0, 0)
+    # Loaded from memory, not from a file: no identity and no path recorded.
+    assert (r.dev, r.ino, r.size, r.mtime_ns, r.ctime_ns, r.path) == (0, 0, 0, 0, 0, "")
+    assert cf.paths_bytes == 0
     assert cf.keys_count == len(r.keys) == TWO_CONV_BLOBS
     assert sorted(k[:4] for k in r.keys) == [e.key for e in cf.entries]
     by_key = {e.key: e for e in cf.entries}
@@ -611,7 +677,7 @@ def test_fuzz_random_bytes(fuzz_path, prefix, body):
 
 
 U64 = st.integers(0, (1 << 64) - 1)
-COUNT = st.one_of(st.integers(0, 70), U64, st.sampled_from([1 << 58, 1 << 59, 1 << 63]))
+COUNT = st.one_of(st.integers(0, 70), U64, st.sampled_from([1 << 58, 1 << 59, 1 << 60, 1 << 63]))
 
 
 @FUZZ
@@ -623,16 +689,19 @@ def test_fuzz_forged_header(fuzz_path, index_offset, index_count, models_count, 
     """Random header fields behind a correct header checksum reach the table checks."""
     mask = (1 << 64) - 1  # the offsets are u64: a chain that wraps must still be rejected
     models_offset = (index_offset + 64 * index_count) & mask if chained else other[0]
-    keys_offset = (models_offset + 64 * models_count) & mask if chained else other[1]
-    fit = keys_offset + 32 * keys_count - PAGE
+    keys_offset = (models_offset + 80 * models_count) & mask if chained else other[1]
+    paths_offset = (keys_offset + 32 * keys_count) & mask if chained else other[0]
+    fit = paths_offset - PAGE
     if chained and 0 <= fit <= 3 * PAGE and body_size % 2:
         body_size = fit  # a file exactly as long as the tables say: reaches the checksums
     file_size = PAGE + body_size if honest_size else other[1]
-    header = pack_header(magic=b"FLXCACHE", version=2, header_size=HEADER_SIZE, file_size=file_size,
+    paths_bytes = (file_size - paths_offset) & mask if chained else other[2]
+    header = pack_header(magic=b"FLXCACHE", version=3, header_size=HEADER_SIZE, file_size=file_size,
                          index_offset=index_offset, index_count=index_count, index_checksum=other[2],
                          models_offset=models_offset, models_count=models_count,
                          models_checksum=other[2], blob_bytes=other[0], dedup=other[1],
-                         producer=producer, keys_offset=keys_offset, keys_count=keys_count)
+                         producer=producer, keys_offset=keys_offset, keys_count=keys_count,
+                         paths_offset=paths_offset, paths_bytes=paths_bytes)
     got = outcome(fuzz_path, header + bytes(PAGE - HEADER_SIZE) + bytes(body_size))
     if not isinstance(got, CacheError):  # only an honest chain of empty tables can pass here
         assert got.index_count == got.models_count == got.keys_count == 0
@@ -644,22 +713,26 @@ ENTRY_T = st.tuples(st.integers(0, 3), st.integers(0, 3), st.integers(0, 3), st.
 RECORD_T = st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(0, 2), U64,
                      st.integers(-(1 << 63), (1 << 63) - 1), st.integers(-(1 << 63), (1 << 63) - 1),
                      st.one_of(st.integers(0, 5), U64), st.one_of(st.integers(0, 5), st.integers(0, (1 << 32) - 1)),
-                     st.integers(0, (1 << 32) - 1))
+                     st.integers(0, (1 << 32) - 1), st.one_of(st.integers(0, 8), U64),
+                     st.one_of(st.integers(0, 8), st.integers(0, (1 << 32) - 1), st.just(4096)))
+PATHS = st.sampled_from([b"", b"/m\0", b"/a\0/bc\0", b"x\0", b"/ab", b"/\0\0", b"/" + b"p" * 4096 + b"\0"])
 KEY_T = st.tuples(U64, U64, st.integers(0, (1 << 32) - 1), st.integers(0, (1 << 32) - 1), U64)
 
 
 @FUZZ
 @given(st.lists(ENTRY_T, max_size=6), st.booleans(), st.lists(st.one_of(U64, RECORD_T), max_size=4),
-       st.booleans(), st.lists(KEY_T, max_size=5), st.integers(0, 3 * PAGE))
-def test_fuzz_forged_index(fuzz_path, entries, sort, models, sort_models, keys, region):
+       st.booleans(), st.lists(KEY_T, max_size=5), st.integers(0, 3 * PAGE), PATHS)
+def test_fuzz_forged_index(fuzz_path, entries, sort, models, sort_models, keys, region, paths):
     """Random entries and records behind correct checksums: whatever is accepted satisfies the
     invariants."""
     if sort:  # get past the key-order check more often
         entries = sorted(entries)
     if sort_models:
         models = sorted(models, key=lambda m: record(m)[:3])
-    forge(fuzz_path, entries, models, bytes(region), keys)
+    forge(fuzz_path, entries, models, bytes(region), keys, paths=paths)
+    c_says = cache_check(fuzz_path)
     got = outcome(fuzz_path, fuzz_path.read_bytes())
+    assert (c_says is None) == (not isinstance(got, CacheError)), (c_says, got)  # C and Python agree
     if isinstance(got, CacheError):
         return
     keys_ = [e.key for e in got.entries]
@@ -673,4 +746,7 @@ def test_fuzz_forged_index(fuzz_path, entries, sort, models, sort_models, keys, 
     for raw, m in zip(map(record, models), got.models):
         first, n = raw[6], raw[7]
         assert first + n <= len(keys) and m.keys == tuple(keys[first:first + n])
+        at, length = raw[9], raw[10]
+        assert m.path == (os.fsdecode(paths[at:at + length]) if length else "")
+        assert not m.path or (m.path.startswith("/") and paths[at + length] == 0 and length < 4096)
     verify_blobs(fuzz_path)  # blob checksums are random: problems expected, exceptions not

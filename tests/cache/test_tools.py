@@ -15,7 +15,7 @@ BLOBS = [(1, 1, 0x10004, 2, b"a" * 1000), (1, 1, 0x20008, 2, b"b" * 5000), (3, 0
 KEYS = tuple((*b[:4], len(b[4])) for b in BLOBS)
 # Fingerprint 12 was served twice: once without a file identity, once from a recorded file.
 MODELS = [11, 12, 13, ModelRecord(12, dev=2049, ino=77, size=4242, mtime_ns=10**18, ctime_ns=10**18,
-                                  machine=0x10004, keys=KEYS)]
+                                  machine=0x10004, keys=KEYS, path="/nowhere/m.tflite")]
 
 
 @pytest.fixture
@@ -28,7 +28,7 @@ def cache(tmp_path):
 def test_info_figures(cache):
     assert read_cache(cache).models_count == 4
     assert info(cache) == {
-        "format_version": 2,
+        "format_version": 3,
         "producer": "flexdelegate test",
         "blob_count": 3,
         "blob_bytes": 6007,
@@ -36,8 +36,17 @@ def test_info_figures(cache):
         "models_served": 3,  # distinct fingerprints, not records
         "dedup_saved_bytes": 6007,
         "algos": {0x10004: 2, 0x20008: 1},
-        # Only the record with a file identity names a model file (its size and mtime).
-        "models": [{"fingerprint": f"{12:016x}", "size_bytes": 4242, "mtime_ns": 10**18, "blobs": 3}],
+        # Every record, by path; only one with a file identity has a size and mtime to show.
+        "models": [
+            {"fingerprint": f"{11:016x}", "path": None, "status": "unknown", "size_bytes": None, "mtime_ns": None,
+             "weights": 0},
+            {"fingerprint": f"{12:016x}", "path": None, "status": "unknown", "size_bytes": None, "mtime_ns": None,
+             "weights": 0},
+            {"fingerprint": f"{12:016x}", "path": "/nowhere/m.tflite", "status": "gone", "size_bytes": 4242,
+             "mtime_ns": 10**18, "weights": 3},
+            {"fingerprint": f"{13:016x}", "path": None, "status": "unknown", "size_bytes": None, "mtime_ns": None,
+             "weights": 0},
+        ],
     }
 
 
@@ -55,6 +64,26 @@ def test_info_models_served_counts_distinct_fingerprints(tmp_path, models, serve
     figures = info(path)
     assert figures["models_served"] == served
     assert read_cache(path).models_count == len({(m, 0, 0) if isinstance(m, int) else m.order for m in models})
+
+
+def test_info_model_status(tmp_path):
+    """Whether the file a record names is still there as recorded: its identity decides."""
+    model = tmp_path / "m.tflite"
+    model.write_bytes(b"model")
+    st = os.stat(model)
+    same = dict(dev=st.st_dev, ino=st.st_ino, size=st.st_size, mtime_ns=st.st_mtime_ns, ctime_ns=st.st_ctime_ns)
+    records = [ModelRecord(1, **same, path=str(model)),
+               ModelRecord(2, **dict(same, size=st.st_size + 1), path=str(model)),  # another content
+               ModelRecord(3, **dict(same, ino=st.st_ino + 1), path=str(model)),    # another file
+               ModelRecord(4, path=str(model)),                                      # no identity
+               ModelRecord(5, **same, path=str(tmp_path / "gone.tflite")),
+               ModelRecord(6, **same, path=str(model / "x")),                        # under a file
+               ModelRecord(7, **same)]
+    write_cache(tmp_path / "c.fxc", [], records)
+    got = [(m["path"], m["status"]) for m in info(tmp_path / "c.fxc")["models"]]
+    assert got == [(str(model), "present"), (str(model), "changed"), (str(model), "changed"),
+                   (str(model), "unverified"), (str(tmp_path / "gone.tflite"), "gone"),
+                   (str(model / "x"), "gone"), (None, "unknown")]
 
 
 def test_info_rejects_damage(cache):

@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BLOBS = [(1, 2, 0x10004, 1, b"p" * 3000), (5, 6, 0x20008, 1, b"q" * 9000)]
 # Two records of one model: without a file identity, and from a recorded model file.
 MODELS = [42, ModelRecord(42, dev=2049, ino=1234, size=777, mtime_ns=10**18, ctime_ns=10**18, machine=0x10004,
-                          keys=tuple((*b[:4], len(b[4])) for b in BLOBS))]
+                          keys=tuple((*b[:4], len(b[4])) for b in BLOBS), path="/gone/away/net.tflite")]
 
 
 def run(*args, env=None):
@@ -47,9 +47,11 @@ def test_info(cache):
     r = run("cache", "info", cache)
     assert r.returncode == 0, r.stderr
     assert read_cache(cache).models_count == 2
-    for text in ("cli test", "format version:    2", "blobs:             2", "models served:     1",
-                 "0x10004 x1", "0x20008 x1"):
-        assert text in r.stdout
+    for text in ("cli test", "format version:    3", "blobs:             2", "models served:     1",
+                 "0x10004 x1", "0x20008 x1", "models (path as last seen):",
+                 "  unknown path: 0 weights (model 000000000000002a)",
+                 "  /gone/away/net.tflite: gone, 777 bytes, modified "):
+        assert text in r.stdout, r.stdout
     r = run("cache", "info", "--json", cache)
     assert r.returncode == 0, r.stderr
     got = json.loads(r.stdout)

@@ -19,7 +19,8 @@ def compare(model):
 
 
 def test_unsupported_op_in_the_middle_splits_partitions():
-    s = compare(conv_net(middle_op="FLOOR"))
+    """Both sides carry enough work to be islands of their own (test_islands.py: the rule)."""
+    s = compare(conv_net(size=32, cout=32, middle_op="FLOOR"))
     assert s["nodes_total"] == 6 and s["nodes_delegated"] == 5 and s["partitions"] == 2
     assert s["fallback"] == [{"subgraph": 0, "node": 1, "op": "FLOOR", "reason": "unsupported op"}]
 
@@ -51,10 +52,10 @@ def test_runtime_weights_fall_back():
 def test_argmax_at_the_end_falls_back():
     rng = np.random.default_rng(0)
     b = ModelBuilder()
-    x = b.input((2, 6), name="x")
-    h = b.tensor((2, 4))
-    b.op("FULLY_CONNECTED", [x, b.const(rng.standard_normal((4, 6)).astype(np.float32)), -1], [h])
-    y = b.tensor((2,), dtype=np.int64)
+    x = b.input((16, 256), name="x")  # 2 MFLOP: an island worth its boundary
+    h = b.tensor((16, 256))
+    b.op("FULLY_CONNECTED", [x, b.const(rng.standard_normal((256, 256)).astype(np.float32)), -1], [h])
+    y = b.tensor((16,), dtype=np.int64)
     b.op("ARG_MAX", [h, b.const(np.array([1], np.int32))], [y])
     b.output(y)
     b.output(h)

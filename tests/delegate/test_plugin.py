@@ -76,7 +76,7 @@ def _run_with_log(env_value, code):
 def test_partition_log_lists_partitions_and_fallbacks():
     code = ("from flexdelegate import load_flex\nfrom flexdelegate.run import make_interpreter\n"
             "import sys; sys.path.insert(0, %r)\nfrom models import conv_net\n"
-            "make_interpreter(conv_net(middle_op='FLOOR'), delegate=load_flex())\n") % os.path.dirname(os.path.dirname(__file__))
+            "make_interpreter(conv_net(size=32, cout=32, middle_op='FLOOR'), delegate=load_flex())\n") % os.path.dirname(os.path.dirname(__file__))
     r = _run_with_log("partition", code)
     assert r.returncode == 0, r.stderr
     lines = [l for l in r.stderr.splitlines() if l.startswith("flexdelegate[partition]")]

@@ -2,6 +2,8 @@
 partitions leave the delegate's reports when it is destroyed, whatever order they go in."""
 import gc
 
+import numpy as np
+
 from flexdelegate import load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 from models import conv_net
@@ -50,10 +52,11 @@ def test_stats_break_coverage_down_per_interpreter():
     by_subgraph gives each one's coverage (its fallbacks and ops under the same index)."""
     from flexdelegate.tflite.demo_model import build_demo_model
     from flexdelegate.tflite.writer import ModelBuilder
-    b = ModelBuilder()  # one delegated node (RELU), one left to TFLite (FLOOR)
-    x = b.input((1, 8), name="x")
-    h, y = b.tensor((1, 8)), b.tensor((1, 8))
-    b.op("RELU", [x], [h])
+    b = ModelBuilder()  # one delegated node (an FC of 2 MFLOP: an island worth its boundary), one left to TFLite (FLOOR)
+    x = b.input((16, 256), name="x")
+    h, y = b.tensor((16, 256)), b.tensor((16, 256))
+    w = np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32)
+    b.op("FULLY_CONNECTED", [x, b.const(w), -1], [h])
     b.op("FLOOR", [h], [y])
     b.output(y)
     d = load_flex(cache_path="")

@@ -20,8 +20,9 @@ most of the time the three table checksums and the header checksum are recompute
 edit gets past them to the structural checks.
 
 Model records whose dev and ino are PLACEHOLDER stand for "the model file of this run": the
-target fills in its real identity (and re-seals the checksums if they held), so a corpus file
-exercises the record-replay path (keys replayed without hashing) on any machine."""
+target fills in its real identity and path (and re-seals the checksums if they held), so a
+corpus file exercises the record-replay path (keys replayed without hashing, nothing written)
+on any machine."""
 from __future__ import annotations
 
 import os
@@ -43,7 +44,9 @@ PLACEHOLDER = 0xF0F0F0F0F0F0F0F0
 TOL = 1e-4  # tests/opcheck.py
 # Header tuple positions (format._HEADER order).
 H_FILE_SIZE, H_INDEX_OFF, H_INDEX_COUNT, H_INDEX_SUM = 3, 4, 5, 6
-H_MODELS_OFF, H_MODELS_COUNT, H_MODELS_SUM, H_KEYS_OFF, H_KEYS_COUNT, H_SUM = 7, 8, 9, 13, 14, 16
+H_MODELS_OFF, H_MODELS_COUNT, H_MODELS_SUM, H_KEYS_OFF, H_KEYS_COUNT = 7, 8, 9, 13, 14
+H_PATHS_OFF, H_PATHS_BYTES, H_SUM = 15, 16, 18
+RECORD = 80  # bytes per model record (format.MODEL_SIZE)
 
 
 class CacheTarget:
@@ -62,7 +65,7 @@ class CacheTarget:
         # fuzzer's speed) or every time (replaying the corpus, so a crash reproduces).
         self.load_invalid_every, self.invalid_seen = load_invalid_every, 0
         seeds = (Path(__file__).parent / "corpus" / "cache").glob("seed-*")
-        self.pristine = {_metadata(localize(f.read_bytes(), self._identity())) for f in seeds}
+        self.pristine = {_metadata(localize(f.read_bytes(), self._identity(), self._path())) for f in seeds}
 
     def close(self):
         self.engine.close()
@@ -73,6 +76,10 @@ class CacheTarget:
         """The model file's (dev, ino, size, mtime_ns, ctime_ns): what the loader records."""
         st = os.stat(self.model_path)
         return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+    def _path(self) -> bytes:
+        """The model file's path as a load records it (/proc/self/maps names no symlinks)."""
+        return os.fsencode(os.path.realpath(self.model_path))
 
     def reference(self):
         if self.ref is None:
@@ -91,7 +98,7 @@ class CacheTarget:
 
     def check(self, data: bytes) -> str:
         """One execution: the outcome's name, or Finding."""
-        data = localize(data, self._identity())
+        data = localize(data, self._identity(), self._path())
         self.path.write_bytes(data)
         c_says = cache_check(str(self.path))
         try:
@@ -179,8 +186,10 @@ def reseal(buf: bytearray, fix_size: bool = False) -> None:
     h = _header(buf)
     if h is None:
         return
-    if fix_size:
+    if fix_size:  # the file ends where the header says, its paths too
         h[H_FILE_SIZE] = len(buf)
+        if h[H_PATHS_OFF] <= len(buf):
+            h[H_PATHS_BYTES] = len(buf) - h[H_PATHS_OFF]
     io, n = h[H_INDEX_OFF], h[H_INDEX_COUNT]
     if io + 64 * n <= len(buf):
         h[H_INDEX_SUM] = hash64(bytes(buf[io:io + 64 * n]))
@@ -192,14 +201,15 @@ def reseal(buf: bytearray, fix_size: bool = False) -> None:
 
 def _records(buf, h):
     mo, n = h[H_MODELS_OFF], h[H_MODELS_COUNT]
-    if mo + 64 * min(n, 1 << 16) > len(buf):
+    if mo + RECORD * min(n, 1 << 16) > len(buf):
         return []
-    return [mo + 64 * i for i in range(min(n, 1 << 16))]
+    return [mo + RECORD * i for i in range(min(n, 1 << 16))]
 
 
-def localize(data: bytes, identity) -> bytes:
-    """Records with dev = ino = PLACEHOLDER get this run's model file identity; checksums
-    that held before still hold after."""
+def localize(data: bytes, identity, path: bytes = b"") -> bytes:
+    """Records with dev = ino = PLACEHOLDER get this run's model file identity, and its path
+    when the paths end the file as the header says (appended there: the seed's own path stays
+    behind, unreferenced); checksums that held before still hold after."""
     buf = bytearray(data)
     h = _header(buf)
     if h is None:
@@ -210,11 +220,17 @@ def localize(data: bytes, identity) -> bytes:
     index_ok, models_ok, header_ok = _sums_hold(buf, h)
     for r in at:
         struct.pack_into("<QQQqq", buf, r + 8, *identity)
+    if path and h[H_PATHS_OFF] + h[H_PATHS_BYTES] == h[H_FILE_SIZE] == len(buf):
+        for r in at:
+            struct.pack_into("<QI", buf, r + 64, h[H_PATHS_BYTES], len(path))
+        buf += path + b"\0"
+        h[H_PATHS_BYTES] += len(path) + 1
+        h[H_FILE_SIZE] = len(buf)
     if models_ok:
         h[H_MODELS_SUM] = hash64(bytes(buf[h[H_MODELS_OFF]:]))
-        _put_header(buf, h)
-        if header_ok:
-            struct.pack_into("<Q", buf, _HEADER.size - 8, hash64(bytes(buf[:_HEADER.size - 8])))
+    _put_header(buf, h)
+    if header_ok:
+        struct.pack_into("<Q", buf, _HEADER.size - 8, hash64(bytes(buf[:_HEADER.size - 8])))
     return bytes(buf)
 
 
@@ -233,7 +249,8 @@ def placeholders(data: bytes, identity) -> bytes:
 def _fields(buf, h) -> list[tuple[int, str]]:
     """(offset, struct format) of every integer field worth editing."""
     out = [(off, fmt) for off, fmt in ((16, "<Q"), (24, "<Q"), (32, "<Q"), (48, "<Q"), (56, "<Q"), (72, "<Q"),
-                                       (152, "<Q"), (160, "<Q"), (8, "<I"), (12, "<I"))]
+                                       (152, "<Q"), (160, "<Q"), (168, "<Q"), (176, "<Q"), (8, "<I"),
+                                       (12, "<I"))]
     io, n = h[H_INDEX_OFF], h[H_INDEX_COUNT]
     for i in range(min(n, 4096)):
         e = io + 64 * i
@@ -243,7 +260,7 @@ def _fields(buf, h) -> list[tuple[int, str]]:
                 (e + 40, "<Q")]
     for r in _records(buf, h):
         out += [(r, "<Q"), (r + 8, "<Q"), (r + 16, "<Q"), (r + 24, "<Q"), (r + 48, "<Q"), (r + 56, "<I"),
-                (r + 60, "<I")]
+                (r + 60, "<I"), (r + 64, "<Q"), (r + 72, "<I")]  # path_offset, path_len
     ko, kn = h[H_KEYS_OFF], h[H_KEYS_COUNT]
     for i in range(min(kn, 4096)):
         k = ko + 32 * i
@@ -257,7 +274,8 @@ def _interesting(rng: random.Random, old: int, bits: int, buf, h) -> int:
     top = (1 << bits) - 1
     near = [0, 1, 63, 64, 65, 4095, 4096, 4097, len(buf), len(buf) - 64, len(buf) + 64, top, top - 63,
             1 << (bits - 1), old + 1, old - 1, old + 64, old - 64, old + 4096, old - 4096, old * 2, old // 2,
-            h[H_INDEX_OFF], h[H_MODELS_OFF], h[H_KEYS_OFF], rng.getrandbits(bits)]
+            h[H_INDEX_OFF], h[H_MODELS_OFF], h[H_KEYS_OFF], h[H_PATHS_OFF], h[H_PATHS_BYTES], 4095, 4096,
+            rng.getrandbits(bits)]
     return rng.choice(near) & top
 
 

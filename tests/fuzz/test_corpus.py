@@ -53,6 +53,8 @@ def test_cache_corpus(cache_target, path):
     outcome = replay(cache_target, path)
     if path.name.startswith("seed-"):  # written by real loads: valid and served as written
         assert outcome == "valid"
+    if path.name.startswith(("crash-old-version-", "crash-path-")):  # ours, refused by both readers,
+        assert outcome == "invalid-loaded"  # then rebuilt by the load (the target checks the new file)
 
 
 @pytest.mark.parametrize("path", files("plan"), ids=lambda p: p.name)

@@ -12,7 +12,12 @@ enum {
   FLEX_BUDGET_MAX_MB = 10000000, /* the largest budget accepted: 10 TB, far past any machine, exact in a size_t */
   FLEX_THREADS_MAX = 256,        /* num_threads: 1..FLEX_THREADS_MAX, or -1 for the interpreter's */
   FLEX_MSG_LEN = 512,            /* an error message, NUL included */
-  FLEX_OP_NAME_LEN = 64          /* a TFLite builtin operator's name, NUL included */
+  FLEX_OP_NAME_LEN = 64,         /* a TFLite builtin operator's name, NUL included */
+  FLEX_CACHE_PATH_MAX = 4096,    /* a model path a cache file records, NUL included (Linux PATH_MAX) */
+  /* the least arithmetic (flops at load, of convolutions, FC, BATCH_MATMUL, attention, pooling)
+   * an island of delegated nodes needs when the rest of the subgraph stays with stock
+   * (tflite/islands.c: the "never slower to turn on" rule) */
+  FLEX_ISLAND_MIN_FLOPS = 1000000
 };
 
 /* Fused activations (TFLite's first four, then the curves the delegate fuses into a conv,

@@ -320,6 +320,52 @@ int fx_run_gather(fx_graph *g, fx_node *n, fx_pool *pool) {
                    n->p.gather.batch_dims, ES, YT->ptr);
 }
 
+int fx_run_reduce(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_reduce(n->p.mean.op, elem_of(XT->dtype), XT->ptr, &XT->shape, (unsigned)n->pads[0], YT->ptr);
+  return 0;
+}
+
+int fx_run_log_softmax(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_shape *xs = &XT->shape;
+  int cols = xs->rank ? xs->d[xs->rank - 1] : 1;
+  fx_log_softmax_f32(XT->ptr, fx_shape_numel(xs) / (size_t)(cols ? cols : 1), cols, YT->ptr);
+  return 0;
+}
+
+int fx_run_broadcast_to(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_broadcast_to(XT->ptr, &XT->shape, &YT->shape, ES, YT->ptr);
+  return 0;
+}
+
+int fx_run_gather_nd(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_tensor *it = T(g, n->in[1]);
+  return fx_gather_nd(XT->ptr, &XT->shape, it->ptr, it->dtype == FX_I64, &it->shape, ES, YT->ptr);
+}
+
+int fx_run_fill(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  const fx_tensor *v = T(g, n->in[1]);
+  fx_fill(YT->ptr, fx_shape_numel(&YT->shape), v->ptr, fx_dtype_size(v->dtype));
+  return 0;
+}
+
+int fx_run_range(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_range(elem_of(YT->dtype), XT->ptr, T(g, n->in[2])->ptr, fx_shape_numel(&YT->shape), YT->ptr);
+  return 0;
+}
+
+int fx_run_cumsum(fx_graph *g, fx_node *n, fx_pool *pool) {
+  (void)pool;
+  fx_cumsum(elem_of(XT->dtype), XT->ptr, &XT->shape, n->p.cumsum.axis, n->p.cumsum.exclusive, n->p.cumsum.reverse,
+            YT->ptr);
+  return 0;
+}
+
 int fx_run_shape(fx_graph *g, fx_node *n, fx_pool *pool) {
   (void)pool;
   const fx_shape *xs = &XT->shape;

@@ -81,14 +81,20 @@ typedef struct {
      * the converter's [B,S,H,D] (before / after its TRANSPOSE), else [B,H,S,D]; k_seq_first: K
      * as [B,Sk,H,D], else [B,H,Sk,D] (BATCH_MATMUL with adj_y). */
     struct { float scale, fill; int causal, causal_offset, q_seq_first, k_seq_first, v_seq_first, o_seq_first; } attn;
-    struct { int keep_dims; } mean;
+    struct { int keep_dims, op; } mean;                 /* MEAN, REDUCE (op: FX_RED_*) */
     struct { float beta; } softmax;
     struct { int axis, pack; } concat;                  /* pack: inputs gain a new dim at axis */
     struct { int axis, batch_dims; } gather;
     struct { int align_corners, half_pixel; } resize;
     struct { int block; } block;
-    struct { int begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask, offset; } ss;
+    /* STRIDED_SLICE; slice: TFLite's SLICE (in = x, begin, size; no masks) */
+    struct { int begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_mask, offset, slice; } ss;
+    struct { int axis, exclusive, reverse; } cumsum;
+    /* SPLIT_PART: output `part` of `parts` of a SPLIT / SPLIT_V, a slice of in[0] along the
+     * constant axis in[n_in - 1] (SPLIT_V: the sizes in in[1]); its plan in `slice` */
+    struct { int part, parts; } split;
     struct { int out_type; } shape;
+    /* squeeze: FX_RESHAPE_* (EXPAND_DIMS: in[1] is the new axis) */
     struct { int n_dims; int dims[FX_MAX_RANK]; int squeeze; unsigned squeeze_mask; } reshape;
     struct { int has_fill; int32_t fill; } pad; /* 1-byte data without a value input: fill byte */
   } p;
@@ -120,6 +126,9 @@ typedef struct {
 } fx_node;
 
 enum { FX_FUSED_NONE = 0, FX_FUSED_SKIP, FX_FUSED_COPY };
+enum { FX_RESHAPE_PLAIN = 0, FX_RESHAPE_SQUEEZE, FX_RESHAPE_EXPAND_DIMS };
+/* SPLIT / SPLIT_V outputs the delegate takes (one SPLIT_PART node each); more stay with stock. */
+#define FX_MAX_SPLIT_PARTS 64
 
 typedef struct {
   int n_tensors, n_nodes;
@@ -163,6 +172,22 @@ void fx_qlayer_free(struct fx_qlayer *q);
 size_t fx_qlayer_bytes(const struct fx_qlayer *q);
 /* 1 if its cache blob was damaged under us and it packed again in memory, -1 if that failed. */
 int fx_qlayer_repair(struct fx_qlayer *q);
+/* Its cached blob checked through the file, never the mapping (a budget plan streams it), as
+ * fx_node_check_unmapped; -1 out of memory. */
+int fx_qlayer_check_unmapped(struct fx_qlayer *q);
+/* How a budget plan streams the packed weights: `panels` panels of panel_bytes (panel-major: a
+ * panel range is one contiguous byte range of ref's blob), nr output channels each (the last
+ * may be short); sliceable: a run may compute any panel range (GEMM / IGEMM), else only all of
+ * them (depthwise: its panels are a few KB). */
+typedef struct {
+  const struct fx_wref *ref;
+  size_t panel_bytes;
+  int panels, nr, sliceable;
+} fx_qlayer_layout;
+void fx_qlayer_get_layout(const struct fx_qlayer *q, fx_qlayer_layout *out);
+/* Runs node n's output channels of panels [p0, p1) from `panels` (pointing at panel p0: a
+ * budget plan's slot), bit-identical to those channels of the whole run. 0, or -1. */
+int fx_qlayer_run_part(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels, int p0, int p1);
 
 /* Output shapes (and per-node resolved plans) from input shapes and constant inputs.
  * Returns NULL on success or a static message naming why the node cannot run. */

@@ -119,6 +119,7 @@ int fx_pack_gemm_forms(fx_graph *g, struct fx_store *store, int mapped_only) {
 }
 
 int fx_node_check_unmapped(fx_node *n) {
+  if (n->qlayer) return fx_qlayer_check_unmapped(n->qlayer);
   return (n->pack && fx_conv_pack_check(n->pack, 1)) || (n->gemm_pack && fx_conv_pack_check(n->gemm_pack, 1)) ? -1 : 0;
 }
 

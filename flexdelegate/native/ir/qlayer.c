@@ -1,8 +1,10 @@
 /* int8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D: requantization parameters as stock TFLite
  * computes them (kernels/quant/requant.h), the weights packed once at init into the QS8 kernels'
  * panels (kernels/quant/pack.h), and the runs over the whole-layer drivers, split across the
- * pool by output pixels (GEMM panels for FULLY_CONNECTED's few rows) or depthwise rows. The
- * tflite reader (read_qconv) has checked dtypes, zero points, the channel axis and the rounding. */
+ * pool by output pixels (GEMM panels for FULLY_CONNECTED's few rows) or depthwise rows. A budget
+ * plan (plan/budget.c) runs a GEMM layer a panel range at a time from its streamed slice
+ * (fx_qlayer_run_part). The tflite reader (read_qconv) has checked dtypes, zero points, the
+ * channel axis and the rounding. */
 #include <stdlib.h>
 #include <string.h>
 #include "graph.h"
@@ -35,18 +37,31 @@ struct fx_qlayer {
   int8_t *zero_row; /* cin bytes of the input zero point: the padding taps */
 };
 
-/* Packs the whole blob in one call (n_parts 1, `whole`): int8 layers are not budgeted yet. */
+/* GEMM panels [lo, hi) of NR output channels: the blob is panel-major and a panel depends only
+ * on its own channels (weights, bias, requantization: quant/pack.h), so a panel range is the
+ * same packing of that range of channels (a budgeted cold load packs and writes a few at a
+ * time). Depthwise panels interleave every channel's taps in the model's filter, so a depthwise
+ * blob (a few KB) is packed whole. */
 static int pack_qweights(void *ctx, void *dst, size_t lo, size_t hi) {
-  (void)lo, (void)hi;
   const qpack_args *a = ctx;
   const int32_t *m = a->ms, *shift = a->ms + a->cout;
-  return a->dw ? fx_qs8_pack_dw(a->cout, a->taps, a->ct, a->w, a->bias, a->zx, m, shift, dst)
-               : fx_qs8_pack_gemm(&a->geom, a->w, a->bias, a->zx, m, shift, dst);
+  if (a->dw) return fx_qs8_pack_dw(a->cout, a->taps, a->ct, a->w, a->bias, a->zx, m, shift, dst);
+  const int c0 = (int)lo * a->geom.nr, c1 = (int)hi * a->geom.nr < a->cout ? (int)hi * a->geom.nr : a->cout;
+  fx_qs8_gemm_geom part = a->geom;
+  part.n = c1 - c0;
+  const size_t k = (size_t)a->geom.ks * (size_t)a->geom.kc;
+  return fx_qs8_pack_gemm(&part, a->w + (size_t)c0 * k, a->bias ? a->bias + c0 : NULL, a->zx, m + c0, shift + c0,
+                          dst);
 }
 
 static fx_pack_desc qpack_desc(const qpack_args *a) {
-  return (fx_pack_desc){.pack = pack_qweights, .ctx = a, .ctx_size = sizeof *a, .n_parts = 1, .whole = 1,
-                        .src = a->w, .src_len = a->wbytes, .src_part = a->wbytes};
+  if (a->dw)
+    return (fx_pack_desc){.pack = pack_qweights, .ctx = a, .ctx_size = sizeof *a, .n_parts = 1, .whole = 1,
+                          .src = a->w, .src_len = a->wbytes, .src_part = a->wbytes};
+  const size_t panels = (size_t)(a->cout + a->geom.nr - 1) / (size_t)a->geom.nr;
+  const size_t row = (size_t)a->geom.ks * (size_t)a->geom.kc; /* one channel's model bytes */
+  return (fx_pack_desc){.pack = pack_qweights, .ctx = a, .ctx_size = sizeof *a, .n_parts = panels,
+                        .src = a->w, .src_len = a->wbytes, .src_part = (size_t)a->geom.nr * row};
 }
 
 
@@ -179,13 +194,30 @@ int fx_qlayer_repair(struct fx_qlayer *q) {
   return fx_wref_repair(&q->ref, &d);
 }
 
+int fx_qlayer_check_unmapped(struct fx_qlayer *q) {
+  if (!q) return 0;
+  const fx_pack_desc d = qpack_desc(&q->args);
+  return fx_wref_check(&q->ref, &d, 1);
+}
+
+void fx_qlayer_get_layout(const struct fx_qlayer *q, fx_qlayer_layout *out) {
+  const qpack_args *a = &q->args;
+  const int per_panel = a->dw ? a->ct : a->geom.nr;
+  out->ref = q->ref;
+  out->nr = per_panel;
+  out->panels = (a->cout + per_panel - 1) / per_panel;
+  out->panel_bytes = a->dw ? fx_qs8_dw_panel_bytes(a->taps, a->ct) : fx_qs8_gemm_panel_bytes(&a->geom);
+  out->sliceable = !a->dw;
+}
+
 /* ---- runs ---- */
 typedef struct {
   const struct fx_qlayer *q;
   fx_qs8_conv_geom cg;
   const int8_t *x;
   int8_t *y;
-  size_t m, k, cout, panels;
+  const uint8_t *w; /* panel p0 */
+  size_t m, k, cout, p0, p1, panel_bytes;
   int mult;
   const fx_qs8_out *o;
   int failed;
@@ -193,38 +225,39 @@ typedef struct {
 
 static void conv_pixels(void *ctx, size_t begin, size_t end) {
   qrun *r = ctx;
-  if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->x, r->q->zero_row, r->q->ref->data, r->y, 0, r->o, begin, end, 0, r->panels))
+  if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->x, r->q->zero_row, r->w, r->y, 0, r->o, begin, end, r->p0, r->p1))
     r->failed = 1;
 }
 
 static void fc_rows(void *ctx, size_t begin, size_t end) {
   qrun *r = ctx;
-  fx_qs8_gemm_run(r->q->gemm, end - begin, r->cout, r->k, r->x + begin * r->k, r->k, r->q->ref->data,
-                  r->y + begin * r->cout, r->cout, 0, r->o, 0, r->panels);
+  fx_qs8_gemm_run(r->q->gemm, end - begin, r->cout, r->k, r->x + begin * r->k, r->k, r->w, r->y + begin * r->cout,
+                  r->cout, 0, r->o, r->p0, r->p1);
 }
 
+/* Panels [p0 + begin, p0 + end) of the step's range. */
 static void fc_panels(void *ctx, size_t begin, size_t end) {
   qrun *r = ctx;
-  fx_qs8_gemm_run(r->q->gemm, r->m, r->cout, r->k, r->x, r->k, r->q->ref->data, r->y, r->cout, 0, r->o, begin, end);
+  fx_qs8_gemm_run(r->q->gemm, r->m, r->cout, r->k, r->x, r->k, r->w + begin * r->panel_bytes, r->y, r->cout, 0, r->o,
+                  r->p0 + begin, r->p0 + end);
 }
 
 static void dw_rows(void *ctx, size_t begin, size_t end) {
   qrun *r = ctx;
-  if (fx_qs8_dwconv_run(r->q->dw, &r->cg, r->mult, r->x, r->q->zero_row, r->q->ref->data, r->y, r->o, begin, end))
+  if (fx_qs8_dwconv_run(r->q->dw, &r->cg, r->mult, r->x, r->q->zero_row, r->w, r->y, r->o, begin, end))
     r->failed = 1;
 }
 
-int fx_run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool) {
-  if (check_weights(n->qlayer)) return -1;
+static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels, int p0, int p1) {
   const fx_tensor *x = T(g, n->in[0]), *w = T(g, n->in[1]), *y = T(g, n->out[0]);
-  qrun r = {.q = n->qlayer, .x = x->ptr, .y = y->ptr, .o = &n->qout};
+  qrun r = {.q = n->qlayer, .x = x->ptr, .y = y->ptr, .o = &n->qout, .w = panels, .p0 = (size_t)p0, .p1 = (size_t)p1,
+            .panel_bytes = fx_qs8_gemm_panel_bytes(&n->qlayer->args.geom)};
   r.cout = (size_t)w->shape.d[0];
-  r.panels = (r.cout + (size_t)r.q->gemm->nr - 1) / (size_t)r.q->gemm->nr;
   if (n->kind == FX_OP_QFC) {
     r.k = fx_shape_numel(&w->shape) / r.cout;
     r.m = fx_shape_numel(&x->shape) / r.k;
     /* few rows (a classifier head): split the panels; else rows in whole MR tiles */
-    if (r.m < (size_t)r.q->gemm->mr * (size_t)fx_pool_threads(pool)) fx_parallel_for(pool, r.panels, 1, fc_panels, &r);
+    if (r.m < (size_t)r.q->gemm->mr * (size_t)fx_pool_threads(pool)) fx_parallel_for(pool, r.p1 - r.p0, 1, fc_panels, &r);
     else fx_parallel_for(pool, r.m, (size_t)r.q->gemm->mr, fc_rows, &r);
     return 0;
   }
@@ -241,10 +274,29 @@ int fx_run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool) {
   return r.failed ? -1 : 0;
 }
 
-int fx_run_qdepthwise(fx_graph *g, fx_node *n, fx_pool *pool) {
-  if (check_weights(n->qlayer)) return -1;
-  qrun r = {.q = n->qlayer, .x = T(g, n->in[0])->ptr, .y = T(g, n->out[0])->ptr, .o = &n->qout, .mult = n->p.conv.mult};
+static int run_qdepthwise(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels) {
+  qrun r = {.q = n->qlayer, .x = T(g, n->in[0])->ptr, .y = T(g, n->out[0])->ptr, .o = &n->qout, .w = panels,
+            .mult = n->p.conv.mult};
   r.cg = conv_geom(g, n);
   fx_parallel_for(pool, (size_t)r.cg.batch * r.cg.oh, 1, dw_rows, &r);
   return r.failed ? -1 : 0;
 }
+
+int fx_qlayer_run_part(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels, int p0, int p1) {
+  fx_qlayer_layout l;
+  fx_qlayer_get_layout(n->qlayer, &l);
+  if (p0 < 0 || p1 > l.panels || p0 >= p1 || (!l.sliceable && (p0 || p1 != l.panels))) return -1;
+  return n->kind == FX_OP_QDEPTHWISE ? run_qdepthwise(g, n, pool, panels) : run_qgemm(g, n, pool, panels, p0, p1);
+}
+
+/* Unbudgeted runs: every panel, from the store (the mapping, checked once). */
+static int run_whole(fx_graph *g, fx_node *n, fx_pool *pool) {
+  if (check_weights(n->qlayer)) return -1;
+  fx_qlayer_layout l;
+  fx_qlayer_get_layout(n->qlayer, &l);
+  return fx_qlayer_run_part(g, n, pool, n->qlayer->ref->data, 0, l.panels);
+}
+
+int fx_run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool) { return run_whole(g, n, pool); }
+
+int fx_run_qdepthwise(fx_graph *g, fx_node *n, fx_pool *pool) { return run_whole(g, n, pool); }

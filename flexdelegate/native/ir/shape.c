@@ -1,6 +1,7 @@
 /* Shape inference for the IR: output shapes from input shapes and constant inputs, one
  * function per operation (the infer column of ops.inc). Runs at every partition prepare (so
  * resize_tensor_input works) and at load-time folding. */
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 #include "graph.h"
@@ -61,7 +62,18 @@ const char *fx_infer_reshape(fx_graph *g, fx_node *n) {
   const fx_shape *x = &T(g, n->in[0])->shape;
   fx_shape *y = &T(g, n->out[0])->shape;
   size_t total = fx_shape_numel(x);
-  if (n->p.reshape.squeeze) {
+  if (n->p.reshape.squeeze == FX_RESHAPE_EXPAND_DIMS) { /* stock: axis in [-rank - 1, rank] */
+    int axis, na;
+    const char *e = const_ints(g, n->in[1], &axis, 1, &na);
+    if (e || na != 1) return e ? e : "axis must be one value";
+    if (axis < 0) axis += x->rank + 1;
+    if (axis < 0 || axis > x->rank) return "axis out of range";
+    if (x->rank >= FX_MAX_RANK) return "result rank above 8";
+    y->rank = x->rank + 1;
+    for (int i = 0, j = 0; i < y->rank; i++) y->d[i] = i == axis ? 1 : x->d[j++];
+    return NULL;
+  }
+  if (n->p.reshape.squeeze == FX_RESHAPE_SQUEEZE) {
     y->rank = 0;
     for (int i = 0; i < x->rank; i++) {
       int drop = n->p.reshape.squeeze_mask ? (n->p.reshape.squeeze_mask >> i) & 1 : x->d[i] == 1;
@@ -277,9 +289,30 @@ const char *fx_infer_transpose(fx_graph *g, fx_node *n) {
   return NULL;
 }
 
+/* SLICE as a strided slice: begin and size (-1: to the end) per dim, as stock checks them. */
+static const char *infer_slice(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  int b[FX_MAX_RANK], sz[FX_MAX_RANK], en[FX_MAX_RANK], st[FX_MAX_RANK], nb, ns;
+  const char *e;
+  if (x->rank > 5) return "SLICE above rank 5 (stock refuses it)";
+  if ((e = const_vector(g, n->in[1], b, FX_MAX_RANK, &nb)) || (e = const_vector(g, n->in[2], sz, FX_MAX_RANK, &ns))) return e;
+  if (nb != x->rank || ns != x->rank) return "begin and size must have one value per dim";
+  for (int i = 0; i < x->rank; i++) {
+    if (b[i] < 0 || b[i] > x->d[i]) return "slice begins outside the input";
+    if (sz[i] == -1) sz[i] = x->d[i] - b[i];
+    if (sz[i] < 0 || (int64_t)b[i] + sz[i] > x->d[i]) return "invalid begin and size";
+    en[i] = b[i] + sz[i];
+    st[i] = 1;
+  }
+  if (fx_strided_slice_plan(x, x->rank, b, en, st, 0, 0, 0, 0, 0, 0, &n->slice)) return "invalid slice";
+  *Y_SHAPE = n->slice.out;
+  return NULL;
+}
+
 const char *fx_infer_strided_slice(fx_graph *g, fx_node *n) {
   int b[FX_MAX_RANK], en[FX_MAX_RANK], s[FX_MAX_RANK], nb, ne, ns;
   const char *e;
+  if (n->p.ss.slice) return infer_slice(g, n);
   if ((e = const_vector(g, n->in[1], b, FX_MAX_RANK, &nb)) || (e = const_vector(g, n->in[2], en, FX_MAX_RANK, &ne)) ||
       (e = const_vector(g, n->in[3], s, FX_MAX_RANK, &ns)))
     return e;
@@ -460,6 +493,137 @@ const char *fx_infer_batch_matmul(fx_graph *g, fx_node *n) {
 
 const char *fx_infer_shape(fx_graph *g, fx_node *n) {
   *Y_SHAPE = (fx_shape){1, {X_SHAPE->rank}};
+  return NULL;
+}
+
+/* One output of SPLIT (equal parts; stock needs the dim divisible) or SPLIT_V (sizes, at most
+ * one -1 taking the rest). */
+const char *fx_infer_split_part(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  const int parts = n->p.split.parts;
+  int axis, na;
+  const char *e = const_ints(g, n->in[n->n_in - 1], &axis, 1, &na);
+  if (e || na != 1) return e ? e : "axis must be one value";
+  if (axis < 0) axis += x->rank;
+  if (axis < 0 || axis >= x->rank) return "axis out of range";
+  const int dim = x->d[axis];
+  int begin = 0, size;
+  if (n->n_in == 2) {
+    if (parts < 1 || dim % parts) return "dimension not divisible by the number of splits";
+    size = dim / parts;
+    begin = size * n->p.split.part;
+  } else {
+    int v[FX_MAX_SPLIT_PARTS], nv, rest = -1, known = 0;
+    if ((e = const_vector(g, n->in[1], v, FX_MAX_SPLIT_PARTS, &nv))) return e;
+    if (nv != parts) return "size_splits must have one size per output";
+    for (int i = 0; i < nv; i++) {
+      if (v[i] == -1 && rest < 0) rest = i;
+      else if (v[i] < 0) return "invalid size_splits";
+      else if ((known += v[i]) > dim) return "size_splits larger than the dimension";
+    }
+    if (rest >= 0) v[rest] = dim - known;
+    else if (known != dim) return "size_splits do not add up to the dimension";
+    for (int i = 0; i < n->p.split.part; i++) begin += v[i];
+    size = v[n->p.split.part];
+  }
+  int b[FX_MAX_RANK] = {0}, en[FX_MAX_RANK], st[FX_MAX_RANK];
+  for (int i = 0; i < x->rank; i++) {
+    en[i] = i == axis ? begin + size : x->d[i];
+    b[i] = i == axis ? begin : 0;
+    st[i] = 1;
+  }
+  if (fx_strided_slice_plan(x, x->rank, b, en, st, 0, 0, 0, 0, 0, 0, &n->slice)) return "invalid split";
+  *Y_SHAPE = n->slice.out;
+  return NULL;
+}
+
+const char *fx_infer_broadcast_to(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  fx_shape *y = Y_SHAPE;
+  int v[FX_MAX_RANK], nv;
+  const char *e = const_ints(g, n->in[1], v, FX_MAX_RANK, &nv);
+  if (e) return e;
+  if (T(g, n->in[1])->shape.rank != 1 || nv < x->rank) return "shape must be 1-D and no shorter than the input's rank";
+  y->rank = nv;
+  for (int i = 0; i < nv; i++) {
+    const int xi = i - (nv - x->rank);
+    if (v[i] < 0) return "negative dimension";
+    if (xi >= 0 && x->d[xi] != 1 && x->d[xi] != v[i]) return "input does not broadcast to the shape";
+    y->d[i] = v[i];
+  }
+  return NULL;
+}
+
+const char *fx_infer_gather_nd(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE, *is = &T(g, n->in[1])->shape;
+  fx_shape *y = Y_SHAPE;
+  if (x->rank < 1 || is->rank < 1) return "params and indices need rank >= 1";
+  const int nd = is->d[is->rank - 1];
+  if (nd < 1 || nd > x->rank) return "index depth outside 1..params rank";
+  if (is->rank - 1 + x->rank - nd > FX_MAX_RANK) return "result rank too large";
+  y->rank = 0;
+  for (int i = 0; i < is->rank - 1; i++) y->d[y->rank++] = is->d[i];
+  for (int i = nd; i < x->rank; i++) y->d[y->rank++] = x->d[i];
+  return NULL;
+}
+
+const char *fx_infer_fill(fx_graph *g, fx_node *n) {
+  fx_shape *y = Y_SHAPE;
+  int v[FX_MAX_RANK], nv;
+  const char *e = const_ints(g, n->in[0], v, FX_MAX_RANK, &nv);
+  if (e) return e;
+  if (T(g, n->in[0])->shape.rank != 1) return "dims must be 1-D";
+  if (T(g, n->in[1])->shape.rank != 0) return "value must be a scalar";
+  y->rank = nv;
+  for (int i = 0; i < nv; i++) {
+    if (v[i] < 0) return "negative dimension";
+    y->d[i] = v[i];
+  }
+  return NULL;
+}
+
+/* One scalar of a constant int32 / int64 / float32 tensor, as a double. */
+static const char *const_scalar(fx_graph *g, int id, double *v) {
+  const fx_tensor *t = T(g, id);
+  if (t->storage != FX_ST_CONST || !t->cdata) return "its size depends on run-time values";
+  if (fx_shape_numel(&t->shape) != 1) return "start, limit and delta must be scalars";
+  *v = t->dtype == FX_I32 ? ((const int32_t *)t->cdata)[0] : t->dtype == FX_I64 ? (double)((const int64_t *)t->cdata)[0]
+                                                                                : ((const float *)t->cdata)[0];
+  return NULL;
+}
+
+/* RANGE: the element count as stock computes it (range.cc GetSize), in the element type. */
+const char *fx_infer_range(fx_graph *g, fx_node *n) {
+  double start, limit, delta;
+  const char *e;
+  if ((e = const_scalar(g, n->in[0], &start)) || (e = const_scalar(g, n->in[1], &limit)) ||
+      (e = const_scalar(g, n->in[2], &delta)))
+    return e;
+  if (delta == 0 || (start > limit && delta > 0) || (start < limit && delta < 0)) return "delta does not lead to limit";
+  double count;
+  if (T(g, n->in[0])->dtype == FX_F32) {
+    const float d = (float)(((float)limit - (float)start) / (float)delta);
+    count = ceil(fabs((double)d));
+  } else {
+    if (fabs(limit - start) > 9.0e15 || fabs(delta) > 9.0e15) return "range arithmetic beyond int64";
+    if (T(g, n->in[0])->dtype == FX_I32 && fabs(limit - start) > INT32_MAX) return "limit - start overflows int32";
+    count = floor((fabs(limit - start) + fabs(delta) - 1) / fabs(delta));
+  }
+  if (!(count >= 0 && count <= (double)(1 << 28))) return "range too long";
+  *Y_SHAPE = (fx_shape){1, {(int)count}};
+  return NULL;
+}
+
+const char *fx_infer_cumsum(fx_graph *g, fx_node *n) {
+  const fx_shape *x = X_SHAPE;
+  int axis, na;
+  if (T(g, n->in[1])->shape.rank != 0) return "axis must be a scalar";
+  const char *e = const_ints(g, n->in[1], &axis, 1, &na);
+  if (e || na != 1) return e ? e : "axis must be one value";
+  if (axis < 0) axis += x->rank;
+  if (axis < 0 || axis >= x->rank) return "axis out of range";
+  n->p.cumsum.axis = axis;
+  *Y_SHAPE = *x;
   return NULL;
 }
 

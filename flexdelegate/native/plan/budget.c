@@ -23,6 +23,9 @@
  * thread: good enough to rank kernels and to decide how early to preload; the planner only
  * compares them. */
 #define OTHER_FLOPS_PER_US 8e3
+/* int8 conv / FC: ResNet-50 INT8's convs ran at 16-37 GFLOP/s here (AVX2, 1 thread, load 5), the
+ * FP32 GEMM's estimate (conv/choose.c) */
+#define QS8_FLOPS_PER_US 40e3
 #define LOAD_BYTES_PER_US 3e3
 
 /* Ways to run one layer at most: GEMM by channels, GEMM by rows, Winograd, direct, Winograd
@@ -55,10 +58,27 @@ static size_t raw_weight_bytes(const fx_graph *g, const fx_node *n) {
   return n->kind == FX_OP_DEPTHWISE ? fx_shape_numel(&g->tensors[n->in[1]].shape) * sizeof(float) : 0;
 }
 
+/* An int8 conv / FC / depthwise (ir/qlayer.c): its packed panels, in a slot, by output-channel
+ * panels (their requantization parameters are inside each panel: quant/pack.h) as GEMM, or
+ * whole as the node's own kernel (depthwise). No scratch in the arena: the drivers' indirection
+ * buffers are a few KB on the stack. */
+static int qkernel_of(const fx_node *n, int threads, flex_kernel_desc *k) {
+  fx_qlayer_layout l;
+  fx_qlayer_get_layout(n->qlayer, &l);
+  const uint64_t bytes = (uint64_t)l.panels * l.panel_bytes;
+  k[0] = (flex_kernel_desc){.kernel = l.sliceable ? FLEX_KERNEL_GEMM : FLEX_KERNEL_NODE,
+                            .slicing = l.sliceable ? FLEX_SLICE_WEIGHTS : FLEX_SLICE_NONE, .weight_bytes = bytes,
+                            .compute_us = (n->flops > 0 ? n->flops : 1) / (QS8_FLOPS_PER_US * threads),
+                            .load_us = (double)bytes / LOAD_BYTES_PER_US,
+                            .out_channels = l.sliceable ? l.panels * l.nr : 0, .simd = l.sliceable ? l.nr : 1};
+  return 1;
+}
+
 /* Every way layer n can run, with its bytes and estimates (the planner ranks them). A packed
  * form whose packing ran out of memory is not offered. Returns how many (>= 1 unless none). */
 static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_kernel_desc *k) {
   const double flops = n->flops > 0 ? n->flops : 1;
+  if (n->qlayer) return qkernel_of(n, threads, k);
   if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) {
     const size_t raw = raw_weight_bytes(g, n);
     k[0] = (flex_kernel_desc){.kernel = FLEX_KERNEL_NODE, .slicing = FLEX_SLICE_NONE, .weight_bytes = raw,
@@ -185,15 +205,29 @@ static const char *ask_planner(const fx_graph *g, const partition_desc *d, int t
   return plan->n_steps < d->n_layers ? "the planner returned fewer steps than layers" : NULL;
 }
 
-/* The panels [pan0, pan1) of pack p a step computes: its channel slice, or all of them. */
-static void step_panels(const fx_conv_pack *p, int slicing, int64_t start, int64_t count, int *pan0, int *pan1) {
-  const int nr = fx_conv_nr(p), panels = fx_conv_panels(p);
+/* The panels [pan0, pan1) of a layer of `panels` panels of nr channels a step computes: its
+ * channel slice, or all of them. */
+static void step_panels(int nr, int panels, int slicing, int64_t start, int64_t count, int *pan0, int *pan1) {
   *pan0 = 0;
   *pan1 = panels;
   if (slicing != FLEX_SLICE_WEIGHTS) return;
   *pan0 = (int)(start / nr);
   *pan1 = (int)((start + count + nr - 1) / nr);
   if (*pan1 > panels) *pan1 = panels;
+}
+
+/* An int8 layer's step: whole panels of its channels, in a slot that holds them. */
+static const char *check_qstep(const fx_node *n, const flex_step_plan *s) {
+  fx_qlayer_layout l;
+  fx_qlayer_get_layout(n->qlayer, &l);
+  int pan0 = 0, pan1 = l.panels;
+  if (s->slicing == FLEX_SLICE_WEIGHTS) {
+    if (s->start < 0 || s->count <= 0 || s->start % l.nr || s->start >= (int64_t)l.panels * l.nr) return "bad channel slice";
+    step_panels(l.nr, l.panels, s->slicing, s->start, s->count, &pan0, &pan1);
+  } else if (s->slicing != FLEX_SLICE_NONE) {
+    return "plan slices a layer its kernel cannot slice so";
+  }
+  return s->w_bytes < (uint64_t)(pan1 - pan0) * l.panel_bytes ? "weight slot too small" : NULL;
 }
 
 static const char *check_step(const fx_graph *g, const flex_step_plan *s, const partition_desc *d, uint64_t arena,
@@ -209,6 +243,7 @@ static const char *check_step(const fx_graph *g, const flex_step_plan *s, const 
     if (offered[i].kernel == s->kernel) k = &offered[i];
   if (!k) return "plan names a kernel the layer does not offer";
   if (s->slicing != FLEX_SLICE_NONE && s->slicing != k->slicing) return "plan slices a layer its kernel cannot slice so";
+  if (n->qlayer) return check_qstep(n, s);
   const fx_conv_pack *p = fx_node_pack(n, s->kernel);
   if (!p) return s->w_bytes < k->weight_bytes ? "weight slot too small" : NULL;
   fx_conv_geom geo;
@@ -250,14 +285,15 @@ static int hold_map(budget_state *b, fx_cache_map *m) {
   return 0;
 }
 
-/* The load unit of a step's whole panels: one contiguous range of the packed blob, streamed
- * from the cache file (pread, so its pages never enter our mapping) or copied from memory. */
-static const char *panels_unit(budget_state *b, const fx_conv_pack *p, const flex_step_plan *s, fx_load_unit *u) {
-  const fx_wref *w = fx_conv_weights(p);
+/* The load unit of a step's whole panels (nr channels and panel_bytes each, in blob w): one
+ * contiguous range of the packed blob, streamed from the cache file (pread, so its pages never
+ * enter our mapping) or copied from memory. FP32 conv panels and int8 ones alike. */
+static const char *panels_unit(budget_state *b, const fx_wref *w, int nr, int panels, size_t panel_bytes,
+                               const flex_step_plan *s, fx_load_unit *u) {
   int pan0, pan1;
-  step_panels(p, s->slicing, s->start, s->count, &pan0, &pan1);
-  const size_t off = (size_t)pan0 * fx_conv_panel_bytes(p);
-  u->bytes = (size_t)(pan1 - pan0) * fx_conv_panel_bytes(p);
+  step_panels(nr, panels, s->slicing, s->start, s->count, &pan0, &pan1);
+  const size_t off = (size_t)pan0 * panel_bytes;
+  u->bytes = (size_t)(pan1 - pan0) * panel_bytes;
   if (u->bytes > s->w_bytes) return "weight slot smaller than its slice";
   if (!w->map) {
     u->mem = (const uint8_t *)w->data + off;
@@ -289,18 +325,23 @@ static const char *build_steps(budget_state *b, const fx_graph *g, const partiti
     if (s->layer != last_layer) last_unit_of_layer = -1;
     last_layer = s->layer;
     const fx_conv_pack *p = fx_node_pack(n, s->kernel);
-    const size_t raw = p ? 0 : raw_weight_bytes(g, n);
-    if (!s->w_bytes || (!p && !raw)) continue;
+    const size_t raw = p || n->qlayer ? 0 : raw_weight_bytes(g, n);
+    if (!s->w_bytes || (!p && !n->qlayer && !raw)) continue;
     if (!s->w_new && last_unit_of_layer >= 0) { st->unit = last_unit_of_layer; continue; }
     fx_load_unit *u = &b->units[b->n_units];
     *u = (fx_load_unit){.slot = s->w_offset, .fd = -1, .step = i, .pinned = s->w_pinned};
-    if (p) {
-      const char *why = panels_unit(b, p, s, u);
-      if (why) return why;
+    const char *why = NULL;
+    if (n->qlayer) {
+      fx_qlayer_layout l;
+      fx_qlayer_get_layout(n->qlayer, &l);
+      why = panels_unit(b, l.ref, l.nr, l.panels, l.panel_bytes, s, u);
+    } else if (p) {
+      why = panels_unit(b, fx_conv_weights(p), fx_conv_nr(p), fx_conv_panels(p), fx_conv_panel_bytes(p), s, u);
     } else {
       u->mem = g->tensors[n->in[1]].cdata;
       u->bytes = raw;
     }
+    if (why) return why;
     st->unit = last_unit_of_layer = b->n_units++;
   }
   return NULL;
@@ -403,7 +444,7 @@ static void run_conv_step(const fx_step *s, const fx_graph *g, const fx_node *n,
   fx_conv_geom geo;
   fx_node_conv_geom(g, n, &geo);
   int pan0, pan1;
-  step_panels(p, s->slicing, s->start, s->count, &pan0, &pan1);
+  step_panels(fx_conv_nr(p), fx_conv_panels(p), s->slicing, s->start, s->count, &pan0, &pan1);
   size_t m0 = 0, m1 = geo.m, tile = 0;
   if (s->slicing == FLEX_SLICE_INPUT) {
     m0 = (size_t)s->start;
@@ -424,6 +465,15 @@ static void run_conv_step(const fx_step *s, const fx_graph *g, const fx_node *n,
     fx_conv_run_part(pool, p, &geo, x, y, (float *)(arena + s->s_off), n->act, panels, pan0, pan1, m0, m1, tile);
 }
 
+/* One step of an int8 layer: its panels (all, or the step's channel slice) from their slot. */
+static int run_qlayer_step(const fx_step *s, fx_graph *g, fx_node *n, fx_pool *pool, char *arena) {
+  fx_qlayer_layout l;
+  fx_qlayer_get_layout(n->qlayer, &l);
+  int pan0, pan1;
+  step_panels(l.nr, l.panels, s->slicing, s->start, s->count, &pan0, &pan1);
+  return fx_qlayer_run_part(g, n, pool, arena + s->w_off, pan0, pan1);
+}
+
 static int budget_run(fx_mem_plan *p, fx_graph *g, fx_pool *pool, char *arena, int profile, char *msg,
                       size_t msg_len) {
   budget_state *b = p->state;
@@ -436,7 +486,9 @@ static int budget_run(fx_mem_plan *p, fx_graph *g, fx_pool *pool, char *arena, i
     uint64_t t0 = profile ? fx_now_ns() : 0; /* includes waiting for its weights: that is its cost */
     int rc = fx_budget_wait(b->exec, i);
     const fx_conv_pack *pack = fx_node_pack(n, s->kernel);
-    if (!rc && pack) {
+    if (!rc && n->qlayer) {
+      rc = run_qlayer_step(s, g, n, pool, arena);
+    } else if (!rc && pack) {
       run_conv_step(s, g, n, pack, pool, arena);
     } else if (!rc) {
       void *saved = NULL;

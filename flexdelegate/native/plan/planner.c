@@ -21,10 +21,10 @@ static size_t unlimited_extra(const fx_graph *g) {
     if (n->at_prepare) continue;
     int packed = (n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && n->pack;
     if (packed) bytes += fx_conv_weights(n->pack)->size;
-    bytes += fx_qlayer_bytes(n->qlayer); /* int8 panels: resident (their raw weights counted below too) */
+    bytes += fx_qlayer_bytes(n->qlayer); /* int8 panels: their bias and requantization inside */
     for (int k = 0; k < n->n_in; k++) {
       int id = n->in[k];
-      if (id < 0 || g->tensors[id].storage != FX_ST_CONST || (packed && k == 1)) continue;
+      if (id < 0 || g->tensors[id].storage != FX_ST_CONST || (packed && k == 1) || (n->qlayer && k >= 1)) continue;
       bytes += fx_shape_numel(&g->tensors[id].shape) * fx_dtype_size(g->tensors[id].dtype);
     }
   }
@@ -46,13 +46,6 @@ const char *fx_plan_memory(fx_mem_plan *p, fx_graph *g, int threads, double budg
   if (budget_mb > 0) {
     const size_t budget = budget_bytes(budget_mb), extra = unlimited_extra(g);
     if (p->arena_bytes + extra > budget) {
-      for (int i = 0; i < g->n_nodes; i++)
-        if (g->nodes[i].qlayer) { /* the budget planner does not describe int8 panels yet */
-          fx_mem_plan_free(p);
-          snprintf(err->message, sizeof err->message, "int8 layers cannot run under a budget smaller than the "
-                   "whole model yet (%.2f MB needed)", (p->arena_bytes + extra) / 1048576.0);
-          return err->message;
-        }
       fx_mem_plan_free(p);
       why = fx_budget_planner.plan(p, g, threads, budget, store, err);
       if (!why)

@@ -12,11 +12,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "cache_file.h"
+#include "flex_api.h"
 #include "hash.h"
 #include "sigbus.h"
 
 #define HEADER_SIZE 256
-#define FORMAT_VERSION 2
+#define FORMAT_VERSION 3
 static const char k_magic[8] = {'F', 'L', 'X', 'C', 'A', 'C', 'H', 'E'};
 
 typedef struct {
@@ -27,12 +28,13 @@ typedef struct {
   uint64_t blob_bytes, dedup_saved;
   char producer[64];
   uint64_t keys_offset, keys_count;
-  uint8_t zero[80];
+  uint64_t paths_offset, paths_bytes;
+  uint8_t zero[64];
   uint64_t header_checksum;
 } fx_cache_header;
 _Static_assert(sizeof(fx_cache_header) == HEADER_SIZE, "header layout");
 _Static_assert(sizeof(fx_cache_entry) == 64, "entry layout");
-_Static_assert(sizeof(fx_cache_model) == 64, "model record layout");
+_Static_assert(sizeof(fx_cache_model) == 80, "model record layout");
 _Static_assert(sizeof(fx_cache_keyref) == 32, "key record layout");
 
 /* What a map owns besides the public fields. */
@@ -103,13 +105,32 @@ static int model_cmp(const void *a, const void *b) {
   return 0;
 }
 
+/* A path a record may hold: absolute, shorter than FLEX_CACHE_PATH_MAX; anything else is
+ * recorded as no path (""). */
+static const char *recordable(const char *path) {
+  return path && path[0] == '/' && strlen(path) < FLEX_CACHE_PATH_MAX ? path : "";
+}
+
+/* NULL if record r's path reference is sound (FORMAT.md "Validity"), else why not. */
+static const char *check_path(const fx_cache_model *r, const char *paths, uint64_t paths_bytes) {
+  if (!r->path_len) return r->path_offset ? "model path offset without a path" : NULL;
+  if (r->path_len >= FLEX_CACHE_PATH_MAX) return "model path too long";
+  if (r->path_offset >= paths_bytes || r->path_len >= paths_bytes - r->path_offset) return "model path out of bounds";
+  const char *p = paths + r->path_offset;
+  if (p[r->path_len] != 0) return "model path not NUL-terminated";
+  if (memchr(p, 0, r->path_len)) return "model path holds a NUL";
+  if (p[0] != '/') return "model path not absolute";
+  return NULL;
+}
+
 /* Header, index and model table are read with pread and checked before anything trusts the
  * mapping: a hostile file cannot make us read out of bounds. */
 static const char *validate(int fd, uint64_t file_size, fx_cache_header *h, fx_cache_entry **entries,
-                            fx_cache_model **models, fx_cache_keyref **keys) {
+                            fx_cache_model **models, fx_cache_keyref **keys, const char **paths) {
   *entries = NULL;
   *models = NULL;
   *keys = NULL;
+  *paths = NULL;
   if (file_size < FX_CACHE_PAGE) return "too small (truncated or not a cache file)";
   if (pread_all(fd, h, sizeof *h, 0)) return "unreadable header";
   if (memcmp(h->magic, k_magic, 8)) return "bad magic (not a flexdelegate cache)";
@@ -122,26 +143,30 @@ static const char *validate(int fd, uint64_t file_size, fx_cache_header *h, fx_c
       h->index_count > (file_size - h->index_offset) / 64)
     return "index out of bounds";
   if (h->models_offset != h->index_offset + 64 * h->index_count ||
-      h->models_count > (file_size - h->models_offset) / 64 ||
-      h->keys_offset != h->models_offset + 64 * h->models_count ||
+      h->models_count > (file_size - h->models_offset) / sizeof(fx_cache_model) ||
+      h->keys_offset != h->models_offset + sizeof(fx_cache_model) * h->models_count ||
       h->keys_count > (file_size - h->keys_offset) / 32 ||
-      h->keys_offset + 32 * h->keys_count != file_size)
+      h->paths_offset != h->keys_offset + 32 * h->keys_count || h->paths_bytes != file_size - h->paths_offset)
     return "model table out of bounds";
-  size_t ib = (size_t)h->index_count * 64, mb = (size_t)h->models_count * 64, kb = (size_t)h->keys_count * 32;
+  const size_t ib = (size_t)h->index_count * 64, mb = (size_t)h->models_count * sizeof(fx_cache_model);
+  const size_t kb = (size_t)h->keys_count * 32, pb = (size_t)h->paths_bytes;
   *entries = malloc(ib ? ib : 1);
-  *models = malloc(mb + kb ? mb + kb : 1); /* records and key lists share one checksum */
+  *models = malloc(mb + kb + pb ? mb + kb + pb : 1); /* records, key lists and paths share one checksum */
   if (!*entries || !*models) return "out of memory";
   *keys = (fx_cache_keyref *)((uint8_t *)*models + mb);
-  if (pread_all(fd, *entries, ib, h->index_offset) || pread_all(fd, *models, mb + kb, h->models_offset))
+  *paths = (const char *)*models + mb + kb;
+  if (pread_all(fd, *entries, ib, h->index_offset) || pread_all(fd, *models, mb + kb + pb, h->models_offset))
     return "unreadable index";
   if (fx_hash64(*entries, ib, 0) != h->index_checksum) return "index checksum mismatch";
-  if (fx_hash64(*models, mb + kb, 0) != h->models_checksum) return "model table checksum mismatch";
+  if (fx_hash64(*models, mb + kb + pb, 0) != h->models_checksum) return "model table checksum mismatch";
   for (uint64_t i = 1; i < h->index_count; i++)
     if (key_cmp(&(*entries)[i - 1], &(*entries)[i]) >= 0) return "index not sorted";
   for (uint64_t i = 0; i < h->models_count; i++) {
     const fx_cache_model *r = &(*models)[i];
     if (i && model_cmp(&(*models)[i - 1], r) >= 0) return "model table not sorted";
     if (r->first_key > h->keys_count || r->n_keys > h->keys_count - r->first_key) return "model keys out of bounds";
+    const char *bad_path = check_path(r, *paths, h->paths_bytes);
+    if (bad_path) return bad_path;
   }
   const fx_cache_entry **order = malloc(sizeof *order * (size_t)(h->index_count ? h->index_count : 1));
   if (!order) return "out of memory";
@@ -197,11 +222,11 @@ fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len) {
   fx_cache_entry *entries = NULL;
   fx_cache_model *models = NULL;
   fx_cache_keyref *keys = NULL;
-  const char *why = NULL;
+  const char *paths = NULL, *why = NULL;
   void *base = MAP_FAILED;
   if (fstat(fd, &st)) why = "cannot stat";
   else if (!S_ISREG(st.st_mode)) why = "not a regular file";
-  else why = validate(fd, (uint64_t)st.st_size, &h, &entries, &models, &keys);
+  else why = validate(fd, (uint64_t)st.st_size, &h, &entries, &models, &keys, &paths);
   if (!why) {
     base = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
     if (base == MAP_FAILED) why = "mmap failed";
@@ -226,6 +251,8 @@ fx_cache_map *fx_cache_open(const char *path, char *msg, size_t msg_len) {
   m->pub.n_models = h.models_count;
   m->pub.keys = m->keys = keys;
   m->pub.n_keys = h.keys_count;
+  m->pub.paths = paths;
+  m->pub.paths_bytes = h.paths_bytes;
   m->pub.blob_bytes = h.blob_bytes;
   m->pub.dedup_saved = h.dedup_saved;
   m->path = strdup(path); /* NULL when out of memory: the blob is then not dropped, only repacked */
@@ -264,15 +291,21 @@ static int same_file(const fx_cache_model *a, const fx_cache_model *b) {
 
 const fx_cache_model *fx_cache_find_file(const fx_cache_map *m, const fx_cache_model *id) {
   if (!m || !id || (!id->dev && !id->ino)) return NULL;
-  for (uint64_t i = 0; i < m->n_models; i++)
-    if (same_file(&m->models[i], id)) return &m->models[i];
+  for (uint64_t i = 0; i < m->n_models; i++) /* no times: the file's version was not recorded */
+    if ((m->models[i].mtime_ns || m->models[i].ctime_ns) && same_file(&m->models[i], id)) return &m->models[i];
   return NULL;
 }
 
-int fx_cache_has_record(const fx_cache_map *m, const fx_cache_model *r) {
+const char *fx_cache_model_path(const fx_cache_map *m, const fx_cache_model *r) {
+  return r->path_len ? m->paths + r->path_offset : ""; /* validated: NUL-terminated in bounds */
+}
+
+int fx_cache_has_record(const fx_cache_map *m, const fx_cache_model *r, const char *model_path) {
   for (uint64_t i = 0; m && i < m->n_models; i++) {
     const fx_cache_model *o = &m->models[i];
-    if (!model_cmp(o, r) && same_file(o, r) && o->n_keys == r->n_keys) return 1;
+    if (!model_cmp(o, r) && same_file(o, r) && o->n_keys == r->n_keys &&
+        !strcmp(fx_cache_model_path(m, o), recordable(model_path)))
+      return 1;
   }
   return 0;
 }
@@ -325,47 +358,61 @@ static uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 static atomic_uint g_temp_counter;
 
-/* The new file's model records and key lists: the old ones, but the record this load replaces
- * (same fingerprint, dev, inode), plus this load's (rec NULL: none). Returns the bytes (records
- * then keys). */
+/* The new file's model records, key lists and paths (the table the models checksum covers):
+ * the old ones, but the record this load replaces (same fingerprint, dev, inode), plus this
+ * load's (rec NULL: none) with rec_path. Returns the bytes, table->n_* set. */
+typedef struct { size_t n_models, n_keys, paths_bytes, bytes; } table_size;
+
 static uint8_t *merge_models(const fx_cache_map *cur, const fx_cache_model *rec, const fx_cache_keyref *keys,
-                             size_t *n_models, size_t *n_keys) {
+                             const char *rec_path, table_size *size) {
   size_t max_models = (cur ? (size_t)cur->n_models : 0) + 1;
   /* Room for every old record's keys: a valid file's key ranges may overlap (each only has to
-   * lie within the key list), so their total can exceed the list's length. */
-  size_t max_keys = rec ? rec->n_keys : 0;
-  for (uint64_t i = 0; cur && i < cur->n_models; i++) max_keys += cur->models[i].n_keys;
+   * lie within the key list), so their total can exceed the list's length. Paths likewise. */
+  size_t max_keys = rec ? rec->n_keys : 0, max_paths = strlen(rec_path) + 1;
+  for (uint64_t i = 0; cur && i < cur->n_models; i++) {
+    max_keys += cur->models[i].n_keys;
+    max_paths += cur->models[i].path_len + 1;
+  }
   fx_cache_model *models = calloc(max_models, sizeof *models);
   fx_cache_keyref *all_keys = calloc(max_keys + 1, sizeof *all_keys);
+  char *paths = calloc(max_paths, 1);
   uint8_t *out = NULL;
-  if (!models || !all_keys) goto done;
-  size_t nm = 0, nk = 0;
-  for (uint64_t i = 0; cur && i < cur->n_models; i++) {
-    if (rec && !model_cmp(&cur->models[i], rec)) continue;
-    models[nm] = cur->models[i];
+  if (!models || !all_keys || !paths) goto done;
+  const uint64_t n_old = cur ? cur->n_models : 0;
+  size_t nm = 0, nk = 0, np = 0;
+  for (uint64_t i = 0; i <= n_old; i++) { /* the old records, then this load's */
+    const int is_rec = i == n_old;
+    if (is_rec ? !rec : rec && !model_cmp(&cur->models[i], rec)) continue;
+    const fx_cache_model *from = is_rec ? rec : &cur->models[i];
+    const char *path = is_rec ? rec_path : fx_cache_model_path(cur, from);
+    models[nm] = *from;
     models[nm].first_key = nk;
-    memcpy(all_keys + nk, cur->keys + cur->models[i].first_key, cur->models[i].n_keys * sizeof *all_keys);
-    nk += cur->models[i].n_keys;
-    nm++;
-  }
-  if (rec) {
-    models[nm] = *rec;
-    models[nm].first_key = nk;
-    memcpy(all_keys + nk, keys, rec->n_keys * sizeof *all_keys);
-    nk += rec->n_keys;
+    memcpy(all_keys + nk, is_rec ? keys : cur->keys + from->first_key, from->n_keys * sizeof *all_keys);
+    nk += from->n_keys;
+    models[nm].path_len = (uint32_t)strlen(path);
+    models[nm].path_offset = *path ? np : 0;
+    models[nm].zero = 0;
+    if (*path) {
+      memcpy(paths + np, path, models[nm].path_len + 1);
+      np += models[nm].path_len + 1;
+    }
     nm++;
   }
   qsort(models, nm, sizeof *models, model_cmp);
-  out = malloc(nm * sizeof *models + nk * sizeof *all_keys);
+  size->bytes = nm * sizeof *models + nk * sizeof *all_keys + np;
+  out = malloc(size->bytes ? size->bytes : 1);
   if (out) {
     memcpy(out, models, nm * sizeof *models);
     memcpy(out + nm * sizeof *models, all_keys, nk * sizeof *all_keys);
-    *n_models = nm;
-    *n_keys = nk;
+    memcpy(out + nm * sizeof *models + nk * sizeof *all_keys, paths, np);
+    size->n_models = nm;
+    size->n_keys = nk;
+    size->paths_bytes = np;
   }
 done:
   free(models);
   free(all_keys);
+  free(paths);
   return out;
 }
 
@@ -442,16 +489,16 @@ static int write_blobs(int fd, const fx_cache_blob *const *add, size_t n, uint64
 /* The index, the model records and, last, the header, behind the blobs ending at `end`: a
  * file cut short anywhere fails validation. 0, or -1 with msg set. */
 static int write_index(int fd, const fx_cache_map *cur, fx_cache_entry *entries, size_t n_entries,
-                       const fx_cache_model *model, const fx_cache_keyref *keys, uint64_t end, uint64_t blob_bytes,
-                       uint64_t dedup_bytes, char *msg, size_t msg_len) {
-  size_t n_models = 0, n_keys = 0;
+                       const fx_cache_model *model, const fx_cache_keyref *keys, const char *model_path, uint64_t end,
+                       uint64_t blob_bytes, uint64_t dedup_bytes, char *msg, size_t msg_len) {
+  table_size ts = {0};
   qsort(entries, n_entries, sizeof *entries, qsort_key_cmp);
-  uint8_t *table = merge_models(cur, model, keys, &n_models, &n_keys);
+  uint8_t *table = merge_models(cur, model, keys, recordable(model_path), &ts);
   if (!table) {
     say(msg, msg_len, "%s", "out of memory");
     return -1;
   }
-  const size_t table_bytes = n_models * sizeof(fx_cache_model) + n_keys * sizeof(fx_cache_keyref);
+  const size_t n_models = ts.n_models, n_keys = ts.n_keys, table_bytes = ts.bytes;
   fx_cache_header h = {0};
   memcpy(h.magic, k_magic, 8);
   h.format_version = FORMAT_VERSION;
@@ -461,8 +508,10 @@ static int write_index(int fd, const fx_cache_map *cur, fx_cache_entry *entries,
   h.index_checksum = fx_hash64(entries, n_entries * sizeof *entries, 0);
   h.models_offset = h.index_offset + 64 * n_entries;
   h.models_count = n_models;
-  h.keys_offset = h.models_offset + 64 * n_models;
+  h.keys_offset = h.models_offset + sizeof(fx_cache_model) * n_models;
   h.keys_count = n_keys;
+  h.paths_offset = h.keys_offset + sizeof(fx_cache_keyref) * n_keys;
+  h.paths_bytes = ts.paths_bytes;
   h.models_checksum = fx_hash64(table, table_bytes, 0);
   h.file_size = h.models_offset + table_bytes;
   h.blob_bytes = blob_bytes;
@@ -501,7 +550,8 @@ static int publish(const char *tmp_path, const char *path, char *msg, size_t msg
 /* Writes the new file (the old blobs copied, the missing ones appended, index and records
  * rewritten) into a temp file and publishes it; the new mapping, or NULL with msg set. */
 static fx_cache_map *rewrite(const char *path, const fx_cache_map *cur, const fx_cache_blob **add, size_t n_new,
-                             const fx_cache_model *model, const fx_cache_keyref *keys, uint64_t dedup_bytes,
+                             const fx_cache_model *model, const fx_cache_keyref *keys, const char *model_path,
+                             uint64_t dedup_bytes,
                              const fx_cache_entry *drop, char *msg, size_t msg_len) {
   char tmp_path[4200];
   snprintf(tmp_path, sizeof tmp_path, "%s.tmp.%ld.%u", path, (long)getpid(), atomic_fetch_add(&g_temp_counter, 1));
@@ -530,7 +580,8 @@ static fx_cache_map *rewrite(const char *path, const fx_cache_map *cur, const fx
   if (!rc) {
     uint64_t blob_bytes = cur ? cur->blob_bytes - dropped_bytes : 0;
     for (size_t i = 0; i < n_new; i++) blob_bytes += add[i]->size;
-    rc = write_index(fd, cur, entries, n_old + n_new, model, keys, end, blob_bytes, dedup_bytes, msg, msg_len);
+    rc = write_index(fd, cur, entries, n_old + n_new, model, keys, model_path, end, blob_bytes, dedup_bytes, msg,
+                     msg_len);
   }
   free(entries);
   struct stat written;
@@ -586,7 +637,7 @@ static int take_lock(const char *lock_path, char *msg, size_t msg_len) {
 }
 
 fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
-                              const fx_cache_model *model, const fx_cache_keyref *keys,
+                              const fx_cache_model *model, const fx_cache_keyref *keys, const char *model_path,
                               uint64_t dedup_bytes, char *msg, size_t msg_len) {
   char lock_path[4200];
   if (snprintf(lock_path, sizeof lock_path, "%s.lock", path) >= (int)sizeof lock_path) {
@@ -608,8 +659,9 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
     say(msg, msg_len, "%s", "out of memory");
   } else {
     const size_t n_new = missing_blobs(cur, blobs, n, add);
-    if (!n_new && cur && fx_cache_has_record(cur, model)) result = fx_cache_map_ref(cur); /* nothing to add */
-    else result = rewrite(path, cur, add, n_new, model, keys, dedup_bytes, NULL, msg, msg_len);
+    if (!n_new && cur && fx_cache_has_record(cur, model, recordable(model_path)))
+      result = fx_cache_map_ref(cur); /* nothing to add */
+    else result = rewrite(path, cur, add, n_new, model, keys, model_path, dedup_bytes, NULL, msg, msg_len);
   }
   free(add);
   fx_cache_map_unref(cur);
@@ -631,7 +683,7 @@ int fx_cache_drop_blob(const fx_cache_map *seen, uint64_t hi, uint64_t lo, uint3
    * another writer's, and may hold the blob intact. */
   const int same = cur && !fstat(cur->fd, &a) && !fstat(seen->fd, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
   const fx_cache_entry *e = same ? fx_cache_find(cur, hi, lo, algo, version) : NULL;
-  if (e) result = rewrite(path, cur, NULL, 0, NULL, NULL, 0, e, msg, sizeof msg);
+  if (e) result = rewrite(path, cur, NULL, 0, NULL, NULL, NULL, 0, e, msg, sizeof msg);
   fx_cache_map_unref(result);
   fx_cache_map_unref(cur);
   flock(lock, LOCK_UN);

@@ -15,13 +15,17 @@ typedef struct {
 } fx_cache_entry;
 
 /* One load a file served: its fingerprint (hash of the keys it asked for), the identity of the
- * model file it read (dev = ino = 0 when unknown or too recent to trust), and the keys it asked
- * for in order, so a later load of the same unchanged file can skip hashing the weights. */
+ * model file it read (dev = ino = 0 when unknown; size = times = 0 when too recent to trust,
+ * which is never replayed), and the keys it asked
+ * for in order, so a later load of the same unchanged file can skip hashing the weights; and
+ * where that file was (its path as the load saw it, for `cache info`; path_len 0: unknown). */
 typedef struct {
   uint64_t fingerprint, dev, ino, size;
   int64_t mtime_ns, ctime_ns;
   uint64_t first_key;
   uint32_t n_keys, machine; /* machine: packing family of the loader (keys differ per ISA) */
+  uint64_t path_offset;     /* into the file's path strings */
+  uint32_t path_len, zero;  /* path_len: bytes before its NUL */
 } fx_cache_model;
 
 typedef struct {
@@ -44,6 +48,8 @@ typedef struct fx_cache_map {
   uint64_t n_models;
   const fx_cache_keyref *keys;   /* the models' key lists */
   uint64_t n_keys;
+  const char *paths;             /* the models' paths, NUL-terminated strings */
+  uint64_t paths_bytes;
   uint64_t blob_bytes, dedup_saved;
 } fx_cache_map;
 
@@ -65,8 +71,11 @@ const fx_cache_entry *fx_cache_find(const fx_cache_map *m, uint64_t hi, uint64_t
 /* The record of a load of exactly this model file (same dev, inode, size, times) made on a
  * machine packing the same way, or NULL. */
 const fx_cache_model *fx_cache_find_file(const fx_cache_map *m, const fx_cache_model *id);
-/* The file already holds exactly this record (so a load adding nothing need not write). */
-int fx_cache_has_record(const fx_cache_map *m, const fx_cache_model *r);
+/* The model path record r of m holds ("" when none). */
+const char *fx_cache_model_path(const fx_cache_map *m, const fx_cache_model *r);
+/* The file already holds exactly this record, model path included (so a load adding nothing
+ * need not write; a model seen at a new path is written again: "path as last seen"). */
+int fx_cache_has_record(const fx_cache_map *m, const fx_cache_model *r, const char *model_path);
 
 /* A blob a writer adds: its bytes, or a function that packs its parts [lo, hi) (n_parts
  * equal, contiguous parts; `chunk` parts at most per call) into a buffer the writer pwrites
@@ -83,13 +92,14 @@ typedef struct {
 
 /* Under an exclusive lock on <path>.lock (taken only when the path is ours or missing, and
  * checked again under it): re-reads the current file, and if it lacks any of `blobs` or the
- * model record (model->n_keys keys), writes a new version (temp + fsync + rename) holding the
+ * model record (model->n_keys keys; model_path: the model file's absolute path, NULL or ""
+ * when unknown; its path_offset and path_len are ignored), writes a new version (temp + fsync + rename) holding the
  * old blobs and records, the missing blobs and this record (replacing one with the same
  * fingerprint, dev and inode). Returns the mapping of the file now at `path` (which holds
  * every blob), or NULL with msg set (disk full, unwritable directory, a file that is not ours
  * at the path, ...). dedup_bytes: what this model asked for that was already stored. */
 fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
-                              const fx_cache_model *model, const fx_cache_keyref *keys,
+                              const fx_cache_model *model, const fx_cache_keyref *keys, const char *model_path,
                               uint64_t dedup_bytes, char *msg, size_t msg_len);
 /* Removes the blob with this key from the file at the path `seen` was opened from, if that
  * is still the same file (a blob that failed its checksum: the next writable load packs and

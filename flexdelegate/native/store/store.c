@@ -31,6 +31,7 @@ struct fx_store {
   fx_cache_keyref *keys; /* ... and the keys themselves, for this load's record */
   size_t n_keys, cap_keys;
   fx_cache_model id;     /* the model file's identity (dev = ino = 0: unknown) */
+  char *model_path;      /* ... and its path as /proc/self/maps names it (NULL: unknown) */
   const fx_cache_keyref *replay; /* a recorded load of the same unchanged file */
   size_t n_replay, replay_pos;
   struct commit_job *job; /* a commit still writing in the background */
@@ -61,6 +62,7 @@ void fx_store_free(fx_store *s) {
   fx_cache_map_unref(s->map);
   free(s->path);
   free(s->keys);
+  free(s->model_path);
   free_ro(s);
   free(s);
 }
@@ -93,9 +95,11 @@ static void scan_ro_mappings(fx_store *s) {
 }
 
 /* Identity of the file behind a mapped model (dev = ino = 0 if not a file mapping or the
- * path now names another file). */
-static fx_cache_model file_identity(const fx_store *s, const void *p) {
+ * path now names another file), and that path (*path: the mapping's, else NULL). TFLite does
+ * not tell a delegate where its model came from; the mapping it reads from names the file. */
+static fx_cache_model file_identity(const fx_store *s, const void *p, const char **path) {
   fx_cache_model id = {0};
+  *path = NULL;
   for (size_t i = 0; p && i < s->n_ro; i++) {
     if ((uintptr_t)p < s->ro[i].lo || (uintptr_t)p >= s->ro[i].hi || !s->ro[i].path) continue;
     struct stat st;
@@ -105,6 +109,7 @@ static fx_cache_model file_identity(const fx_store *s, const void *p) {
     id.size = (uint64_t)st.st_size;
     id.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
     id.ctime_ns = (int64_t)st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+    *path = s->ro[i].path;
     break;
   }
   return id;
@@ -122,8 +127,11 @@ void fx_store_open(fx_store *s, const char *path, const void *model_ptr, uint32_
   scan_ro_mappings(s);
   fx_hasher_init(&s->model, 0);
   s->n_keys = 0;
-  s->id = file_identity(s, model_ptr);
+  const char *model_path;
+  s->id = file_identity(s, model_ptr, &model_path);
   s->id.machine = machine;
+  free(s->model_path);
+  s->model_path = model_path ? strdup(model_path) : NULL; /* NULL when out of memory too: no path */
   const fx_store_stats old = s->stats; /* the file's state outlives one load's counts */
   memset(&s->stats, 0, sizeof s->stats);
   s->stats.file_ok = old.file_ok;
@@ -412,7 +420,8 @@ static void finish_pending(fx_store *s) {
 }
 
 /* A model file changed less than this long ago may change again within the same timestamp
- * tick, unseen ("racy git"): its identity is not recorded, so the next load hashes again. */
+ * tick, unseen ("racy git"): its size and times are not recorded, so the record is never
+ * replayed and the next load hashes again (dev and inode still say which file it is about). */
 #define FX_RACY_NS 2000000000LL
 
 static int racy(const fx_cache_model *id) {
@@ -435,6 +444,7 @@ typedef struct commit_job {
   size_t n;
   fx_cache_model rec;
   fx_cache_keyref *keys;
+  char *model_path; /* the record's, NULL: unknown */
   uint64_t dedup_bytes;
   fx_cache_map *result;
   char why[200];
@@ -461,7 +471,8 @@ static void wait_for_writers(void) {
 
 static void run_job(commit_job *j) {
   const uint64_t t0 = fx_now_ns();
-  j->result = fx_cache_commit(j->path, j->blobs, j->n, &j->rec, j->keys, j->dedup_bytes, j->why, sizeof j->why);
+  j->result = fx_cache_commit(j->path, j->blobs, j->n, &j->rec, j->keys, j->model_path, j->dedup_bytes, j->why,
+                              sizeof j->why);
   j->ms = (double)(fx_now_ns() - t0) / 1e6;
 }
 
@@ -481,6 +492,7 @@ static void free_job(commit_job *j) {
   free(j->refs);
   free(j->blobs);
   free(j->keys);
+  free(j->model_path);
   free(j->path);
   fx_cache_map_unref(j->result);
   free(j);
@@ -534,7 +546,7 @@ static int commit_private(fx_store *s, commit_job *j) {
   snprintf(path, sizeof path, "%s/flexdelegate-%ld-%u.fxc", dir, (long)getpid(), atomic_fetch_add(&g_private_counter, 1));
   snprintf(lock, sizeof lock, "%s.lock", path);
   j->rec.dev = j->rec.ino = 0; /* no file identity: nobody else will read this one */
-  j->result = fx_cache_commit(path, j->blobs, j->n, &j->rec, j->keys, 0, j->why, sizeof j->why);
+  j->result = fx_cache_commit(path, j->blobs, j->n, &j->rec, j->keys, NULL, 0, j->why, sizeof j->why);
   unlink(path);
   unlink(lock);
   if (!j->result) return -1;
@@ -580,14 +592,17 @@ void fx_store_commit(fx_store *s, int background) {
   fx_cache_model rec = s->id;
   rec.fingerprint = fp[0];
   rec.n_keys = (uint32_t)s->n_keys;
-  if (!rec.ino || racy(&rec)) { /* record the fingerprint and keys, not the file */
-    rec.dev = rec.ino = rec.size = 0;
+  if (racy(&rec)) { /* which file, but not which version of it */
+    rec.size = 0;
     rec.mtime_ns = rec.ctime_ns = 0;
   }
   /* No file for a load that asked for no weights (nothing delegated, or nothing to pack). A
    * budget needs a file to stream from: without one we may write, a private temp file. */
   const int private = !fx_store_writable(s) && !background && s->n_pending;
-  if (!s->n_keys || (!fx_store_writable(s) && !private) || (!s->n_pending && fx_cache_has_record(s->map, &rec))) {
+  /* A warm load of a model seen at a new path is not "nothing to add": its record is written
+   * again with the path (once per move; FORMAT.md "Model record"). */
+  const int nothing_new = !s->n_pending && fx_cache_has_record(s->map, &rec, s->model_path);
+  if (!s->n_keys || (!fx_store_writable(s) && !private) || nothing_new) {
     if (s->path && s->map && !s->writable && s->n_pending) /* a read-only cache lacking weights */
       fprintf(stderr, "flexdelegate: warning: cache %s is read-only and lacks %zu weights (%zu bytes): packed in memory\n",
               s->path, s->n_pending, s->stats.bytes_packed);
@@ -621,6 +636,7 @@ void fx_store_commit(fx_store *s, int background) {
     w->refs++;
   }
   *j = (commit_job){.path = path, .blobs = blobs, .refs = refs, .n = s->n_pending, .rec = rec, .keys = keys,
+                    .model_path = s->model_path ? strdup(s->model_path) : NULL, /* NULL: recorded as unknown */
                     .dedup_bytes = s->stats.bytes_mapped + s->stats.bytes_deduped};
   int threaded = 0;
   if (background && !missing) {

@@ -820,6 +820,12 @@ typedef struct TfLiteReducerParams {
   bool keep_dims;
 } TfLiteReducerParams;
 
+/* CUMSUM (builtin_options CumsumOptions: exclusive, reverse). */
+typedef struct TfLiteCumsumParams {
+  bool exclusive;
+  bool reverse;
+} TfLiteCumsumParams;
+
 /* SPLIT / SPLIT_V. */
 typedef struct TfLiteSplitParams {
   int num_splits;

@@ -137,6 +137,13 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
                               const TfLiteRegistration *reg);
 /* Why the stock kernel of `builtin` would refuse the node at Prepare, or NULL (stock.c). */
 const char *fx_tfl_stock_refuses(const TfLiteContext *ctx, int builtin, const TfLiteNode *node);
+/* Records that node `node` stays with TFLite, and why (partition.c). */
+void fx_add_fallback(fx_subgraph *sg, int node, int builtin, const char *why);
+/* The "never slower to turn on" rule (islands.c): unclaims every island of claimed nodes with
+ * less work than FLEX_ISLAND_MIN_FLOPS when some node stays with stock. produced_at: the plan
+ * position writing each tensor (-1: none); flops: each plan position's work. 0, -1 on OOM. */
+int fx_drop_small_islands(TfLiteContext *ctx, const TfLiteIntArray *plan, fx_subgraph *sg, const int *produced_at,
+                          const double *flops, TfLiteIntArray *claimed);
 /* Folds DEQUANTIZE / DENSIFY of constants into a blob; NULL ok (blob set) or a reason. */
 const char *fx_fold_special(fx_translate *tr, const TfLiteNode *node, int builtin, fx_blob **out);
 /* Int8 weights of a hybrid CONV / DEPTHWISE / FC / BATCH_MATMUL (float activations) as a

@@ -91,12 +91,13 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
     if (ctx->GetNodeAndRegistration(ctx, idx, &node, &reg) != kTfLiteOk) goto fail;
     int fk = folded_kind(sg, node);
     if (fk == 1) { folded++; continue; }
+    const int first = p->g.n_nodes;
     const char *why = fx_translate_node(&tr, &p->g, idx, node, reg);
     if (why) {
       ctx->ReportError(ctx, "flexdelegate: node %d (%s): %s\n", idx, fx_builtin_name(reg->builtin_code), why);
       goto fail;
     }
-    p->g.nodes[p->g.n_nodes - 1].at_prepare = fk == 2;
+    for (int k = first; k < p->g.n_nodes; k++) p->g.nodes[k].at_prepare = fk == 2;
   }
   for (int i = 0; i < params->input_tensors->size; i++) {
     int t = params->input_tensors->data[i];

@@ -616,6 +616,120 @@ static const char *read_cast(fx_graph *g, fx_node *n, const void *bd) {
   return ok ? NULL : "cast between unsupported types";
 }
 
+/* SUM, REDUCE_MAX / MIN / PROD (the node becomes REDUCE): float32, int32 or int64 data, a
+ * constant int32 axis list (any order, repeats, negative axes); quantized data stays with stock. */
+static const char *read_reduce(fx_graph *g, fx_node *n, const void *bd) {
+  n->p.mean.keep_dims = bd ? ((const TfLiteReducerParams *)bd)->keep_dims : 0;
+  const int dt = g->tensors[n->out[0]].dtype;
+  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64) return "reductions run on float32, int32 or int64";
+  if (g->tensors[n->in[0]].dtype != dt) return "input and output types differ";
+  if (g->tensors[n->in[1]].dtype != FX_I32) return "axis must be int32";
+  return need_const(g, n, 1, 0);
+}
+
+static const char *read_log_softmax(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  return need_f32(g, n, 1);
+}
+
+/* EXPAND_DIMS (a RESHAPE): any layout type, a constant axis. */
+static const char *read_expand_dims(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const char *e;
+  return (e = same_dtype(g, n, 1)) ? e : need_const(g, n, 1, 0);
+}
+
+/* SLICE (a STRIDED_SLICE without masks): constant begin and size of one int type. */
+static const char *read_slice(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const char *e;
+  memset(&n->p.ss, 0, sizeof n->p.ss);
+  n->p.ss.slice = 1;
+  if ((e = same_dtype(g, n, 1)) || (e = need_const(g, n, 1, 0)) || (e = need_const(g, n, 2, 0))) return e;
+  return g->tensors[n->in[1]].dtype == g->tensors[n->in[2]].dtype ? NULL : "begin and size of different types";
+}
+
+/* BROADCAST_TO: any layout type (quantized bytes move unchanged), a constant shape. */
+static const char *read_broadcast_to(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const char *e;
+  return (e = same_dtype(g, n, 1)) ? e : need_const(g, n, 1, 0);
+}
+
+/* GATHER_ND: params of any layout type, run-time int32 / int64 index tuples. */
+static const char *read_gather_nd(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const int it = g->tensors[n->in[1]].dtype;
+  if (it != FX_I32 && it != FX_I64) return "indices must be int32 or int64";
+  return same_dtype(g, n, 1);
+}
+
+/* EMBEDDING_LOOKUP: 1-D int32 ids into a float32 table of rank >= 2 (hybrid int8 tables stay
+ * with stock): a GATHER along axis 0 with the operands swapped. */
+static const char *read_embedding_lookup(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const fx_tensor *ids = &g->tensors[n->in[0]], *table = &g->tensors[n->in[1]];
+  if (ids->dtype != FX_I32 || ids->shape.rank != 1) return "ids must be 1-D int32";
+  if (table->shape.rank < 2) return "table rank below 2";
+  if (table->dtype != FX_F32 || g->tensors[n->out[0]].dtype != FX_F32) return "non-float32 table (hybrid lookups stay with stock)";
+  const int id = n->in[0];
+  n->in[0] = n->in[1];
+  n->in[1] = id;
+  n->p.gather.axis = 0;
+  n->p.gather.batch_dims = 0;
+  return NULL;
+}
+
+/* FILL: a constant int32 / int64 dims list and a scalar value (run-time or constant) of the
+ * output's type: float32, int32, int64 or bool. */
+static const char *read_fill(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const int dt = g->tensors[n->out[0]].dtype, dims = g->tensors[n->in[0]].dtype;
+  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64 && dt != FX_BOOL) return "unsupported tensor type";
+  if (g->tensors[n->in[1]].dtype != dt) return "value and output types differ";
+  if (dims != FX_I32 && dims != FX_I64) return "dims must be int32 or int64";
+  return need_const(g, n, 0, 0);
+}
+
+/* RANGE: constant start, limit and delta of the output's type (its length is their result). */
+static const char *read_range(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  const int dt = g->tensors[n->out[0]].dtype;
+  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64) return "unsupported tensor type";
+  for (int i = 0; i < 3; i++)
+    if (g->tensors[n->in[i]].dtype != dt) return "input and output types differ";
+  return NULL;
+}
+
+/* CUMSUM: float32, int32 or int64 data, a constant int32 axis. */
+static const char *read_cumsum(fx_graph *g, fx_node *n, const void *bd) {
+  const TfLiteCumsumParams *p = bd;
+  n->p.cumsum.exclusive = p ? p->exclusive : 0;
+  n->p.cumsum.reverse = p ? p->reverse : 0;
+  const int dt = g->tensors[n->out[0]].dtype;
+  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64) return "unsupported tensor type";
+  if (g->tensors[n->in[0]].dtype != dt) return "input and output types differ";
+  if (g->tensors[n->in[1]].dtype != FX_I32) return "axis must be int32";
+  return need_const(g, n, 1, 0);
+}
+
+/* SPLIT (axis, x) / SPLIT_V (x, size_splits, axis): each output is its own SPLIT_PART node
+ * (fx_translate_node), x moved to in[0]; any layout type, constant axis and sizes. */
+static const char *read_split(fx_graph *g, fx_node *n, const void *bd) {
+  const char *e;
+  const int num = ((const TfLiteSplitParams *)bd)->num_splits; /* SPLIT_V's params: the same layout */
+  if (num != n->p.split.parts) return "num_splits is not the number of outputs";
+  if (n->n_in == 2) { /* SPLIT: x second */
+    const int axis = n->in[0];
+    n->in[0] = n->in[1];
+    n->in[1] = axis;
+  } else if ((e = need_const(g, n, 1, 0))) {
+    return e;
+  }
+  if (g->tensors[n->in[n->n_in - 1]].dtype != FX_I32) return "axis must be int32";
+  return (e = same_dtype(g, n, 1)) ? e : need_const(g, n, n->n_in - 1, 0);
+}
+
 /* ---- the builtins the delegate runs: one row each ----
  * builtin -> IR kind (ir/ops.inc) and its sub-kind (the binary op, unary kind, pool max, concat
  * pack, reshape squeeze), param reader (params and dtype rule), the inputs it needs, those a
@@ -691,6 +805,21 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinSelect, FX_OP_SELECT, 0, read_select, 3, 0, 0},
     {kTfLiteBuiltinSelectV2, FX_OP_SELECT, 1, read_select, 3, 0, 0},
     {kTfLiteBuiltinBatchMatmul, FX_OP_BATCH_MATMUL, 0, read_batch_matmul, 2, 0, 0},
+    {kTfLiteBuiltinSum, FX_OP_REDUCE, FX_RED_SUM, read_reduce, 2, 0, 0},
+    {kTfLiteBuiltinReduceMax, FX_OP_REDUCE, FX_RED_MAX, read_reduce, 2, 0, 0},
+    {kTfLiteBuiltinReduceMin, FX_OP_REDUCE, FX_RED_MIN, read_reduce, 2, 0, 0},
+    {kTfLiteBuiltinReduceProd, FX_OP_REDUCE, FX_RED_PROD, read_reduce, 2, 0, 0},
+    {kTfLiteBuiltinLogSoftmax, FX_OP_LOG_SOFTMAX, 0, read_log_softmax, 1, 0, 0},
+    {kTfLiteBuiltinExpandDims, FX_OP_RESHAPE, FX_RESHAPE_EXPAND_DIMS, read_expand_dims, 2, 0, 0},
+    {kTfLiteBuiltinSlice, FX_OP_STRIDED_SLICE, 0, read_slice, 3, 0, 0},
+    {kTfLiteBuiltinBroadcastTo, FX_OP_BROADCAST_TO, 0, read_broadcast_to, 2, 0, 0},
+    {kTfLiteBuiltinGatherNd, FX_OP_GATHER_ND, 0, read_gather_nd, 2, 0, 0},
+    {kTfLiteBuiltinEmbeddingLookup, FX_OP_GATHER, 0, read_embedding_lookup, 2, 0, 0},
+    {kTfLiteBuiltinFill, FX_OP_FILL, 0, read_fill, 2, 0, 0},
+    {kTfLiteBuiltinRange, FX_OP_RANGE, 0, read_range, 3, 0, 0},
+    {kTfLiteBuiltinCumsum, FX_OP_CUMSUM, 0, read_cumsum, 2, 0, 0},
+    {kTfLiteBuiltinSplit, FX_OP_SPLIT_PART, 0, read_split, 2, 0, 1},
+    {kTfLiteBuiltinSplitV, FX_OP_SPLIT_PART, 0, read_split, 3, 0, 1},
 };
 
 static const builtin_op *builtin_of(int builtin) {
@@ -709,18 +838,14 @@ static void set_sub(fx_node *n, int sub) {
     case FX_OP_RESHAPE: n->p.reshape.squeeze = sub; break;
     case FX_OP_COMPARE: case FX_OP_LOGICAL: n->p.cmp.op = sub; break;
     case FX_OP_SELECT: n->p.select.v2 = sub; break;
+    case FX_OP_REDUCE: n->p.mean.op = sub; break;
   }
 }
 
-const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,
-                              const TfLiteRegistration *reg) {
-  const builtin_op *op = builtin_of(reg->builtin_code);
-  if (!op) return reg->custom_name ? "custom op" : "unsupported op";
-  if (!node->inputs || !node->outputs || node->inputs->size < 1 || node->outputs->size != 1)
-    return "unexpected number of inputs/outputs";
-  const char *refused = fx_tfl_stock_refuses(tr->ctx, reg->builtin_code, node);
-  if (refused) return refused;
-  if (!node->builtin_data && op->needs_params) return "missing builtin params";
+/* One IR node of TFLite node `index`: output `part` of it (SPLIT / SPLIT_V have one node per
+ * output, the others one). */
+static const char *translate_part(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,
+                                  const TfLiteRegistration *reg, const builtin_op *op, int part) {
   fx_node *n = fx_graph_add_node(g, op->kind, node->inputs->size, 1);
   if (!n) return "out of memory";
   n->tfl_node = index;
@@ -732,10 +857,14 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
     n->in[i] = hybrid && i == 1 ? add_hybrid_weights(tr, g, idx, op->kind, &why) : add_tensor(tr, g, idx, &why);
     if (n->in[i] == -2) return why;
   }
-  if ((n->out[0] = add_tensor(tr, g, node->outputs->data[0], &why)) < 0) return why ? why : "missing output";
+  if ((n->out[0] = add_tensor(tr, g, node->outputs->data[part], &why)) < 0) return why ? why : "missing output";
   if (g->tensors[n->out[0]].storage == FX_ST_CONST && !tr->allow_const_output) return "output is a constant";
   if (n->in[0] < 0) return "missing input";
   set_sub(n, op->sub);
+  if (op->kind == FX_OP_SPLIT_PART) {
+    n->p.split.part = part;
+    n->p.split.parts = node->outputs->size;
+  }
   if (n->n_in < op->min_inputs) return "missing inputs";
   /* the stock rounding for this op on this type (integer readers check it is known) */
   const fx_rounding_rule *rule = fx_rounding_find(tr->rounding, reg->builtin_code,
@@ -753,4 +882,20 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
   if ((why = op->read(g, n, node->builtin_data))) return why;
   if (n->qop) fx_qop_set_stock_threads(n, tr->ctx && tr->ctx->recommended_num_threads > 0 ? tr->ctx->recommended_num_threads : 1);
   return fx_infer_node(g, n);
+}
+
+const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,
+                              const TfLiteRegistration *reg) {
+  const builtin_op *op = builtin_of(reg->builtin_code);
+  if (!op) return reg->custom_name ? "custom op" : "unsupported op";
+  const int parts = op->kind == FX_OP_SPLIT_PART && node->outputs ? node->outputs->size : 1;
+  if (!node->inputs || !node->outputs || node->inputs->size < 1 || node->outputs->size != parts || parts < 1 ||
+      parts > FX_MAX_SPLIT_PARTS)
+    return "unexpected number of inputs/outputs";
+  const char *refused = fx_tfl_stock_refuses(tr->ctx, reg->builtin_code, node);
+  if (refused) return refused;
+  if (!node->builtin_data && op->needs_params) return "missing builtin params";
+  const char *why = NULL;
+  for (int part = 0; part < parts && !why; part++) why = translate_part(tr, g, index, node, reg, op, part);
+  return why;
 }

@@ -10,7 +10,7 @@
 #include "kernels/gemm/gemm.h"
 #include "store/store.h"
 
-static void add_fallback(fx_subgraph *sg, int node, int builtin, const char *why) {
+void fx_add_fallback(fx_subgraph *sg, int node, int builtin, const char *why) {
   fx_fallback *f = &sg->fallback[sg->n_fallback++];
   f->node = node;
   f->builtin = builtin;
@@ -129,12 +129,14 @@ TfLiteStatus fx_delegate_prepare(TfLiteContext *ctx, TfLiteDelegate *base) {
   return status;
 }
 
-/* Whether node idx can be claimed: NULL (and *folded its value, when known at load) or why it
- * stays with TFLite. Translating it into a one-node graph and inferring its shapes is the test;
- * what it infers joins `shapes` for the nodes after it. */
+/* Whether node idx can be claimed: NULL (and folded[k] the value of its output k, when known
+ * at load) or why it stays with TFLite. Translating it into a graph of its own (one IR node
+ * per output) and inferring its shapes is the test; what it infers joins `shapes` for the
+ * nodes after it. */
 static const char *claim(fx_translate *tr, fx_shape *shapes, int idx, const TfLiteNode *node,
-                         const TfLiteRegistration *reg, fx_blob **folded) {
-  *folded = NULL;
+                         const TfLiteRegistration *reg, fx_blob **folded, double *flops) {
+  folded[0] = NULL;
+  *flops = 0;
   /* DEQUANTIZE of constants (fp16 / int8 weights) folds; of activations it runs (ops.c) */
   const int in0 = node->inputs && node->inputs->size == 1 ? node->inputs->data[0] : -1;
   const int const_in = in0 >= 0 && (size_t)in0 < tr->ctx->tensors_size &&
@@ -144,11 +146,17 @@ static const char *claim(fx_translate *tr, fx_shape *shapes, int idx, const TfLi
   fx_graph g = {0};
   memset(tr->local, -1, sizeof(int) * tr->ctx->tensors_size);
   const char *why = fx_translate_node(tr, &g, idx, node, reg);
-  if (!why) {
-    fx_node *n = &g.nodes[0];
+  for (int k = 0; !why && k < g.n_nodes; k++) {
+    fx_node *n = &g.nodes[k];
     shapes[g.tensors[n->out[0]].tfl] = g.tensors[n->out[0]].shape;
-    why = try_fold(&g, n, folded);
+    why = try_fold(&g, n, &folded[k]);
+    /* the arithmetic of the ops with a flop count (ops.inc); element-wise and layout ops are
+     * memory-bound, the runtime's XNNPack runs them as fast: they pay for no boundary.
+     * A folded node costs nothing per invoke. */
+    if (!why && !folded[k] && fx_op_defs[n->kind].flops) *flops += fx_node_flops(&g, n);
   }
+  if (why)
+    for (int k = 0; k < g.n_nodes; k++) { fx_blob_unref(folded[k]); folded[k] = NULL; }
   fx_graph_free(&g);
   return why;
 }
@@ -169,7 +177,7 @@ static int give_folded_shape(TfLiteContext *ctx, int t, const fx_shape *s) {
 
 /* Walks the execution plan: claimed nodes into `claimed`, the rest into the fallback list. */
 static TfLiteStatus claim_nodes(TfLiteContext *ctx, const fx_delegate *d, const TfLiteIntArray *plan, fx_subgraph *sg,
-                                fx_shape *shapes, int *local, int out_of_order, TfLiteIntArray *claimed) {
+                                fx_shape *shapes, int *local, int out_of_order, double *flops, TfLiteIntArray *claimed) {
   fx_translate tr = {ctx, sg, local, shapes, 0, &d->opts.rounding};
   claimed->size = 0;
   for (int p = 0; p < plan->size; p++) {
@@ -178,32 +186,36 @@ static TfLiteStatus claim_nodes(TfLiteContext *ctx, const fx_delegate *d, const 
     TfLiteRegistration *reg;
     if (ctx->GetNodeAndRegistration(ctx, idx, &node, &reg) != kTfLiteOk) return kTfLiteDelegateError;
     sg->nodes_total++;
-    fx_blob *folded = NULL;
+    fx_blob *folded[FX_MAX_SPLIT_PARTS] = {0}; /* one per output */
     char order_msg[sizeof sg->fallback->reason];
     const char *why = order_msg;
     if (out_of_order >= 0)
       snprintf(order_msg, sizeof order_msg, "node %d reads a tensor that it or a later node writes, or writes one another node writes", out_of_order);
     else
-      why = claim(&tr, shapes, idx, node, reg, &folded);
+      why = claim(&tr, shapes, idx, node, reg, folded, &flops[p]);
     if (why) {
-      add_fallback(sg, idx, reg->builtin_code, why);
+      fx_add_fallback(sg, idx, reg->builtin_code, why);
       continue;
     }
-    if (folded) {
-      int o = node->outputs->data[0];
-      if (give_folded_shape(ctx, o, &folded->shape)) {
-        fx_blob_unref(folded);
-        add_fallback(sg, idx, reg->builtin_code, "cannot resize the folded output");
+    if (folded[0]) { /* every output folded (they share their inputs) */
+      const int n_out = node->outputs->size;
+      int k = 0;
+      while (k < n_out && !give_folded_shape(ctx, node->outputs->data[k], &folded[k]->shape)) k++;
+      if (k < n_out) {
+        for (k = 0; k < n_out; k++) fx_blob_unref(folded[k]);
+        fx_add_fallback(sg, idx, reg->builtin_code, "cannot resize the folded output");
         continue;
       }
-      fx_blob_unref(sg->statics[o]);
-      sg->statics[o] = folded;
-      shapes[o] = folded->shape;
+      for (k = 0; k < n_out; k++) {
+        const int o = node->outputs->data[k];
+        fx_blob_unref(sg->statics[o]);
+        sg->statics[o] = folded[k];
+        shapes[o] = folded[k]->shape;
+      }
       sg->nodes_folded++;
     }
     claimed->data[claimed->size++] = idx;
   }
-  sg->nodes_delegated = claimed->size;
   return kTfLiteOk;
 }
 
@@ -263,9 +275,10 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
   int *local = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
   int *produced_at = malloc(sizeof(int) * (size_t)(nt ? nt : 1));
   TfLiteIntArray *claimed = malloc(sizeof(TfLiteIntArray) + sizeof(int) * (size_t)plan->size);
+  double *flops = calloc((size_t)(plan->size ? plan->size : 1), sizeof(double)); /* per plan position */
   TfLiteStatus status = kTfLiteDelegateError;
   int out_of_order = -1; /* a node reading what it or a later node writes (a cycle, or bad order) */
-  if (sg->statics && sg->fallback && shapes && local && produced_at && claimed &&
+  if (sg->statics && sg->fallback && shapes && local && produced_at && claimed && flops &&
       !producer_positions(ctx, plan, produced_at, nt, &out_of_order)) {
     for (int i = 0; i < nt; i++) {
       const TfLiteIntArray *dims = ctx->tensors[i].dims;
@@ -274,12 +287,15 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
         memcpy(shapes[i].d, dims->data, sizeof(int) * (size_t)dims->size);
       }
     }
-    status = claim_nodes(ctx, d, plan, sg, shapes, local, out_of_order, claimed);
+    status = claim_nodes(ctx, d, plan, sg, shapes, local, out_of_order, flops, claimed);
+    if (status == kTfLiteOk && fx_drop_small_islands(ctx, plan, sg, produced_at, flops, claimed)) status = kTfLiteDelegateError;
+    sg->nodes_delegated = claimed->size;
     if (status == kTfLiteOk) status = make_partitions(ctx, d, sg, claimed);
   }
   free(shapes);
   free(local);
   free(produced_at);
   free(claimed);
+  free(flops);
   return status;
 }

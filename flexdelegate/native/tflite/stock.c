@@ -16,7 +16,7 @@ static const char *input_count(int builtin, const TfLiteNode *node) {
     case kTfLiteBuiltinCast: case kTfLiteBuiltinDepthToSpace: case kTfLiteBuiltinSpaceToDepth:
     case kTfLiteBuiltinNeg: case kTfLiteBuiltinAbs: case kTfLiteBuiltinSquare: case kTfLiteBuiltinSqrt:
     case kTfLiteBuiltinRsqrt: case kTfLiteBuiltinExp: case kTfLiteBuiltinLog: case kTfLiteBuiltinGelu:
-    case kTfLiteBuiltinLogicalNot:
+    case kTfLiteBuiltinLogicalNot: case kTfLiteBuiltinLogSoftmax:
       break;
     case kTfLiteBuiltinAdd: case kTfLiteBuiltinSub: case kTfLiteBuiltinMul: case kTfLiteBuiltinDiv:
     case kTfLiteBuiltinMaximum: case kTfLiteBuiltinMinimum: case kTfLiteBuiltinPrelu:
@@ -26,9 +26,14 @@ static const char *input_count(int builtin, const TfLiteNode *node) {
     case kTfLiteBuiltinLess: case kTfLiteBuiltinLessEqual: case kTfLiteBuiltinGreater:
     case kTfLiteBuiltinGreaterEqual: case kTfLiteBuiltinEqual: case kTfLiteBuiltinNotEqual:
     case kTfLiteBuiltinLogicalAnd: case kTfLiteBuiltinLogicalOr:
+    case kTfLiteBuiltinSum: case kTfLiteBuiltinReduceMax: case kTfLiteBuiltinReduceMin:
+    case kTfLiteBuiltinReduceProd: case kTfLiteBuiltinExpandDims: case kTfLiteBuiltinBroadcastTo:
+    case kTfLiteBuiltinGatherNd: case kTfLiteBuiltinEmbeddingLookup: case kTfLiteBuiltinFill:
+    case kTfLiteBuiltinCumsum: case kTfLiteBuiltinSplit:
       lo = hi = 2;
       break;
-    case kTfLiteBuiltinSelect: case kTfLiteBuiltinSelectV2:
+    case kTfLiteBuiltinSelect: case kTfLiteBuiltinSelectV2: case kTfLiteBuiltinSlice: case kTfLiteBuiltinRange:
+    case kTfLiteBuiltinSplitV:
       lo = hi = 3;
       break;
     case kTfLiteBuiltinConv2d: /* the bias is required, and must be a tensor */

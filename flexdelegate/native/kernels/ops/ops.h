@@ -117,6 +117,26 @@ void fx_mean_f32(const float *x, const fx_shape *xs, unsigned axis_mask, float *
 void fx_mean_f32_pool(fx_pool *pool, const float *x, const fx_shape *xs, unsigned axis_mask, float *y);
 /* SOFTMAX over the last dim: y = exp(beta*(x - max)) / sum. */
 void fx_softmax_f32(const float *x, size_t rows, int cols, float beta, float *y);
+/* LOG_SOFTMAX over the last dim: y = x - max - log(sum(exp(x - max))). */
+void fx_log_softmax_f32(const float *x, size_t rows, int cols, float *y);
+
+/* ---- sequence.c: the small ops of transformer graphs, on FX_ELEM_F32 / I32 / I64 ---- */
+enum fx_reduce_op { FX_RED_SUM, FX_RED_MAX, FX_RED_MIN, FX_RED_PROD };
+/* SUM / MAX / MIN / PROD over the axes set in axis_mask; y in the kept-dims layout; an empty
+ * reduction gives 0, lowest, highest, 1 (stock's initial values). */
+void fx_reduce(int op, int elem, const void *x, const fx_shape *xs, unsigned axis_mask, void *y);
+/* BROADCAST_TO: x (right-aligned, dims 1 or equal) repeated into ys, elements of es bytes. */
+void fx_broadcast_to(const void *x, const fx_shape *xs, const fx_shape *ys, size_t es, void *y);
+/* GATHER_ND: slices of x at the index tuples of the last dim of idx (int32, or int64 when
+ * idx_is_64); -1 when an index is outside its dim. */
+int fx_gather_nd(const void *x, const fx_shape *xs, const void *idx, int idx_is_64, const fx_shape *is, size_t es,
+                 void *y);
+/* FILL: count copies of the es-byte *value. */
+void fx_fill(void *y, size_t count, const void *value, size_t es);
+/* RANGE: count values from *start by *delta. */
+void fx_range(int elem, const void *start, const void *delta, size_t count, void *y);
+/* CUMSUM along axis (inclusive or exclusive, forward or reversed). */
+void fx_cumsum(int elem, const void *x, const fx_shape *xs, int axis, int exclusive, int reverse, void *y);
 
 /* ---- layout ops: element-size generic (used for float data and for int32/int64 shape math) ---- */
 /* Steps a multi-dimensional index idx over dims [0, k) (the last fastest, n[d] long each) to

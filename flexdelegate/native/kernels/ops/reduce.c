@@ -1,4 +1,4 @@
-/* MEAN (kept-dims layout) and SOFTMAX over the last dim. */
+/* MEAN (kept-dims layout), SOFTMAX and LOG_SOFTMAX over the last dim. */
 #include "fastmath.h"
 #include "ops.h"
 
@@ -138,5 +138,20 @@ void fx_softmax_f32(const float *x, size_t rows, int cols, float beta, float *y)
     for (size_t i = 0; i < n; ++i) yr[i] = fx_expf((xr[i] - m) * beta);
     const float s = vsum(yr, n);
     for (size_t i = 0; i < n; ++i) yr[i] = yr[i] / s;
+  }
+}
+
+/* --------------------------------------------------------- LOG_SOFTMAX */
+void fx_log_softmax_f32(const float *x, size_t rows, int cols, float *y) {
+  if (cols <= 0) return;
+  const size_t n = (size_t)cols;
+  for (size_t r = 0; r < rows; ++r) {
+    const float *xr = x + r * n;
+    float *yr = y + r * n;
+    const float m = vmax(xr, n);
+    float s = 0.0f;
+    for (size_t i = 0; i < n; ++i) s += expf(xr[i] - m);
+    const float ls = logf(s);
+    for (size_t i = 0; i < n; ++i) yr[i] = xr[i] - m - ls;
   }
 }

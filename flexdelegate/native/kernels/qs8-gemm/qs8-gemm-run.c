@@ -1,5 +1,6 @@
 /* Drives a QS8 GEMM microkernel over a whole matrix (FULLY_CONNECTED, 1x1 convs): MR-row tiles
- * outer, the panels [p0, p1) inner, so a tile's rows stay in L1 while the panels stream. */
+ * outer, the panels [p0, p1) inner, so a tile's rows stay in L1 while the panels stream. `packed`
+ * points at panel p0 (a budget step's slice is just those panels). */
 #include "qs8-run.h"
 
 void fx_qs8_gemm_run(const fx_qs8_gemm_config *g, size_t m, size_t n, size_t kc, const int8_t *a,
@@ -14,7 +15,7 @@ void fx_qs8_gemm_run(const fx_qs8_gemm_config *g, size_t m, size_t n, size_t kc,
     if (row_factor) fx_qs8_rowsums_gemm(mr, kc, at, a_stride, row_factor, corr);
     for (size_t p = p0; p < p1; p++) {
       const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;
-      g->gemm(mr, nc, kc, at, a_stride, (const uint8_t *)packed + p * pb, c + m0 * c_stride + n0,
+      g->gemm(mr, nc, kc, at, a_stride, (const uint8_t *)packed + (p - p0) * pb, c + m0 * c_stride + n0,
               c_stride, row_factor ? corr : NULL, o);
     }
   }

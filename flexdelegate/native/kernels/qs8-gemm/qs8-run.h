@@ -6,8 +6,9 @@
 
 #define FX_QS8_MR_MAX 8 /* the largest MR of qs8-gemm.inc */
 
-/* C[m][n] = out(A[m][kc] x panels [p0, p1)); row_factor != 0 adds row_factor * (row sum of A)
- * per row (QU8: fx_qu8_row_factor). */
+/* C[m][n] = out(A[m][kc] x panels [p0, p1)), `packed` pointing at panel p0 (the whole blob when
+ * p0 is 0; a budget plan's streamed slice otherwise); row_factor != 0 adds row_factor * (row sum
+ * of A) per row (QU8: fx_qu8_row_factor). */
 void fx_qs8_gemm_run(const fx_qs8_gemm_config *g, size_t m, size_t n, size_t kc, const int8_t *a,
                      size_t a_stride, const void *packed, int8_t *c, size_t c_stride,
                      int32_t row_factor, const fx_qs8_out *o, size_t p0, size_t p1);
@@ -26,10 +27,10 @@ typedef struct {
  * rows) and runs through the GEMM. Pack with this geometry; fx_qs8_conv_run follows it. */
 fx_qs8_gemm_geom fx_qs8_conv_pack_geom(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg);
 
-/* Output pixels [m0, m1) (over batch*oh*ow), channel panels [p0, p1), through the IGEMM with
- * padding taps reading zero_row (cin bytes of the input zero point), or through im2col tiles and
- * the GEMM (see fx_qs8_conv_pack_geom). 0, or -1 when a huge window's scratch cannot be
- * allocated. */
+/* Output pixels [m0, m1) (over batch*oh*ow), channel panels [p0, p1) (`packed` pointing at panel
+ * p0, as for fx_qs8_gemm_run), through the IGEMM with padding taps reading zero_row (cin bytes
+ * of the input zero point), or through im2col tiles and the GEMM (see fx_qs8_conv_pack_geom).
+ * 0, or -1 when a huge window's scratch cannot be allocated. */
 int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x,
                      const int8_t *zero_row, const void *packed, int8_t *y, int32_t row_factor,
                      const fx_qs8_out *o, size_t m0, size_t m1, size_t p0, size_t p1);

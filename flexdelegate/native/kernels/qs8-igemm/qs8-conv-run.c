@@ -64,7 +64,7 @@ int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, con
     }
     for (size_t p = p0; p < p1; p++) {
       const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;
-      const void *w = (const uint8_t *)packed + p * pb;
+      const void *w = (const uint8_t *)packed + (p - p0) * pb;
       if (im2col)
         g->gemm(mr, nc, K, rows, K, w, y + pix * n + n0, n, row_factor ? corr : NULL, o);
       else
