@@ -52,6 +52,8 @@ static const char *infer_window(fx_graph *g, fx_node *n, const fx_shape *x, int 
    * output, as stock's; otherwise a window that fits nowhere is refused. */
   const int empty = x->d[1] == 0 || x->d[2] == 0;
   if (oh < 0 || ow < 0 || (!empty && (oh == 0 || ow == 0))) return "window larger than the input";
+  /* Stock keeps padding in int16 (PaddingValues): beyond, its windows land elsewhere. */
+  if (pt > INT16_MAX || pl > INT16_MAX) return "padding above 32767 (stock keeps it in int16)";
   n->p.conv.kh = kh;
   n->p.conv.kw = kw;
   *y = (fx_shape){4, {x->d[0], oh, ow, cout}};
@@ -216,6 +218,10 @@ const char *fx_infer_transpose_conv(fx_graph *g, fx_node *n) {
   fx_same_valid(n->p.conv.same, v[1], f->d[1], n->p.conv.stride_h, 1, &ih, &pad);
   fx_same_valid(n->p.conv.same, v[2], f->d[2], n->p.conv.stride_w, 1, &iw, &pad);
   if (ih != xs->d[1] || iw != xs->d[2]) return "output_shape is not what the stride and padding give";
+  int pt, pl;
+  fx_same_valid(n->p.conv.same, v[1], f->d[1], n->p.conv.stride_h, 1, &ih, &pt);
+  fx_same_valid(n->p.conv.same, v[2], f->d[2], n->p.conv.stride_w, 1, &iw, &pl);
+  if (pt > INT16_MAX || pl > INT16_MAX) return "padding above 32767 (stock keeps it in int16)";
   if (f->d[3] != xs->d[3] || v[3] != f->d[0] || v[0] != xs->d[0]) return "shape mismatch";
   if ((e = check_bias(g, n, 3, f->d[0]))) return e;
   *Y_SHAPE = (fx_shape){4, {v[0], v[1], v[2], v[3]}};

@@ -577,8 +577,13 @@ static const char *read_resize(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
   n->p.resize.align_corners = p->align_corners;
   n->p.resize.half_pixel = p->half_pixel_centers;
-  if (n->kind == FX_OP_RESIZE_NEAREST) e = same_dtype(g, n, 1); /* moves elements: any type */
-  else e = need_f32(g, n, 1);
+  if (n->kind == FX_OP_RESIZE_NEAREST) {
+    /* moves elements, of the types stock's kernel takes (it refuses int32 at invoke) */
+    const int dt = g->tensors[n->out[0]].dtype;
+    e = dt == FX_F32 || dt == FX_U8 || dt == FX_I8 || dt == FX_I16 ? same_dtype(g, n, 1) : "non-float32 output";
+  } else {
+    e = need_f32(g, n, 1);
+  }
   return e ? e : need_const(g, n, 1, 0);
 }
 
@@ -606,7 +611,10 @@ static const char *read_batch_matmul(fx_graph *g, fx_node *n, const void *bd) {
 static const char *read_shape(fx_graph *g, fx_node *n, const void *bd) {
   if (bd) n->p.shape.out_type = ((const TfLiteShapeParams *)bd)->out_type;
   int dt = g->tensors[n->out[0]].dtype;
-  return dt == FX_I32 || dt == FX_I64 ? NULL : "shape output must be int32 or int64";
+  if (dt != FX_I32 && dt != FX_I64) return "shape output must be int32 or int64";
+  /* stock retypes the output to out_type at prepare */
+  if (bd && n->p.shape.out_type != (dt == FX_I32 ? kTfLiteInt32 : kTfLiteInt64)) return "out_type differs from the output's type";
+  return NULL;
 }
 
 static const char *read_cast(fx_graph *g, fx_node *n, const void *bd) {
