@@ -7,6 +7,8 @@ out-of-range tensor indices, unknown types and odd shapes reach the runtime as w
 Sparse tensors are not modelled: read_spec returns None for models holding one."""
 from __future__ import annotations
 
+import copy
+import math
 import struct
 from dataclasses import dataclass, field
 
@@ -165,3 +167,48 @@ def ambiguous(spec: ModelSpec) -> bool:
             written.add(i)
             ready.add(i)
     return any(i not in ready for i in spec.outputs)
+
+
+_HYBRID_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "BATCH_MATMUL")
+
+
+def hybrid_layers(spec: ModelSpec, skip=()) -> list:
+    """Indices of the dynamic-range ("hybrid") layers not in `skip`: CONV_2D / DEPTHWISE_CONV_2D
+    / FULLY_CONNECTED / BATCH_MATMUL with a float32 input and int8 weights."""
+    n, out = len(spec.tensors), []
+    for i, o in enumerate(spec.ops):
+        if i in skip or S.BUILTIN_OP_NAMES.get(o.code) not in _HYBRID_OPS or len(o.inputs) < 2:
+            continue
+        x, w = o.inputs[0], o.inputs[1]
+        if 0 <= x < n and 0 <= w < n and spec.tensors[x].type == S.TENSOR_TYPES["FLOAT32"] and \
+                spec.tensors[w].type == S.TENSOR_TYPES["INT8"]:
+            out.append(i)
+    return out
+
+
+def float_twin(spec: ModelSpec, layers) -> bytes | None:
+    """The model with the int8 weights of `layers` replaced by float32 constants of their
+    dequantized values (float32 scale[c] x q, as the delegate packs them): stock on it gives the
+    delegate's answer for hybrid layers (float math, where stock's hybrid kernels quantize the
+    activations). None when some weights cannot be read so (the delegate refuses those)."""
+    twin = copy.deepcopy(spec)
+    for i in layers:
+        o = twin.ops[i]
+        t = twin.tensors[o.inputs[1]]
+        if not (0 <= t.buffer < len(twin.buffers)) or t.quant is None or any(d < 0 for d in t.shape):
+            return None
+        count, (scale, zp, dim) = math.prod(t.shape), t.quant
+        data = twin.buffers[t.buffer] or b""
+        if len(data) < count or len(scale) < 1 or len(zp) != len(scale) or np.any(zp != 0):
+            return None
+        q = np.frombuffer(data, np.int8, count=count).astype(np.float32).reshape(t.shape)
+        if len(scale) > 1:
+            if not (0 <= dim < len(t.shape) and t.shape[dim] == len(scale)):
+                return None
+            s = scale.astype(np.float32).reshape([-1 if a == dim else 1 for a in range(len(t.shape))])
+        else:
+            s = np.float32(scale[0])
+        twin.buffers.append((s * q).astype(np.float32).tobytes())
+        twin.tensors.append(TensorSpec(list(t.shape), S.TENSOR_TYPES["FLOAT32"], len(twin.buffers) - 1, t.name + "_dq"))
+        o.inputs[1] = len(twin.tensors) - 1
+    return write_spec(twin)

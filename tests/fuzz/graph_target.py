@@ -30,7 +30,7 @@ from flexdelegate.run import max_error
 from flexdelegate.tflite import schema as S
 
 from engine import Engine, EngineDied
-from graph_spec import LIMITS, ModelSpec, ambiguous, read_spec, write_spec
+from graph_spec import LIMITS, ModelSpec, ambiguous, float_twin, hybrid_layers, read_spec, write_spec
 from oracle import Finding, coarse
 
 TOL = 1e-4  # tests/opcheck.py
@@ -158,16 +158,29 @@ class GraphTarget:
             return self._count("ran-ambiguous", *reasons)
         if not flex[2]["nodes_delegated"]:  # all stock: the delegate cannot change the answer
             return self._count("ran-undelegated", *reasons)
-        ref, got = stock[1], flex[1]
+        ref, got, ref_data = stock[1], flex[1], data
+        hybrid = hybrid_layers(spec, skip={f["node"] for f in flex[2]["fallback"]})
+        if hybrid:
+            # The delegate's answer for hybrid layers is float math on the dequantized weights
+            # (README), not stock's on-the-fly int8 activations: stock on the float twin is the
+            # reference.
+            twin = float_twin(spec, hybrid)
+            try:
+                ran = self.stock.run(twin, None, threads=threads) if twin is not None else ("unreadable",)
+            except EngineDied:
+                ran = ("stock-crashed",)
+            if ran[0] != "ok":
+                return self._count("hybrid-unchecked", ran[0], *reasons)
+            ref, ref_data = ran[1], twin
         if [a.dtype for a in ref] != [a.dtype for a in got]:
             raise Finding(f"output types differ: stock {[a.dtype for a in ref]}, flex {[a.dtype for a in got]}")
         err = max_error(ref, got)
-        if not err <= TOL and self._stock_disagrees_with_itself(data, ref):
+        if not err <= TOL and self._stock_disagrees_with_itself(ref_data, ref):
             # Stock itself answers otherwise in the other process: it reads memory nothing
             # wrote (e.g. a kernel reinterpreting a type-mismatched tensor).
             return self._count("stock-nondeterministic", *reasons)
         if not err <= TOL:
-            outcome = self._judged_next_to_stock_variants(data, ref, got, err, threads)
+            outcome = self._judged_next_to_stock_variants(ref_data, ref, got, err, threads)
             if outcome:
                 return self._count(outcome, *reasons)
         if not err <= TOL:

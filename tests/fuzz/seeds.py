@@ -117,6 +117,20 @@ def graph_seeds():
     b.op("CONV_2D", [xi, w, b.const(rand((4,), 2))], [y], padding="SAME", stride_w=1, stride_h=1)
     b.output(y)
     models["fp16-conv"] = b.build()
+    # Dynamic range: int8 weights (per-channel conv, per-tensor FC) under float activations.
+    b = ModelBuilder()
+    xi = b.input((1, 5, 5, 3))
+    q = np.random.default_rng(3).integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)
+    y = b.tensor((1, 5, 5, 4))
+    b.op("CONV_2D", [xi, b.const(q, scale=np.float32([0.01, 0.02, 0.03, 0.04]), zero_point=np.zeros(4, np.int64)),
+                     b.const(rand((4,), 2))], [y], padding="SAME", stride_w=1, stride_h=1, fused_activation_function="RELU")
+    flat = b.tensor((1, 100))
+    b.op("RESHAPE", [y, b.const(np.array([1, 100], np.int32))], [flat])
+    z = b.tensor((1, 6))
+    b.op("FULLY_CONNECTED", [flat, b.const(np.resize(q, (6, 100)), scale=np.float32([0.01]),
+                                           zero_point=np.zeros(1, np.int64)), b.const(rand((6,), 4))], [z])
+    b.output(z)
+    models["hybrid-conv-fc"] = b.build()
     for name, data in models.items():
         _write("graph", f"{name}.tflite", data)
 

@@ -146,6 +146,9 @@ int fx_drop_small_islands(TfLiteContext *ctx, const TfLiteIntArray *plan, fx_sub
                           const double *flops, TfLiteIntArray *claimed);
 /* Folds DEQUANTIZE / DENSIFY of constants into a blob; NULL ok (blob set) or a reason. */
 const char *fx_fold_special(fx_translate *tr, const TfLiteNode *node, int builtin, fx_blob **out);
+/* Int8 weights of a hybrid CONV / DEPTHWISE / FC / BATCH_MATMUL (float activations) as a
+ * deferred float32 dequantize fold of model constant `idx`; NULL ok (blob set) or a reason. */
+const char *fx_fold_hybrid_weights(fx_translate *tr, int idx, fx_blob **out);
 const char *fx_builtin_name(int builtin);
 int fx_tfl_dtype(TfLiteType t);
 #endif

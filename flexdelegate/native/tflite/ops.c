@@ -84,6 +84,53 @@ static int add_tensor(fx_translate *tr, fx_graph *g, int idx, const char **why) 
   return id;
 }
 
+/* A dynamic-range ("hybrid") CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED / BATCH_MATMUL: float32
+ * input, int8 weights (BATCH_MATMUL: a constant int8 right-hand side). It runs on the FP32 kernels
+ * from the weights dequantized once: when packed for a GEMM (CONV, FC), at load for the others
+ * (their FP32 kernels read plain weights). */
+static int is_hybrid(const fx_translate *tr, int kind, const TfLiteNode *node) {
+  if ((kind != FX_OP_CONV && kind != FX_OP_DEPTHWISE && kind != FX_OP_FC && kind != FX_OP_BATCH_MATMUL) ||
+      node->inputs->size < 2)
+    return 0;
+  const int x = node->inputs->data[0], w = node->inputs->data[1];
+  if (x < 0 || w < 0 || (size_t)x >= tr->ctx->tensors_size || (size_t)w >= tr->ctx->tensors_size) return 0;
+  return tr->ctx->tensors[x].type == kTfLiteFloat32 && tr->ctx->tensors[w].type == kTfLiteInt8;
+}
+
+/* A hybrid layer's weights (model constant `idx`) as a float32 constant: a deferred dequantize
+ * fold of its own, not entered in tr->local (another node may read the int8 tensor as such).
+ * Scales per tensor or along the output channels, zero points 0: stock's hybrid kernels
+ * ignore a weight zero point, so a model with one stays with them. */
+static int add_hybrid_weights(fx_translate *tr, fx_graph *g, int idx, int kind, const char **why) {
+  const TfLiteTensor *t = &tr->ctx->tensors[idx];
+  fx_quant q;
+  if (t->sparsity) { *why = "sparse tensor outside DENSIFY"; return -2; }
+  if (!t->dims || t->dims->size > FX_MAX_RANK) { *why = "hybrid weight shape unknown"; return -2; }
+  if ((*why = read_quant(t, FX_I8, &q))) return -2;
+  if (!q.n) { *why = "hybrid int8 weights without quantization"; return -2; }
+  if (kind == FX_OP_BATCH_MATMUL && q.n != 1) { /* stock's hybrid BATCH_MATMUL applies the tensor's one scale */
+    *why = "hybrid BATCH_MATMUL with per-channel scales (stock applies one)";
+    return -2;
+  }
+  if (q.n > 1 && q.axis != (kind == FX_OP_DEPTHWISE ? 3 : 0)) {
+    *why = "per-channel weight scales not along the output channels";
+    return -2;
+  }
+  /* stock's hybrid depthwise reads one scale per output channel, and refuses fewer */
+  if (kind == FX_OP_DEPTHWISE && (t->dims->size != 4 || q.n != t->dims->data[3])) {
+    *why = "hybrid depthwise weights without one scale per output channel (stock refuses them)";
+    return -2;
+  }
+  for (int c = 0; c < q.n; c++)
+    if (q.zero_points[c]) { *why = "hybrid int8 weights with a nonzero zero point (stock ignores it)"; return -2; }
+  fx_blob *b;
+  if ((*why = fx_fold_hybrid_weights(tr, idx, &b))) return -2;
+  fx_tensor ft = {.tfl = idx, .dtype = FX_F32, .shape = b->shape, .storage = FX_ST_CONST, .blob = b};
+  const int id = fx_graph_add_tensor(g, &ft);
+  if (id < 0) { *why = "out of memory"; fx_blob_unref(b); return -2; }
+  return id;
+}
+
 _Static_assert((int)FLEX_ACT_RELU == (int)kTfLiteActRelu && (int)FLEX_ACT_RELU_N1_TO_1 == (int)kTfLiteActReluN1To1 &&
                    (int)FLEX_ACT_RELU6 == (int)kTfLiteActRelu6,
                "the clamp activations are TFLite's values");
@@ -812,8 +859,12 @@ static const char *translate_part(fx_translate *tr, fx_graph *g, int index, cons
   n->tfl_node = index;
   n->tfl_builtin = reg->builtin_code;
   const char *why = NULL;
-  for (int i = 0; i < node->inputs->size; i++)
-    if ((n->in[i] = add_tensor(tr, g, node->inputs->data[i], &why)) == -2) return why;
+  const int hybrid = is_hybrid(tr, op->kind, node);
+  for (int i = 0; i < node->inputs->size; i++) {
+    const int idx = node->inputs->data[i];
+    n->in[i] = hybrid && i == 1 ? add_hybrid_weights(tr, g, idx, op->kind, &why) : add_tensor(tr, g, idx, &why);
+    if (n->in[i] == -2) return why;
+  }
   if ((n->out[0] = add_tensor(tr, g, node->outputs->data[part], &why)) < 0) return why ? why : "missing output";
   if (g->tensors[n->out[0]].storage == FX_ST_CONST && !tr->allow_const_output) return "output is a constant";
   if (n->in[0] < 0) return "missing input";
