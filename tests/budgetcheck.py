@@ -149,3 +149,50 @@ def q8_conv_model(seed=0, size=8, c=256) -> bytes:
     m.op("RESHAPE", [h, m.const(np.array([half * half, c], np.int32))], [rows], new_shape=[half * half, c])
     fc, _ = layer("FULLY_CONNECTED", rows, hq, (c, c), 0, (half * half, c), per_channel=False)
     return m.build(conv, fc)
+
+
+_WARM_LOAD = """
+import json, sys
+import numpy as np
+from flexdelegate import load_flex
+from flexdelegate.run import invoke, make_interpreter
+def anon():
+    for line in open("/proc/self/smaps_rollup"):
+        if line.startswith("Anonymous:"):
+            return int(line.split()[1]) * 1024
+model, cache, width = sys.argv[1], sys.argv[2], int(sys.argv[3])
+x = [np.random.default_rng(0).standard_normal((1, width)).astype(np.float32)]
+a0 = anon()
+d = load_flex(cache_path=cache)
+y = invoke(make_interpreter(model, delegate=d), x)
+print(json.dumps({"anon": anon() - a0, "cache": d.stats()["cache"], "y": [float(v) for v in y[0].ravel()]}))
+"""
+
+
+def cold_then_warm(model_path, cache_path, width: int) -> tuple[dict, dict]:
+    """Loads and invokes a model of input (1, width) twice, each in a fresh process with one
+    cache file (cold, then warm): per run, the anonymous memory the load and invoke added
+    ("anon", bytes), stats()["cache"] and the outputs ("y")."""
+    import json
+    import subprocess
+    import sys
+    runs = []
+    for _ in range(2):
+        r = subprocess.run([sys.executable, "-c", _WARM_LOAD, str(model_path), str(cache_path), str(width)],
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
+    return runs[0], runs[1]
+
+
+def change_cache_file(cache, change: str) -> None:
+    """What a live mapping may meet: the file "truncated" to 4 KiB, or else rewritten in place
+    past its first 4 KiB (same size, other bytes)."""
+    import os
+    size = cache.stat().st_size
+    if change == "truncated":
+        os.truncate(cache, 4096)
+    else:
+        with open(cache, "r+b") as f:
+            f.seek(4096)
+            f.write(b"\x55" * (size - 8192))

@@ -1,7 +1,6 @@
 """The delegate's packed-weight cache file: warm loads map it, changes invalidate it, dedup
 shrinks it, and no fault (race, crash, truncation, corruption, bad path, full disk) ever
 crashes a process or yields a wrong answer."""
-import json
 import multiprocessing as mp
 import os
 import signal
@@ -398,25 +397,6 @@ def test_a_child_forked_mid_write_neither_hangs_nor_writes(tmp_path):
     assert len(read_cache(path).entries) == TWO_CONV_BLOBS
 
 
-FP16_WARM = textwrap.dedent("""
-    import json, sys
-    import numpy as np
-    from flexdelegate import load_flex
-    from flexdelegate.run import invoke, make_interpreter
-    def anon():
-        for line in open("/proc/self/smaps_rollup"):
-            if line.startswith("Anonymous:"):
-                return int(line.split()[1]) * 1024
-    model, cache = sys.argv[1], sys.argv[2]
-    x = [np.random.default_rng(0).standard_normal((1, 2048)).astype(np.float32)]
-    a0 = anon()
-    d = load_flex(cache_path=cache)
-    it = make_interpreter(model, delegate=d)
-    y = invoke(it, x)
-    d.stats()
-    print(json.dumps({"anon": anon() - a0, "mapped": d.stats()["cache"]["blobs_mapped"],
-                      "y": [float(v) for v in y[0].ravel()[:8]]}))
-""")
 
 
 def test_warm_load_of_an_fp16_model_keeps_no_float32_copy(tmp_path):
@@ -437,14 +417,9 @@ def test_warm_load_of_an_fp16_model_keeps_no_float32_copy(tmp_path):
     model = tmp_path / "fp16.tflite"
     model.write_bytes(b.build())
     cache = tmp_path / "m.fxc"
-    runs = []
-    for _ in range(2):  # cold, then warm: fresh processes
-        r = subprocess.run([sys.executable, "-c", FP16_WARM, str(model), str(cache)], capture_output=True,
-                           text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    cold, warm = runs
-    assert warm["mapped"] == 3
+    from budgetcheck import cold_then_warm
+    cold, warm = cold_then_warm(model, cache, 2048)
+    assert warm["cache"]["blobs_mapped"] == 3
     assert np.allclose(cold["y"], warm["y"], rtol=1e-5, atol=1e-6)
     assert warm["anon"] < 16 * 2**20, warm  # one float32 copy of one layer would be 16 MB
 

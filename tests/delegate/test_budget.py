@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from budgetcheck import heavy_model, min_budget, stock_reference
+from budgetcheck import change_cache_file, heavy_model, min_budget, stock_reference
 from opcheck import check, conv_model
 from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error
@@ -135,13 +135,7 @@ def test_cache_file_changed_in_place_under_a_budgeted_delegate(model, reference,
     x, ref = reference
     cache, lo, d, it = budgeted_from_cache_file(model, tmp_path)
     assert max_error(ref, invoke(it, x)) <= 1e-4
-    size = cache.stat().st_size
-    if change == "truncated":
-        os.truncate(cache, 4096)
-    else:
-        with open(cache, "r+b") as f:
-            f.seek(4096)
-            f.write(b"\x55" * (size - 8192))
+    change_cache_file(cache, change)
     assert max_error(ref, invoke(it, x)) <= 1e-4
     assert max_error(ref, invoke(it, x)) <= 1e-4
 

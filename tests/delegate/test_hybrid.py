@@ -354,31 +354,10 @@ def test_budget_streams_the_dequantized_blobs(tmp_path):
         del it, d
 
 
-WARM_LOAD = """
-import json, sys
-import numpy as np
-from flexdelegate import load_flex
-from flexdelegate.run import invoke, make_interpreter
-def anon():
-    for line in open("/proc/self/smaps_rollup"):
-        if line.startswith("Anonymous:"):
-            return int(line.split()[1]) * 1024
-model, cache = sys.argv[1], sys.argv[2]
-x = [np.random.default_rng(0).standard_normal((1, 2048)).astype(np.float32)]
-a0 = anon()
-d = load_flex(cache_path=cache)
-y = invoke(make_interpreter(model, delegate=d), x)
-print(json.dumps({"anon": anon() - a0, "cache": d.stats()["cache"], "y": [float(v) for v in y[0].ravel()]}))
-"""
-
-
 def test_warm_load_keeps_no_float_copy(tmp_path):
     """Three 2048 x 2048 hybrid FC layers (4 MB of int8 each, 16 MB as float32): a warm load, in a
     fresh process, maps the packed blobs and never dequantizes: less than one layer's float32
     copy of new anonymous memory."""
-    import json
-    import subprocess
-    import sys
     h = Hybrid(False)
     prev = h.b.input((1, 2048))
     for i in range(3):
@@ -386,13 +365,8 @@ def test_warm_load_keeps_no_float_copy(tmp_path):
                        np.zeros(2048), (1, 2048), fused_activation_function="RELU" if i < 2 else "NONE")
     model, cache = tmp_path / "h.tflite", tmp_path / "h.fxc"
     model.write_bytes(h.build(prev))
-    runs = []
-    for _ in ("cold", "warm"):
-        r = subprocess.run([sys.executable, "-c", WARM_LOAD, str(model), str(cache)], capture_output=True,
-                           text=True, timeout=300)
-        assert r.returncode == 0, r.stderr
-        runs.append(json.loads(r.stdout.strip().splitlines()[-1]))
-    cold, warm = runs
+    from budgetcheck import cold_then_warm
+    cold, warm = cold_then_warm(model, cache, 2048)
     assert cold["cache"]["blobs_packed"] == 3 and warm["cache"]["blobs_mapped"] == 3, (cold["cache"], warm["cache"])
     assert warm["y"] == cold["y"]
     assert warm["anon"] < 16 * 2**20, warm["anon"]

@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from budgetcheck import min_budget, q8_conv_model, q8_heavy_model
+from budgetcheck import change_cache_file, min_budget, q8_conv_model, q8_heavy_model
 from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter
 from qopcheck import check_exact, random_input
@@ -131,13 +131,7 @@ def test_cache_file_changed_under_a_budgeted_int8_model(model, tmp_path, change)
     want = invoke(ref, x)
     it = make_interpreter(m, delegate=load_flex(budget=lo + 0.5, cache_path=str(cache)))
     assert all(np.array_equal(w, g) for w, g in zip(want, invoke(it, x)))
-    size = cache.stat().st_size
-    if change == "truncated":
-        os.truncate(cache, 4096)
-    else:
-        with open(cache, "r+b") as f:
-            f.seek(4096)
-            f.write(b"\x55" * (size - 8192))
+    change_cache_file(cache, change)
     for _ in range(2):
         assert all(np.array_equal(w, g) for w, g in zip(want, invoke(it, x)))
 
