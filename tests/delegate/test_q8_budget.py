@@ -107,6 +107,10 @@ def peak(tmp_path, budget, fc, cold, name):
 # A cold load at 6 MB peaks ~2 MB over, FP32 models alike (heavy_model(fc=2048): 7.9 MB over the
 # fixed cost cold, 5.1 warm; bench/budget_sweep.py's worker): not found yet what the first load
 # adds below ~8 MB, so the cold load is asserted at 12 MB as in test_budget.py.
+# Under the sanitizer stage ASan's allocator (redzones, a quarantine of freed memory) is in
+# every process: VmHWM then measures ASan, not the product (18.1 MB at 12 there); the runtime
+# stages assert this on both runtimes.
+@pytest.mark.skipif("libasan" in open("/proc/self/maps").read(), reason="VmHWM under ASan's allocator")
 @pytest.mark.parametrize("cold,budget", [(True, 12.0), (False, 6.0)])
 def test_measured_peak_of_an_int8_model_stays_within_budget(tmp_path, cold, budget):
     """VmHWM increase over the whole process (the cold load hashes, packs and writes the cache
