@@ -39,21 +39,28 @@ static int window_fits_int(int in, int k, int stride, int dil) {
   return eff <= INT32_MAX && (int64_t)in + stride <= INT32_MAX && (o - 1) * stride + eff <= INT32_MAX;
 }
 
+/* The output extent (*oh, *ow) of node n's window (kh x kw, its strides, dilation dh, dw) over
+ * an h x w input, as TFLite computes it; or why stock's arithmetic cannot be matched there. */
+static const char *window_out(const fx_node *n, int h, int w, int kh, int kw, int dh, int dw, int *oh, int *ow) {
+  if (!window_fits_int(h, kh, n->p.conv.stride_h, dh) || !window_fits_int(w, kw, n->p.conv.stride_w, dw))
+    return "window arithmetic overflows int (as stock's does)";
+  int pt, pl;
+  fx_same_valid(n->p.conv.same, h, kh, n->p.conv.stride_h, dh, oh, &pt);
+  fx_same_valid(n->p.conv.same, w, kw, n->p.conv.stride_w, dw, ow, &pl);
+  /* Stock keeps padding in int16 (PaddingValues): beyond, its windows land elsewhere. */
+  return pt > INT16_MAX || pl > INT16_MAX ? "padding above 32767 (stock keeps it in int16)" : NULL;
+}
+
 static const char *infer_window(fx_graph *g, fx_node *n, const fx_shape *x, int kh, int kw, int cout) {
   if (x->rank != 4) return "input must be 4-D NHWC";
-  if (!window_fits_int(x->d[1], kh, n->p.conv.stride_h, n->p.conv.dil_h) ||
-      !window_fits_int(x->d[2], kw, n->p.conv.stride_w, n->p.conv.dil_w))
-    return "window arithmetic overflows int (as stock's does)";
   fx_shape *y = &T(g, n->out[0])->shape;
-  int oh, ow, pt, pl;
-  fx_same_valid(n->p.conv.same, x->d[1], kh, n->p.conv.stride_h, n->p.conv.dil_h, &oh, &pt);
-  fx_same_valid(n->p.conv.same, x->d[2], kw, n->p.conv.stride_w, n->p.conv.dil_w, &ow, &pl);
+  int oh, ow;
+  const char *e = window_out(n, x->d[1], x->d[2], kh, kw, n->p.conv.dil_h, n->p.conv.dil_w, &oh, &ow);
+  if (e) return e;
   /* An empty input (a producer left to stock may make one at prepare) gives an empty
    * output, as stock's; otherwise a window that fits nowhere is refused. */
   const int empty = x->d[1] == 0 || x->d[2] == 0;
   if (oh < 0 || ow < 0 || (!empty && (oh == 0 || ow == 0))) return "window larger than the input";
-  /* Stock keeps padding in int16 (PaddingValues): beyond, its windows land elsewhere. */
-  if (pt > INT16_MAX || pl > INT16_MAX) return "padding above 32767 (stock keeps it in int16)";
   n->p.conv.kh = kh;
   n->p.conv.kw = kw;
   *y = (fx_shape){4, {x->d[0], oh, ow, cout}};
@@ -212,16 +219,9 @@ const char *fx_infer_transpose_conv(fx_graph *g, fx_node *n) {
   /* The forward conv of the output must give the input back. LiteRT's stock kernel refuses
    * other output shapes; tflite-runtime 2.14's runs them, and its optimized and reference
    * kernels then disagree (and wrap in int for huge strides): stock decides. */
-  int ih, iw, pad;
-  if (!window_fits_int(v[1], f->d[1], n->p.conv.stride_h, 1) || !window_fits_int(v[2], f->d[2], n->p.conv.stride_w, 1))
-    return "window arithmetic overflows int";
-  fx_same_valid(n->p.conv.same, v[1], f->d[1], n->p.conv.stride_h, 1, &ih, &pad);
-  fx_same_valid(n->p.conv.same, v[2], f->d[2], n->p.conv.stride_w, 1, &iw, &pad);
+  int ih, iw;
+  if ((e = window_out(n, v[1], v[2], f->d[1], f->d[2], 1, 1, &ih, &iw))) return e;
   if (ih != xs->d[1] || iw != xs->d[2]) return "output_shape is not what the stride and padding give";
-  int pt, pl;
-  fx_same_valid(n->p.conv.same, v[1], f->d[1], n->p.conv.stride_h, 1, &ih, &pt);
-  fx_same_valid(n->p.conv.same, v[2], f->d[2], n->p.conv.stride_w, 1, &iw, &pl);
-  if (pt > INT16_MAX || pl > INT16_MAX) return "padding above 32767 (stock keeps it in int16)";
   if (f->d[3] != xs->d[3] || v[3] != f->d[0] || v[0] != xs->d[0]) return "shape mismatch";
   if ((e = check_bias(g, n, 3, f->d[0]))) return e;
   *Y_SHAPE = (fx_shape){4, {v[0], v[1], v[2], v[3]}};
@@ -547,9 +547,9 @@ const char *fx_infer_broadcast_to(fx_graph *g, fx_node *n) {
   const fx_shape *x = X_SHAPE;
   fx_shape *y = Y_SHAPE;
   int v[FX_MAX_RANK], nv;
-  const char *e = const_ints(g, n->in[1], v, FX_MAX_RANK, &nv);
+  const char *e = const_vector(g, n->in[1], v, FX_MAX_RANK, &nv);
   if (e) return e;
-  if (T(g, n->in[1])->shape.rank != 1 || nv < x->rank) return "shape must be 1-D and no shorter than the input's rank";
+  if (nv < x->rank) return "shape shorter than the input's rank";
   y->rank = nv;
   for (int i = 0; i < nv; i++) {
     const int xi = i - (nv - x->rank);
@@ -576,9 +576,8 @@ const char *fx_infer_gather_nd(fx_graph *g, fx_node *n) {
 const char *fx_infer_fill(fx_graph *g, fx_node *n) {
   fx_shape *y = Y_SHAPE;
   int v[FX_MAX_RANK], nv;
-  const char *e = const_ints(g, n->in[0], v, FX_MAX_RANK, &nv);
+  const char *e = const_vector(g, n->in[0], v, FX_MAX_RANK, &nv);
   if (e) return e;
-  if (T(g, n->in[0])->shape.rank != 1) return "dims must be 1-D";
   if (T(g, n->in[1])->shape.rank != 0) return "value must be a scalar";
   y->rank = nv;
   for (int i = 0; i < nv; i++) {

@@ -549,7 +549,9 @@ static const char *read_squeeze(fx_graph *g, fx_node *n, const void *bd) {
   return same_dtype(g, n, 1);
 }
 
-static const char *read_transpose(fx_graph *g, fx_node *n, const void *bd) {
+/* TRANSPOSE and EXPAND_DIMS (a RESHAPE): elements of any layout type move, as input 1 (the
+ * permutation, the axis), a constant, says. */
+static const char *read_moved_by_const(fx_graph *g, fx_node *n, const void *bd) {
   (void)bd;
   const char *e;
   return (e = same_dtype(g, n, 1)) ? e : need_const(g, n, 1, 0);
@@ -638,13 +640,6 @@ static const char *read_reduce(fx_graph *g, fx_node *n, const void *bd) {
 static const char *read_log_softmax(fx_graph *g, fx_node *n, const void *bd) {
   (void)bd;
   return need_f32(g, n, 1);
-}
-
-/* EXPAND_DIMS (a RESHAPE): any layout type, a constant axis. */
-static const char *read_expand_dims(fx_graph *g, fx_node *n, const void *bd) {
-  (void)bd;
-  const char *e;
-  return (e = same_dtype(g, n, 1)) ? e : need_const(g, n, 1, 0);
 }
 
 /* SLICE (a STRIDED_SLICE without masks): constant begin and size of one int type. */
@@ -790,7 +785,7 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinPack, FX_OP_CONCAT, 1, read_pack, 1, 0, 1},
     {kTfLiteBuiltinReshape, FX_OP_RESHAPE, 0, read_reshape, 1, 1u << 1, 0},
     {kTfLiteBuiltinSqueeze, FX_OP_RESHAPE, 1, read_squeeze, 1, 1u << 1, 1},
-    {kTfLiteBuiltinTranspose, FX_OP_TRANSPOSE, 0, read_transpose, 2, 0, 0},
+    {kTfLiteBuiltinTranspose, FX_OP_TRANSPOSE, 0, read_moved_by_const, 2, 0, 0},
     {kTfLiteBuiltinStridedSlice, FX_OP_STRIDED_SLICE, 0, read_strided_slice, 1, 0, 1},
     {kTfLiteBuiltinResizeBilinear, FX_OP_RESIZE_BILINEAR, 0, read_resize, 2, 0, 1},
     {kTfLiteBuiltinResizeNearestNeighbor, FX_OP_RESIZE_NEAREST, 0, read_resize, 2, 0, 1},
@@ -818,7 +813,7 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinReduceMin, FX_OP_REDUCE, FX_RED_MIN, read_reduce, 2, 0, 0},
     {kTfLiteBuiltinReduceProd, FX_OP_REDUCE, FX_RED_PROD, read_reduce, 2, 0, 0},
     {kTfLiteBuiltinLogSoftmax, FX_OP_LOG_SOFTMAX, 0, read_log_softmax, 1, 0, 0},
-    {kTfLiteBuiltinExpandDims, FX_OP_RESHAPE, FX_RESHAPE_EXPAND_DIMS, read_expand_dims, 2, 0, 0},
+    {kTfLiteBuiltinExpandDims, FX_OP_RESHAPE, FX_RESHAPE_EXPAND_DIMS, read_moved_by_const, 2, 0, 0},
     {kTfLiteBuiltinSlice, FX_OP_STRIDED_SLICE, 0, read_slice, 3, 0, 0},
     {kTfLiteBuiltinBroadcastTo, FX_OP_BROADCAST_TO, 0, read_broadcast_to, 2, 0, 0},
     {kTfLiteBuiltinGatherNd, FX_OP_GATHER_ND, 0, read_gather_nd, 2, 0, 0},
