@@ -129,8 +129,9 @@ class Engine:
         return self.call("run", model, flex, seed, threads, specials, stock)
 
     def claimed(self, model: bytes, flex: dict, threads: int | None = None):
-        """("ok", nodes the delegate claims) after building and allocating, without invoking."""
-        return self.call("claimed", model, flex, threads)
+        """("ok", None, delegate stats) after building and allocating, never invoking; or
+        ("refused", ...) as run() says it."""
+        return self.call("run", model, flex, 0, threads, False, "reference", False)
 
 
 # ------------------------------------------------------------------------------------ child
@@ -158,7 +159,7 @@ def _stage(e: Exception) -> str:
     return "other"
 
 
-def _run(model, flex, seed, threads, specials=False, stock="reference"):
+def _run(model, flex, seed, threads, specials=False, stock="reference", run=True):
     from flexdelegate import load_flex
     from flexdelegate.planner import bridge
     from flexdelegate.run import invoke, make_interpreter, random_inputs
@@ -166,6 +167,8 @@ def _run(model, flex, seed, threads, specials=False, stock="reference"):
     try:
         delegate = None if flex is None else load_flex(**flex)
         it = make_interpreter(model, delegate=delegate, num_threads=threads, stock=stock)
+        if not run:  # built and allocated only: what the delegate claimed
+            return ("ok", None, delegate.stats() if delegate is not None else None)
         if _tensor_bytes(it) > MAX_TENSOR_BYTES:  # allocated, not yet touched: don't
             return ("skipped", "tensors too large to run here")
         inputs = random_inputs(it, seed)
@@ -179,18 +182,6 @@ def _run(model, flex, seed, threads, specials=False, stock="reference"):
         first = str(e).strip().splitlines()[0] if str(e).strip() else ""
         return ("refused", f"{type(e).__name__}: {first}", _stage(e))
     return ("ok", outputs, stats)
-
-
-def _claimed(model, flex, threads):
-    """How many nodes load_flex(**flex) claims on `model`, built and allocated, never invoked."""
-    from flexdelegate import load_flex
-    from flexdelegate.run import make_interpreter
-    try:
-        delegate = load_flex(**flex)
-        make_interpreter(model, delegate=delegate, num_threads=threads)
-        return ("ok", delegate.stats()["nodes_delegated"])
-    except Exception as e:  # noqa: BLE001
-        return ("refused", f"{type(e).__name__}: {e}")
 
 
 def _plan_info(model, flex):
@@ -211,7 +202,7 @@ def _plan_info(model, flex):
 
 def _serve(rfd: int, wfd: int) -> None:
     os.dup2(2, 1)  # prints from the runtime must not reach the protocol pipe (it is not fd 1)
-    handlers = {"run": _run, "claimed": _claimed, "plan_info": _plan_info, "ping": lambda: ("ok",)}
+    handlers = {"run": _run, "plan_info": _plan_info, "ping": lambda: ("ok",)}
     while True:
         try:
             request = _recv(rfd)

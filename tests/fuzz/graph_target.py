@@ -110,7 +110,7 @@ class GraphTarget:
                     claimed = fresh.claimed(data, {"cache_path": ""}, threads=threads)
             except EngineDied:
                 claimed = None
-            if claimed is not None and claimed[0] == "ok" and claimed[1] == 0:
+            if claimed is not None and claimed[0] == "ok" and claimed[2]["nodes_delegated"] == 0:
                 return self._count("crashed-nothing-claimed")
         spec = read_spec(data)
         if not ours and (spec is None or ambiguous(spec)):
