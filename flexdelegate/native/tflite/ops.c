@@ -628,13 +628,19 @@ static const char *read_cast(fx_graph *g, fx_node *n, const void *bd) {
 
 /* SUM, REDUCE_MAX / MIN / PROD (the node becomes REDUCE): float32, int32 or int64 data, a
  * constant int32 axis list (any order, repeats, negative axes); quantized data stays with stock. */
-static const char *read_reduce(fx_graph *g, fx_node *n, const void *bd) {
-  n->p.mean.keep_dims = bd ? ((const TfLiteReducerParams *)bd)->keep_dims : 0;
+/* Reductions and CUMSUM: float32, int32 or int64 data of one type in and out, and input 1 (the
+ * axes) a constant int32 tensor. */
+static const char *wide_data_const_axis(fx_graph *g, const fx_node *n) {
   const int dt = g->tensors[n->out[0]].dtype;
-  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64) return "reductions run on float32, int32 or int64";
+  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64) return "data must be float32, int32 or int64";
   if (g->tensors[n->in[0]].dtype != dt) return "input and output types differ";
   if (g->tensors[n->in[1]].dtype != FX_I32) return "axis must be int32";
   return need_const(g, n, 1, 0);
+}
+
+static const char *read_reduce(fx_graph *g, fx_node *n, const void *bd) {
+  n->p.mean.keep_dims = bd ? ((const TfLiteReducerParams *)bd)->keep_dims : 0;
+  return wide_data_const_axis(g, n);
 }
 
 static const char *read_log_softmax(fx_graph *g, fx_node *n, const void *bd) {
@@ -709,11 +715,7 @@ static const char *read_cumsum(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteCumsumParams *p = bd;
   n->p.cumsum.exclusive = p ? p->exclusive : 0;
   n->p.cumsum.reverse = p ? p->reverse : 0;
-  const int dt = g->tensors[n->out[0]].dtype;
-  if (dt != FX_F32 && dt != FX_I32 && dt != FX_I64) return "unsupported tensor type";
-  if (g->tensors[n->in[0]].dtype != dt) return "input and output types differ";
-  if (g->tensors[n->in[1]].dtype != FX_I32) return "axis must be int32";
-  return need_const(g, n, 1, 0);
+  return wide_data_const_axis(g, n);
 }
 
 /* SPLIT (axis, x) / SPLIT_V (x, size_splits, axis): each output is its own SPLIT_PART node
