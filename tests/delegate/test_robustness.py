@@ -65,14 +65,19 @@ def test_create_invoke_destroy_cycles_leave_rss_flat():
     x = random_inputs(make_interpreter(model))
     for _ in range(100):  # let allocator pools and caches settle
         _cycle(model, x)
-    gc.collect()
-    before = rss_bytes()
-    for _ in range(1000):
-        _cycle(model, x)
-    gc.collect()
-    growth = rss_bytes() - before
-    # A leak of even one partition (arena + packed weights + a thread) per cycle would be > 20 MB.
-    assert growth < 4 * 2**20, f"RSS grew by {growth / 2**20:.1f} MB over 1000 cycles"
+    # A leak grows RSS in every batch; the allocator may still take one step up (a CI run saw
+    # 4.6 MB once over 1000 cycles, flat here), so the quietest of three batches is judged.
+    # A leak of one partition (arena + packed weights + a thread) per cycle would be > 8 MB a
+    # batch; 1 MB a batch is 2.5 KB a cycle. LeakSanitizer (.ci/sanitize) checks byte-exactly.
+    growths = []
+    for _ in range(3):
+        gc.collect()
+        before = rss_bytes()
+        for _ in range(400):
+            _cycle(model, x)
+        gc.collect()
+        growths.append((rss_bytes() - before) / 2**20)
+    assert min(growths) < 1.0, f"RSS grew in every batch of 400 cycles: {growths} MB"
 
 
 def test_max_error_never_hides_nan():
