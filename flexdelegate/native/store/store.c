@@ -240,25 +240,8 @@ static fx_wref *from_map(fx_cache_map *m, const fx_cache_entry *e, size_t size) 
 static int verify(fx_wref *w, int unmapped) {
   if (w->verified) return 0;
   uint64_t sum;
-  if (unmapped && w->map) { /* through the file, a chunk at a time: no page of the mapping made resident */
-    enum { CHUNK = 1 << 16 }; /* small: it counts against the budget too */
-    uint8_t *buf = malloc(CHUNK);
-    if (!buf) return 1;
-    fx_hasher h;
-    uint64_t out[2];
-    fx_hasher_init(&h, 0);
-    const off_t at = (off_t)((const uint8_t *)w->data - w->map->base);
-    for (size_t got = 0; got < w->size;) {
-      const size_t want = w->size - got < CHUNK ? w->size - got : CHUNK;
-      const ssize_t r = pread(w->map->fd, buf, want, at + (off_t)got);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) { free(buf); return 1; } /* cut short: as damaged */
-      fx_hasher_update(&h, buf, (size_t)r);
-      got += (size_t)r;
-    }
-    free(buf);
-    fx_hasher_final(&h, out);
-    sum = out[0];
+  if (unmapped && w->map) { /* through the file: no page of the mapping made resident */
+    if (fx_cache_read_sum(w->map, (uint64_t)((const uint8_t *)w->data - w->map->base), w->size, &sum)) return 1;
   } else {
     sum = fx_hash64(w->data, w->size, 0);
   }
