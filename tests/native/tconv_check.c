@@ -136,6 +136,8 @@ int main(int argc, char **argv) {
       {2, 3, 3, 1, 2, 2, 2, 3, 3, 0, 0, 0, 1, FLEX_ACT_TANH},      /* gaps */
       {1, 1, 1, 9, 5, 3, 3, 2, 2, 1, 0, 0, 1, FLEX_ACT_RELU_N1_TO_1},
       {1, 6, 20, 40, 48, 4, 4, 2, 2, 1, 0, 0, 0, FLEX_ACT_RELU},   /* wide rows: several mr tiles */
+      {1, 10, 64, 8, 20, 3, 3, 1, 1, 1, 0, 0, 1, FLEX_ACT_RELU},   /* several row blocks per task */
+      {1, 8, 64, 16, 24, 2, 2, 2, 2, 0, 0, 0, 1, FLEX_ACT_RELU6},  /* the same, exact tiling */
   };
   for (size_t k = 0; k < sizeof more / sizeof *more; k++) run_case(&more[k]);
   for (int u = 0; fx_gemm_config_at(u); u++) printf("%s: max %.3g of sum |x f| vs float64\n", fx_gemm_config_at(u)->name, g_worst[u]);
