@@ -50,7 +50,7 @@ static void say(char *msg, size_t len, const char *fmt, const char *detail) {
   if (msg && len) snprintf(msg, len, fmt, detail ? detail : "");
 }
 
-static int pread_all(int fd, void *buf, size_t len, uint64_t off) {
+int fx_pread_all(int fd, void *buf, size_t len, uint64_t off) {
   uint8_t *p = buf;
   while (len) {
     ssize_t r = pread(fd, p, len, (off_t)off);
@@ -132,7 +132,7 @@ static const char *validate(int fd, uint64_t file_size, fx_cache_header *h, fx_c
   *keys = NULL;
   *paths = NULL;
   if (file_size < FX_CACHE_PAGE) return "too small (truncated or not a cache file)";
-  if (pread_all(fd, h, sizeof *h, 0)) return "unreadable header";
+  if (fx_pread_all(fd, h, sizeof *h, 0)) return "unreadable header";
   if (memcmp(h->magic, k_magic, 8)) return "bad magic (not a flexdelegate cache)";
   if (h->format_version != FORMAT_VERSION) return "written by another format version";
   if (h->header_size != HEADER_SIZE) return "bad header size";
@@ -155,7 +155,7 @@ static const char *validate(int fd, uint64_t file_size, fx_cache_header *h, fx_c
   if (!*entries || !*models) return "out of memory";
   *keys = (fx_cache_keyref *)((uint8_t *)*models + mb);
   *paths = (const char *)*models + mb + kb;
-  if (pread_all(fd, *entries, ib, h->index_offset) || pread_all(fd, *models, mb + kb + pb, h->models_offset))
+  if (fx_pread_all(fd, *entries, ib, h->index_offset) || fx_pread_all(fd, *models, mb + kb + pb, h->models_offset))
     return "unreadable index";
   if (fx_hash64(*entries, ib, 0) != h->index_checksum) return "index checksum mismatch";
   if (fx_hash64(*models, mb + kb + pb, 0) != h->models_checksum) return "model table checksum mismatch";
@@ -199,7 +199,7 @@ fx_cache_owner fx_cache_owner_of(const char *path, char *why, size_t why_len) {
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     char magic[sizeof k_magic];
     if (fd < 0) what = "unreadable";
-    else if (pread_all(fd, magic, sizeof magic, 0) || memcmp(magic, k_magic, sizeof magic))
+    else if (fx_pread_all(fd, magic, sizeof magic, 0) || memcmp(magic, k_magic, sizeof magic))
       what = "not a flexdelegate cache file";
     if (fd >= 0) close(fd);
   }
@@ -677,13 +677,10 @@ int fx_cache_read_sum(const fx_cache_map *m, uint64_t offset, uint64_t size, uin
   fx_hasher h;
   uint64_t out[2];
   fx_hasher_init(&h, 0);
-  for (uint64_t got = 0; got < size;) {
+  for (uint64_t got = 0; got < size; got += CHUNK) {
     const size_t want = size - got < CHUNK ? (size_t)(size - got) : CHUNK;
-    const ssize_t r = pread(m->fd, buf, want, (off_t)(offset + got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) { free(buf); return -1; } /* cut short */
-    fx_hasher_update(&h, buf, (size_t)r);
-    got += (uint64_t)r;
+    if (fx_pread_all(m->fd, buf, want, offset + got)) { free(buf); return -1; } /* cut short */
+    fx_hasher_update(&h, buf, want);
   }
   free(buf);
   fx_hasher_final(&h, out);

@@ -101,6 +101,9 @@ typedef struct {
 fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
                               const fx_cache_model *model, const fx_cache_keyref *keys, const char *model_path,
                               uint64_t dedup_bytes, char *msg, size_t msg_len);
+/* len bytes at off of fd into buf, retrying short reads and EINTR: 0, or -1 if the file ends
+ * first or a read fails. */
+int fx_pread_all(int fd, void *buf, size_t len, uint64_t off);
 /* The checksum (fx_hasher, seed 0) of size bytes at offset in m's file, read through pread a
  * chunk at a time so that no page of the mapping becomes resident (it counts against the
  * budget). 0, or -1 if the file ends before (as damaged) or memory runs out. */

@@ -261,14 +261,7 @@ static const void *read_through(fx_store *s, const ro_range *r, const void *p, s
     if (!(s->staging = malloc(len))) return NULL;
     s->staging_bytes = len;
   }
-  const off_t at = (off_t)(r->off + ((uintptr_t)p - r->lo));
-  for (size_t got = 0; got < len;) {
-    const ssize_t n = pread(r->fd, (uint8_t *)s->staging + got, len - got, at + (off_t)got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return NULL;
-    got += (size_t)n;
-  }
-  return s->staging;
+  return fx_pread_all(r->fd, s->staging, len, r->off + ((uintptr_t)p - r->lo)) ? NULL : s->staging;
 }
 
 static void free_staging(fx_store *s) {
