@@ -77,6 +77,15 @@ static int follow_tails(const fx_graph *g, int i, fx_band_chain *c) {
 
 static int by_index(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
+/* A conv to fewer channels than it reads (an inverted residual's projection) ends a chain: its
+ * output is the narrow tensor between blocks, cheap to keep whole, and a chain of one block fits
+ * taller bands in cache than one spanning two. Weight shapes are constant: known at init. */
+static int projects(const fx_graph *g, const fx_node *n) {
+  if (n->kind != FX_OP_CONV) return 0;
+  const fx_shape *w = &T(g, n->in[1])->shape;
+  return w->rank == 4 && w->d[0] < w->d[3];
+}
+
 /* The longest chain starting at layer node i (its data in slot `slot`), into *c: its layer count. */
 static int grow_chain(const fx_graph *g, int i, int slot, fx_band_chain *c) {
   memset(c, 0, sizeof *c);
@@ -92,6 +101,7 @@ static int grow_chain(const fx_graph *g, int i, int slot, fx_band_chain *c) {
     }
     c->layer[c->n_layers++] = (fx_band_layer){.node = cur, .slot = slot, .in = in, .out = out};
     c->out = out;
+    if (projects(g, &g->nodes[cur])) break;
     /* the next layer: the only reader of an intermediate the arena would hold */
     int who[2];
     const fx_tensor *t = T(g, out);
