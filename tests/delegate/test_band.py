@@ -76,6 +76,42 @@ class Chain:
         self.cur = y
         return self
 
+    def swish(self):
+        """x * LOGISTIC(x): fuse.c makes it the producer's activation (two fused tails)."""
+        src = self.cur
+        gate = self.b.tensor(self.shape)
+        self.b.op("LOGISTIC", [src], [gate])
+        return self.add_like("MUL", gate)
+
+    def add_like(self, op, other, other_first=False):
+        src = self.cur
+        y = self._out(self.shape)
+        self.b.op(op, [other, src] if other_first else [src, other], [y], fused_activation_function="NONE")
+        self.cur = y
+        return self
+
+    def squeeze_excite(self, reduced=4, gate_first=False):
+        """EfficientNet's SE: MEAN over rows and columns, two 1x1 convs, a sigmoid gate that
+        multiplies the block's data (a per-image operand: it broadcasts over rows)."""
+        n, h, w, c = self.shape
+        data = self.cur
+        m = self.b.tensor((n, 1, 1, c))
+        self.b.op("MEAN", [data, self.b.const(np.array([1, 2], np.int32))], [m], keep_dims=True)
+        self.cur, self.shape = m, (n, 1, 1, c)
+        self.conv(reduced, act="RELU").conv(c)
+        gate = self._out((n, 1, 1, c))
+        self.b.op("LOGISTIC", [self.cur], [gate])
+        self.cur, self.shape = data, (n, h, w, c)
+        return self.add_like("MUL", gate, gate_first)
+
+    def mbconv(self, expand=4, stride=1, gate_first=False):
+        n, h, w, c = self.shape
+        block_in = self.cur
+        self.conv(c * expand).swish().depthwise(act="NONE", stride=stride).swish().squeeze_excite(gate_first=gate_first).conv(c)
+        if stride == 1:
+            self.add(block_in)
+        return self
+
     def inverted_residual(self, expand=6, stride=1):
         n, h, w, c = self.shape
         block_in = self.cur
@@ -136,6 +172,14 @@ def test_two_blocks_and_odd_heights():
     """The first block's output has one reader: both blocks make one chain of six layers."""
     c = Chain((1, 23, 11, 8)).inverted_residual().inverted_residual(stride=2)
     check_bands(c.build())
+
+
+@pytest.mark.parametrize("batch,gate_first", [(1, False), (3, False), (2, True)])
+def test_mbconv_with_swish_and_squeeze_excite(batch, gate_first):
+    """Chains through fused swish tails, ended by the SE's second reader, and headed by the
+    SE's MUL (its gate broadcast over rows, one per image, on either side)."""
+    c = Chain((batch, 15, 12, 8)).mbconv(gate_first=gate_first).mbconv(stride=2, gate_first=gate_first)
+    check_bands(c.build(), min_chains=4)
 
 
 @pytest.mark.parametrize("padding", ["SAME", "VALID"])

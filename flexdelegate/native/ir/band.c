@@ -77,6 +77,13 @@ static int follow_tails(const fx_graph *g, int i, fx_band_chain *c) {
 
 static int by_index(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
 
+/* Whether input `slot` of layer n carries the rows of its output: a binary op's data must have
+ * the output's shape (the other operand may broadcast; never the data, as an SE gate would).
+ * By the shapes at init: a resize that changes this makes fx_band_shape refuse the chain. */
+static int carries_rows(const fx_graph *g, const fx_node *n, int slot) {
+  return n->kind != FX_OP_BINARY || fx_shape_equal(&T(g, n->in[slot])->shape, &T(g, n->out[0])->shape);
+}
+
 /* A conv to fewer channels than it reads (an inverted residual's projection) ends a chain: its
  * output is the narrow tensor between blocks, cheap to keep whole, and a chain of one block fits
  * taller bands in cache than one spanning two. Weight shapes are constant: known at init. */
@@ -107,7 +114,7 @@ static int grow_chain(const fx_graph *g, int i, int slot, fx_band_chain *c) {
     const fx_tensor *t = T(g, out);
     if (t->storage != FX_ST_ARENA || t->dtype != FX_F32 || readers(g, out, who, 2) != 1) break;
     const fx_node *m = &g->nodes[who[0]];
-    if (m->band || !fx_band_layer_ok(g, m) || (slot = data_slot(m, out)) < 0) break;
+    if (m->band || !fx_band_layer_ok(g, m) || (slot = data_slot(m, out)) < 0 || !carries_rows(g, m, slot)) break;
     cur = who[0];
     in = out;
   }
@@ -123,8 +130,10 @@ int fx_band_find(fx_graph *g) {
   for (int i = 0; i < g->n_nodes; i++) {
     const fx_node *n = &g->nodes[i];
     if (n->band || !fx_band_layer_ok(g, n)) continue;
-    /* a binary op heads a chain through its non-constant input */
-    const int slot = n->kind == FX_OP_BINARY && T(g, n->in[0])->storage == FX_ST_CONST ? 1 : 0;
+    /* a binary op heads a chain through a non-constant input that carries the rows */
+    int slot = 0;
+    if (n->kind == FX_OP_BINARY && (T(g, n->in[0])->storage == FX_ST_CONST || !carries_rows(g, n, 0))) slot = 1;
+    if (!carries_rows(g, n, slot) || T(g, n->in[slot])->storage == FX_ST_CONST) continue;
     fx_band_chain c;
     if (grow_chain(g, i, slot, &c) < 2) continue;
     if (g->n_chains == cap) {
