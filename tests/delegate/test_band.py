@@ -5,7 +5,7 @@ FLEXDELEGATE_BAND=none runs every node alone, all:ROWS:STRIPS forces every chain
 import numpy as np
 import pytest
 
-from flexdelegate import load_flex
+from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 from flexdelegate.tflite.writer import ModelBuilder
 from opcheck import TOL, window_out
@@ -224,3 +224,27 @@ def test_default_is_off_and_auto_chooses(monkeypatch):
     assert _banded(kernels) == 0
     _, kernels = _run(model, x, 1, "auto", monkeypatch)
     assert _banded(kernels) == 1  # 56x56x96 intermediates: far beyond the rule's minimum
+
+
+def test_budget_plans_run_the_nodes_and_set_budget_brings_bands_back(tmp_path, monkeypatch):
+    """A budget plan steps through the nodes one by one (chains off); re-planning unlimited with
+    set_budget makes them band by band again (its scratch tensor reused): the same numbers."""
+    c = Chain((1, 40, 40, 16)).inverted_residual().inverted_residual(stride=2)
+    model = c.pool("AVERAGE_POOL_2D", 4, 4).conv(1024).conv(1024).build()  # 4 MB of weights: streamed
+    ref_it = make_interpreter(model)
+    x = random_inputs(ref_it, seed=3)
+    plain, _ = _run(model, x, 1, "none", monkeypatch)
+    monkeypatch.setenv("FLEXDELEGATE_BAND", "all")
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"), winograd="off")
+    it = make_interpreter(model, delegate=d)
+    with pytest.raises(BudgetError) as e:
+        d.set_budget(0.01)
+    low = e.value.min_budget_mb
+    for budget in (0.0, low, 0.0, low + 0.2, 0.0):
+        d.set_budget(budget)
+        got = invoke(it, x)
+        assert all(np.array_equal(a, b) for a, b in zip(plain, got)), budget
+        kernels = [o["kernel"] for o in d.stats()["ops"]]
+        assert (_banded(kernels) > 0) == (budget == 0), (budget, kernels)
+        if budget:
+            assert any(o["slices"] > 1 for o in d.stats()["ops"]), "not a budget plan"
