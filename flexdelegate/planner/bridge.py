@@ -3,11 +3,10 @@ see flexdelegate/native/include/flex_api.h) becomes a planner Graph, and the Pla
 the runtime's flat step list. Called from C through the flex_plan_callback extern."""
 from __future__ import annotations
 
-import ctypes
-import gc
 import math
 
 from .. import _native
+from ..memstat import release_heap
 from ..tflite.schema import BUILTIN_OP_NAMES
 from .arena import plan as make_plan
 from .cache import PlanCache
@@ -28,14 +27,6 @@ KERNEL_NAMES = {v: k for k, v in KERNELS.items()}
 # does not plan again.
 _memo: dict = {}
 keep_plans = False  # `flexdelegate plan` sets it to read the whole plan back
-
-
-def _release_heap() -> None:
-    gc.collect()
-    try:
-        ctypes.CDLL(None).malloc_trim(0)  # glibc: hand freed arenas back (no-op elsewhere)
-    except (OSError, AttributeError):
-        pass
 
 
 def kernel_option(op: str, k) -> KernelOption:
@@ -140,7 +131,7 @@ def fill_plan(ffi, desc, out) -> int:
             # plan only for `flexdelegate plan`), and give the freed heap back to the OS.
             _memo[key] = (p if keep_plans else None, _steps(p), graph if keep_plans else None, nodes, summary)
             del p
-            _release_heap()
+            release_heap()
         _, steps, _, _, (deps_start, arena_bytes, min_budget_bytes, offsets) = _memo[key]
         out.n_steps = len(steps)
         if len(steps) > out.capacity:

@@ -784,6 +784,29 @@ def test_transpose_conv_random(h, w, cin, cout, kh, kw, sh, sw, padding, bias):
                                padding=padding, bias=bias), invokes=1)
 
 
+def _conv_then_transpose_conv(c=192, hw=8, cout=32):
+    """CONV 3x3 with ~1.3 MB of weights, then a 3x3 stride-2 TRANSPOSE_CONV (overlapping taps)."""
+    b = ModelBuilder()
+    x = b.input((1, hw, hw, c))
+    h = b.tensor((1, hw, hw, c))
+    b.op("CONV_2D", [x, b.const(rand((c, 3, 3, c), 1, 1 / np.sqrt(9 * c))), b.const(rand((c,), 2))], [h],
+         padding="SAME", stride_w=1, stride_h=1, fused_activation_function="RELU")
+    out = (1, 2 * hw, 2 * hw, cout)
+    y = b.tensor(out)
+    b.op("TRANSPOSE_CONV", [b.const(np.array(out, I32)), b.const(rand((cout, 3, 3, c), 3, 1 / np.sqrt(9 * c))), h,
+                            b.const(rand((cout,), 4))], [y], padding="SAME", stride_w=2, stride_h=2)
+    b.output(y)
+    return b.build()
+
+
+@pytest.mark.parametrize("above_min", [0.01, 0.5])
+def test_transpose_conv_with_budget(above_min):
+    # A budgeted run gives TRANSPOSE_CONV its scratch (the filter packed per run) as a step's slot.
+    model = _conv_then_transpose_conv()
+    stats = check(model, scale=3, flex={"budget": min_budget(model, "") + above_min})
+    assert stats["partitions_memory"][0]["planner"] == "budget", stats
+
+
 # ======================================================================================
 # GATHER / SHAPE / CAST
 # ======================================================================================

@@ -78,13 +78,19 @@ PEAK = textwrap.dedent("""
     import json, sys; sys.path.insert(0, {here!r})
     from budgetcheck import q8_heavy_model
     from flexdelegate import load_flex
-    from flexdelegate.memstat import peak_rss_bytes, rss_bytes
+    from flexdelegate.memstat import drop_page_cache, peak_rss_bytes, release_heap, rss_bytes
     from flexdelegate.run import make_interpreter, random_inputs, invoke
     import flexdelegate.planner.bridge, flexdelegate.planner.arena  # imported before measuring
     open({model_path!r}, "wb").write(q8_heavy_model(fc={fc}))
+    if {from_disk}:
+        drop_page_cache({model_path!r})
     budget = {budget}
-    if budget and not {cold}:  # build the cache first
-        make_interpreter({model_path!r}, delegate=load_flex(cache_path={cache!r}))
+    if budget and not {cold}:  # build the cache first, in a process of its own (what it leaves would hide the peak)
+        import subprocess
+        subprocess.run([sys.executable, "-c", "import sys; from flexdelegate import load_flex; from flexdelegate.run "
+                        "import make_interpreter; make_interpreter(sys.argv[1], delegate=load_flex(cache_path=sys.argv[2]))",
+                        {model_path!r}, {cache!r}], check=True)
+    release_heap()  # what building the model freed: reused unseen, it would hide as much of the peak
     open("/proc/self/clear_refs", "w").write("5")
     r0 = rss_bytes()
     d = load_flex(budget=budget, cache_path={cache!r}) if budget else None
@@ -96,29 +102,41 @@ PEAK = textwrap.dedent("""
 """)
 
 
-def peak(tmp_path, budget, fc, cold, name):
+def peak(tmp_path, budget, fc, cold, name, from_disk=False):
     code = PEAK.format(here=TESTS, budget=budget, cache=str(tmp_path / f"{name}.fxc"), fc=fc, cold=cold,
-                       model_path=str(tmp_path / f"{name}.tflite"))
+                       model_path=str(tmp_path / f"{name}.tflite"), from_disk=from_disk)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout.strip().splitlines()[-1])["peak"]
 
 
-# A cold load at 6 MB peaks ~2 MB over, FP32 models alike (heavy_model(fc=2048): 7.9 MB over the
-# fixed cost cold, 5.1 warm; bench/budget_sweep.py's worker): not found yet what the first load
-# adds below ~8 MB, so the cold load is asserted at 12 MB as in test_budget.py.
+# Open (issue 17): at its planner minimum (2.54 MB) the model's cold load peaks 0.2-0.3 MB over:
+# planning its 1030-step plan (or reading it back from the plan cache) takes 2.4-2.6 MB of Python
+# heap for a moment, before the arena exists, on top of ~0.9 MB the load already holds; the
+# minimum counts the arena and a fixed 2.5 MB reserve, not the planner's own peak.
+AT_MINIMUM = pytest.mark.xfail(strict=False, reason="the planner's heap at the minimum (issue 17, open)")
+
+
 # Under the sanitizer stage ASan's allocator (redzones, a quarantine of freed memory) is in
 # every process: VmHWM then measures ASan, not the product (18.1 MB at 12 there); the runtime
 # stages assert this on both runtimes.
 @pytest.mark.skipif("libasan" in open("/proc/self/maps").read(), reason="VmHWM under ASan's allocator")
-@pytest.mark.parametrize("cold,budget", [(True, 12.0), (False, 6.0)])
+@pytest.mark.parametrize("cold,budget", [(True, 12.0), (True, 6.0), (False, 6.0),
+                                         pytest.param(True, "min", marks=AT_MINIMUM)])
 def test_measured_peak_of_an_int8_model_stays_within_budget(tmp_path, cold, budget):
-    """VmHWM increase over the whole process (the cold load hashes, packs and writes the cache
-    file a MB of panels at a time) less the stock interpreter's fixed cost on a tiny int8 model
-    from a file, while the model's int8 weights (~33 MB) are three to five times the budget."""
+    """VmHWM increase over the whole process (the cold load hashes and packs the weights read
+    through the file, and writes the cache file a quarter MB of panels at a time) less the stock
+    interpreter's fixed cost on a tiny int8 model from a file, while the model's int8 weights
+    (~33 MB) are three to thirteen times the budget, down to the planner's minimum (~2.5 MB).
+    The model file is read back from disk first, as a model on a device is: a file just written
+    is cached in large folios (ext4, Linux 6.18), and then each of the stock runtime's own
+    touches of its mapping (a weight's length prefix, the tensor names) maps 2 MB, the runtime's
+    cost for this file, which a tiny model's fixed cost does not show."""
+    if budget == "min":
+        budget = min_budget(q8_heavy_model(fc=4096), tmp_path / "min.fxc")
     fixed = peak(tmp_path, 0, fc=16, cold=False, name="tiny")
-    got = peak(tmp_path, budget, fc=4096, cold=cold, name="heavy")
-    assert got - fixed <= budget * MB, f"peak {got / MB:.1f} MB, fixed {fixed / MB:.1f} MB"
+    got = peak(tmp_path, budget, fc=4096, cold=cold, name="heavy", from_disk=True)
+    assert got - fixed <= budget * MB, f"budget {budget}: peak {got / MB:.1f} MB, fixed {fixed / MB:.1f} MB"
 
 
 @pytest.mark.parametrize("change", ["truncated", "rewritten"])

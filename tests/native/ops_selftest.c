@@ -491,54 +491,6 @@ static void test_depthwise(void) {
   dw_case(1, 12, 11, 6, 1, 3, 3, 3, 2, 3, 2, 1, 1, FLEX_ACT_RELU6);
 }
 
-/* ---------------------------------------------------------- transpose conv */
-static void tc_case(int N, int H, int W, int CI, int CO, int kh, int kw, int sh, int sw, int OH,
-                    int OW, int pt, int pl, int with_bias, int act) {
-  fx_shape xs = shp(4, N, H, W, CI), fs = shp(4, CO, kh, kw, CI), ys = shp(4, N, OH, OW, CO);
-  float *x = rand_buf(numel(&xs), -1, 1);
-  float *f = rand_buf(numel(&fs), -1, 1);
-  float *bias = with_bias ? rand_buf((size_t)CO, -1, 1) : NULL;
-  float *y = fbuf(numel(&ys));
-  double *r = dbuf(numel(&ys));
-  /* scatter formulation (as TFLite's reference) */
-  for (int b = 0; b < N; ++b)
-    for (int iy = 0; iy < H; ++iy)
-      for (int ix = 0; ix < W; ++ix)
-        for (int ic = 0; ic < CI; ++ic)
-          for (int fy = 0; fy < kh; ++fy)
-            for (int fx = 0; fx < kw; ++fx)
-              for (int oc = 0; oc < CO; ++oc) {
-                const int oy = iy * sh - pt + fy, ox = ix * sw - pl + fx;
-                if (oy < 0 || ox < 0 || oy >= OH || ox >= OW) continue;
-                r[((b * OH + oy) * OW + ox) * CO + oc] +=
-                    (double)x[((b * H + iy) * W + ix) * CI + ic] *
-                    f[((oc * kh + fy) * kw + fx) * CI + ic];
-              }
-  for (size_t o = 0; o < numel(&ys); ++o)
-    r[o] = act_ref(act, r[o] + (bias ? bias[o % (size_t)CO] : 0.0));
-  fx_transpose_conv_f32(NULL, x, &xs, f, &fs, bias, sh, sw, pt, pl, y, &ys, act);
-  char nm[200];
-  snprintf(nm, sizeof nm, "transpose_conv N%d H%d W%d CI%d CO%d k%dx%d s%dx%d out%dx%d pad%d,%d", N,
-           H, W, CI, CO, kh, kw, sh, sw, OH, OW, pt, pl);
-  check_f(nm, y, r, numel(&ys));
-  free(x); free(f); free(bias); free(y); free(r);
-}
-
-static void test_transpose_conv(void) {
-  /* SAME, stride 2: out = in*2, pads computed from the output size as TFLite does */
-  int o, p;
-  fx_same_valid(1, 10, 3, 2, 1, &o, &p); /* output 10 as "input" for padding */
-  tc_case(2, 5, 5, 3, 4, 3, 3, 2, 2, 10, 10, p, p, 1, FLEX_ACT_NONE);
-  fx_same_valid(1, 7, 4, 2, 1, &o, &p);
-  tc_case(1, 4, 3, 5, 7, 4, 4, 2, 2, 7, 6, p, 1, 0, FLEX_ACT_RELU);
-  /* VALID stride 1: out = in + k - 1, pad 0 */
-  tc_case(1, 4, 5, 2, 3, 3, 2, 1, 1, 6, 6, 0, 0, 1, FLEX_ACT_RELU6);
-  /* stride 3 with k=2: gaps in the output */
-  tc_case(2, 3, 3, 1, 2, 2, 2, 3, 3, 9, 9, 0, 0, 1, FLEX_ACT_NONE);
-  tc_case(1, 1, 1, 9, 5, 3, 3, 2, 2, 2, 2, 1, 1, 1, FLEX_ACT_TANH);
-  tc_case(1, 3, 4, 17, 9, 5, 3, 2, 1, 7, 6, 2, 1, 1, FLEX_ACT_NONE);
-}
-
 /* ------------------------------------------------------------------ resize */
 static void resize_case(int bilinear, int N, int H, int W, int C, int OH, int OW, int ac, int hp) {
   fx_shape xs = shp(4, N, H, W, C), ys = shp(4, N, OH, OW, C);
@@ -1086,7 +1038,6 @@ int main(void) {
   test_binary();
   test_pool();
   test_depthwise();
-  test_transpose_conv();
   test_resize();
   test_reduce();
   test_layout();

@@ -2,6 +2,8 @@
  * over and over, jobs alternating tiny (the caller runs all of it before a worker arrives)
  * and larger. Every task of a job must run exactly once, and none may still be running when
  * fx_parallel_tasks returns (a late one outlives the caller's data, e.g. a freed arena).
+ * fx_parallel_for must cover [0, n) exactly once in chunks of at least its grain (odd sizes,
+ * any thread count), and a task that starts a job of its own (nested) must see it run whole.
  * Prints "ok" or the failures; exits non-zero on failure.
  * Usage: pool_stress [cycles] [threads] */
 #include <sched.h>
@@ -37,6 +39,64 @@ static int run_job(fx_pool *p, size_t n) {
   return err != 0;
 }
 
+/* fx_parallel_for: every index of [0, n) in exactly one chunk, chunks no shorter than the
+ * grain except the one that ends at n. */
+#define RANGE_MAX 1031
+typedef struct { size_t n, grain; atomic_int hits[RANGE_MAX]; atomic_int short_chunks; } range_check;
+
+static void range_part(void *arg, size_t b, size_t e) {
+  range_check *r = arg;
+  if (e - b < r->grain && e != r->n) atomic_fetch_add(&r->short_chunks, 1);
+  for (size_t i = b; i < e && i < RANGE_MAX; i++) atomic_fetch_add(&r->hits[i], 1);
+}
+
+static int check_ranges(fx_pool *p) {
+  static const size_t sizes[] = {1, 2, 3, 7, 13, 64, 97, 255, 1031};
+  static const size_t grains[] = {0, 1, 3, 8, 100, 2000};
+  static range_check r;
+  int err = 0;
+  for (size_t a = 0; a < sizeof sizes / sizeof *sizes; a++)
+    for (size_t b = 0; b < sizeof grains / sizeof *grains; b++) {
+      memset(&r, 0, sizeof r);
+      r.n = sizes[a];
+      r.grain = grains[b] ? grains[b] : 1;
+      fx_parallel_for(p, r.n, grains[b], range_part, &r);
+      for (size_t i = 0; i < r.n; i++)
+        if (atomic_load(&r.hits[i]) != 1)
+          err = printf("parallel_for n=%zu grain=%zu: index %zu covered %d times\n", r.n, grains[b], i, atomic_load(&r.hits[i]));
+      if (atomic_load(&r.short_chunks)) err = printf("parallel_for n=%zu grain=%zu: a chunk shorter than the grain\n", r.n, grains[b]);
+    }
+  return err != 0;
+}
+
+/* Nested: each outer task runs a whole inner job on the same pool, under its own tid (the
+ * thread's scratch is its own). */
+typedef struct { fx_pool *pool; atomic_int inner[8][MAXN]; atomic_int wrong_tid; } nest;
+typedef struct { nest *j; size_t outer; int tid; } nest_inner;
+static void inner_task(void *arg, int tid, size_t t) {
+  nest_inner *in = arg;
+  if (tid != in->tid) atomic_fetch_add(&in->j->wrong_tid, 1);
+  atomic_fetch_add(&in->j->inner[in->outer][t], 1);
+}
+static void outer_task(void *arg, int tid, size_t t) {
+  nest_inner in = {arg, t, tid};
+  for (volatile int k = 0; k < 20000; k++) {} /* long enough for a worker to take some */
+  fx_parallel_tasks(in.j->pool, MAXN, inner_task, &in);
+}
+
+static int check_nested(fx_pool *p) {
+  static nest j;
+  int err = 0;
+  memset(&j, 0, sizeof j);
+  j.pool = p;
+  fx_parallel_tasks(p, 8, outer_task, &j);
+  for (int o = 0; o < 8; o++)
+    for (int i = 0; i < MAXN; i++)
+      if (atomic_load(&j.inner[o][i]) != 1) err = printf("nested: outer %d inner %d ran %d times\n", o, i, atomic_load(&j.inner[o][i]));
+  if (atomic_load(&j.wrong_tid)) err = printf("nested: %d inner tasks ran under another thread's tid\n", atomic_load(&j.wrong_tid));
+  return err != 0;
+}
+
 int main(int argc, char **argv) {
   int cycles = argc > 1 ? atoi(argv[1]) : 2000, threads = argc > 2 ? atoi(argv[2]) : 2, errs = 0;
   unsigned seed = 1;
@@ -49,6 +109,7 @@ int main(int argc, char **argv) {
         seed = seed * 1103515245u + 12345u;
         errs += run_job(p, k % 2 ? 2 : 8 + (seed >> 16) % (MAXN - 8));
       }
+      if (c % 50 == 0) errs += check_ranges(p) + check_nested(p);
       fx_pool_set_active(p, 0);
     }
     fx_pool_free(p);

@@ -1,7 +1,8 @@
 """Builds and runs tests/native/pool_stress.c against the real thread pool: every task of
 every job runs once and is finished when fx_parallel_tasks returns, across create / run /
-free cycles. A task outliving its job once crashed Interpreter.__del__ (the worker still
-wrote into the freed arena)."""
+free cycles; fx_parallel_for covers odd sizes exactly once in chunks of at least its grain;
+a nested job runs whole. A task outliving its job once crashed Interpreter.__del__ (the
+worker still wrote into the freed arena)."""
 import pytest
 
 import cbuild
@@ -16,7 +17,7 @@ def stress_exe(tmp_path_factory):
     return exe
 
 
-@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("threads", [1, 2, 3, 5])
 def test_pool_tasks_run_once_and_finish_before_return(stress_exe, threads):
     run = cbuild.run(stress_exe, 1000, threads, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -39,7 +39,7 @@ struct fx_conv_pack {
 
 /* Panels [lo, hi) (nr output channels each): both layouts are panel-major, so a panel range
  * is the same packing of that range of output channels. */
-static int pack_weights(void *ctx, void *dst, size_t lo, size_t hi) {
+static int pack_weights(void *ctx, const void *src, void *dst, size_t lo, size_t hi) {
   pack_args a = *(const pack_args *)ctx;
   float *tmp = NULL;
   if (!a.w && a.wsrc && !(a.w = a.wsrc->data)) { /* a deferred fold: computed for packing only */
@@ -47,7 +47,7 @@ static int pack_weights(void *ctx, void *dst, size_t lo, size_t hi) {
     a.w = tmp;
   }
   const int n0 = (int)lo * a.nr, n1 = (int)hi * a.nr < a.n ? (int)hi * a.nr : a.n;
-  const float *w = a.w + (size_t)n0 * (size_t)a.k;
+  const float *w = src ? (const float *)src : a.w + (size_t)n0 * (size_t)a.k;
   if (a.tile) fx_winograd_pack(a.tile, n1 - n0, a.cin, a.nr, w, dst);
   else fx_gemm_pack(n1 - n0, a.k, a.nr, w, a.bias ? a.bias + n0 : NULL, dst);
   free(tmp);
@@ -93,7 +93,7 @@ static fx_conv_pack *pack_new(fx_store *store, const fx_gemm_config *uk, int n, 
       fx_hasher_update(&h, wsrc->deferred->params, wsrc->deferred->params_len);
       fx_store_hash(store, &h, wsrc->deferred->src, wsrc->deferred->src_len);
     }
-    if (bias && !tile) fx_hasher_update(&h, bias, (size_t)n * sizeof(float)); /* Winograd adds it at run */
+    if (bias && !tile) fx_store_hash(store, &h, bias, (size_t)n * sizeof(float)); /* Winograd adds it at run */
     fx_hasher_final(&h, key);
   }
   p->args = (pack_args){n, k, p->uk->nr, tile, k / 9, w, bias, w ? NULL : fx_blob_ref(wsrc)};

@@ -156,15 +156,23 @@ int fx_run_pool(fx_graph *g, fx_node *n, fx_pool *pool) {
 }
 
 int fx_run_transpose_conv(fx_graph *g, fx_node *n, fx_pool *pool) {
-  const fx_tensor *x = T(g, n->in[2]), *f = T(g, n->in[1]);
-  const fx_shape *ys = &YT->shape;
-  int oh, ow, pt, pl;
-  /* TFLite derives the padding from the output size as if running the forward conv. */
-  fx_same_valid(n->p.conv.same, ys->d[1], f->shape.d[1], n->p.conv.stride_h, 1, &oh, &pt);
-  fx_same_valid(n->p.conv.same, ys->d[2], f->shape.d[2], n->p.conv.stride_w, 1, &ow, &pl);
-  fx_transpose_conv_f32(pool, x->ptr, &x->shape, f->ptr, &f->shape, n->n_in > 3 ? F(g, n->in[3]) : NULL,
-                        n->p.conv.stride_h, n->p.conv.stride_w, pt, pl, YT->ptr, ys, n->act);
+  fx_tconv_geom geo;
+  fx_node_tconv_geom(g, n, &geo);
+  const fx_tensor *s = n->scratch >= 0 ? T(g, n->scratch) : NULL;
+  if (!s || !s->ptr || fx_shape_numel(&s->shape) < fx_tconv_packed_floats(&geo, NULL)) return -1; /* never past the slot */
+  fx_tconv_f32(pool, &geo, NULL, F(g, n->in[2]), F(g, n->in[1]), n->n_in > 3 ? F(g, n->in[3]) : NULL, YT->ptr,
+               s->ptr, n->act);
   return 0;
+}
+
+void fx_node_tconv_geom(const fx_graph *g, const fx_node *n, fx_tconv_geom *geo) {
+  const fx_shape *xs = &g->tensors[n->in[2]].shape, *ys = &g->tensors[n->out[0]].shape;
+  int oh, ow;
+  *geo = (fx_tconv_geom){xs->d[0], xs->d[1], xs->d[2], xs->d[3], ys->d[1], ys->d[2], ys->d[3], n->p.conv.kh,
+                         n->p.conv.kw, n->p.conv.stride_h, n->p.conv.stride_w, 0, 0};
+  /* TFLite derives the padding from the output size as if running the forward conv. */
+  fx_same_valid(n->p.conv.same, ys->d[1], geo->kh, geo->stride_h, 1, &oh, &geo->pad_top);
+  fx_same_valid(n->p.conv.same, ys->d[2], geo->kw, geo->stride_w, 1, &ow, &geo->pad_left);
 }
 
 /* The kernels' element type of an IR dtype. */

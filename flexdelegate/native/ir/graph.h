@@ -8,6 +8,7 @@
 #include "kernels/batch-matmul/batch_matmul.h"
 #include "kernels/ops/ops.h"
 #include "kernels/quant/requant.h"
+#include "kernels/transpose-conv/transpose_conv.h"
 
 enum fx_storage {
   FX_ST_CONST,    /* read-only data outside the arena (model mmap or a blob) */
@@ -222,6 +223,8 @@ void fx_select_cond_shape(const fx_graph *g, const fx_node *n, fx_shape *c);
 /* A BATCH_MATMUL node's plan (kernels/batch-matmul) for the current shapes: 0, or -1 when its
  * operands cannot multiply. */
 int fx_node_bmm_plan(const fx_graph *g, const fx_node *n, fx_bmm_plan *plan);
+/* A TRANSPOSE_CONV node's kernel geometry for the current shapes. */
+void fx_node_tconv_geom(const fx_graph *g, const fx_node *n, fx_tconv_geom *geo);
 /* Scratch bytes a node needs for `threads` workers (0 if none). */
 size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads);
 

@@ -42,7 +42,7 @@ struct fx_qlayer {
  * same packing of that range of channels (a budgeted cold load packs and writes a few at a
  * time). Depthwise panels interleave every channel's taps in the model's filter, so a depthwise
  * blob (a few KB) is packed whole. */
-static int pack_qweights(void *ctx, void *dst, size_t lo, size_t hi) {
+static int pack_qweights(void *ctx, const void *src, void *dst, size_t lo, size_t hi) {
   const qpack_args *a = ctx;
   const int32_t *m = a->ms, *shift = a->ms + a->cout;
   if (a->dw) return fx_qs8_pack_dw(a->cout, a->taps, a->ct, a->w, a->bias, a->zx, m, shift, dst);
@@ -50,8 +50,8 @@ static int pack_qweights(void *ctx, void *dst, size_t lo, size_t hi) {
   fx_qs8_gemm_geom part = a->geom;
   part.n = c1 - c0;
   const size_t k = (size_t)a->geom.ks * (size_t)a->geom.kc;
-  return fx_qs8_pack_gemm(&part, a->w + (size_t)c0 * k, a->bias ? a->bias + c0 : NULL, a->zx, m + c0, shift + c0,
-                          dst);
+  const int8_t *w = src ? (const int8_t *)src : a->w + (size_t)c0 * k;
+  return fx_qs8_pack_gemm(&part, w, a->bias ? a->bias + c0 : NULL, a->zx, m + c0, shift + c0, dst);
 }
 
 static fx_pack_desc qpack_desc(const qpack_args *a) {
@@ -156,7 +156,7 @@ const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
     fx_hasher_init(&h, algo);
     fx_hasher_update(&h, dims, sizeof dims);
     fx_store_hash(store, &h, a->w, wbytes);
-    if (a->bias) fx_hasher_update(&h, a->bias, sizeof(int32_t) * (size_t)cout);
+    if (a->bias) fx_store_hash(store, &h, a->bias, sizeof(int32_t) * (size_t)cout);
     fx_hasher_update(&h, ms, sizeof(int32_t) * 2 * (size_t)cout);
     fx_hasher_final(&h, key);
   }

@@ -1,6 +1,7 @@
-/* A small thread pool: workers park on a condition variable between jobs (no spinning
- * between invokes); a job's tasks are handed out through an atomic counter, so fast
- * threads take more tiles. */
+/* A small thread pool: workers park on a condition variable between invokes and spin only
+ * briefly between jobs; a job's tasks are handed out one at a time through an atomic
+ * counter, the calling thread taking part, so fast threads take more tiles and a thread the
+ * OS has descheduled holds up at most the one task it is running. */
 #ifndef FLEX_POOL_H
 #define FLEX_POOL_H
 #include <stddef.h>
@@ -12,8 +13,9 @@ void fx_pool_free(fx_pool *pool);
 int fx_pool_threads(const fx_pool *pool);
 /* Marks an invoke in progress (workers spin briefly between jobs) or over (they sleep). */
 void fx_pool_set_active(fx_pool *pool, int active);
-/* Runs fn(ctx, tid, task) for task in [0, n); tid in [0, threads) names the caller's
- * per-thread scratch. Returns when every task is done. */
+/* Runs fn(ctx, tid, task) for task in [0, n), each exactly once; tid in [0, threads) names the
+ * running thread's per-thread scratch. Returns when every task is done. Called from inside a
+ * task (nested), it runs the tasks inline. */
 typedef void (*fx_tid_task_fn)(void *ctx, int tid, size_t task);
 void fx_parallel_tasks(fx_pool *pool, size_t n, fx_tid_task_fn fn, void *ctx);
 /* The range form: fn(ctx, begin, end) over [0, n) in chunks of at least `grain` items (a NULL

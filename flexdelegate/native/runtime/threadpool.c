@@ -1,18 +1,27 @@
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include "clock.h"
 #include "pool.h"
 
-/* While an invoke runs, idle workers spin this many polls before sleeping: a MobileNet has
- * ~60 small ops, and waking a sleeping thread per op costs more than the op. After an invoke
- * they linger a little (back-to-back invokes find them awake), then sleep; an invoke's start
- * wakes sleepers at once, so they are spinning by its first parallel op. Waking is what costs:
- * on a VM an idle vCPU halts and takes long to come back (MobileNetV2 at 2 threads, invoked in
- * rounds 60 ms apart: median 4.6 ms with workers asleep at each invoke's start, 2.6 ms now). */
-#define FX_SPIN_POLLS 20000
-#define FX_LINGER_POLLS 4000 /* ~100 us */
+/* Waiting is a spin, then a sleep on a condition variable. While an invoke runs, idle workers
+ * spin FX_SPIN_NS before parking: a MobileNet has ~60 small ops a few microseconds apart, and
+ * waking a parked thread per op costs more than the op. After an invoke they linger a little
+ * (back-to-back invokes find them awake), then park; an invoke's start wakes parked ones at
+ * once, so they are spinning by its first parallel op. Waking is what costs: on a VM an idle
+ * vCPU halts and takes long to come back (MobileNetV2 at 2 threads, invoked in rounds 60 ms
+ * apart: median 4.6 ms with workers asleep at each invoke's start, 2.6 ms with the wake).
+ *
+ * The spin is short and never calls sched_yield. On a busy machine (more runnable threads
+ * than cores) a longer spin burns the share of CPU the other thread of the job needs, and
+ * Linux's EEVDF scheduler (6.6 on) pushes a yielding thread's deadline back a slice per yield,
+ * so a worker that spin-yields between ops is picked last. Measured on MobileNetV2 at 2 threads,
+ * 2 cores at load 4-6: the worker ran 4-8% of the tasks with the former 20000-poll spin that
+ * yielded past 2000, 40-45% with a short spin then park; bench/compare.py flex / LiteRT XNNPack
+ * went from 1.84 and 1.99 to 1.07 and 1.08 (runs alternated). */
+#define FX_SPIN_NS 50000   /* inside an invoke: longer than the gap between two ops */
+#define FX_LINGER_NS 100000 /* after an invoke */
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -22,15 +31,15 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* One poll of a spin-wait: a pause (~27 ns on Zen 4), and past FX_SPIN_YIELD_AFTER polls
- * (~50 us: longer than the gap between two ops of an invoke) also a sched_yield, so that on a
- * busy machine a waiting thread hands its core to the thread it waits for (ours or another
- * process) instead of burning the time slice that thread needs. Measured on MobileNetV2 at 2
- * threads with other jobs running: median 8.0 -> 4.6 ms. */
-#define FX_SPIN_YIELD_AFTER 2000
-static inline void spin_poll(int spins) {
+/* A spin bounded in time, not in polls (a pause is ~10 to ~140 cycles across x86 cores). */
+typedef struct { uint64_t until; unsigned polls; } spin_clock;
+
+static spin_clock spin_for(uint64_t ns) { return (spin_clock){fx_now_ns() + ns, 0}; }
+
+/* One poll: a pause, and every 64th a look at the clock. 0 once the time is up. */
+static inline int spin_more(spin_clock *c) {
   cpu_relax();
-  if (spins >= FX_SPIN_YIELD_AFTER && spins % 16 == 0) sched_yield();
+  return ++c->polls % 64 || fx_now_ns() < c->until;
 }
 
 /* A job ends when all its tasks are done, not when every worker has checked in: tasks are
@@ -61,6 +70,11 @@ struct fx_pool {
   _Atomic(void *) ctx;
 };
 
+/* The tid of the task this thread is running, -1 outside tasks: a task that starts a job of
+ * its own runs it inline under its own tid (a pool serves one job at a time, and the caller
+ * would wait on itself), so the nested tasks use that thread's scratch. */
+static _Thread_local int task_tid = -1;
+
 static void finish_task(fx_pool *p, size_t n) {
   if (atomic_fetch_add(&p->done, 1) + 1 == n && atomic_load(&p->caller_waiting)) {
     pthread_mutex_lock(&p->mu);
@@ -82,10 +96,21 @@ static void run_tasks(fx_pool *p, uint64_t job, int tid) {
   for (;;) {
     if ((s >> JOB_SHIFT) != job || (s & TASK_MASK) >= n) return;
     if (!atomic_compare_exchange_weak(&p->claim, &s, s + 1)) continue; /* s reloaded */
+    task_tid = tid;
     fn(ctx, tid, (size_t)(s & TASK_MASK));
+    task_tid = -1;
     finish_task(p, n);
     s = atomic_load(&p->claim);
   }
+}
+
+/* Wakes parked workers. Taking and dropping the mutex first orders the wake after any worker
+ * that counted itself a sleeper and is re-checking under it (no lost wake-up); broadcasting
+ * after the unlock spares a woken worker from blocking on the mutex we would still hold. */
+static void wake_parked(fx_pool *p) {
+  pthread_mutex_lock(&p->mu);
+  pthread_mutex_unlock(&p->mu);
+  pthread_cond_broadcast(&p->wake);
 }
 
 typedef struct { fx_pool *pool; int tid; } worker_arg;
@@ -96,10 +121,8 @@ static void *worker_main(void *arg) {
   fx_pool *p = wa.pool;
   unsigned long seen = 0, roused = atomic_load(&p->rouse);
   for (;;) {
-    for (int spins = 0; atomic_load(&p->generation) == seen && !atomic_load(&p->stop) &&
-                        spins < (atomic_load_explicit(&p->active, memory_order_relaxed) ? FX_SPIN_POLLS : FX_LINGER_POLLS);
-         spins++)
-      spin_poll(spins);
+    spin_clock spin = spin_for(atomic_load_explicit(&p->active, memory_order_relaxed) ? FX_SPIN_NS : FX_LINGER_NS);
+    while (atomic_load(&p->generation) == seen && !atomic_load(&p->stop) && spin_more(&spin)) {}
     if (atomic_load(&p->generation) == seen && !atomic_load(&p->stop)) {
       pthread_mutex_lock(&p->mu);
       atomic_fetch_add(&p->sleepers, 1);
@@ -162,16 +185,14 @@ void fx_pool_set_active(fx_pool *p, int active) {
   if (!p) return;
   atomic_store(&p->active, active);
   if (active && atomic_load(&p->sleepers)) {
-    pthread_mutex_lock(&p->mu);
     atomic_fetch_add(&p->rouse, 1);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
+    wake_parked(p);
   }
 }
 
 void fx_parallel_tasks(fx_pool *p, size_t n, fx_tid_task_fn fn, void *ctx) {
-  if (!p || p->threads == 1 || n <= 1 || n > TASK_MASK) {
-    for (size_t t = 0; t < n; t++) fn(ctx, 0, t);
+  if (!p || p->threads == 1 || n <= 1 || n > TASK_MASK || task_tid >= 0) {
+    for (size_t t = 0; t < n; t++) fn(ctx, task_tid >= 0 ? task_tid : 0, t);
     return;
   }
   /* Every task of the previous job is claimed and done, but a worker late for it may have read
@@ -190,13 +211,10 @@ void fx_parallel_tasks(fx_pool *p, size_t n, fx_tid_task_fn fn, void *ctx) {
   atomic_store(&p->generation, gen);
   /* Spinning workers see the generation directly; only parked ones need the lock (a worker
    * counts itself a sleeper before re-checking the generation under it: no lost wake-up). */
-  if (atomic_load(&p->sleepers)) {
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->mu);
-  }
+  if (atomic_load(&p->sleepers)) wake_parked(p);
   run_tasks(p, job, 0);
-  for (int spins = 0; atomic_load(&p->done) < n && spins < FX_SPIN_POLLS; spins++) spin_poll(spins);
+  spin_clock spin = spin_for(FX_SPIN_NS);
+  while (atomic_load(&p->done) < n && spin_more(&spin)) {}
   if (atomic_load(&p->done) < n) {
     pthread_mutex_lock(&p->mu);
     atomic_store(&p->caller_waiting, 1);

@@ -670,6 +670,27 @@ fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size
   return result;
 }
 
+int fx_cache_read_sum(const fx_cache_map *m, uint64_t offset, uint64_t size, uint64_t *sum) {
+  enum { CHUNK = 1 << 16 }; /* small: it counts against the budget too */
+  uint8_t *buf = malloc(CHUNK);
+  if (!buf) return -1;
+  fx_hasher h;
+  uint64_t out[2];
+  fx_hasher_init(&h, 0);
+  for (uint64_t got = 0; got < size;) {
+    const size_t want = size - got < CHUNK ? (size_t)(size - got) : CHUNK;
+    const ssize_t r = pread(m->fd, buf, want, (off_t)(offset + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) { free(buf); return -1; } /* cut short */
+    fx_hasher_update(&h, buf, (size_t)r);
+    got += (uint64_t)r;
+  }
+  free(buf);
+  fx_hasher_final(&h, out);
+  *sum = out[0];
+  return 0;
+}
+
 int fx_cache_drop_blob(const fx_cache_map *seen, uint64_t hi, uint64_t lo, uint32_t algo, uint32_t version) {
   const char *path = seen ? ((const map_impl *)seen)->path : NULL;
   char lock_path[4200];
@@ -679,10 +700,12 @@ int fx_cache_drop_blob(const fx_cache_map *seen, uint64_t hi, uint64_t lo, uint3
   if (lock < 0) return -1; /* read-only location: every load repacks it, as before */
   fx_cache_map *cur = fx_cache_open(path, why, sizeof why), *result = NULL;
   struct stat a, b;
-  /* Only the very file version we found damaged: a newer one renamed over the path since is
-   * another writer's, and may hold the blob intact. */
   const int same = cur && !fstat(cur->fd, &a) && !fstat(seen->fd, &b) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-  const fx_cache_entry *e = same ? fx_cache_find(cur, hi, lo, algo, version) : NULL;
+  const fx_cache_entry *e = cur ? fx_cache_find(cur, hi, lo, algo, version) : NULL;
+  /* A newer version renamed over the path since is another writer's: its copy may be intact
+   * (packed afresh) or the damaged bytes carried over, so it is judged by its own checksum. */
+  uint64_t sum;
+  if (e && !same && !fx_cache_read_sum(cur, e->offset, e->size, &sum) && sum == e->checksum) e = NULL;
   if (e) result = rewrite(path, cur, NULL, 0, NULL, NULL, NULL, 0, e, msg, sizeof msg);
   fx_cache_map_unref(result);
   fx_cache_map_unref(cur);

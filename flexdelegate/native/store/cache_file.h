@@ -101,8 +101,14 @@ typedef struct {
 fx_cache_map *fx_cache_commit(const char *path, const fx_cache_blob *blobs, size_t n,
                               const fx_cache_model *model, const fx_cache_keyref *keys, const char *model_path,
                               uint64_t dedup_bytes, char *msg, size_t msg_len);
-/* Removes the blob with this key from the file at the path `seen` was opened from, if that
- * is still the same file (a blob that failed its checksum: the next writable load packs and
- * stores it again instead of repacking it on every load forever). 0 if dropped. */
+/* The checksum (fx_hasher, seed 0) of size bytes at offset in m's file, read through pread a
+ * chunk at a time so that no page of the mapping becomes resident (it counts against the
+ * budget). 0, or -1 if the file ends before (as damaged) or memory runs out. */
+int fx_cache_read_sum(const fx_cache_map *m, uint64_t offset, uint64_t size, uint64_t *sum);
+/* Removes the blob with this key, which failed its checksum in `seen`, from the file now at the
+ * path `seen` was opened from (the next writable load packs and stores it again instead of
+ * repacking it on every load forever): when that is still the same file, or a newer version
+ * whose copy of the blob is damaged too (a writer carried the damaged bytes over). 0 if
+ * dropped. */
 int fx_cache_drop_blob(const fx_cache_map *seen, uint64_t hi, uint64_t lo, uint32_t algo, uint32_t version);
 #endif

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -17,7 +18,9 @@
 #include "runtime/log.h"
 #include "store.h"
 
-typedef struct { uintptr_t lo, hi; uint64_t dev, ino; char *path; int touched; } ro_range;
+/* A read-only file mapping: its address range, the file offset it starts at, the file, and an
+ * fd onto it (opened when its bytes are first read through the file: -2 not yet, -1 cannot). */
+typedef struct { uintptr_t lo, hi; uint64_t off, dev, ino; char *path; int touched, fd; } ro_range;
 
 struct fx_store {
   char *path;
@@ -27,6 +30,9 @@ struct fx_store {
   fx_store_stats stats;
   ro_range *ro;     /* read-only file mappings of this process (the model among them) */
   size_t n_ro;
+  void *staging;    /* model bytes read through their file (hashing, packing): staging_bytes */
+  size_t staging_bytes;
+  const void *model_at; /* a constant of the model being loaded (NULL: none) */
   fx_hasher model;  /* fingerprint of this load: every key it asked for, in order */
   fx_cache_keyref *keys; /* ... and the keys themselves, for this load's record */
   size_t n_keys, cap_keys;
@@ -48,7 +54,10 @@ static void drop_pending(fx_store *s) {
 }
 
 static void free_ro(fx_store *s) {
-  for (size_t i = 0; i < s->n_ro; i++) free(s->ro[i].path);
+  for (size_t i = 0; i < s->n_ro; i++) {
+    free(s->ro[i].path);
+    if (s->ro[i].fd >= 0) close(s->ro[i].fd);
+  }
   free(s->ro);
   s->ro = NULL;
   s->n_ro = 0;
@@ -64,6 +73,7 @@ void fx_store_free(fx_store *s) {
   free(s->keys);
   free(s->model_path);
   free_ro(s);
+  free(s->staging);
   free(s);
 }
 
@@ -75,11 +85,11 @@ static void scan_ro_mappings(fx_store *s) {
   char line[4400];
   size_t cap = 0;
   while (fgets(line, sizeof line, f)) {
-    unsigned long lo, hi, inode;
+    unsigned long lo, hi, off, inode;
     unsigned maj, min;
     char perms[8];
     int path_at = 0;
-    if (sscanf(line, "%lx-%lx %7s %*s %x:%x %lu %n", &lo, &hi, perms, &maj, &min, &inode, &path_at) != 6) continue;
+    if (sscanf(line, "%lx-%lx %7s %lx %x:%x %lu %n", &lo, &hi, perms, &off, &maj, &min, &inode, &path_at) != 7) continue;
     if (inode == 0 || perms[1] != '-') continue; /* anonymous, or writable: never drop */
     if (s->n_ro == cap) {
       cap = cap ? cap * 2 : 64;
@@ -89,7 +99,7 @@ static void scan_ro_mappings(fx_store *s) {
     }
     char *path = line + path_at;
     path[strcspn(path, "\n")] = 0;
-    s->ro[s->n_ro++] = (ro_range){lo, hi, makedev(maj, min), inode, strdup(path)};
+    s->ro[s->n_ro++] = (ro_range){lo, hi, off, makedev(maj, min), inode, strdup(path), 0, -2};
   }
   fclose(f);
 }
@@ -129,6 +139,7 @@ void fx_store_open(fx_store *s, const char *path, const void *model_ptr, uint32_
   s->n_keys = 0;
   const char *model_path;
   s->id = file_identity(s, model_ptr, &model_path);
+  s->model_at = model_ptr;
   s->id.machine = machine;
   free(s->model_path);
   s->model_path = model_path ? strdup(model_path) : NULL; /* NULL when out of memory too: no path */
@@ -207,17 +218,73 @@ static void release_touched(fx_store *s) {
     }
 }
 
-/* Big enough to amortise the madvise, small against any budget: the pages of one chunk are
- * all the model mapping hashing adds to the peak (measured: 4 MB chunks raised a cold
- * budgeted load's VmHWM by ~3 MB more than 1 MB chunks). */
-#define FX_HASH_CHUNK (1u << 20)
+void fx_store_release_model(fx_store *s) {
+  for (size_t i = 0; s->model_at && i < s->n_ro; i++)
+    if ((uintptr_t)s->model_at >= s->ro[i].lo && (uintptr_t)s->model_at < s->ro[i].hi) s->ro[i].touched = 1;
+  release_touched(s);
+}
+
+/* Model bytes are read through their file (pread) rather than their mapping wherever they are
+ * read whole (hashing, packing): the page cache holds them either way, but through the mapping
+ * they become our RSS, and not a page at a time: the kernel maps the whole folio a touched
+ * page is in, and a file written in one go is cached in large folios (ext4 on Linux 6.18: 2 MB
+ * made resident per byte touched, each weight's neighbours included). This many bytes a read:
+ * enough to amortise the syscall, little against any budget. */
+#define FX_READ_CHUNK (256u << 10)
+
+/* The read-only file mapping holding [p, p + len), with an fd onto the file it maps (checked:
+ * the same device and inode), or NULL: read it in place. */
+static ro_range *file_behind(fx_store *s, const void *p, size_t len) {
+  const uintptr_t lo = (uintptr_t)p, hi = lo + len;
+  for (size_t i = 0; p && i < s->n_ro; i++) {
+    ro_range *r = &s->ro[i];
+    if (lo < r->lo || hi > r->hi) continue;
+    if (r->fd == -2) {
+      struct stat st;
+      r->fd = r->path && r->path[0] == '/' ? open(r->path, O_RDONLY | O_CLOEXEC) : -1;
+      if (r->fd >= 0 && (fstat(r->fd, &st) || st.st_ino != r->ino || st.st_dev != r->dev)) {
+        close(r->fd);
+        r->fd = -1;
+      }
+    }
+    return r->fd >= 0 ? r : NULL;
+  }
+  return NULL;
+}
+
+/* [p, p + len) of mapping r copied from its file into the store's staging buffer: that
+ * buffer, or NULL (out of memory, or the file reads short: read it in place). */
+static const void *read_through(fx_store *s, const ro_range *r, const void *p, size_t len) {
+  if (len > s->staging_bytes) {
+    free(s->staging);
+    s->staging_bytes = 0;
+    if (!(s->staging = malloc(len))) return NULL;
+    s->staging_bytes = len;
+  }
+  const off_t at = (off_t)(r->off + ((uintptr_t)p - r->lo));
+  for (size_t got = 0; got < len;) {
+    const ssize_t n = pread(r->fd, (uint8_t *)s->staging + got, len - got, at + (off_t)got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return NULL;
+    got += (size_t)n;
+  }
+  return s->staging;
+}
+
+static void free_staging(fx_store *s) {
+  free(s->staging);
+  s->staging = NULL;
+  s->staging_bytes = 0;
+}
 
 void fx_store_hash(fx_store *s, fx_hasher *h, const void *p, size_t len) {
   const uint8_t *b = p;
-  for (size_t off = 0; off < len; off += FX_HASH_CHUNK) {
-    size_t n = len - off < FX_HASH_CHUNK ? len - off : FX_HASH_CHUNK;
-    fx_hasher_update(h, b + off, n);
-    release_source(s, b + off, n);
+  const ro_range *r = file_behind(s, p, len);
+  for (size_t off = 0; off < len; off += FX_READ_CHUNK) {
+    const size_t n = len - off < FX_READ_CHUNK ? len - off : FX_READ_CHUNK;
+    const void *copy = r ? read_through(s, r, b + off, n) : NULL;
+    fx_hasher_update(h, copy ? copy : b + off, n);
+    if (!copy) release_source(s, b + off, n);
   }
 }
 
@@ -240,25 +307,8 @@ static fx_wref *from_map(fx_cache_map *m, const fx_cache_entry *e, size_t size) 
 static int verify(fx_wref *w, int unmapped) {
   if (w->verified) return 0;
   uint64_t sum;
-  if (unmapped && w->map) { /* through the file, a chunk at a time: no page of the mapping made resident */
-    enum { CHUNK = 1 << 16 }; /* small: it counts against the budget too */
-    uint8_t *buf = malloc(CHUNK);
-    if (!buf) return 1;
-    fx_hasher h;
-    uint64_t out[2];
-    fx_hasher_init(&h, 0);
-    const off_t at = (off_t)((const uint8_t *)w->data - w->map->base);
-    for (size_t got = 0; got < w->size;) {
-      const size_t want = w->size - got < CHUNK ? w->size - got : CHUNK;
-      const ssize_t r = pread(w->map->fd, buf, want, at + (off_t)got);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) { free(buf); return 1; } /* cut short: as damaged */
-      fx_hasher_update(&h, buf, (size_t)r);
-      got += (size_t)r;
-    }
-    free(buf);
-    fx_hasher_final(&h, out);
-    sum = out[0];
+  if (unmapped && w->map) { /* through the file: no page of the mapping made resident */
+    if (fx_cache_read_sum(w->map, (uint64_t)((const uint8_t *)w->data - w->map->base), w->size, &sum)) return 1;
   } else {
     sum = fx_hash64(w->data, w->size, 0);
   }
@@ -271,7 +321,7 @@ static fx_wref *packed_in_memory(size_t size, const fx_pack_desc *d) {
   fx_wref *w = calloc(1, sizeof *w);
   void *dst = aligned_alloc(64, (size + 63) / 64 * 64);
   if (!w || !dst) { free(w); free(dst); return NULL; }
-  if (d->pack((void *)d->ctx, dst, 0, d->n_parts)) { free(w); free(dst); return NULL; }
+  if (d->pack((void *)d->ctx, NULL, dst, 0, d->n_parts)) { free(w); free(dst); return NULL; }
   *w = (fx_wref){.refs = 1, .data = dst, .owned = dst, .size = size, .verified = 1};
   return w;
 }
@@ -381,17 +431,23 @@ int fx_wref_repair(fx_wref **w, const fx_pack_desc *d) {
 /* Called by the cache writer as it packs each blob into the file. */
 typedef struct { fx_store *s; fx_wref *w; } pack_job;
 
+/* Only a budgeted load packs this way (the background writer gets blobs packed in memory), a
+ * piece at a time: the piece's model bytes read through the file, and whatever of the model
+ * mapping the packing still touched (a bias; its folio with it) dropped after each piece. */
 static int pack_pending(void *ctx, void *dst, size_t lo, size_t hi) {
   pack_job *j = ctx;
   const fx_pack_desc *d = &j->w->desc;
-  if (d->pack((void *)d->ctx, dst, lo, hi)) return -1;
-  j->w->verified = 1;
-  if (hi >= d->n_parts || d->whole) { /* the rest, and the pages the pieces shared */
-    release_source(j->s, d->src, d->src_len);
-  } else if (d->src && lo * d->src_part < d->src_len) {
+  const void *src = NULL;
+  if (!d->whole && d->src && d->src_part && lo * d->src_part < d->src_len) {
     const size_t a = lo * d->src_part, b = hi * d->src_part < d->src_len ? hi * d->src_part : d->src_len;
-    release_source(j->s, (const uint8_t *)d->src + a, b - a);
+    const uint8_t *from = (const uint8_t *)d->src + a;
+    const ro_range *r = file_behind(j->s, from, b - a);
+    src = r ? read_through(j->s, r, from, b - a) : NULL;
   }
+  if (d->pack((void *)d->ctx, src, dst, lo, hi)) return -1;
+  j->w->verified = 1;
+  release_source(j->s, d->src, d->src_len);
+  release_touched(j->s);
   return 0;
 }
 
@@ -399,7 +455,7 @@ static void pack_into_memory(fx_store *s, fx_wref *w) {
   if (w->data) return;
   w->owned = aligned_alloc(64, (w->size + 63) / 64 * 64);
   if (!w->owned) return; /* data stays NULL: the kernel reports out of memory */
-  if (w->desc.pack((void *)w->desc.ctx, w->owned, 0, w->desc.n_parts)) {
+  if (w->desc.pack((void *)w->desc.ctx, NULL, w->owned, 0, w->desc.n_parts)) {
     free(w->owned);
     w->owned = NULL;
     return;
@@ -576,13 +632,13 @@ void fx_store_settle(fx_store *s, int wait) {
   free_job(j);
 }
 
-/* Parts per piece when a budgeted load writes a blob: a MB (enough to keep pwrite and the
- * packing loops efficient, little against any budget), and at least one part. */
-#define FX_WRITE_CHUNK (1u << 20)
-
+/* Parts per piece when a budgeted load writes a blob: FX_READ_CHUNK of packed bytes and of
+ * model bytes read (the write buffer and the staging buffer hold one piece each), and at
+ * least one part. */
 static size_t write_chunk_parts(const fx_wref *w) {
-  const size_t part = w->size / w->desc.n_parts;
-  return part && FX_WRITE_CHUNK / part > 1 ? FX_WRITE_CHUNK / part : 1;
+  const size_t packed = w->size / w->desc.n_parts, read = w->desc.src_part;
+  const size_t part = packed > read ? packed : read;
+  return part && FX_READ_CHUNK / part > 1 ? FX_READ_CHUNK / part : 1;
 }
 
 void fx_store_commit(fx_store *s, int background) {
@@ -607,6 +663,7 @@ void fx_store_commit(fx_store *s, int background) {
       fprintf(stderr, "flexdelegate: warning: cache %s is read-only and lacks %zu weights (%zu bytes): packed in memory\n",
               s->path, s->n_pending, s->stats.bytes_packed);
     finish_pending(s);
+    free_staging(s);
     if (!background) release_touched(s);
     return;
   }
@@ -663,6 +720,7 @@ void fx_store_commit(fx_store *s, int background) {
   }
   free(packs); /* the packing callbacks ran (or will not) by now */
   finish_pending(s);
+  free_staging(s);
   if (!background) release_touched(s);
 }
 

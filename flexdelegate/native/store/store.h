@@ -12,8 +12,10 @@
 #include "hash.h"
 
 /* Packs parts [lo, hi) of a blob (its panels: equal-sized, contiguous, in order) into dst;
- * 0, or -1 when out of memory. A budgeted cold load packs a few parts at a time. */
-typedef int (*fx_pack_fn)(void *ctx, void *dst, size_t lo, size_t hi);
+ * 0, or -1 when out of memory. A budgeted cold load packs a few parts at a time, reading their
+ * model bytes through the file: src is then a copy of them (from part lo's first byte, as
+ * fx_pack_desc.src_part says), else NULL (read the model's own). */
+typedef int (*fx_pack_fn)(void *ctx, const void *src, void *dst, size_t lo, size_t hi);
 
 /* How to pack a blob that the cache file lacks, and the model bytes it reads. */
 typedef struct {
@@ -82,10 +84,14 @@ int fx_wref_check(fx_wref **w, const fx_pack_desc *d, int unmapped);
  * in place), replaces *w by a packing in memory from d (one warning per process): 1 repaired,
  * 0 nothing to do, -1 out of memory. */
 int fx_wref_repair(fx_wref **w, const fx_pack_desc *d);
-/* Hashes model bytes into h a few MB at a time, dropping each chunk's pages from RSS once
- * hashed (when they are a read-only file mapping), so validating a 400 MB weight does not
- * make it resident. */
+/* Hashes model bytes into h, read through the file behind their read-only mapping a chunk at a
+ * time (else in place, each chunk's pages dropped from RSS once hashed), so validating a
+ * 400 MB weight does not make it resident. */
 void fx_store_hash(fx_store *s, fx_hasher *h, const void *p, size_t len);
+/* Drops the model's pages from RSS (its read-only file mapping, which the runtime faults back
+ * in from the file if it reads it again): what the runtime touched building the interpreter
+ * (a weight's length prefix maps its whole folio, 2 MB) before a budgeted load starts. */
+void fx_store_release_model(fx_store *s);
 /* Packs everything pending: into the cache file (adding the load's fingerprint: the keys it
  * asked for), else into memory with a warning. After it, every wref has data. background:
  * pack into memory now and write the file on a thread (the load does not wait for the disk);

@@ -267,6 +267,8 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
   if (!sg) return kTfLiteDelegateError;
   fx_subgraph_clear(sg);
   open_store(ctx, d, plan);
+  /* A budget holds from here: what building the interpreter made resident of the model goes. */
+  if (d->opts.budget_mb > 0) fx_store_release_model(d->store);
   int nt = (int)ctx->tensors_size;
   sg->n_tensors = nt;
   sg->statics = calloc((size_t)(nt ? nt : 1), sizeof(fx_blob *));
@@ -290,6 +292,7 @@ static TfLiteStatus prepare_locked(TfLiteContext *ctx, fx_delegate *d) {
     status = claim_nodes(ctx, d, plan, sg, shapes, local, out_of_order, flops, claimed);
     if (status == kTfLiteOk && fx_drop_small_islands(ctx, plan, sg, produced_at, flops, claimed)) status = kTfLiteDelegateError;
     sg->nodes_delegated = claimed->size;
+    if (d->opts.budget_mb > 0) fx_store_release_model(d->store); /* the constants claiming read */
     if (status == kTfLiteOk) status = make_partitions(ctx, d, sg, claimed);
   }
   free(shapes);

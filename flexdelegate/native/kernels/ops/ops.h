@@ -97,12 +97,6 @@ void fx_depthwise_f32(fx_pool *pool, const float *x, const fx_shape *xs, const f
                       const float *bias, int mult, const fx_window *w,
                       float *y, const fx_shape *ys, int act);
 
-/* TRANSPOSE_CONV: filter [cout, kh, kw, cin]; output shape given (from output_shape input);
- * bias may be NULL. pad_top/left as computed by TFLite for the given padding. */
-void fx_transpose_conv_f32(fx_pool *pool, const float *x, const fx_shape *xs, const float *filter,
-                           const fx_shape *fs, const float *bias, int stride_h, int stride_w,
-                           int pad_top, int pad_left, float *y, const fx_shape *ys, int act);
-
 /* RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR (TFLite semantics for both flags); nearest moves
  * elements of any size (esize bytes). */
 void fx_resize_bilinear_f32(const float *x, const fx_shape *xs, float *y, const fx_shape *ys,
