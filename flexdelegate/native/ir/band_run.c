@@ -74,17 +74,16 @@ static void run_layer(fx_graph *g, const fx_band_layer *l, const layer_rows *r, 
   }
 }
 
-void fx_band_run_strip(fx_graph *g, const fx_band_chain *c, int image, int strip, float *scratch) {
+void fx_band_run_strip(fx_graph *g, const fx_band_chain *c, int image, int strip, float *buffers, float *conv_scratch) {
   const int n = c->n_layers;
   const fx_band_layer *first = &c->layer[0], *last = &c->layer[n - 1];
   float *buf[FX_BAND_MAX_LAYERS];
   int have_lo[FX_BAND_MAX_LAYERS] = {0}, have_hi[FX_BAND_MAX_LAYERS] = {0}; /* rows each buffer holds */
-  char *at = (char *)scratch;
+  char *at = (char *)buffers;
   for (int i = 0; i < n - 1; i++) {
     buf[i] = (float *)at;
     at += align64(c->cost.buffer_rows[i] * c->layer[i].out_row * sizeof(float));
   }
-  float *conv_scratch = (float *)at;
   const float *x0 = (const float *)g->tensors[c->in].ptr + (size_t)image * (size_t)first->ih * first->in_row;
   float *y0 = (float *)g->tensors[c->out].ptr + (size_t)image * (size_t)last->oh * last->out_row;
   const int a1 = fx_band_strip_begin(c, strip + 1);
@@ -117,18 +116,23 @@ void fx_band_run_strip(fx_graph *g, const fx_band_chain *c, int image, int strip
 typedef struct {
   fx_graph *g;
   const fx_band_chain *c;
-  float *scratch;
-  size_t thread_floats;
+  float *buffers, *conv_scratch;
+  size_t buffer_floats;
 } strip_job;
 
 static void strip_task(void *arg, int tid, size_t task) {
   const strip_job *j = arg;
   fx_band_run_strip(j->g, j->c, (int)(task / (size_t)j->c->strips), (int)(task % (size_t)j->c->strips),
-                    j->scratch + (size_t)tid * j->thread_floats);
+                    j->buffers + (size_t)tid * j->buffer_floats, j->conv_scratch);
 }
 
 void fx_band_run(fx_graph *g, const fx_band_chain *c, fx_pool *pool, float *scratch) {
-  strip_job j = {g, c, scratch, c->cost.scratch_bytes / sizeof(float)};
+  /* every thread's band buffers, then the conv kernels' tiles: a kernel called inside a pool task
+   * runs inline under that task's tid (runtime/pool.h) and takes its tile at tid x its own
+   * one-thread size, so the tiles are one region of `threads` one-thread tiles of the largest */
+  const size_t buffer_bytes = c->cost.scratch_bytes - c->cost.conv_scratch_bytes;
+  strip_job j = {g, c, scratch, (float *)((char *)scratch + buffer_bytes * (size_t)fx_pool_threads(pool)),
+                 buffer_bytes / sizeof(float)};
   fx_parallel_tasks(pool, (size_t)c->batch * (size_t)c->strips, strip_task, &j);
 }
 
