@@ -6,6 +6,7 @@
 #include <string.h>
 #include "conv/conv.h"
 #include "flex_api.h"
+#include "band.h"
 #include "graph.h"
 #include "kernels/layernorm/layernorm.h"
 #include "kernels/qs8-ops/qs8-ops.h"
@@ -55,8 +56,8 @@ static fx_window window_of(fx_graph *g, const fx_node *n) {
   return w;
 }
 
-const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int kernel,
-                           char *buf, size_t len) {
+static const char *kernel_name(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int kernel,
+                               char *buf, size_t len) {
   const int direct = kernel == FLEX_KERNEL_DIRECT;
   if (n->fused) {
     snprintf(buf, len, "fused %s", n->fused == FX_FUSED_SKIP ? "(skipped)" : "(copy)");
@@ -82,6 +83,21 @@ const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_
   } else {
     snprintf(buf, len, "%s%s", fx_op_name(n->kind), curve);
   }
+  return buf;
+}
+
+/* A member of an active chain says so; the chain's whole time is its last member's. */
+const char *fx_node_kernel(const fx_graph *g, const fx_node *n, const struct fx_conv_pack *pack, int kernel,
+                           char *buf, size_t len) {
+  const int i = (int)(n - g->nodes);
+  const fx_band_chain *c = i >= 0 && i < g->n_nodes ? fx_band_of(g, i) : NULL;
+  if (!c) return kernel_name(g, n, pack, kernel, buf, len);
+  char own[96];
+  kernel_name(g, n, pack, kernel, own, sizeof own);
+  if (i == c->run_at)
+    snprintf(buf, len, "band x%d (%d layers, %d rows) %s", c->strips, c->n_layers, c->band_rows, own);
+  else
+    snprintf(buf, len, "band %s", own);
   return buf;
 }
 
@@ -416,12 +432,22 @@ int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
   return n->kind >= 0 && n->kind < FX_OP_COUNT ? fx_op_defs[n->kind].run(g, n, pool) : -1;
 }
 
+/* An active chain (band.h) at its last member's turn; its other members do nothing. */
+static int run_chain(fx_graph *g, const fx_band_chain *c, int i, fx_pool *pool) {
+  if (i != c->run_at) return 0;
+  if (fx_band_check(g, c)) return -1;
+  fx_band_run(g, c, pool, (float *)g->tensors[c->scratch].ptr);
+  return 0;
+}
+
 int fx_run_nodes(fx_graph *g, fx_pool *pool, int profile) {
   for (int i = 0; i < g->n_nodes; i++) {
     fx_node *n = &g->nodes[i];
     if (n->at_prepare) continue;
+    const fx_band_chain *c = fx_band_of(g, i);
+    if (c && i != c->run_at) continue;
     uint64_t t0 = profile ? fx_now_ns() : 0;
-    if (fx_run_node(g, n, pool)) return i;
+    if (c ? run_chain(g, c, i, pool) : fx_run_node(g, n, pool)) return i;
     if (profile) {
       n->prof_ns += fx_now_ns() - t0;
       n->prof_runs++;

@@ -58,5 +58,6 @@ void fx_graph_free(fx_graph *g) {
   for (int i = 0; i < g->n_tensors; i++) fx_blob_unref(g->tensors[i].blob);
   free(g->nodes);
   free(g->tensors);
+  free(g->chains);
   memset(g, 0, sizeof *g);
 }

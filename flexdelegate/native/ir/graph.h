@@ -124,6 +124,7 @@ typedef struct {
   /* A conv that took the following residual ADD (fx_fuse_node) has a 4th input, in[3], and
    * computes res_act(act(conv) + in[3]); the ADD copies (or aliases) the conv's output. */
   int res_act;
+  int band;                    /* 1 + the index of the chain (band.h) it is a member of, or 0 */
 } fx_node;
 
 enum { FX_FUSED_NONE = 0, FX_FUSED_SKIP, FX_FUSED_COPY };
@@ -131,11 +132,15 @@ enum { FX_RESHAPE_PLAIN = 0, FX_RESHAPE_SQUEEZE, FX_RESHAPE_EXPAND_DIMS };
 /* SPLIT / SPLIT_V outputs the delegate takes (one SPLIT_PART node each); more stay with stock. */
 #define FX_MAX_SPLIT_PARTS 64
 
+struct fx_band_chain; /* band.h */
+
 typedef struct {
   int n_tensors, n_nodes;
   fx_tensor *tensors;
   fx_node *nodes;
   int cap_tensors, cap_nodes;
+  struct fx_band_chain *chains; /* layer chains that may run band by band (band.h) */
+  int n_chains;
 } fx_graph;
 
 /* What the IR knows of an operation (ops.c's table, from ops.inc). */

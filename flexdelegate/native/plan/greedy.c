@@ -1,13 +1,15 @@
 /* The greedy planner (planner.h): every tensor of the partition and every node's scratch in one
  * arena, placed by lifetime (largest first, each at the lowest offset clear of the buffers alive
  * with it), elementwise ops writing over an input that dies there; all weights stay resident.
- * A run is the nodes in order. */
+ * A run is the nodes in order, an active layer chain (ir/band.h) at its last member's turn, its
+ * intermediates in no buffer but a band scratch of its own. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "greedy.h"
 #include "planner.h"
 #include "flex_api.h"
+#include "ir/band.h"
 
 static size_t align_up(size_t v) { return (v + FX_ARENA_ALIGN - 1) / FX_ARENA_ALIGN * FX_ARENA_ALIGN; }
 
@@ -92,7 +94,7 @@ static void plan_in_place(const fx_graph *g, fx_arena_buf *bufs, int *alias) {
   for (int i = 0; i < g->n_nodes; i++) {
     const fx_node *n = &g->nodes[i];
     int out = n->out[0];
-    if (n->at_prepare || g->tensors[out].storage != FX_ST_ARENA) continue;
+    if (n->at_prepare || g->tensors[out].storage != FX_ST_ARENA || fx_band_of(g, i)) continue;
     for (int k = 0; k < n->n_in && k < 2; k++) {
       int in = n->in[k];
       if (in < 0 || g->tensors[in].storage != FX_ST_ARENA || !in_place_ok(g, n, k)) continue;
@@ -106,36 +108,74 @@ static void plan_in_place(const fx_graph *g, fx_arena_buf *bufs, int *alias) {
   }
 }
 
+/* When node i runs: its own turn, or for a member of an active chain the chain's (band.h). */
+static int run_index(const fx_graph *g, int i) {
+  const fx_band_chain *c = fx_band_of(g, i);
+  return c ? c->run_at : i;
+}
+
+/* The tensors no buffer holds: an active chain's intermediates, which exist only as a few rows
+ * in the chain's scratch. */
+static void mark_elided(const fx_graph *g, unsigned char *elided) {
+  for (int i = 0; i < g->n_chains; i++) {
+    const fx_band_chain *c = &g->chains[i];
+    for (int m = 0; c->active && m < c->n_members; m++) {
+      const fx_node *n = &g->nodes[c->members[m]];
+      for (int k = 0; k < n->n_out; k++)
+        if (n->out[k] >= 0 && n->out[k] != c->out) elided[n->out[k]] = 1;
+    }
+  }
+}
+
 /* Buffers (size, lifetime) of every arena tensor, scratch included, into bufs (one per tensor:
- * size 0 if not in the arena). */
-static void lifetimes(const fx_graph *g, fx_arena_buf *bufs) {
+ * size 0 if not in the arena). A tensor lives from the first to the last turn that touches it. */
+static void lifetimes(const fx_graph *g, const unsigned char *elided, fx_arena_buf *bufs) {
   for (int i = 0; i < g->n_tensors; i++) bufs[i] = (fx_arena_buf){0, -1, -1, 0};
   for (int i = 0; i < g->n_nodes; i++) {
     const fx_node *n = &g->nodes[i];
+    const int at = run_index(g, i), member = at != i || fx_band_of(g, i);
     for (int k = -1; k < n->n_in + n->n_out; k++) {
-      int id = k < 0 ? n->scratch : k < n->n_in ? n->in[k] : n->out[k - n->n_in];
-      if (id < 0 || g->tensors[id].storage != FX_ST_ARENA) continue;
+      int id = k < 0 ? (member ? -1 : n->scratch) : k < n->n_in ? n->in[k] : n->out[k - n->n_in];
+      if (id < 0 || g->tensors[id].storage != FX_ST_ARENA || elided[id]) continue;
       fx_arena_buf *b = &bufs[id];
-      if (b->first < 0) b->first = i;
-      b->last = i;
+      if (b->first < 0 || at < b->first) b->first = at;
+      if (at > b->last) b->last = at;
       b->size = fx_shape_numel(&g->tensors[id].shape) * fx_dtype_size(g->tensors[id].dtype);
     }
+  }
+  for (int i = 0; i < g->n_chains; i++) {
+    const fx_band_chain *c = &g->chains[i];
+    if (c->active && c->scratch >= 0)
+      bufs[c->scratch] = (fx_arena_buf){fx_shape_numel(&g->tensors[c->scratch].shape) * sizeof(float), c->run_at,
+                                        c->run_at, 0};
   }
   for (int i = 0; i < g->n_tensors; i++)
     if (bufs[i].first < 0) bufs[i] = (fx_arena_buf){0, 0, 0, 0};
 }
 
-/* Scratch tensors (im2col tiles, Winograd transforms) join the arena with a one-node lifetime. */
+/* A scratch tensor of `bytes` for *id (made on first use), or why not. */
+static const char *scratch_tensor(fx_graph *g, int *id, size_t bytes) {
+  if (*id < 0) {
+    fx_tensor sc = {.tfl = -1, .dtype = FX_F32, .storage = FX_ST_ARENA};
+    if ((*id = fx_graph_add_tensor(g, &sc)) < 0) return "out of memory";
+  }
+  g->tensors[*id].shape = (fx_shape){1, {(int)((bytes + 3) / 4)}};
+  return NULL;
+}
+
+/* Scratch tensors (im2col tiles, Winograd transforms, band buffers) join the arena with the
+ * lifetime of the turn that uses them. */
 static const char *add_scratch(fx_graph *g, int threads) {
   for (int i = 0; i < g->n_nodes; i++) {
     fx_node *n = &g->nodes[i];
     size_t bytes = fx_node_scratch_bytes(g, n, threads);
-    if (!bytes) continue;
-    if (n->scratch < 0) {
-      fx_tensor sc = {.tfl = -1, .dtype = FX_F32, .storage = FX_ST_ARENA};
-      if ((n->scratch = fx_graph_add_tensor(g, &sc)) < 0) return "out of memory";
-    }
-    g->tensors[n->scratch].shape = (fx_shape){1, {(int)((bytes + 3) / 4)}};
+    const char *why = bytes ? scratch_tensor(g, &n->scratch, bytes) : NULL;
+    if (why) return why;
+  }
+  for (int i = 0; i < g->n_chains; i++) {
+    fx_band_chain *c = &g->chains[i];
+    const char *why = c->active ? scratch_tensor(g, &c->scratch, c->cost.scratch_bytes * (size_t)threads) : NULL;
+    if (why) return why;
   }
   return NULL;
 }
@@ -155,19 +195,23 @@ static const char *greedy_plan(fx_mem_plan *out, fx_graph *g, int threads, size_
   const size_t n = (size_t)(g->n_tensors > 0 ? g->n_tensors : 1);
   fx_arena_buf *bufs = calloc(n, sizeof *bufs);
   int *alias = malloc(sizeof(int) * n);
+  unsigned char *elided = calloc(n, 1);
   out->offsets = calloc(n, sizeof *out->offsets);
-  if (!bufs || !alias || !out->offsets) {
+  if (!bufs || !alias || !elided || !out->offsets) {
     why = "out of memory";
   } else {
-    lifetimes(g, bufs);
+    mark_elided(g, elided);
+    lifetimes(g, elided, bufs);
     plan_in_place(g, bufs, alias);
     out->arena_bytes = fx_arena_plan_greedy(bufs, g->n_tensors);
     if (out->arena_bytes == (size_t)-1) why = "arena planning failed";
-    for (int i = 0; i < g->n_tensors; i++) out->offsets[i] = bufs[alias[i] >= 0 ? alias[i] : i].offset;
+    for (int i = 0; i < g->n_tensors; i++)
+      out->offsets[i] = elided[i] ? (size_t)-1 : bufs[alias[i] >= 0 ? alias[i] : i].offset;
   }
   out->n_steps = g->n_nodes;
   free(bufs);
   free(alias);
+  free(elided);
   if (why) greedy_free(out);
   return why;
 }

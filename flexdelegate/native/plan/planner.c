@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "conv/conv.h"
+#include "ir/band.h"
 #include "planner.h"
 #include "runtime/log.h"
 #include "store/store.h"
@@ -41,12 +42,14 @@ void fx_mem_plan_free(fx_mem_plan *p) {
 const char *fx_plan_memory(fx_mem_plan *p, fx_graph *g, int threads, double budget_mb, struct fx_store *store,
                            flex_error *err) {
   fx_mem_plan_free(p);
+  fx_band_choose(g, threads);
   const char *why = fx_greedy_planner.plan(p, g, threads, 0, store, err);
   if (why) return why;
   if (budget_mb > 0) {
     const size_t budget = budget_bytes(budget_mb), extra = unlimited_extra(g);
     if (p->arena_bytes + extra > budget) {
       fx_mem_plan_free(p);
+      fx_band_off(g); /* budget plans step through the nodes one by one */
       why = fx_budget_planner.plan(p, g, threads, budget, store, err);
       if (!why)
         fx_log(FX_LOG_PLAN, "partition under budget %.2f MB: arena %zu bytes, %d steps (min budget %.2f MB)",

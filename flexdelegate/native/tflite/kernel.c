@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ir/band.h"
 #include "plan/planner.h"
 #include "store/sigbus.h"
 #include "runtime/clock.h"
@@ -126,6 +127,7 @@ static void *partition_init(TfLiteContext *ctx, const char *buffer, size_t lengt
       goto fail;
     }
   }
+  if (fx_band_find(&p->g) < 0) goto fail; /* the chains that may run band by band (ir/band.h) */
   fx_partition **parts = realloc(sg->parts, sizeof *parts * (size_t)(sg->n_parts + 1));
   if (!parts) goto fail;
   sg->parts = parts;

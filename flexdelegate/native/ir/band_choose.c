@@ -1,0 +1,73 @@
+/* Which chains run band by band, with what band height and strips (band.h).
+ * FLEXDELEGATE_BAND chooses for tests and benches: unset or "none", no chain; "auto", the rule
+ * below; "all" or "all:ROWS[:STRIPS]", every chain that can, with that band height and strips
+ * per image. None is the default because the rule does not measure faster beyond the noise:
+ * on Zen 3 (32 MB L3: MobileNetV2's largest expanded map, 4.8 MB, never leaves L3 anyway), 1
+ * thread, medians of 30 alternating rounds of thread CPU time in one process, auto / none was
+ * 0.97-0.98 on MobileNetV2 and 0.99 on EfficientNet-B0, at any scratch from 128 KB to 1 MB; the
+ * 2-thread wall times on the shared 2-core machine (load 4-5) ranged 0.84-1.13. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "band.h"
+
+/* A band's working set (its buffers and im2col tile) should stay in the L2 of the core running
+ * it, beside the layers' weights. */
+#define BAND_SCRATCH_BYTES (256u * 1024)
+
+/* Chains whose intermediate tensors (all of them, per image) take less than this already run
+ * from cache: banding them only adds calls. */
+#define BAND_MIN_INTERMEDIATE_BYTES (512u * 1024)
+
+typedef struct {
+  int mode; /* 0 the rule, 1 every chain, -1 none */
+  int rows, strips; /* forced, or 0 */
+} band_override;
+
+static band_override read_override(void) {
+  band_override o = {-1, 0, 0};
+  const char *v = getenv("FLEXDELEGATE_BAND");
+  if (!v || !*v) return o;
+  if (strcmp(v, "auto") == 0) o.mode = 0;
+  else if (strncmp(v, "all", 3) == 0) {
+    o.mode = 1;
+    if (sscanf(v, "all:%d:%d", &o.rows, &o.strips) < 1) o.rows = 0;
+  }
+  return o;
+}
+
+static size_t intermediate_bytes(const fx_band_chain *c) {
+  size_t bytes = 0;
+  for (int i = 0; i + 1 < c->n_layers; i++) bytes += (size_t)c->layer[i].oh * c->layer[i].out_row * sizeof(float);
+  return bytes;
+}
+
+/* The tallest band whose scratch fits BAND_SCRATCH_BYTES (at least one row). */
+static int band_height(const fx_graph *g, const fx_band_chain *c, int strips) {
+  const int oh = c->layer[c->n_layers - 1].oh;
+  int best = 1;
+  for (int rows = 1; rows <= (oh + strips - 1) / strips; rows++) {
+    fx_band_cost cost;
+    if (fx_band_measure(g, c, rows, strips, &cost) || cost.scratch_bytes > BAND_SCRATCH_BYTES) break;
+    best = rows;
+  }
+  return best;
+}
+
+void fx_band_choose(fx_graph *g, int threads) {
+  const band_override o = read_override();
+  for (int i = 0; i < g->n_chains; i++) {
+    fx_band_chain *c = &g->chains[i];
+    c->active = 0;
+    if (o.mode < 0 || fx_band_shape(g, c)) continue;
+    if (o.mode == 0 && intermediate_bytes(c) < BAND_MIN_INTERMEDIATE_BYTES) continue;
+    const int oh = c->layer[c->n_layers - 1].oh;
+    int strips = o.strips > 0 ? o.strips : threads;
+    if (strips > oh) strips = oh;
+    const int rows = o.rows > 0 ? o.rows : band_height(g, c, strips);
+    if (fx_band_measure(g, c, rows, strips, &c->cost)) continue;
+    c->band_rows = rows;
+    c->strips = strips;
+    c->active = 1;
+  }
+}

@@ -1,0 +1,250 @@
+"""Band-by-band execution of layer chains (native/ir/band.h): a chain computed a band of rows at
+a time must give bit for bit the numbers of the same layers run one by one (FP32: each layer's
+own kernel runs on a sub-image), and agree with stock TFLite like any delegated run.
+FLEXDELEGATE_BAND=none runs every node alone, all:ROWS:STRIPS forces every chain band by band."""
+import numpy as np
+import pytest
+
+from flexdelegate import BudgetError, load_flex
+from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
+from flexdelegate.tflite.writer import ModelBuilder
+from opcheck import TOL, window_out
+
+
+def _w(rng, shape, fan_in):
+    return (rng.standard_normal(shape) / np.sqrt(fan_in)).astype(np.float32)
+
+
+class Chain:
+    """A writer-built model whose layers run one after another on one data tensor."""
+
+    def __init__(self, shape, seed=0):
+        self.b = ModelBuilder()
+        self.rng = np.random.default_rng(seed)
+        self.x = self.cur = self.b.input(shape, name="x")
+        self.shape = tuple(shape)
+
+    def _out(self, shape):
+        self.shape = tuple(shape)
+        t = self.b.tensor(self.shape)
+        return t
+
+    def conv(self, cout, k=1, stride=1, dilation=1, padding="SAME", act="NONE", residual=None):
+        n, h, w, c = self.shape
+        oh, ow = window_out(h, k, stride, dilation, padding), window_out(w, k, stride, dilation, padding)
+        src = self.cur
+        y = self._out((n, oh, ow, cout))
+        self.b.op("CONV_2D", [src, self.b.const(_w(self.rng, (cout, k, k, c), k * k * c)),
+                              self.b.const(_w(self.rng, (cout,), 4))], [y], padding=padding,
+                  stride_w=stride, stride_h=stride, dilation_w_factor=dilation, dilation_h_factor=dilation,
+                  fused_activation_function=act)
+        self.cur = y
+        return self
+
+    def depthwise(self, k=3, stride=1, dilation=1, padding="SAME", act="RELU6"):
+        n, h, w, c = self.shape
+        oh, ow = window_out(h, k, stride, dilation, padding), window_out(w, k, stride, dilation, padding)
+        src = self.cur
+        y = self._out((n, oh, ow, c))
+        self.b.op("DEPTHWISE_CONV_2D", [src, self.b.const(_w(self.rng, (1, k, k, c), k * k)),
+                                        self.b.const(_w(self.rng, (c,), 4))], [y], padding=padding,
+                  stride_w=stride, stride_h=stride, dilation_w_factor=dilation, dilation_h_factor=dilation,
+                  depth_multiplier=1, fused_activation_function=act)
+        self.cur = y
+        return self
+
+    def pool(self, op="MAX_POOL_2D", k=2, stride=2, padding="VALID"):
+        n, h, w, c = self.shape
+        src = self.cur
+        y = self._out((n, window_out(h, k, stride, 1, padding), window_out(w, k, stride, 1, padding), c))
+        self.b.op(op, [src], [y], padding=padding, stride_w=stride, stride_h=stride, filter_width=k,
+                  filter_height=k, fused_activation_function="NONE")
+        self.cur = y
+        return self
+
+    def add(self, other, act="NONE"):
+        src = self.cur
+        y = self._out(self.shape)
+        self.b.op("ADD", [src, other], [y], fused_activation_function=act)
+        self.cur = y
+        return self
+
+    def unary(self, op):
+        src = self.cur
+        y = self._out(self.shape)
+        self.b.op(op, [src], [y])
+        self.cur = y
+        return self
+
+    def swish(self):
+        """x * LOGISTIC(x): fuse.c makes it the producer's activation (two fused tails)."""
+        src = self.cur
+        gate = self.b.tensor(self.shape)
+        self.b.op("LOGISTIC", [src], [gate])
+        return self.add_like("MUL", gate)
+
+    def add_like(self, op, other, other_first=False):
+        src = self.cur
+        y = self._out(self.shape)
+        self.b.op(op, [other, src] if other_first else [src, other], [y], fused_activation_function="NONE")
+        self.cur = y
+        return self
+
+    def squeeze_excite(self, reduced=4, gate_first=False):
+        """EfficientNet's SE: MEAN over rows and columns, two 1x1 convs, a sigmoid gate that
+        multiplies the block's data (a per-image operand: it broadcasts over rows)."""
+        n, h, w, c = self.shape
+        data = self.cur
+        m = self.b.tensor((n, 1, 1, c))
+        self.b.op("MEAN", [data, self.b.const(np.array([1, 2], np.int32))], [m], keep_dims=True)
+        self.cur, self.shape = m, (n, 1, 1, c)
+        self.conv(reduced, act="RELU").conv(c)
+        gate = self._out((n, 1, 1, c))
+        self.b.op("LOGISTIC", [self.cur], [gate])
+        self.cur, self.shape = data, (n, h, w, c)
+        return self.add_like("MUL", gate, gate_first)
+
+    def mbconv(self, expand=4, stride=1, gate_first=False):
+        n, h, w, c = self.shape
+        block_in = self.cur
+        self.conv(c * expand).swish().depthwise(act="NONE", stride=stride).swish().squeeze_excite(gate_first=gate_first).conv(c)
+        if stride == 1:
+            self.add(block_in)
+        return self
+
+    def inverted_residual(self, expand=6, stride=1):
+        n, h, w, c = self.shape
+        block_in = self.cur
+        self.conv(c * expand, act="RELU6").depthwise(stride=stride).conv(c)
+        if stride == 1:
+            self.add(block_in)
+        return self
+
+    def build(self):
+        self.b.output(self.cur)
+        return self.b.build()
+
+
+def _run(model, inputs, threads, band, monkeypatch, winograd="off"):
+    monkeypatch.setenv("FLEXDELEGATE_BAND", band)
+    d = load_flex(cache_path="", winograd=winograd)  # Winograd layers run whole maps: never in a chain
+    it = make_interpreter(model, delegate=d, num_threads=threads)
+    out = invoke(it, inputs)
+    stats = d.stats()
+    assert stats["fallback"] == [], stats
+    return out, [o["kernel"] for o in stats["ops"]]
+
+
+def _banded(kernels):
+    return sum(k.startswith("band x") for k in kernels)
+
+
+def check_bands(model, *, threads=(1, 2), bands=("all", "all:1:1", "all:2:3", "all:3:2"), min_chains=1, seed=0,
+                winograd="off"):
+    """Every forced band height / strip count gives exactly the unbanded numbers, which agree
+    with stock (3x3 convs as GEMM: the Winograd choice is off)."""
+    ref_it = make_interpreter(model)
+    inputs = random_inputs(ref_it, seed=seed)
+    ref = invoke(ref_it, inputs)
+    mp = pytest.MonkeyPatch()
+    try:
+        for t in threads:
+            plain, kernels = _run(model, inputs, t, "none", mp, winograd)
+            assert _banded(kernels) == 0
+            assert max_error(ref, plain) <= TOL
+            for band in bands:
+                got, kernels = _run(model, inputs, t, band, mp, winograd)
+                assert _banded(kernels) >= min_chains, (band, kernels)
+                assert not any(k.startswith("band") and "winograd" in k for k in kernels), kernels
+                for a, b in zip(plain, got):
+                    assert np.array_equal(a, b), (t, band, float(np.max(np.abs(a - b))))
+    finally:
+        mp.undo()
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("shape", [(1, 17, 13, 8), (2, 12, 9, 8), (1, 7, 30, 16)], ids=str)
+def test_inverted_residual(shape, stride):
+    check_bands(Chain(shape).inverted_residual(stride=stride).build())
+
+
+def test_two_blocks_and_odd_heights():
+    """The first block's output has one reader: both blocks make one chain of six layers."""
+    c = Chain((1, 23, 11, 8)).inverted_residual().inverted_residual(stride=2)
+    check_bands(c.build())
+
+
+@pytest.mark.parametrize("batch,gate_first", [(1, False), (3, False), (2, True)])
+def test_mbconv_with_swish_and_squeeze_excite(batch, gate_first):
+    """Chains through fused swish tails, ended by the SE's second reader, and headed by the
+    SE's MUL (its gate broadcast over rows, one per image, on either side)."""
+    c = Chain((batch, 15, 12, 8)).mbconv(gate_first=gate_first).mbconv(stride=2, gate_first=gate_first)
+    check_bands(c.build(), min_chains=4)
+
+
+@pytest.mark.parametrize("padding", ["SAME", "VALID"])
+@pytest.mark.parametrize("stride,dilation", [(1, 1), (2, 1), (1, 2), (3, 1)])
+def test_conv_chains(padding, stride, dilation):
+    c = Chain((1, 21, 10, 5)).conv(12, k=3, stride=stride, dilation=dilation, padding=padding, act="RELU")
+    c.conv(7, k=3, padding=padding, dilation=dilation).conv(9, k=1)
+    check_bands(c.build())
+
+
+def test_pool_and_elementwise_layers():
+    c = Chain((2, 19, 14, 6)).conv(16, k=3, act="RELU").pool("MAX_POOL_2D", 3, 2, "SAME").unary("TANH")
+    c.pool("AVERAGE_POOL_2D", 2, 1, "VALID").conv(8, k=3, padding="VALID")
+    check_bands(c.build())
+
+
+def test_tall_kernels_and_short_outputs():
+    """A 5x5 VALID conv and a stride-2 depthwise leave fewer rows than threads want strips."""
+    c = Chain((1, 9, 6, 4)).conv(8, k=5, padding="VALID").depthwise(stride=2).conv(4)
+    check_bands(c.build(), bands=("all", "all:1:1", "all:1:2", "all:5:3"))
+
+
+def test_intermediate_read_twice_is_not_fused():
+    """A tensor with a second reader must exist whole: the chain stops there."""
+    c = Chain((1, 12, 12, 8))
+    c.conv(16, act="RELU")
+    mid = c.cur
+    c.depthwise().conv(16).add(mid)
+    check_bands(c.build())
+
+
+def test_winograd_layers_stay_out():
+    """A Winograd conv computes whole maps in tiles: the chain ends before it and starts after."""
+    c = Chain((1, 16, 16, 16)).conv(32, act="RELU").conv(32, k=3, act="RELU").conv(16).depthwise().conv(8)
+    check_bands(c.build(), winograd="all")
+
+
+def test_default_is_off_and_auto_chooses(monkeypatch):
+    model = Chain((1, 56, 56, 16)).inverted_residual().build()
+    x = random_inputs(make_interpreter(model))
+    _, kernels = _run(model, x, 1, "", monkeypatch)
+    assert _banded(kernels) == 0
+    _, kernels = _run(model, x, 1, "auto", monkeypatch)
+    assert _banded(kernels) == 1  # 56x56x96 intermediates: far beyond the rule's minimum
+
+
+def test_budget_plans_run_the_nodes_and_set_budget_brings_bands_back(tmp_path, monkeypatch):
+    """A budget plan steps through the nodes one by one (chains off); re-planning unlimited with
+    set_budget makes them band by band again (its scratch tensor reused): the same numbers."""
+    c = Chain((1, 40, 40, 16)).inverted_residual().inverted_residual(stride=2)
+    model = c.pool("AVERAGE_POOL_2D", 4, 4).conv(1024).conv(1024).build()  # 4 MB of weights: streamed
+    ref_it = make_interpreter(model)
+    x = random_inputs(ref_it, seed=3)
+    plain, _ = _run(model, x, 1, "none", monkeypatch)
+    monkeypatch.setenv("FLEXDELEGATE_BAND", "all")
+    d = load_flex(cache_path=str(tmp_path / "m.fxc"), winograd="off")
+    it = make_interpreter(model, delegate=d)
+    with pytest.raises(BudgetError) as e:
+        d.set_budget(0.01)
+    low = e.value.min_budget_mb
+    for budget in (0.0, low, 0.0, low + 0.2, 0.0):
+        d.set_budget(budget)
+        got = invoke(it, x)
+        assert all(np.array_equal(a, b) for a, b in zip(plain, got)), budget
+        kernels = [o["kernel"] for o in d.stats()["ops"]]
+        assert (_banded(kernels) > 0) == (budget == 0), (budget, kernels)
+        if budget:
+            assert any(o["slices"] > 1 for o in d.stats()["ops"]), "not a budget plan"
