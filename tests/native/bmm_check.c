@@ -17,15 +17,11 @@
 #include <string.h>
 #include "kernels/batch-matmul/batch_matmul.h"
 #include "runtime/pool.h"
+#include "f32_tester_util.h"
 
 #define CANARY 31337.0f
 #define GUARD 64
 
-static uint64_t g_rng = 0x853C49E6748FEA9Bull;
-static float frand(void) {
-  g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-  return (float)((g_rng >> 40) & 0xFFFFFF) / (float)(1 << 23) - 1.0f;
-}
 
 typedef struct {
   int ar, a[5], br, b[5], adj_x, adj_y;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernels/gemm/gemm.h"
+#include "f32_tester_util.h"
 
 #if !defined(__aarch64__)
 int main(int argc, char **argv) {
@@ -35,11 +36,6 @@ int main(int argc, char **argv) {
 #define C_PAD 5 /* C row stride = n + C_PAD */
 #define CANARY 12345.678f
 
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static float frand(void) { /* uniform in [-1, 1) */
-  g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-  return (float)((g_rng >> 40) & 0xFFFFFF) / (float)(1 << 23) - 1.0f;
-}
 
 /* Whole GEMM C[m][n] (row stride cs) = out(A[m][k] (row stride as) * W[n][k]^T + bias) with
  * microkernel uk, the way conv.c drives it, then the residual r (stride cs, or NULL) added

@@ -13,6 +13,7 @@
 #include <string.h>
 #include "conv/conv.h"
 #include "kernels/igemm/igemm.h"
+#include "f32_tester_util.h"
 
 #if !defined(__aarch64__)
 int main(void) {
@@ -23,11 +24,6 @@ int main(void) {
 
 #define CANARY 12345.678f
 
-static uint64_t g_rng = 0x9E3779B97F4A7C15ull;
-static float frand(void) { /* uniform in [-1, 1) */
-  g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-  return (float)((g_rng >> 40) & 0xFFFFFF) / (float)(1 << 23) - 1.0f;
-}
 
 static double reference(const fx_conv_geom *g, const float *x, const float *w, const float *bias, size_t m,
                         int o) {

@@ -15,15 +15,11 @@
 #include "kernels/ops/ops.h"
 #include "kernels/transpose-conv/transpose_conv.h"
 #include "runtime/pool.h"
+#include "f32_tester_util.h"
 
 #define CANARY 31337.0f
 #define GUARD 64
 
-static uint64_t g_rng = 0x853C49E6748FEA9Bull;
-static float frand(void) {
-  g_rng = g_rng * 6364136223846793005ull + 1442695040888963407ull;
-  return (float)((g_rng >> 40) & 0xFFFFFF) / (float)(1 << 23) - 1.0f;
-}
 
 static double act_ref(int act, double v) {
   switch (act) {
