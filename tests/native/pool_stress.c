@@ -70,18 +70,21 @@ static int check_ranges(fx_pool *p) {
 }
 
 /* Nested: each outer task runs a whole inner job on the same pool, under its own tid (the
- * thread's scratch is its own). */
-typedef struct { fx_pool *pool; atomic_int inner[8][MAXN]; atomic_int wrong_tid; } nest;
-typedef struct { nest *j; size_t outer; int tid; } nest_inner;
+ * thread's scratch is its own), then one with no pool, under tid 0 (a kernel given no pool
+ * sized its scratch for one thread: the band runner hands each strip its own tile that way). */
+typedef struct { fx_pool *pool; atomic_int inner[8][MAXN], alone[8][MAXN]; atomic_int wrong_tid; } nest;
+typedef struct { nest *j; atomic_int *ran; int tid; } nest_inner;
 static void inner_task(void *arg, int tid, size_t t) {
   nest_inner *in = arg;
   if (tid != in->tid) atomic_fetch_add(&in->j->wrong_tid, 1);
-  atomic_fetch_add(&in->j->inner[in->outer][t], 1);
+  atomic_fetch_add(&in->ran[t], 1);
 }
 static void outer_task(void *arg, int tid, size_t t) {
-  nest_inner in = {arg, t, tid};
+  nest *j = arg;
+  nest_inner in = {j, j->inner[t], tid}, alone = {j, j->alone[t], 0};
   for (volatile int k = 0; k < 20000; k++) {} /* long enough for a worker to take some */
-  fx_parallel_tasks(in.j->pool, MAXN, inner_task, &in);
+  fx_parallel_tasks(j->pool, MAXN, inner_task, &in);
+  fx_parallel_tasks(NULL, MAXN, inner_task, &alone);
 }
 
 static int check_nested(fx_pool *p) {
@@ -91,9 +94,11 @@ static int check_nested(fx_pool *p) {
   j.pool = p;
   fx_parallel_tasks(p, 8, outer_task, &j);
   for (int o = 0; o < 8; o++)
-    for (int i = 0; i < MAXN; i++)
+    for (int i = 0; i < MAXN; i++) {
       if (atomic_load(&j.inner[o][i]) != 1) err = printf("nested: outer %d inner %d ran %d times\n", o, i, atomic_load(&j.inner[o][i]));
-  if (atomic_load(&j.wrong_tid)) err = printf("nested: %d inner tasks ran under another thread's tid\n", atomic_load(&j.wrong_tid));
+      if (atomic_load(&j.alone[o][i]) != 1) err = printf("nested, no pool: outer %d inner %d ran %d times\n", o, i, atomic_load(&j.alone[o][i]));
+    }
+  if (atomic_load(&j.wrong_tid)) err = printf("nested: %d inner tasks ran under the wrong tid\n", atomic_load(&j.wrong_tid));
   return err != 0;
 }
 

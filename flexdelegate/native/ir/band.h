@@ -104,8 +104,8 @@ int fx_band_needs(const fx_band_chain *c, int a, int b, int *lo, int *hi);
  * of the scratch (fx_band_measure's bytes, per thread, from `scratch`). Tensor pointers must be
  * resolved; the conv layers' packed weights checked (fx_band_check). */
 void fx_band_run(fx_graph *g, const fx_band_chain *c, fx_pool *pool, float *scratch);
-/* One strip of one image (strip < c->strips), on the calling thread: its band buffers (one
- * thread's), and the conv tiles (indexed by the running task's tid, as fx_band_run lays them). */
+/* One strip of one image (strip < c->strips), on the calling thread: its band buffers and its
+ * conv tile (one thread's of each: fx_band_measure's bytes). */
 void fx_band_run_strip(fx_graph *g, const fx_band_chain *c, int image, int strip, float *buffers, float *conv_scratch);
 /* Verifies the conv layers' cached weights once (as fx_run_gemm does): 0, or -1 when a damaged
  * blob could not be repacked. */

@@ -15,7 +15,8 @@ int fx_pool_threads(const fx_pool *pool);
 void fx_pool_set_active(fx_pool *pool, int active);
 /* Runs fn(ctx, tid, task) for task in [0, n), each exactly once; tid in [0, threads) names the
  * running thread's per-thread scratch. Returns when every task is done. Called from inside a
- * task (nested), it runs the tasks inline. */
+ * task (nested), it runs the tasks inline under that task's tid; a NULL pool runs them inline
+ * as tid 0, wherever it is called from (its caller sized the scratch for one thread). */
 typedef void (*fx_tid_task_fn)(void *ctx, int tid, size_t task);
 void fx_parallel_tasks(fx_pool *pool, size_t n, fx_tid_task_fn fn, void *ctx);
 /* The range form: fn(ctx, begin, end) over [0, n) in chunks of at least `grain` items (a NULL

@@ -191,8 +191,11 @@ void fx_pool_set_active(fx_pool *p, int active) {
 }
 
 void fx_parallel_tasks(fx_pool *p, size_t n, fx_tid_task_fn fn, void *ctx) {
+  /* No pool: the caller sized its scratch for one thread (fx_pool_threads(NULL) is 1), so tid 0
+   * even inside a task; the band runner hands each strip its own thread's tile this way. */
+  const int tid = p && task_tid >= 0 ? task_tid : 0;
   if (!p || p->threads == 1 || n <= 1 || n > TASK_MASK || task_tid >= 0) {
-    for (size_t t = 0; t < n; t++) fn(ctx, task_tid >= 0 ? task_tid : 0, t);
+    for (size_t t = 0; t < n; t++) fn(ctx, tid, t);
     return;
   }
   /* Every task of the previous job is claimed and done, but a worker late for it may have read
