@@ -2,7 +2,7 @@
 
 Stock TFLite is not one arithmetic: ruy's x86 kernels, gemmlowp, TFLite's own scalar code and
 NEON_2_SSE paths round ties differently, and tflite-runtime 2.14 and ai-edge-litert 2.3 route
-the same op to different ones (native/kernels/quant/README.md has the table and the evidence).
+the same op to different ones (native/kernels/quant/NOTES.md has the table and the evidence).
 A delegate that promises bit-exact outputs therefore asks the interpreter: `detect()` runs three
 tiny single-op models per type whose outputs hit exact ties in both rounding steps, and returns,
 per (op, type), the rule of requant.h that reproduces every output, or None (leave that op to

@@ -76,7 +76,7 @@ static int fuse_residual(fx_graph *g, fx_node *n, fx_node *add) {
   return 0;
 }
 
-/* ---- LayerNorm: the converter's op-by-op spellings (kernels/attention/README.md) become one
+/* ---- LayerNorm: the converter's op-by-op spellings (kernels/attention/NOTES.md) become one
  * LAYERNORM node (kernels/layernorm). Starting at MEAN(x) over the last axis:
  *   mean = MEAN(x); var = MEAN(SQUARED_DIFFERENCE(x, mean)); r = RSQRT(ADD(var, eps))
  *   affine:  [-mean = NEG(mean)]; g = MUL(r, gamma) or r; y = ADD(MUL(x, g), [ADD](MUL(-mean, g), [beta]))

@@ -314,7 +314,7 @@ static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) 
 /* int8 / uint8 ADD, MUL, MEAN, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU on the qs8-ops
  * kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output of one type, one
  * scale and zero point each. ADD, MUL and MEAN compute differently on tflite-runtime and LiteRT
- * (kernels/qs8-ops/README.md): their "_rounding" entry names stock's arithmetic (FX_STOCK_*).
+ * (kernels/qs8-ops/NOTES.md): their "_rounding" entry names stock's arithmetic (FX_STOCK_*).
  * Parameters the stock kernel refuses, or that these kernels do not reproduce, are found when
  * the node is prepared for its shapes (fx_infer_qelem) and leave the node to stock. */
 static const char *read_qelem(fx_graph *g, fx_node *n, int kind, int n_data, int tfl_act, float param) {
