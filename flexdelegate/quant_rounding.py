@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._native import lib
 from .tflite.writer import ModelBuilder
 
-AWAY, UP, SINGLE, AWAY_SAT = 0, 1, 2, 3  # requant.h's FX_RQ_*
+# The "_rounding" option's values (flex_api.h): requantization rules (kernels/quant/requant.h)
+AWAY, UP, SINGLE, AWAY_SAT = lib.FLEX_RQ_AWAY, lib.FLEX_RQ_UP, lib.FLEX_RQ_SINGLE, lib.FLEX_RQ_AWAY_SAT
 OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")  # and QUANTIZE from float (AWAY or None)
 
 
@@ -120,7 +122,7 @@ def _expected(acc, m: int, shift: int, rule: Rounding, zp: int, lo: int, hi: int
 # of the flat tensor when split8, tail_rounding of the rest): Q_AWAY = TFLite's scalar loop,
 # (int32)round_half_away((double)x / scale); Q_RECIP_EVEN = its NEON loop (LiteRT's x86 build
 # via NEON_2_SSE): x * (float)(1 / scale) in float, rounded half to even, 8 values at a time.
-Q_AWAY, Q_RECIP_EVEN = 0, 1
+Q_AWAY, Q_RECIP_EVEN = lib.FLEX_QUANT_AWAY, lib.FLEX_QUANT_RECIP_EVEN
 _QUANTIZE_CANDIDATES = [Rounding(Q_AWAY), Rounding(Q_RECIP_EVEN, Q_AWAY, True)]
 
 
@@ -246,7 +248,7 @@ def option_text(found: dict) -> str:
     return ",".join(parts)
 
 
-STOCK_PORTABLE, STOCK_NEON = 0, 1  # kernels/qs8-ops/qs8-ops.h's FX_STOCK_*
+STOCK_PORTABLE, STOCK_NEON = lib.FLEX_STOCK_PORTABLE, lib.FLEX_STOCK_NEON  # kernels/qs8-ops' arithmetic
 # The element-wise integer ops whose arithmetic differs between the two stock builds: their
 # "_rounding" entry carries stock_arithmetic() (tflite/ops.c read_qelem).
 ELEMENTWISE = [("ADD", "int8"), ("ADD", "uint8"), ("MUL", "int8"), ("MUL", "uint8"), ("MEAN", "int8"),
