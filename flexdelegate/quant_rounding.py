@@ -151,21 +151,32 @@ def _quantize_probe_inputs() -> list[tuple[float, np.ndarray]]:
     return [(0.25, ties), (0.1, near.astype(np.float32)), (0.25, ties[140:153])]
 
 
+def _stock_run(interpreter_cls, resolver_type, model: bytes, xv: np.ndarray) -> np.ndarray:
+    """The stock interpreter's output of a one-input, one-output model on xv."""
+    it = interpreter_cls(model_content=model, experimental_op_resolver_type=resolver_type)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], xv)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
+
+
+def _one_op(op: str, shape, x_type: dict, y_type: dict) -> bytes:
+    """A model of one op from an input of `shape` to an output of that shape (dtype, scale, ...)."""
+    b = ModelBuilder()
+    x = b.input(shape, **x_type)
+    y = b.tensor(shape, **y_type)
+    b.op(op, [x], [y])
+    b.output(y)
+    return b.build()
+
+
 def _detect_quantize(interpreter_cls, resolver_type, dtype) -> Rounding | None:
     lo, hi = (0, 255) if dtype == np.uint8 else (-128, 127)
     zp = 128 if dtype == np.uint8 else 3
     cands = list(_QUANTIZE_CANDIDATES)
     for scale, xv in _quantize_probe_inputs():
-        b = ModelBuilder()
-        x = b.input(xv.shape, dtype=np.float32)
-        y = b.tensor(xv.shape, dtype=dtype, scale=[scale], zero_point=[zp])
-        b.op("QUANTIZE", [x], [y])
-        b.output(y)
-        it = interpreter_cls(model_content=b.build(), experimental_op_resolver_type=resolver_type)
-        it.allocate_tensors()
-        it.set_tensor(it.get_input_details()[0]["index"], xv)
-        it.invoke()
-        got = it.get_tensor(it.get_output_details()[0]["index"]).astype(np.int64)
+        model = _one_op("QUANTIZE", xv.shape, dict(dtype=np.float32), dict(dtype=dtype, scale=[scale], zero_point=[zp]))
+        got = _stock_run(interpreter_cls, resolver_type, model, xv).astype(np.int64)
         cands = [r for r in cands if np.array_equal(got, quantize(xv, scale, zp, lo, hi, r))]
     return cands[0] if cands else None
 
@@ -193,16 +204,8 @@ def _detect_dequantize(interpreter_cls, resolver_type, dtype) -> Rounding | None
     cands = list(_DEQUANTIZE_CANDIDATES)
     for scale, zp, n in ((0.1, (lo + hi) // 2 + 1, 256), (0.1, lo + 3, 13), (0.0123, hi - 5, 256)):
         qv = np.resize(np.arange(lo, hi + 1), n).astype(dtype)
-        b = ModelBuilder()
-        x = b.input(qv.shape, dtype=dtype, scale=[scale], zero_point=[zp])
-        y = b.tensor(qv.shape, dtype=np.float32)
-        b.op("DEQUANTIZE", [x], [y])
-        b.output(y)
-        it = interpreter_cls(model_content=b.build(), experimental_op_resolver_type=resolver_type)
-        it.allocate_tensors()
-        it.set_tensor(it.get_input_details()[0]["index"], qv)
-        it.invoke()
-        got = it.get_tensor(it.get_output_details()[0]["index"]).reshape(-1)
+        model = _one_op("DEQUANTIZE", qv.shape, dict(dtype=dtype, scale=[scale], zero_point=[zp]), dict(dtype=np.float32))
+        got = _stock_run(interpreter_cls, resolver_type, model, qv).reshape(-1)
         cands = [r for r in cands if np.array_equal(got.view(np.uint32), dequantize(qv, scale, zp, r).view(np.uint32))]
     return cands[0] if cands else None
 
@@ -223,11 +226,7 @@ def detect(interpreter_cls=None, resolver_type=None) -> dict:
             cands = _CANDIDATES if op == "DEPTHWISE_CONV_2D" else _CANDIDATES[:4]
             for real, m, shift in _PROBES:
                 model, xv, acc, zp = _probe(op, dtype, real)
-                it = interpreter_cls(model_content=model, experimental_op_resolver_type=resolver_type)
-                it.allocate_tensors()
-                it.set_tensor(it.get_input_details()[0]["index"], xv)
-                it.invoke()
-                got = it.get_tensor(it.get_output_details()[0]["index"]).astype(np.int64).reshape(acc.shape)
+                got = _stock_run(interpreter_cls, resolver_type, model, xv).astype(np.int64).reshape(acc.shape)
                 cands = [r for r in cands if np.array_equal(_expected(acc, m, shift, r, zp, lo, hi), got)]
             found[(op, name)] = cands[0] if cands else None
         found[("QUANTIZE", name)] = _detect_quantize(interpreter_cls, resolver_type, dtype)

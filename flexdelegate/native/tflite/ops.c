@@ -267,11 +267,19 @@ static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
   return fx_qlayer_check(g, n);
 }
 
+/* CONV_2D's and DEPTHWISE_CONV_2D's window (padding, strides, dilations) and fused activation. */
+static const char *read_window(fx_node *n, int padding, int sw, int sh, int dw, int dh, int act) {
+  conv_params(n, padding, sw, sh, dw, dh);
+  const char *e = check_window(n, padding);
+  return e ? e : map_act(act, &n->act);
+}
+
 static const char *read_conv(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteConvParams *p = bd;
   const char *e;
-  conv_params(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor, p->dilation_height_factor);
-  if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  if ((e = read_window(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor,
+                       p->dilation_height_factor, p->activation)))
+    return e;
   if (is_q8(g->tensors[n->in[0]].dtype)) return read_qconv(g, n, p->activation, FX_OP_QCONV);
   return conv_tensors(g, n);
 }
@@ -279,8 +287,9 @@ static const char *read_conv(fx_graph *g, fx_node *n, const void *bd) {
 static const char *read_depthwise(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteDepthwiseConvParams *p = bd;
   const char *e;
-  conv_params(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor, p->dilation_height_factor);
-  if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  if ((e = read_window(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor,
+                       p->dilation_height_factor, p->activation)))
+    return e;
   const int q8 = is_q8(g->tensors[n->in[0]].dtype);
   if (!q8 && (e = conv_tensors(g, n))) return e;
   /* The multiplier follows from the shapes (newer converters leave the param 0). */
