@@ -100,8 +100,8 @@ def cache_check(path) -> str | None:
     raw = os.fsencode(path)
     if b"\0" in raw:
         return "not a valid path"
-    msg = ffi.new("char[]", 256)
-    rc = lib.flex_cache_check(raw, msg, 256)
+    msg = ffi.new("char[]", lib.FLEX_MSG_LEN)
+    rc = lib.flex_cache_check(raw, msg, lib.FLEX_MSG_LEN)
     return None if rc == 0 else "missing" if rc == 1 else ffi.string(msg).decode(errors="replace")
 
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._native import lib as api
 from ._native_testing_ext import ffi, lib
 
-AWAY, UP, SINGLE, AWAY_SAT = 0, 1, 2, 3   # requant.h's FX_RQ_*
-ACTS = {"NONE": 0, "RELU": 1, "RELU_N1_TO_1": 2, "RELU6": 3}
+AWAY, UP, SINGLE, AWAY_SAT = api.FLEX_RQ_AWAY, api.FLEX_RQ_UP, api.FLEX_RQ_SINGLE, api.FLEX_RQ_AWAY_SAT
+ACTS = {"NONE": api.FLEX_ACT_NONE, "RELU": api.FLEX_ACT_RELU, "RELU_N1_TO_1": api.FLEX_ACT_RELU_N1_TO_1,
+        "RELU6": api.FLEX_ACT_RELU6}
 NO_TAIL = 2**31 - 1
 
 
@@ -100,7 +102,7 @@ def dwconv(variant: int, x, w, bias, *, depth_mult: int = 1, zx: int, zw: int = 
 
 
 # ---- the element-wise integer ops (kernels/qs8-ops) ----
-STOCK_PORTABLE, STOCK_NEON = 0, 1   # qs8-ops.h's FX_STOCK_*: the arithmetic to reproduce
+STOCK_PORTABLE, STOCK_NEON = api.FLEX_STOCK_PORTABLE, api.FLEX_STOCK_NEON  # the arithmetic to reproduce
 BINARY_OPS = {"ADD": 0, "SUB": 1, "MUL": 2}
 LUT_KINDS = {"REQUANTIZE": (0, 0), "RELU": (1, 0), "RELU6": (1, 1), "RELU_N1_TO_1": (1, 2),
              "RELU_0_TO_1": (1, 3), "LEAKY_RELU": (2, 0), "HARD_SWISH": (3, 0),

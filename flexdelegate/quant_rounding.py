@@ -2,7 +2,7 @@
 
 Stock TFLite is not one arithmetic: ruy's x86 kernels, gemmlowp, TFLite's own scalar code and
 NEON_2_SSE paths round ties differently, and tflite-runtime 2.14 and ai-edge-litert 2.3 route
-the same op to different ones (native/kernels/quant/README.md has the table and the evidence).
+the same op to different ones (native/kernels/quant/NOTES.md has the table and the evidence).
 A delegate that promises bit-exact outputs therefore asks the interpreter: `detect()` runs three
 tiny single-op models per type whose outputs hit exact ties in both rounding steps, and returns,
 per (op, type), the rule of requant.h that reproduces every output, or None (leave that op to
@@ -13,9 +13,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._native import lib
 from .tflite.writer import ModelBuilder
 
-AWAY, UP, SINGLE, AWAY_SAT = 0, 1, 2, 3  # requant.h's FX_RQ_*
+# The "_rounding" option's values (flex_api.h): requantization rules (kernels/quant/requant.h)
+AWAY, UP, SINGLE, AWAY_SAT = lib.FLEX_RQ_AWAY, lib.FLEX_RQ_UP, lib.FLEX_RQ_SINGLE, lib.FLEX_RQ_AWAY_SAT
 OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")  # and QUANTIZE from float (AWAY or None)
 
 
@@ -120,7 +122,7 @@ def _expected(acc, m: int, shift: int, rule: Rounding, zp: int, lo: int, hi: int
 # of the flat tensor when split8, tail_rounding of the rest): Q_AWAY = TFLite's scalar loop,
 # (int32)round_half_away((double)x / scale); Q_RECIP_EVEN = its NEON loop (LiteRT's x86 build
 # via NEON_2_SSE): x * (float)(1 / scale) in float, rounded half to even, 8 values at a time.
-Q_AWAY, Q_RECIP_EVEN = 0, 1
+Q_AWAY, Q_RECIP_EVEN = lib.FLEX_QUANT_AWAY, lib.FLEX_QUANT_RECIP_EVEN
 _QUANTIZE_CANDIDATES = [Rounding(Q_AWAY), Rounding(Q_RECIP_EVEN, Q_AWAY, True)]
 
 
@@ -149,21 +151,32 @@ def _quantize_probe_inputs() -> list[tuple[float, np.ndarray]]:
     return [(0.25, ties), (0.1, near.astype(np.float32)), (0.25, ties[140:153])]
 
 
+def _stock_run(interpreter_cls, resolver_type, model: bytes, xv: np.ndarray) -> np.ndarray:
+    """The stock interpreter's output of a one-input, one-output model on xv."""
+    it = interpreter_cls(model_content=model, experimental_op_resolver_type=resolver_type)
+    it.allocate_tensors()
+    it.set_tensor(it.get_input_details()[0]["index"], xv)
+    it.invoke()
+    return it.get_tensor(it.get_output_details()[0]["index"])
+
+
+def _one_op(op: str, shape, x_type: dict, y_type: dict) -> bytes:
+    """A model of one op from an input of `shape` to an output of that shape (dtype, scale, ...)."""
+    b = ModelBuilder()
+    x = b.input(shape, **x_type)
+    y = b.tensor(shape, **y_type)
+    b.op(op, [x], [y])
+    b.output(y)
+    return b.build()
+
+
 def _detect_quantize(interpreter_cls, resolver_type, dtype) -> Rounding | None:
     lo, hi = (0, 255) if dtype == np.uint8 else (-128, 127)
     zp = 128 if dtype == np.uint8 else 3
     cands = list(_QUANTIZE_CANDIDATES)
     for scale, xv in _quantize_probe_inputs():
-        b = ModelBuilder()
-        x = b.input(xv.shape, dtype=np.float32)
-        y = b.tensor(xv.shape, dtype=dtype, scale=[scale], zero_point=[zp])
-        b.op("QUANTIZE", [x], [y])
-        b.output(y)
-        it = interpreter_cls(model_content=b.build(), experimental_op_resolver_type=resolver_type)
-        it.allocate_tensors()
-        it.set_tensor(it.get_input_details()[0]["index"], xv)
-        it.invoke()
-        got = it.get_tensor(it.get_output_details()[0]["index"]).astype(np.int64)
+        model = _one_op("QUANTIZE", xv.shape, dict(dtype=np.float32), dict(dtype=dtype, scale=[scale], zero_point=[zp]))
+        got = _stock_run(interpreter_cls, resolver_type, model, xv).astype(np.int64)
         cands = [r for r in cands if np.array_equal(got, quantize(xv, scale, zp, lo, hi, r))]
     return cands[0] if cands else None
 
@@ -191,16 +204,8 @@ def _detect_dequantize(interpreter_cls, resolver_type, dtype) -> Rounding | None
     cands = list(_DEQUANTIZE_CANDIDATES)
     for scale, zp, n in ((0.1, (lo + hi) // 2 + 1, 256), (0.1, lo + 3, 13), (0.0123, hi - 5, 256)):
         qv = np.resize(np.arange(lo, hi + 1), n).astype(dtype)
-        b = ModelBuilder()
-        x = b.input(qv.shape, dtype=dtype, scale=[scale], zero_point=[zp])
-        y = b.tensor(qv.shape, dtype=np.float32)
-        b.op("DEQUANTIZE", [x], [y])
-        b.output(y)
-        it = interpreter_cls(model_content=b.build(), experimental_op_resolver_type=resolver_type)
-        it.allocate_tensors()
-        it.set_tensor(it.get_input_details()[0]["index"], qv)
-        it.invoke()
-        got = it.get_tensor(it.get_output_details()[0]["index"]).reshape(-1)
+        model = _one_op("DEQUANTIZE", qv.shape, dict(dtype=dtype, scale=[scale], zero_point=[zp]), dict(dtype=np.float32))
+        got = _stock_run(interpreter_cls, resolver_type, model, qv).reshape(-1)
         cands = [r for r in cands if np.array_equal(got.view(np.uint32), dequantize(qv, scale, zp, r).view(np.uint32))]
     return cands[0] if cands else None
 
@@ -221,11 +226,7 @@ def detect(interpreter_cls=None, resolver_type=None) -> dict:
             cands = _CANDIDATES if op == "DEPTHWISE_CONV_2D" else _CANDIDATES[:4]
             for real, m, shift in _PROBES:
                 model, xv, acc, zp = _probe(op, dtype, real)
-                it = interpreter_cls(model_content=model, experimental_op_resolver_type=resolver_type)
-                it.allocate_tensors()
-                it.set_tensor(it.get_input_details()[0]["index"], xv)
-                it.invoke()
-                got = it.get_tensor(it.get_output_details()[0]["index"]).astype(np.int64).reshape(acc.shape)
+                got = _stock_run(interpreter_cls, resolver_type, model, xv).astype(np.int64).reshape(acc.shape)
                 cands = [r for r in cands if np.array_equal(_expected(acc, m, shift, r, zp, lo, hi), got)]
             found[(op, name)] = cands[0] if cands else None
         found[("QUANTIZE", name)] = _detect_quantize(interpreter_cls, resolver_type, dtype)
@@ -246,7 +247,7 @@ def option_text(found: dict) -> str:
     return ",".join(parts)
 
 
-STOCK_PORTABLE, STOCK_NEON = 0, 1  # kernels/qs8-ops/qs8-ops.h's FX_STOCK_*
+STOCK_PORTABLE, STOCK_NEON = lib.FLEX_STOCK_PORTABLE, lib.FLEX_STOCK_NEON  # kernels/qs8-ops' arithmetic
 # The element-wise integer ops whose arithmetic differs between the two stock builds: their
 # "_rounding" entry carries stock_arithmetic() (tflite/ops.c read_qelem).
 ELEMENTWISE = [("ADD", "int8"), ("ADD", "uint8"), ("MUL", "int8"), ("MUL", "uint8"), ("MEAN", "int8"),

@@ -19,11 +19,9 @@ def min_budget(model, cache, **opts) -> float:
     try:
         make_interpreter(model, delegate=load_flex(budget=0.01, cache_path=str(cache), **opts))
     except BudgetError as e:  # make_interpreter raises the delegate's last_error()
-        text = str(e)
-    else:
-        raise AssertionError("a 0.01 MB budget was accepted")
-    assert "infeasible" in text and "minimum is" in text and "node" in text
-    return float(text.split("minimum is ")[1].split(" MB")[0])
+        assert "infeasible" in str(e) and e.node >= 0 and e.op
+        return e.min_budget_mb
+    raise AssertionError("a 0.01 MB budget was accepted")
 
 
 def heavy_model(seed=0, fc=1536, size=16, c=32) -> bytes:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from .arena import min_budget, plan, simulate
 from .graph import ALIGN, MB, Graph, GraphError, KernelOption, Layer, Tensor
-from .result import Block, BudgetError, LayerPlan, Plan, Slot
+from .result import Block, BudgetTooSmall, LayerPlan, Plan, Slot
 
 __all__ = ["plan", "min_budget", "simulate", "Graph", "GraphError", "Tensor",
-           "KernelOption", "Layer", "Plan", "LayerPlan", "Slot", "Block", "BudgetError",
+           "KernelOption", "Layer", "Plan", "LayerPlan", "Slot", "Block", "BudgetTooSmall",
            "MB", "ALIGN"]
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from .choice import choose, layer_min_need
 from .graph import ALIGN, Graph, align
-from .result import Block, BudgetError, LayerPlan, Plan, Slot
+from .result import Block, BudgetTooSmall, LayerPlan, Plan, Slot
 from .slicing import SLICE_COST_US, Form, slice_for_limit, split
 
 _INF = 1 << 62
@@ -179,9 +179,9 @@ def min_budget(graph: Graph) -> tuple[int, int]:
     return lay.min_cap, lay.bottleneck
 
 
-def _budget_error(graph: Graph, budget: int) -> BudgetError:
+def _budget_error(graph: Graph, budget: int) -> BudgetTooSmall:
     lay = layout(graph)
-    return BudgetError(budget, lay.min_cap, lay.bottleneck, graph.layers[lay.bottleneck].op)
+    return BudgetTooSmall(budget, lay.min_cap, lay.bottleneck, graph.layers[lay.bottleneck].op)
 
 
 # ---------------------------------------------------------------- building one plan
@@ -461,7 +461,7 @@ def _finer(forms: list, gran: int, slice_cost_us: float) -> list:
 
 def plan(graph: Graph, budget_bytes: int, threads: int = 1, isa: str = "",
          max_preload: int = 50, *, slice_cost_us: float = SLICE_COST_US) -> Plan:
-    """Plan `graph` into `budget_bytes`. Raises BudgetError below the minimum budget."""
+    """Plan `graph` into `budget_bytes`. Raises BudgetTooSmall below the minimum budget."""
     lay = layout(graph)
     cap = int(budget_bytes) // ALIGN * ALIGN
     if cap < lay.min_cap:

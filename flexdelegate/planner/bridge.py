@@ -12,7 +12,7 @@ from .arena import plan as make_plan
 from .cache import PlanCache
 from .check import verify
 from .graph import Graph, KernelOption, Layer, Tensor
-from .result import BudgetError
+from .result import BudgetTooSmall
 
 # flex_api.h's enums by the planner's names: tensor kinds, slicings and the FLEX_KERNEL_* a
 # kernel option is named after ("gemm", "gemm-rows", ...; the node's own kernel, FLEX_KERNEL_NODE,
@@ -144,7 +144,7 @@ def fill_plan(ffi, desc, out) -> int:
         for i, off in enumerate(offsets):
             out.tensor_offsets[i] = off
         return 0
-    except BudgetError as e:
+    except BudgetTooSmall as e:
         node = desc.layers[e.layer].node if 0 <= e.layer < desc.n_layers else -1
         # In the user's terms (arena + what the budget also holds), rounded up so the figure
         # quoted back as a budget is feasible.

@@ -8,8 +8,10 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 
+from .._native import lib
+
 MB = 1 << 20
-ALIGN = 64  # every arena block starts and ends on a 64-byte boundary (cache line, AVX-512)
+ALIGN = lib.FLEX_ARENA_ALIGN  # every arena block starts and ends on a multiple (flex_api.h)
 
 
 def align(n: int) -> int:

@@ -16,8 +16,10 @@ from dataclasses import asdict, dataclass, field
 from .graph import MB
 
 
-class BudgetError(ValueError):
-    """The budget cannot hold the graph. `min_budget_bytes` is the smallest that can."""
+class BudgetTooSmall(ValueError):
+    """The budget cannot hold the graph. `min_budget_bytes` is the smallest that can. The planner's
+    own (bytes, layer index); the bridge turns it into C's flex_error, which the public
+    flexdelegate.BudgetError reports (MB, TFLite node)."""
 
     def __init__(self, budget_bytes: int, min_budget_bytes: int, layer: int, op: str):
         self.budget_bytes, self.min_budget_bytes = budget_bytes, min_budget_bytes

@@ -1,6 +1,7 @@
 """A Winograd conv under a budget: the whole transformed blob when it fits, output-channel slices
 of it when only those fit, its im2col GEMM form below that; the same answers at every budget;
-the GEMM form packed only under a budget; stats() and `flexdelegate plan` name what runs."""
+the GEMM form stored beside the Winograd blob at every load; stats() and `flexdelegate plan` name what
+runs."""
 import subprocess
 import sys
 

@@ -1,4 +1,4 @@
-"""Transformer patterns as the TFLite converter spells them (kernels/attention/README.md), written
+"""Transformer patterns as the TFLite converter spells them (kernels/attention/NOTES.md), written
 with our own writer: each fusion where its pattern holds (stats name the fused kernel) and
 refused where it does not (the ops run one by one), both against stock."""
 from __future__ import annotations
@@ -131,7 +131,7 @@ def _attention_kernels(stats):
 def mha_graph(b_=1, sq=12, sk=None, heads=2, dim=16, *, mask="none", scale=True, adj_y=False,
               out_transpose=True, scores_out=False, beta=1.0, k_perm=(0, 2, 3, 1), fill=-2.3726709e38,
               seed=0):
-    """Keras MultiHeadAttention as the converter writes it (kernels/attention/README.md): Q, K, V
+    """Keras MultiHeadAttention as the converter writes it (kernels/attention/NOTES.md): Q, K, V
     FULLY_CONNECTED (keep_num_dims) -> RESHAPE [B,S,H,D] -> TRANSPOSE; BATCH_MATMUL(Q, Kᵀ) -> MUL
     1/√D -> [SELECT_V2(mask, ·, fill)] -> SOFTMAX -> BATCH_MATMUL(·, V) -> TRANSPOSE -> RESHAPE.
     mask: none | causal (constant) | causal_offset (constant, keys ahead by 1) | constant

@@ -184,6 +184,20 @@ def _run(model, flex, seed, threads, specials=False, stock="reference", run=True
     return ("ok", outputs, stats)
 
 
+def _min_budget(model, flex):
+    """("refused", MB, message): the minimum budget a load of `model` with `flex` and a 0.01 MB
+    budget names, read from its BudgetError's field; ("ok",) if that budget was accepted."""
+    from flexdelegate import BudgetError, load_flex
+    from flexdelegate.planner import bridge
+    from flexdelegate.run import make_interpreter
+    bridge._memo.clear()
+    try:
+        make_interpreter(model, delegate=load_flex(**flex, budget=0.01))
+    except BudgetError as e:
+        return ("refused", e.min_budget_mb, str(e))
+    return ("ok",)
+
+
 def _plan_info(model, flex):
     """The budget planner's graph and plan key inputs after one load (for the plan target)."""
     from flexdelegate import load_flex
@@ -202,7 +216,7 @@ def _plan_info(model, flex):
 
 def _serve(rfd: int, wfd: int) -> None:
     os.dup2(2, 1)  # prints from the runtime must not reach the protocol pipe (it is not fd 1)
-    handlers = {"run": _run, "plan_info": _plan_info, "ping": lambda: ("ok",)}
+    handlers = {"run": _run, "min_budget": _min_budget, "plan_info": _plan_info, "ping": lambda: ("ok",)}
     while True:
         try:
             request = _recv(rfd)

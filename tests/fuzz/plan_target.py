@@ -54,9 +54,9 @@ class PlanTarget:
         assert out[0] == "ok", out
         self.ref = out[1]
         cache = str(self.dir / "weights.fxc")
-        low = self.engine.run(self.model, {"cache_path": cache, "budget": 0.01})
-        assert low[0] == "refused" and "minimum is" in low[1], low
-        minimum = float(low[1].split("minimum is ")[1].split(" MB")[0])
+        low = self.engine.call("min_budget", self.model, {"cache_path": cache})
+        assert low[0] == "refused", low
+        minimum = low[1]
         self.flex = {"cache_path": cache, "budget": round(minimum + 0.05, 2)}
         _, self.graph, self.budget_bytes, self.isa, self.threads = self.engine.call("plan_info", self.model, self.flex)
         self.key = plan_key(self.graph, self.budget_bytes, self.isa, self.threads)

@@ -5,8 +5,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from flexdelegate import _native_testing as testing
+from flexdelegate._native import lib
 
-ALIGN = 64
+ALIGN = lib.FLEX_ARENA_ALIGN
 
 
 def overlaps(sizes, first, last, offsets):

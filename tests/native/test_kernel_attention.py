@@ -1,7 +1,7 @@
 """kernels/attention: every fused-attention variant this CPU runs (and NEON under qemu) against
 float64 and the scalar variant (tests/native/attention_check.c), then this CPU's variant against
 stock TFLite running the converter's unfused sub-graph (BATCH_MATMUL, MUL, SELECT_V2 / ADD,
-SOFTMAX, BATCH_MATMUL; attention/README.md) on the same tensors, with its masks."""
+SOFTMAX, BATCH_MATMUL; attention/NOTES.md) on the same tensors, with its masks."""
 import ctypes
 
 import numpy as np

@@ -1,6 +1,6 @@
 """kernels/layernorm: every LayerNorm kernel this CPU runs (and NEON under qemu) against the scalar
 reference and float64 (tests/native/layernorm_check.c), then this CPU's kernel against stock
-TFLite running the converter's op-by-op LayerNorm graph (attention/README.md) on the same rows."""
+TFLite running the converter's op-by-op LayerNorm graph (attention/NOTES.md) on the same rows."""
 import ctypes
 
 import numpy as np

@@ -1,7 +1,7 @@
 """Kernel choice degrades with the budget; graphs validate and hash stably."""
 import pytest
 
-from flexdelegate.planner import MB, BudgetError, Graph, GraphError, KernelOption, Layer, Tensor
+from flexdelegate.planner import MB, BudgetTooSmall, Graph, GraphError, KernelOption, Layer, Tensor
 from flexdelegate.planner import min_budget, plan, simulate
 from flexdelegate.planner.check import verify
 from flexdelegate.planner.choice import NoFit, choose_for_budget
@@ -52,7 +52,7 @@ def test_plan_degrades_and_pins_at_large_budget():
     big = plan(g, 1 << 34)
     assert big.layers[0].pinned and big.layers[0].kernel == "winograd6"
     assert simulate(big, g) == pytest.approx(min(o.compute_us for o in g.layers[0].options))
-    with pytest.raises(BudgetError):
+    with pytest.raises(BudgetTooSmall):
         plan(g, lo - 1)
 
 

@@ -2,7 +2,7 @@
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from flexdelegate.planner import MB, BudgetError, min_budget, plan, simulate
+from flexdelegate.planner import MB, BudgetTooSmall, min_budget, plan, simulate
 from flexdelegate.planner.check import verify
 from synthetic import random_graph
 
@@ -21,14 +21,14 @@ def test_random_plans_are_valid(seed, frac, preload):
     lo, bottleneck = min_budget(g)
     budget = int(lo * frac)
     if budget < lo:
-        with pytest.raises(BudgetError) as e:
+        with pytest.raises(BudgetTooSmall) as e:
             plan(g, budget, max_preload=preload)
         err = e.value
         assert err.min_budget_bytes == lo and err.layer == bottleneck
         assert f"{lo / MB:.2f} MB" in str(err) and g.layers[bottleneck].op in str(err)
         p = plan(g, err.min_budget_bytes, max_preload=preload)  # the stated minimum works
         verify(p, g)
-        with pytest.raises(BudgetError):
+        with pytest.raises(BudgetTooSmall):
             plan(g, err.min_budget_bytes - MB, max_preload=preload)
         return
     p = plan(g, budget, max_preload=preload)

@@ -1,6 +1,6 @@
 """NumPy models of how stock TFLite computes integer CONV_2D / DEPTHWISE_CONV_2D /
 FULLY_CONNECTED, with the requantization rounding as a parameter, so the stock interpreters can
-be compared against each candidate (flexdelegate/native/kernels/quant/README.md has the facts).
+be compared against each candidate (flexdelegate/native/kernels/quant/NOTES.md has the facts).
 
 Everything is exact int64 arithmetic; int32 wrap-around is modelled where C wraps."""
 import math

@@ -23,7 +23,7 @@ SHAPES = [  # (a, b): equal, five-fold element-wise, scalar-broadcast, swapped, 
     ((2, 1, 3, 1, 9), (2, 4, 3, 5, 9)), ((1, 10, 10, 96), (1, 1, 1, 96)),
 ]
 # tflite-runtime 2.14 aborts (a failed check in its 4-D slow broadcast) on MUL broadcasts that
-# neither fold into five dimensions nor fit in four; LiteRT runs them (README.md "MUL").
+# neither fold into five dimensions nor fit in four; LiteRT runs them (kernels/qs8-ops/NOTES.md "MUL").
 STOCK_ABORTS = lambda op, a, b: (RUNTIME == "tflite-runtime" and op == "MUL"  # noqa: E731
                                  and max(len(a), len(b)) > 4)
 ACT_NAMES = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]

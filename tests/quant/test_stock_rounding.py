@@ -1,4 +1,4 @@
-"""The facts of native/kernels/quant/README.md, kept honest on whichever stock interpreter is
+"""The facts of native/kernels/quant/NOTES.md, kept honest on whichever stock interpreter is
 installed: quant_rounding.detect() finds the documented rule per (op, type) on x86-64, and on
 random single-op models that rule (NumPy model, tests/quant/qmodel.py) reproduces every output
 while the other candidate rules do not."""

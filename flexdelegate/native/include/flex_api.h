@@ -28,6 +28,19 @@ enum {
   FLEX_ACT_SIGMOID = 5, FLEX_ACT_SWISH = 6, FLEX_ACT_GELU = 7, FLEX_ACT_GELU_TANH = 8
 };
 
+/* The internal option "_rounding" (quant_rounding.py -> tflite/options.c): per (builtin, type),
+ * the stock arithmetic the delegate reproduces. Requantizing layers: a FLEX_RQ_* rule
+ * (kernels/quant/requant.h says what each computes); QUANTIZE / DEQUANTIZE to or from float:
+ * FLEX_QUANT_AWAY (TFLite's scalar loop) or FLEX_QUANT_RECIP_EVEN (its NEON loop, ir/exec.c);
+ * the element-wise ops ADD / MUL / MEAN: FLEX_STOCK_* (kernels/qs8-ops/qs8-ops.h). */
+enum { FLEX_RQ_AWAY = 0, FLEX_RQ_UP = 1, FLEX_RQ_SINGLE = 2, FLEX_RQ_AWAY_SAT = 3 };
+enum { FLEX_QUANT_AWAY = 0, FLEX_QUANT_RECIP_EVEN = 1 };
+enum { FLEX_STOCK_PORTABLE = 0, FLEX_STOCK_NEON = 1 };
+
+/* The memory planners' alignment: every arena block starts and ends on a multiple of it
+ * (cache line, AVX-512 vector); the Python planner and the C plan check share it. */
+enum { FLEX_ARENA_ALIGN = 64 };
+
 /* ---- the TFLite external-delegate plugin (the runtime finds these with dlsym) ---- */
 /* The delegate is opaque here: Python only passes the pointer back. */
 void *tflite_plugin_create_delegate(char **keys, char **values, size_t n,

@@ -469,12 +469,12 @@ const struct fx_conv_pack *fx_node_pack(const fx_node *n, int kernel) {
   return NULL;
 }
 
-/* Float -> integer QUANTIZE, one value, under stock's rule (quant_rounding.py: Q_AWAY = 0,
- * TFLite's scalar loop: (int32)round_half_away((double)x / scale); Q_RECIP_EVEN = 1, its NEON
+/* Float -> integer QUANTIZE, one value, under stock's rule (FLEX_QUANT_AWAY,
+ * TFLite's scalar loop: (int32)round_half_away((double)x / scale); FLEX_QUANT_RECIP_EVEN, its NEON
  * loop: x * (float)(1 / scale) rounded half to even). A value past int32 (inf, NaN) becomes
  * INT32_MIN, as x86's conversions give it; the zero point is a wrapping int32 add. */
 static int32_t quantize_one(float x, double scale, float inv, int rule, int32_t zp) {
-  const double r = rule == 1 ? (double)nearbyintf(x * inv) : round((double)x / scale);
+  const double r = rule == FLEX_QUANT_RECIP_EVEN ? (double)nearbyintf(x * inv) : round((double)x / scale);
   const int32_t v = r >= -2147483648.0 && r < 2147483648.0 ? (int32_t)r : INT32_MIN;
   return (int32_t)((uint32_t)v + (uint32_t)zp);
 }
@@ -483,8 +483,8 @@ static int32_t quantize_one(float x, double scale, float inv, int rule, int32_t 
  * first count - count % 8 values and tail_rounding on the rest when split (tail_from == 0),
  * clamped to the type. Int -> int with equal scales moves the zero point (stock's requantize by
  * exactly 1.0 rounds nothing). Int -> float (DEQUANTIZE), the same split of rules
- * (quant_rounding.py): 0, scale * (float)(q - zero point), one rounding of an exact product
- * (TFLite's scalar loop); 1, (float)q * scale - (float)zp * scale in float (its NEON loop). */
+ * (quant_rounding.py): FLEX_QUANT_AWAY, scale * (float)(q - zero point), one rounding of an exact
+ * product (TFLite's scalar loop); FLEX_QUANT_RECIP_EVEN, (float)q * scale - (float)zp * scale in float (its NEON loop). */
 int fx_run_quantize(fx_graph *g, fx_node *n, fx_pool *pool) {
   (void)pool;
   const fx_tensor *x = XT, *y = YT;
@@ -497,7 +497,7 @@ int fx_run_quantize(fx_graph *g, fx_node *n, fx_pool *pool) {
     float *out = y->ptr;
     for (size_t i = 0; i < count; i++) {
       const int32_t v = xu8 ? ((const uint8_t *)x->ptr)[i] : ((const int8_t *)x->ptr)[i];
-      const int mul_sub = (i < main ? n->qout.rounding : n->qout.tail_rounding) == 1;
+      const int mul_sub = (i < main ? n->qout.rounding : n->qout.tail_rounding) == FLEX_QUANT_RECIP_EVEN;
       out[i] = mul_sub ? (float)v * scale - zp_scaled : scale * (float)(v - zp);
     }
     return 0;

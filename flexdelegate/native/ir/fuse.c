@@ -76,7 +76,7 @@ static int fuse_residual(fx_graph *g, fx_node *n, fx_node *add) {
   return 0;
 }
 
-/* ---- LayerNorm: the converter's op-by-op spellings (kernels/attention/README.md) become one
+/* ---- LayerNorm: the converter's op-by-op spellings (kernels/attention/NOTES.md) become one
  * LAYERNORM node (kernels/layernorm). Starting at MEAN(x) over the last axis:
  *   mean = MEAN(x); var = MEAN(SQUARED_DIFFERENCE(x, mean)); r = RSQRT(ADD(var, eps))
  *   affine:  [-mean = NEG(mean)]; g = MUL(r, gamma) or r; y = ADD(MUL(x, g), [ADD](MUL(-mean, g), [beta]))
@@ -128,54 +128,56 @@ static void take(ln_match *m, fx_node *n) {
   if (m->n < LN_MAX_NODES) m->nodes[m->n++] = n;
 }
 
-/* MEAN(x) -> ... -> y; the last node of the pattern, or NULL (and *ln set) when it holds. */
-static fx_node *match_layernorm(fx_graph *g, fx_node *m1, ln_match *lm, int *gamma, int *beta, float *eps, int *mode) {
+/* MEAN(x), SQUARED_DIFFERENCE(x, mean), MEAN, ADD(eps), RSQRT: the tensor r = rsqrt(var + eps), or
+ * -1; *neg is the NEG(mean) the affine form also reads mean with (NULL: the rms form). */
+static int match_inv_std(fx_graph *g, fx_node *m1, ln_match *lm, fx_node **neg, float *eps) {
   const int x = m1->in[0], mean = m1->out[0];
-  const fx_shape *xs = &g->tensors[x].shape;
-  if (g->tensors[x].dtype != FX_F32 || !is_mean_last(g, m1, x) || !is_f32_arena(g, mean)) return NULL;
-  const int c = xs->d[xs->rank - 1];
-  fx_node *who[2], *neg = NULL, *sd = NULL;
+  if (g->tensors[x].dtype != FX_F32 || !is_mean_last(g, m1, x) || !is_f32_arena(g, mean)) return -1;
+  fx_node *who[2], *sd = NULL;
   const int uses = readers(g, mean, who);
-  if (uses < 1 || uses > 2) return NULL;
+  if (uses < 1 || uses > 2) return -1;
   for (int k = 0; k < uses; k++) {
     fx_node *w = who[k];
-    if (w->kind == FX_OP_UNARY && w->p.un.kind == FX_U_NEG && plain(w) && !neg) neg = w;
+    if (w->kind == FX_OP_UNARY && w->p.un.kind == FX_U_NEG && plain(w) && !*neg) *neg = w;
     else if (is_binary(w, FX_B_SQDIFF) && other_of(w, mean) == x && !sd) sd = w;
   }
-  if (!sd || (uses == 2 && !neg)) return NULL;
+  if (!sd || (uses == 2 && !*neg)) return -1;
   take(lm, m1);
   take(lm, sd);
   fx_node *m2 = sole_reader(g, sd->out[0]);
-  if (!m2 || !is_mean_last(g, m2, sd->out[0])) return NULL;
+  if (!m2 || !is_mean_last(g, m2, sd->out[0])) return -1;
   take(lm, m2);
   fx_node *add_eps = sole_reader(g, m2->out[0]);
-  if (!add_eps || !is_binary(add_eps, FX_B_ADD)) return NULL;
+  if (!add_eps || !is_binary(add_eps, FX_B_ADD)) return -1;
   const int e = other_of(add_eps, m2->out[0]);
   if (e < 0 || g->tensors[e].storage != FX_ST_CONST || g->tensors[e].dtype != FX_F32 ||
       fx_shape_numel(&g->tensors[e].shape) != 1 || !g->tensors[e].cdata)
-    return NULL;
+    return -1;
   *eps = *(const float *)g->tensors[e].cdata;
   take(lm, add_eps);
   fx_node *rs = sole_reader(g, add_eps->out[0]);
-  if (!rs || rs->kind != FX_OP_UNARY || rs->p.un.kind != FX_U_RSQRT || !plain(rs)) return NULL;
+  if (!rs || rs->kind != FX_OP_UNARY || rs->p.un.kind != FX_U_RSQRT || !plain(rs)) return -1;
   take(lm, rs);
-  const int r = rs->out[0];
-  if (!is_f32_arena(g, r)) return NULL;
-  *gamma = *beta = -1;
-  if (!neg) { /* rms: MUL(MUL(x, r), gamma) or MUL(x, r) */
-    fx_node *xr = sole_reader(g, r);
-    if (!xr || !is_binary(xr, FX_B_MUL) || other_of(xr, r) != x) return NULL;
-    take(lm, xr);
-    *mode = FX_LN_KERAS_RMS;
-    fx_node *gm = is_f32_arena(g, xr->out[0]) ? sole_reader(g, xr->out[0]) : NULL;
-    if (gm && is_binary(gm, FX_B_MUL) && is_row_const(g, other_of(gm, xr->out[0]), c)) {
-      *gamma = other_of(gm, xr->out[0]);
-      take(lm, gm);
-      return gm;
-    }
-    return xr;
+  return is_f32_arena(g, rs->out[0]) ? rs->out[0] : -1;
+}
+
+/* Keras' rms_scaling form after r: MUL(MUL(x, r), gamma) or MUL(x, r); its last node or NULL. */
+static fx_node *match_rms(fx_graph *g, ln_match *lm, int x, int r, int c, int *gamma) {
+  fx_node *xr = sole_reader(g, r);
+  if (!xr || !is_binary(xr, FX_B_MUL) || other_of(xr, r) != x) return NULL;
+  take(lm, xr);
+  fx_node *gm = is_f32_arena(g, xr->out[0]) ? sole_reader(g, xr->out[0]) : NULL;
+  if (gm && is_binary(gm, FX_B_MUL) && is_row_const(g, other_of(gm, xr->out[0]), c)) {
+    *gamma = other_of(gm, xr->out[0]);
+    take(lm, gm);
+    return gm;
   }
-  *mode = FX_LN_AFFINE;
+  return xr;
+}
+
+/* The affine form after r: g = MUL(r, gamma) (or r), x*g + (-mean)*g [+ beta]; its last ADD or NULL. */
+static fx_node *match_affine(fx_graph *g, ln_match *lm, int x, int r, fx_node *neg, int c, int *gamma, int *beta) {
+  fx_node *who[2];
   take(lm, neg);
   const int nm = neg->out[0];
   if (!sole_reader(g, nm)) return NULL;
@@ -208,9 +210,26 @@ static fx_node *match_layernorm(fx_graph *g, fx_node *m1, ln_match *lm, int *gam
     last = sole_reader(g, shift);
     if (!last || !is_binary(last, FX_B_ADD) || other_of(last, shift) != b->out[0]) return NULL;
   }
-  if (!sole_reader(g, b->out[0])) return NULL;
-  if (!fx_shape_equal(&g->tensors[last->out[0]].shape, xs)) return NULL;
-  return last;
+  return sole_reader(g, b->out[0]) ? last : NULL;
+}
+
+/* MEAN(x) -> ... -> y; the last node of the pattern, or NULL (and *ln set) when it holds. */
+static fx_node *match_layernorm(fx_graph *g, fx_node *m1, ln_match *lm, int *gamma, int *beta, float *eps, int *mode) {
+  fx_node *neg = NULL;
+  const int r = match_inv_std(g, m1, lm, &neg, eps);
+  if (r < 0) return NULL;
+  const int x = m1->in[0];
+  const fx_shape *xs = &g->tensors[x].shape;
+  const int c = xs->d[xs->rank - 1];
+  *gamma = *beta = -1;
+  if (!neg) {
+    fx_node *last = match_rms(g, lm, x, r, c, gamma);
+    if (last) *mode = FX_LN_KERAS_RMS;
+    return last;
+  }
+  *mode = FX_LN_AFFINE;
+  fx_node *last = match_affine(g, lm, x, r, neg, c, gamma, beta);
+  return last && fx_shape_equal(&g->tensors[last->out[0]].shape, xs) ? last : NULL;
 }
 
 static int fuse_layernorm(fx_graph *g, fx_node *m1) {

@@ -11,7 +11,7 @@
 #include "flex_api.h"
 #include "ir/band.h"
 
-static size_t align_up(size_t v) { return (v + FX_ARENA_ALIGN - 1) / FX_ARENA_ALIGN * FX_ARENA_ALIGN; }
+static size_t align_up(size_t v) { return (v + FLEX_ARENA_ALIGN - 1) / FLEX_ARENA_ALIGN * FLEX_ARENA_ALIGN; }
 
 static int valid(const fx_arena_buf *bufs, int n) {
   if (n < 0 || (n > 0 && !bufs)) return 0;

@@ -1,5 +1,5 @@
 /* The greedy planner's placement (greedy.c): every buffer has a size and an inclusive
- * [first, last] lifetime in node order; it gets a byte offset (a multiple of FX_ARENA_ALIGN) so
+ * [first, last] lifetime in node order; it gets a byte offset (a multiple of FLEX_ARENA_ALIGN) so
  * that buffers alive at the same time never overlap. */
 #ifndef FLEX_GREEDY_H
 #define FLEX_GREEDY_H

@@ -13,9 +13,6 @@
 #include "ir/graph.h"
 #include "runtime/pool.h"
 
-/* Arena offsets are multiples of this: a cache line, and a full AVX-512 vector. */
-#define FX_ARENA_ALIGN 64
-
 struct fx_store;
 struct fx_planner;
 

@@ -634,8 +634,8 @@ static size_t write_chunk_parts(const fx_wref *w) {
   return part && FX_READ_CHUNK / part > 1 ? FX_READ_CHUNK / part : 1;
 }
 
-void fx_store_commit(fx_store *s, int background) {
-  fx_store_settle(s, 1);
+/* The model record this load writes: its identity, fingerprint and key count. */
+static fx_cache_model commit_record(fx_store *s) {
   uint64_t fp[2];
   fx_hasher_final(&s->model, fp);
   fx_cache_model rec = s->id;
@@ -645,6 +645,59 @@ void fx_store_commit(fx_store *s, int background) {
     rec.size = 0;
     rec.mtime_ns = rec.ctime_ns = 0;
   }
+  return rec;
+}
+
+/* A writer job for the pending blobs (packed here first when in the background), or NULL when
+ * out of memory; *packs holds their packing callbacks' arguments until the job ran, *missing
+ * tells whether a memory copy could not be made (the writer packs that one itself). */
+static commit_job *make_job(fx_store *s, const fx_cache_model *rec, int background, pack_job **packs_out,
+                            int *missing) {
+  commit_job *j = calloc(1, sizeof *j);
+  fx_cache_blob *blobs = calloc(s->n_pending + 1, sizeof *blobs);
+  pack_job *packs = calloc(s->n_pending + 1, sizeof *packs);
+  fx_wref **refs = calloc(s->n_pending + 1, sizeof *refs);
+  fx_cache_keyref *keys = malloc((s->n_keys + 1) * sizeof *keys);
+  char *path = strdup(s->path ? s->path : "(temp)");
+  if (!j || !blobs || !packs || !refs || !keys || !path) {
+    free(j); free(blobs); free(packs); free(refs); free(keys); free(path);
+    return NULL;
+  }
+  if (s->n_keys) memcpy(keys, s->keys, s->n_keys * sizeof *keys); /* s->keys is NULL before any */
+  *missing = 0;
+  for (size_t i = 0; i < s->n_pending; i++) {
+    fx_wref *w = s->pending[i];
+    if (background) pack_into_memory(s, w); /* the thread writes these bytes */
+    else w->verified = 0; /* stays 0 if another process stored it first */
+    *missing |= !w->data;
+    packs[i] = (pack_job){s, w};
+    blobs[i] = (fx_cache_blob){w->key_hi, w->key_lo, w->algo, w->version, w->data, w->size,
+                               w->data ? NULL : pack_pending, &packs[i], w->desc.n_parts,
+                               w->desc.whole ? w->desc.n_parts : write_chunk_parts(w)};
+    refs[i] = w;
+    w->refs++;
+  }
+  *j = (commit_job){.path = path, .blobs = blobs, .refs = refs, .n = s->n_pending, .rec = *rec, .keys = keys,
+                    .model_path = s->model_path ? strdup(s->model_path) : NULL, /* NULL: recorded as unknown */
+                    .dedup_bytes = s->stats.bytes_mapped + s->stats.bytes_deduped};
+  *packs_out = packs;
+  return j;
+}
+
+/* Runs the job on a writer thread; 0 if no thread could be started (the caller runs it). */
+static int start_writer(commit_job *j) {
+  pthread_mutex_lock(&g_jobs_mu);
+  if (!g_hooks_set) g_hooks_set = !atexit(wait_for_writers) && !pthread_atfork(NULL, NULL, forked_child);
+  j->pid = getpid();
+  const int threaded = g_hooks_set && !pthread_create(&j->thread, NULL, job_main, j);
+  if (threaded) g_jobs_running++;
+  pthread_mutex_unlock(&g_jobs_mu);
+  return threaded;
+}
+
+void fx_store_commit(fx_store *s, int background) {
+  fx_store_settle(s, 1);
+  const fx_cache_model rec = commit_record(s);
   /* No file for a load that asked for no weights (nothing delegated, or nothing to pack). A
    * budget needs a file to stream from: without one we may write, a private temp file. */
   const int private = !fx_store_writable(s) && !background && s->n_pending;
@@ -660,43 +713,14 @@ void fx_store_commit(fx_store *s, int background) {
     if (!background) release_touched(s);
     return;
   }
-  commit_job *j = calloc(1, sizeof *j);
-  fx_cache_blob *blobs = calloc(s->n_pending + 1, sizeof *blobs);
-  pack_job *packs = calloc(s->n_pending + 1, sizeof *packs);
-  fx_wref **refs = calloc(s->n_pending + 1, sizeof *refs);
-  fx_cache_keyref *keys = malloc((s->n_keys + 1) * sizeof *keys);
-  char *path = strdup(s->path ? s->path : "(temp)");
-  if (!j || !blobs || !packs || !refs || !keys || !path) {
-    free(j); free(blobs); free(packs); free(refs); free(keys); free(path);
+  pack_job *packs = NULL;
+  int missing = 0; /* a memory copy that could not be made: the writer packs it, here */
+  commit_job *j = make_job(s, &rec, background, &packs, &missing);
+  if (!j) {
     finish_pending(s);
     return;
   }
-  if (s->n_keys) memcpy(keys, s->keys, s->n_keys * sizeof *keys); /* s->keys is NULL before any */
-  int missing = 0; /* a memory copy that could not be made: the writer packs it, here */
-  for (size_t i = 0; i < s->n_pending; i++) {
-    fx_wref *w = s->pending[i];
-    if (background) pack_into_memory(s, w); /* the thread writes these bytes */
-    else w->verified = 0; /* stays 0 if another process stored it first */
-    missing |= !w->data;
-    packs[i] = (pack_job){s, w};
-    blobs[i] = (fx_cache_blob){w->key_hi, w->key_lo, w->algo, w->version, w->data, w->size,
-                               w->data ? NULL : pack_pending, &packs[i], w->desc.n_parts,
-                               w->desc.whole ? w->desc.n_parts : write_chunk_parts(w)};
-    refs[i] = w;
-    w->refs++;
-  }
-  *j = (commit_job){.path = path, .blobs = blobs, .refs = refs, .n = s->n_pending, .rec = rec, .keys = keys,
-                    .model_path = s->model_path ? strdup(s->model_path) : NULL, /* NULL: recorded as unknown */
-                    .dedup_bytes = s->stats.bytes_mapped + s->stats.bytes_deduped};
-  int threaded = 0;
-  if (background && !missing) {
-    pthread_mutex_lock(&g_jobs_mu);
-    if (!g_hooks_set) g_hooks_set = !atexit(wait_for_writers) && !pthread_atfork(NULL, NULL, forked_child);
-    j->pid = getpid();
-    threaded = g_hooks_set && !pthread_create(&j->thread, NULL, job_main, j);
-    if (threaded) g_jobs_running++;
-    pthread_mutex_unlock(&g_jobs_mu);
-  }
+  const int threaded = background && !missing && start_writer(j);
   if (threaded) {
     s->job = j;
     fx_log(FX_LOG_CACHE, "%s: writing %zu blobs in the background", s->path, j->n);

@@ -135,7 +135,8 @@ typedef struct {
 /* Adds node `index` to g. NULL on success, else why it cannot be delegated. */
 const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const TfLiteNode *node,
                               const TfLiteRegistration *reg);
-/* Why the stock kernel of `builtin` would refuse the node at Prepare, or NULL (stock.c). */
+/* Why the stock kernel of `builtin` would refuse the node at Prepare, or NULL (stock.c); the
+ * input counts it accepts are checked first, from k_builtins (ops.c). */
 const char *fx_tfl_stock_refuses(const TfLiteContext *ctx, int builtin, const TfLiteNode *node);
 /* Records that node `node` stays with TFLite, and why (partition.c). */
 void fx_add_fallback(fx_subgraph *sg, int node, int builtin, const char *why);

@@ -191,7 +191,7 @@ static const fx_blob *static_output(const fx_partition *p, int i) {
 static int resize_arena(fx_partition *p, size_t bytes) {
   if (bytes == p->arena_size && p->arena) return 0;
   free(p->arena);
-  p->arena = aligned_alloc(FX_ARENA_ALIGN, (bytes + FX_ARENA_ALIGN - 1) / FX_ARENA_ALIGN * FX_ARENA_ALIGN + FX_ARENA_ALIGN);
+  p->arena = aligned_alloc(FLEX_ARENA_ALIGN, (bytes + FLEX_ARENA_ALIGN - 1) / FLEX_ARENA_ALIGN * FLEX_ARENA_ALIGN + FLEX_ARENA_ALIGN);
   p->arena_size = p->arena ? bytes : 0;
   return p->arena ? 0 : -1;
 }

@@ -267,11 +267,19 @@ static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
   return fx_qlayer_check(g, n);
 }
 
+/* CONV_2D's and DEPTHWISE_CONV_2D's window (padding, strides, dilations) and fused activation. */
+static const char *read_window(fx_node *n, int padding, int sw, int sh, int dw, int dh, int act) {
+  conv_params(n, padding, sw, sh, dw, dh);
+  const char *e = check_window(n, padding);
+  return e ? e : map_act(act, &n->act);
+}
+
 static const char *read_conv(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteConvParams *p = bd;
   const char *e;
-  conv_params(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor, p->dilation_height_factor);
-  if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  if ((e = read_window(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor,
+                       p->dilation_height_factor, p->activation)))
+    return e;
   if (is_q8(g->tensors[n->in[0]].dtype)) return read_qconv(g, n, p->activation, FX_OP_QCONV);
   return conv_tensors(g, n);
 }
@@ -279,8 +287,9 @@ static const char *read_conv(fx_graph *g, fx_node *n, const void *bd) {
 static const char *read_depthwise(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteDepthwiseConvParams *p = bd;
   const char *e;
-  conv_params(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor, p->dilation_height_factor);
-  if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  if ((e = read_window(n, p->padding, p->stride_width, p->stride_height, p->dilation_width_factor,
+                       p->dilation_height_factor, p->activation)))
+    return e;
   const int q8 = is_q8(g->tensors[n->in[0]].dtype);
   if (!q8 && (e = conv_tensors(g, n))) return e;
   /* The multiplier follows from the shapes (newer converters leave the param 0). */
@@ -314,7 +323,7 @@ static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) 
 /* int8 / uint8 ADD, MUL, MEAN, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU on the qs8-ops
  * kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output of one type, one
  * scale and zero point each. ADD, MUL and MEAN compute differently on tflite-runtime and LiteRT
- * (kernels/qs8-ops/README.md): their "_rounding" entry names stock's arithmetic (FX_STOCK_*).
+ * (kernels/qs8-ops/NOTES.md): their "_rounding" entry names stock's arithmetic (FX_STOCK_*).
  * Parameters the stock kernel refuses, or that these kernels do not reproduce, are found when
  * the node is prepared for its shapes (fx_infer_qelem) and leave the node to stock. */
 static const char *read_qelem(fx_graph *g, fx_node *n, int kind, int n_data, int tfl_act, float param) {
@@ -739,92 +748,95 @@ static const char *read_split(fx_graph *g, fx_node *n, const void *bd) {
  * builtin -> IR kind (ir/ops.inc) and its sub-kind (the binary op, unary kind, pool max, concat
  * pack, reshape squeeze), param reader (params and dtype rule), the inputs it needs, those a
  * model may leave out (tensor index -1: biases, PADV2's value, RESHAPE's shape; any other
- * absent input is malformed, as for the stock kernels), and whether builtin_data must be set. */
+ * absent input is malformed, as for the stock kernels), whether builtin_data must be set, and
+ * the input counts the stock kernel's Prepare accepts (stock.c makes its other checks). */
+#define FX_ANY_INPUTS INT32_MAX
 typedef struct {
   int builtin, kind, sub;
   reader_fn read;
   int min_inputs;
   unsigned optional; /* bit i: input i may be absent */
   int needs_params;
+  int stock_min_inputs, stock_max_inputs; /* 0, FX_ANY_INPUTS: stock checks nothing */
 } builtin_op;
 
 static const builtin_op k_builtins[] = {
-    {kTfLiteBuiltinConv2d, FX_OP_CONV, 0, read_conv, 2, 1u << 2, 1},
-    {kTfLiteBuiltinDepthwiseConv2d, FX_OP_DEPTHWISE, 0, read_depthwise, 2, 1u << 2, 1},
-    {kTfLiteBuiltinFullyConnected, FX_OP_FC, 0, read_fc, 2, 1u << 2, 1},
-    {kTfLiteBuiltinTransposeConv, FX_OP_TRANSPOSE_CONV, 0, read_transpose_conv, 1, 1u << 3, 1},
-    {kTfLiteBuiltinAdd, FX_OP_BINARY, FX_B_ADD, read_arith, 2, 0, 0},
-    {kTfLiteBuiltinSub, FX_OP_BINARY, FX_B_SUB, read_arith, 2, 0, 0},
-    {kTfLiteBuiltinMul, FX_OP_BINARY, FX_B_MUL, read_arith, 2, 0, 0},
-    {kTfLiteBuiltinDiv, FX_OP_BINARY, FX_B_DIV, read_arith, 2, 0, 0},
-    {kTfLiteBuiltinMaximum, FX_OP_BINARY, FX_B_MAX, read_f32_binary, 2, 0, 0},
-    {kTfLiteBuiltinMinimum, FX_OP_BINARY, FX_B_MIN, read_f32_binary, 2, 0, 0},
-    {kTfLiteBuiltinPrelu, FX_OP_BINARY, FX_B_PRELU, read_f32_binary, 2, 0, 0},
-    {kTfLiteBuiltinSquaredDifference, FX_OP_BINARY, FX_B_SQDIFF, read_f32_binary, 2, 0, 0},
-    {kTfLiteBuiltinPow, FX_OP_BINARY, FX_B_POW, read_f32_binary, 2, 0, 0},
-    {kTfLiteBuiltinRelu, FX_OP_UNARY, FX_U_RELU, read_relu, 1, 0, 0},
-    {kTfLiteBuiltinRelu6, FX_OP_UNARY, FX_U_RELU6, read_relu, 1, 0, 0},
-    {kTfLiteBuiltinReluN1To1, FX_OP_UNARY, FX_U_RELU_N1_TO_1, read_relu, 1, 0, 0},
-    {kTfLiteBuiltinLogistic, FX_OP_UNARY, FX_U_LOGISTIC, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinTanh, FX_OP_UNARY, FX_U_TANH, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinHardSwish, FX_OP_UNARY, FX_U_HARD_SWISH, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinLeakyRelu, FX_OP_UNARY, FX_U_LEAKY_RELU, read_leaky_relu, 1, 0, 0},
-    {kTfLiteBuiltinNeg, FX_OP_UNARY, FX_U_NEG, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinAbs, FX_OP_UNARY, FX_U_ABS, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinSquare, FX_OP_UNARY, FX_U_SQUARE, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinSqrt, FX_OP_UNARY, FX_U_SQRT, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinRsqrt, FX_OP_UNARY, FX_U_RSQRT, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinExp, FX_OP_UNARY, FX_U_EXP, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinLog, FX_OP_UNARY, FX_U_LOG, read_f32_unary, 1, 0, 0},
-    {kTfLiteBuiltinGelu, FX_OP_UNARY, FX_U_GELU, read_gelu, 1, 0, 0},
-    {kTfLiteBuiltinMaxPool2d, FX_OP_POOL, 1, read_pool, 1, 0, 1},
-    {kTfLiteBuiltinAveragePool2d, FX_OP_POOL, 0, read_pool, 1, 0, 1},
-    {kTfLiteBuiltinMean, FX_OP_MEAN, 0, read_mean, 2, 0, 0},
-    {kTfLiteBuiltinSoftmax, FX_OP_SOFTMAX, 0, read_softmax, 1, 0, 1},
-    {kTfLiteBuiltinPad, FX_OP_PAD, 0, read_pad, 2, 1u << 2, 0},
-    {kTfLiteBuiltinPadv2, FX_OP_PAD, 0, read_pad, 2, 1u << 2, 0},
-    {kTfLiteBuiltinConcatenation, FX_OP_CONCAT, 0, read_concat, 1, 0, 1},
-    {kTfLiteBuiltinPack, FX_OP_CONCAT, 1, read_pack, 1, 0, 1},
-    {kTfLiteBuiltinReshape, FX_OP_RESHAPE, 0, read_reshape, 1, 1u << 1, 0},
-    {kTfLiteBuiltinSqueeze, FX_OP_RESHAPE, 1, read_squeeze, 1, 1u << 1, 1},
-    {kTfLiteBuiltinTranspose, FX_OP_TRANSPOSE, 0, read_moved_by_const, 2, 0, 0},
-    {kTfLiteBuiltinStridedSlice, FX_OP_STRIDED_SLICE, 0, read_strided_slice, 1, 0, 1},
-    {kTfLiteBuiltinResizeBilinear, FX_OP_RESIZE_BILINEAR, 0, read_resize, 2, 0, 1},
-    {kTfLiteBuiltinResizeNearestNeighbor, FX_OP_RESIZE_NEAREST, 0, read_resize, 2, 0, 1},
-    {kTfLiteBuiltinDepthToSpace, FX_OP_DEPTH_TO_SPACE, 0, read_block, 1, 0, 1},
-    {kTfLiteBuiltinSpaceToDepth, FX_OP_SPACE_TO_DEPTH, 0, read_block, 1, 0, 1},
-    {kTfLiteBuiltinGather, FX_OP_GATHER, 0, read_gather, 2, 0, 1},
-    {kTfLiteBuiltinShape, FX_OP_SHAPE, 0, read_shape, 1, 0, 0},
-    {kTfLiteBuiltinCast, FX_OP_CAST, 0, read_cast, 1, 0, 0},
-    {kTfLiteBuiltinQuantize, FX_OP_QUANTIZE, 0, read_quantize, 1, 0, 0},
-    {kTfLiteBuiltinDequantize, FX_OP_QUANTIZE, 0, read_quantize, 1, 0, 0},
-    {kTfLiteBuiltinLess, FX_OP_COMPARE, FX_CMP_LESS, read_compare, 2, 0, 0},
-    {kTfLiteBuiltinLessEqual, FX_OP_COMPARE, FX_CMP_LESS_EQUAL, read_compare, 2, 0, 0},
-    {kTfLiteBuiltinGreater, FX_OP_COMPARE, FX_CMP_GREATER, read_compare, 2, 0, 0},
-    {kTfLiteBuiltinGreaterEqual, FX_OP_COMPARE, FX_CMP_GREATER_EQUAL, read_compare, 2, 0, 0},
-    {kTfLiteBuiltinEqual, FX_OP_COMPARE, FX_CMP_EQUAL, read_compare, 2, 0, 0},
-    {kTfLiteBuiltinNotEqual, FX_OP_COMPARE, FX_CMP_NOT_EQUAL, read_compare, 2, 0, 0},
-    {kTfLiteBuiltinLogicalAnd, FX_OP_LOGICAL, FX_LOGIC_AND, read_logical, 2, 0, 0},
-    {kTfLiteBuiltinLogicalOr, FX_OP_LOGICAL, FX_LOGIC_OR, read_logical, 2, 0, 0},
-    {kTfLiteBuiltinLogicalNot, FX_OP_LOGICAL, FX_LOGIC_NOT, read_logical, 1, 0, 0},
-    {kTfLiteBuiltinSelect, FX_OP_SELECT, 0, read_select, 3, 0, 0},
-    {kTfLiteBuiltinSelectV2, FX_OP_SELECT, 1, read_select, 3, 0, 0},
-    {kTfLiteBuiltinBatchMatmul, FX_OP_BATCH_MATMUL, 0, read_batch_matmul, 2, 0, 0},
-    {kTfLiteBuiltinSum, FX_OP_REDUCE, FX_RED_SUM, read_reduce, 2, 0, 0},
-    {kTfLiteBuiltinReduceMax, FX_OP_REDUCE, FX_RED_MAX, read_reduce, 2, 0, 0},
-    {kTfLiteBuiltinReduceMin, FX_OP_REDUCE, FX_RED_MIN, read_reduce, 2, 0, 0},
-    {kTfLiteBuiltinReduceProd, FX_OP_REDUCE, FX_RED_PROD, read_reduce, 2, 0, 0},
-    {kTfLiteBuiltinLogSoftmax, FX_OP_LOG_SOFTMAX, 0, read_log_softmax, 1, 0, 0},
-    {kTfLiteBuiltinExpandDims, FX_OP_RESHAPE, FX_RESHAPE_EXPAND_DIMS, read_moved_by_const, 2, 0, 0},
-    {kTfLiteBuiltinSlice, FX_OP_STRIDED_SLICE, 0, read_slice, 3, 0, 0},
-    {kTfLiteBuiltinBroadcastTo, FX_OP_BROADCAST_TO, 0, read_broadcast_to, 2, 0, 0},
-    {kTfLiteBuiltinGatherNd, FX_OP_GATHER_ND, 0, read_gather_nd, 2, 0, 0},
-    {kTfLiteBuiltinEmbeddingLookup, FX_OP_GATHER, 0, read_embedding_lookup, 2, 0, 0},
-    {kTfLiteBuiltinFill, FX_OP_FILL, 0, read_fill, 2, 0, 0},
-    {kTfLiteBuiltinRange, FX_OP_RANGE, 0, read_range, 3, 0, 0},
-    {kTfLiteBuiltinCumsum, FX_OP_CUMSUM, 0, read_cumsum, 2, 0, 0},
-    {kTfLiteBuiltinSplit, FX_OP_SPLIT_PART, 0, read_split, 2, 0, 1},
-    {kTfLiteBuiltinSplitV, FX_OP_SPLIT_PART, 0, read_split, 3, 0, 1},
+    {kTfLiteBuiltinConv2d, FX_OP_CONV, 0, read_conv, 2, 1u << 2, 1, 3, 3},
+    {kTfLiteBuiltinDepthwiseConv2d, FX_OP_DEPTHWISE, 0, read_depthwise, 2, 1u << 2, 1, 2, 3},
+    {kTfLiteBuiltinFullyConnected, FX_OP_FC, 0, read_fc, 2, 1u << 2, 1, 2, 3},
+    {kTfLiteBuiltinTransposeConv, FX_OP_TRANSPOSE_CONV, 0, read_transpose_conv, 1, 1u << 3, 1, 3, 4},
+    {kTfLiteBuiltinAdd, FX_OP_BINARY, FX_B_ADD, read_arith, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinSub, FX_OP_BINARY, FX_B_SUB, read_arith, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinMul, FX_OP_BINARY, FX_B_MUL, read_arith, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinDiv, FX_OP_BINARY, FX_B_DIV, read_arith, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinMaximum, FX_OP_BINARY, FX_B_MAX, read_f32_binary, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinMinimum, FX_OP_BINARY, FX_B_MIN, read_f32_binary, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinPrelu, FX_OP_BINARY, FX_B_PRELU, read_f32_binary, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinSquaredDifference, FX_OP_BINARY, FX_B_SQDIFF, read_f32_binary, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinPow, FX_OP_BINARY, FX_B_POW, read_f32_binary, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinRelu, FX_OP_UNARY, FX_U_RELU, read_relu, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinRelu6, FX_OP_UNARY, FX_U_RELU6, read_relu, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinReluN1To1, FX_OP_UNARY, FX_U_RELU_N1_TO_1, read_relu, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinLogistic, FX_OP_UNARY, FX_U_LOGISTIC, read_f32_unary, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinTanh, FX_OP_UNARY, FX_U_TANH, read_f32_unary, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinHardSwish, FX_OP_UNARY, FX_U_HARD_SWISH, read_f32_unary, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinLeakyRelu, FX_OP_UNARY, FX_U_LEAKY_RELU, read_leaky_relu, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinNeg, FX_OP_UNARY, FX_U_NEG, read_f32_unary, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinAbs, FX_OP_UNARY, FX_U_ABS, read_f32_unary, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinSquare, FX_OP_UNARY, FX_U_SQUARE, read_f32_unary, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinSqrt, FX_OP_UNARY, FX_U_SQRT, read_f32_unary, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinRsqrt, FX_OP_UNARY, FX_U_RSQRT, read_f32_unary, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinExp, FX_OP_UNARY, FX_U_EXP, read_f32_unary, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinLog, FX_OP_UNARY, FX_U_LOG, read_f32_unary, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinGelu, FX_OP_UNARY, FX_U_GELU, read_gelu, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinMaxPool2d, FX_OP_POOL, 1, read_pool, 1, 0, 1, 1, 1},
+    {kTfLiteBuiltinAveragePool2d, FX_OP_POOL, 0, read_pool, 1, 0, 1, 1, 1},
+    {kTfLiteBuiltinMean, FX_OP_MEAN, 0, read_mean, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinSoftmax, FX_OP_SOFTMAX, 0, read_softmax, 1, 0, 1, 1, 1},
+    {kTfLiteBuiltinPad, FX_OP_PAD, 0, read_pad, 2, 1u << 2, 0, 2, 3},
+    {kTfLiteBuiltinPadv2, FX_OP_PAD, 0, read_pad, 2, 1u << 2, 0, 2, 3},
+    {kTfLiteBuiltinConcatenation, FX_OP_CONCAT, 0, read_concat, 1, 0, 1, 1, FX_ANY_INPUTS},
+    {kTfLiteBuiltinPack, FX_OP_CONCAT, 1, read_pack, 1, 0, 1, 1, FX_ANY_INPUTS},
+    {kTfLiteBuiltinReshape, FX_OP_RESHAPE, 0, read_reshape, 1, 1u << 1, 0, 1, 2},
+    {kTfLiteBuiltinSqueeze, FX_OP_RESHAPE, 1, read_squeeze, 1, 1u << 1, 1, 1, 1},
+    {kTfLiteBuiltinTranspose, FX_OP_TRANSPOSE, 0, read_moved_by_const, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinStridedSlice, FX_OP_STRIDED_SLICE, 0, read_strided_slice, 1, 0, 1, 4, 4},
+    {kTfLiteBuiltinResizeBilinear, FX_OP_RESIZE_BILINEAR, 0, read_resize, 2, 0, 1, 2, 2},
+    {kTfLiteBuiltinResizeNearestNeighbor, FX_OP_RESIZE_NEAREST, 0, read_resize, 2, 0, 1, 2, 2},
+    {kTfLiteBuiltinDepthToSpace, FX_OP_DEPTH_TO_SPACE, 0, read_block, 1, 0, 1, 1, 1},
+    {kTfLiteBuiltinSpaceToDepth, FX_OP_SPACE_TO_DEPTH, 0, read_block, 1, 0, 1, 1, 1},
+    {kTfLiteBuiltinGather, FX_OP_GATHER, 0, read_gather, 2, 0, 1, 2, 2},
+    {kTfLiteBuiltinShape, FX_OP_SHAPE, 0, read_shape, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinCast, FX_OP_CAST, 0, read_cast, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinQuantize, FX_OP_QUANTIZE, 0, read_quantize, 1, 0, 0, 0, FX_ANY_INPUTS},
+    {kTfLiteBuiltinDequantize, FX_OP_QUANTIZE, 0, read_quantize, 1, 0, 0, 0, FX_ANY_INPUTS},
+    {kTfLiteBuiltinLess, FX_OP_COMPARE, FX_CMP_LESS, read_compare, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinLessEqual, FX_OP_COMPARE, FX_CMP_LESS_EQUAL, read_compare, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinGreater, FX_OP_COMPARE, FX_CMP_GREATER, read_compare, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinGreaterEqual, FX_OP_COMPARE, FX_CMP_GREATER_EQUAL, read_compare, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinEqual, FX_OP_COMPARE, FX_CMP_EQUAL, read_compare, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinNotEqual, FX_OP_COMPARE, FX_CMP_NOT_EQUAL, read_compare, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinLogicalAnd, FX_OP_LOGICAL, FX_LOGIC_AND, read_logical, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinLogicalOr, FX_OP_LOGICAL, FX_LOGIC_OR, read_logical, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinLogicalNot, FX_OP_LOGICAL, FX_LOGIC_NOT, read_logical, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinSelect, FX_OP_SELECT, 0, read_select, 3, 0, 0, 3, 3},
+    {kTfLiteBuiltinSelectV2, FX_OP_SELECT, 1, read_select, 3, 0, 0, 3, 3},
+    {kTfLiteBuiltinBatchMatmul, FX_OP_BATCH_MATMUL, 0, read_batch_matmul, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinSum, FX_OP_REDUCE, FX_RED_SUM, read_reduce, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinReduceMax, FX_OP_REDUCE, FX_RED_MAX, read_reduce, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinReduceMin, FX_OP_REDUCE, FX_RED_MIN, read_reduce, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinReduceProd, FX_OP_REDUCE, FX_RED_PROD, read_reduce, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinLogSoftmax, FX_OP_LOG_SOFTMAX, 0, read_log_softmax, 1, 0, 0, 1, 1},
+    {kTfLiteBuiltinExpandDims, FX_OP_RESHAPE, FX_RESHAPE_EXPAND_DIMS, read_moved_by_const, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinSlice, FX_OP_STRIDED_SLICE, 0, read_slice, 3, 0, 0, 3, 3},
+    {kTfLiteBuiltinBroadcastTo, FX_OP_BROADCAST_TO, 0, read_broadcast_to, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinGatherNd, FX_OP_GATHER_ND, 0, read_gather_nd, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinEmbeddingLookup, FX_OP_GATHER, 0, read_embedding_lookup, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinFill, FX_OP_FILL, 0, read_fill, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinRange, FX_OP_RANGE, 0, read_range, 3, 0, 0, 3, 3},
+    {kTfLiteBuiltinCumsum, FX_OP_CUMSUM, 0, read_cumsum, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinSplit, FX_OP_SPLIT_PART, 0, read_split, 2, 0, 1, 2, 2},
+    {kTfLiteBuiltinSplitV, FX_OP_SPLIT_PART, 0, read_split, 3, 0, 1, 3, 3},
 };
 
 static const builtin_op *builtin_of(int builtin) {
@@ -897,7 +909,9 @@ const char *fx_translate_node(fx_translate *tr, fx_graph *g, int index, const Tf
   if (!node->inputs || !node->outputs || node->inputs->size < 1 || node->outputs->size != parts || parts < 1 ||
       parts > FX_MAX_SPLIT_PARTS)
     return "unexpected number of inputs/outputs";
-  const char *refused = fx_tfl_stock_refuses(tr->ctx, reg->builtin_code, node);
+  const char *refused = node->inputs->size < op->stock_min_inputs || node->inputs->size > op->stock_max_inputs
+                            ? "input count the stock kernel refuses"
+                            : fx_tfl_stock_refuses(tr->ctx, reg->builtin_code, node);
   if (refused) return refused;
   if (!node->builtin_data && op->needs_params) return "missing builtin params";
   const char *why = NULL;

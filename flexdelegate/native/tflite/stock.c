@@ -5,67 +5,20 @@
  * replay ask the installed runtime at test time. */
 #include "delegate.h"
 
-static const char *input_count(int builtin, const TfLiteNode *node) {
-  const int n = node->inputs ? node->inputs->size : 0;
-  int lo = 1, hi = 1;
+/* Input checks beyond the count (k_builtins in ops.c holds the counts stock accepts). */
+static const char *inputs_stock_refuses(int builtin, const TfLiteNode *node) {
+  const int n = node->inputs->size;
   switch (builtin) {
-    case kTfLiteBuiltinRelu: case kTfLiteBuiltinRelu6: case kTfLiteBuiltinReluN1To1:
-    case kTfLiteBuiltinLogistic: case kTfLiteBuiltinTanh: case kTfLiteBuiltinHardSwish:
-    case kTfLiteBuiltinLeakyRelu: case kTfLiteBuiltinMaxPool2d: case kTfLiteBuiltinAveragePool2d:
-    case kTfLiteBuiltinSoftmax: case kTfLiteBuiltinSqueeze: case kTfLiteBuiltinShape:
-    case kTfLiteBuiltinCast: case kTfLiteBuiltinDepthToSpace: case kTfLiteBuiltinSpaceToDepth:
-    case kTfLiteBuiltinNeg: case kTfLiteBuiltinAbs: case kTfLiteBuiltinSquare: case kTfLiteBuiltinSqrt:
-    case kTfLiteBuiltinRsqrt: case kTfLiteBuiltinExp: case kTfLiteBuiltinLog: case kTfLiteBuiltinGelu:
-    case kTfLiteBuiltinLogicalNot: case kTfLiteBuiltinLogSoftmax:
-      break;
-    case kTfLiteBuiltinAdd: case kTfLiteBuiltinSub: case kTfLiteBuiltinMul: case kTfLiteBuiltinDiv:
-    case kTfLiteBuiltinMaximum: case kTfLiteBuiltinMinimum: case kTfLiteBuiltinPrelu:
-    case kTfLiteBuiltinMean: case kTfLiteBuiltinTranspose: case kTfLiteBuiltinGather:
-    case kTfLiteBuiltinResizeBilinear: case kTfLiteBuiltinResizeNearestNeighbor:
-    case kTfLiteBuiltinSquaredDifference: case kTfLiteBuiltinPow: case kTfLiteBuiltinBatchMatmul:
-    case kTfLiteBuiltinLess: case kTfLiteBuiltinLessEqual: case kTfLiteBuiltinGreater:
-    case kTfLiteBuiltinGreaterEqual: case kTfLiteBuiltinEqual: case kTfLiteBuiltinNotEqual:
-    case kTfLiteBuiltinLogicalAnd: case kTfLiteBuiltinLogicalOr:
-    case kTfLiteBuiltinSum: case kTfLiteBuiltinReduceMax: case kTfLiteBuiltinReduceMin:
-    case kTfLiteBuiltinReduceProd: case kTfLiteBuiltinExpandDims: case kTfLiteBuiltinBroadcastTo:
-    case kTfLiteBuiltinGatherNd: case kTfLiteBuiltinEmbeddingLookup: case kTfLiteBuiltinFill:
-    case kTfLiteBuiltinCumsum: case kTfLiteBuiltinSplit:
-      lo = hi = 2;
-      break;
-    case kTfLiteBuiltinSelect: case kTfLiteBuiltinSelectV2: case kTfLiteBuiltinSlice: case kTfLiteBuiltinRange:
-    case kTfLiteBuiltinSplitV:
-      lo = hi = 3;
-      break;
     case kTfLiteBuiltinConv2d: /* the bias is required, and must be a tensor */
-      if (n == 3 && node->inputs->data[2] < 0) return "CONV_2D needs a bias tensor";
-      lo = hi = 3;
-      break;
+      return n == 3 && node->inputs->data[2] < 0 ? "CONV_2D needs a bias tensor" : NULL;
     case kTfLiteBuiltinDepthwiseConv2d: /* stock needs a present bias when it has three inputs */
-      if (n == 3 && node->inputs->data[2] < 0) return "DEPTHWISE_CONV_2D needs a bias tensor";
-      lo = 2, hi = 3;
-      break;
-    case kTfLiteBuiltinFullyConnected: case kTfLiteBuiltinPad: case kTfLiteBuiltinPadv2:
-      lo = 2, hi = 3;
-      break;
-    case kTfLiteBuiltinTransposeConv:
-      lo = 3, hi = 4;
-      break;
-    case kTfLiteBuiltinReshape:
-      lo = 1, hi = 2;
-      break;
-    case kTfLiteBuiltinStridedSlice:
-      lo = hi = 4;
-      break;
-    case kTfLiteBuiltinPack:
-      lo = hi = node->builtin_data ? ((const TfLitePackParams *)node->builtin_data)->values_count : n;
-      break;
-    case kTfLiteBuiltinConcatenation:
-      hi = n;
-      break;
-    default: /* a builtin not listed here: its table row's input checks (ops.c) are all there is */
-      return NULL;
+      return n == 3 && node->inputs->data[2] < 0 ? "DEPTHWISE_CONV_2D needs a bias tensor" : NULL;
+    case kTfLiteBuiltinPack: /* one input per value */
+      return node->builtin_data && ((const TfLitePackParams *)node->builtin_data)->values_count != n
+                 ? "input count the stock kernel refuses"
+                 : NULL;
   }
-  return n < lo || n > hi ? "input count the stock kernel refuses" : NULL;
+  return NULL;
 }
 
 static const TfLiteTensor *input(const TfLiteContext *ctx, const TfLiteNode *node, int i) {
@@ -163,6 +116,6 @@ static const char *params(const TfLiteContext *ctx, int builtin, const TfLiteNod
 }
 
 const char *fx_tfl_stock_refuses(const TfLiteContext *ctx, int builtin, const TfLiteNode *node) {
-  const char *why = input_count(builtin, node);
+  const char *why = inputs_stock_refuses(builtin, node);
   return why ? why : params(ctx, builtin, node);
 }

@@ -273,6 +273,48 @@ static void bin_run(fx_pool *pool, fx_bin_ctx *c, size_t items, size_t elems_per
   }
 }
 
+/* (d) of fx_binary_f32: the general strided loop over the output with its size-1 dims dropped and
+ * compatible dims merged; ad / bd are the operands' right-aligned, 1-padded dims. */
+static void bin_general(fx_pool *pool, fx_bin_ctx *c, int op, const int *ad, const int *bd, const fx_shape *ys,
+                        size_t total) {
+  const int R = ys->rank;
+  size_t n[FX_MAX_RANK];
+  ptrdiff_t sa[FX_MAX_RANK], sb[FX_MAX_RANK];
+  int k = 0;
+  {
+    ptrdiff_t ca[FX_MAX_RANK], cb[FX_MAX_RANK]; /* contiguous strides */
+    ptrdiff_t acc_a = 1, acc_b = 1;
+    for (int i = R - 1; i >= 0; --i) {
+      ca[i] = acc_a; cb[i] = acc_b;
+      acc_a *= ad[i]; acc_b *= bd[i];
+    }
+    for (int i = 0; i < R; ++i) {
+      if (ys->d[i] == 1) continue;
+      const ptrdiff_t s_a = ad[i] == 1 ? 0 : ca[i];
+      const ptrdiff_t s_b = bd[i] == 1 ? 0 : cb[i];
+      if (k > 0 && sa[k - 1] == s_a * (ptrdiff_t)ys->d[i] &&
+          sb[k - 1] == s_b * (ptrdiff_t)ys->d[i]) {
+        n[k - 1] *= (size_t)ys->d[i];
+        sa[k - 1] = s_a;
+        sb[k - 1] = s_b;
+        continue;
+      }
+      n[k] = (size_t)ys->d[i]; sa[k] = s_a; sb[k] = s_b;
+      ++k;
+    }
+  }
+  if (k == 0) { n[0] = 1; sa[0] = 0; sb[0] = 0; k = 1; }
+  c->mode = 2;
+  c->inner = n[k - 1];
+  const int ia = sa[k - 1] != 0, ib = sb[k - 1] != 0;
+  c->both_bcast = !ia && !ib;
+  c->pat = (ia && ib) ? PAT_VV : (ia ? PAT_VS : (ib ? PAT_SV : PAT_VV));
+  c->fn = fx_rows[op][c->pat];
+  c->nd = k - 1;
+  for (int d = 0; d < k - 1; ++d) { c->n[d] = n[d]; c->sa[d] = sa[d]; c->sb[d] = sb[d]; }
+  bin_run(pool, c, total / c->inner, c->inner, total);
+}
+
 void fx_binary_f32(fx_pool *pool, int op, const float *a, const fx_shape *as,
                    const float *b, const fx_shape *bs, float *y, const fx_shape *ys, int act) {
   if (op < 0 || op >= FX_B_COUNT) return;
@@ -331,40 +373,6 @@ void fx_binary_f32(fx_pool *pool, int op, const float *a, const fx_shape *as,
     }
   }
 
-  /* (d) general strided loop: drop size-1 output dims, merge compatible dims */
-  size_t n[FX_MAX_RANK];
-  ptrdiff_t sa[FX_MAX_RANK], sb[FX_MAX_RANK];
-  int k = 0;
-  {
-    ptrdiff_t ca[FX_MAX_RANK], cb[FX_MAX_RANK]; /* contiguous strides */
-    ptrdiff_t acc_a = 1, acc_b = 1;
-    for (int i = R - 1; i >= 0; --i) {
-      ca[i] = acc_a; cb[i] = acc_b;
-      acc_a *= ad[i]; acc_b *= bd[i];
-    }
-    for (int i = 0; i < R; ++i) {
-      if (ys->d[i] == 1) continue;
-      const ptrdiff_t s_a = ad[i] == 1 ? 0 : ca[i];
-      const ptrdiff_t s_b = bd[i] == 1 ? 0 : cb[i];
-      if (k > 0 && sa[k - 1] == s_a * (ptrdiff_t)ys->d[i] &&
-          sb[k - 1] == s_b * (ptrdiff_t)ys->d[i]) {
-        n[k - 1] *= (size_t)ys->d[i];
-        sa[k - 1] = s_a;
-        sb[k - 1] = s_b;
-        continue;
-      }
-      n[k] = (size_t)ys->d[i]; sa[k] = s_a; sb[k] = s_b;
-      ++k;
-    }
-  }
-  if (k == 0) { n[0] = 1; sa[0] = 0; sb[0] = 0; k = 1; }
-  c.mode = 2;
-  c.inner = n[k - 1];
-  const int ia = sa[k - 1] != 0, ib = sb[k - 1] != 0;
-  c.both_bcast = !ia && !ib;
-  c.pat = (ia && ib) ? PAT_VV : (ia ? PAT_VS : (ib ? PAT_SV : PAT_VV));
-  c.fn = fx_rows[op][c.pat];
-  c.nd = k - 1;
-  for (int d = 0; d < k - 1; ++d) { c.n[d] = n[d]; c.sa[d] = sa[d]; c.sb[d] = sb[d]; }
-  bin_run(pool, &c, total / c.inner, c.inner, total);
+  /* (d) the general strided loop */
+  bin_general(pool, &c, op, ad, bd, ys, total);
 }

@@ -127,31 +127,30 @@ void fx_mean_f32_pool(fx_pool *pool, const float *x, const fx_shape *xs, unsigne
   fx_mean_f32(x, xs, axis_mask, y);
 }
 
-/* ------------------------------------------------------------- SOFTMAX */
-void fx_softmax_f32(const float *x, size_t rows, int cols, float beta, float *y) {
+/* ------------------------------------------------- SOFTMAX, LOG_SOFTMAX */
+/* Each row of cols values: softmax with beta, or log-softmax (log_form; beta unused). */
+static void softmax_rows(const float *x, size_t rows, int cols, float beta, int log_form, float *y) {
   if (cols <= 0) return;
   const size_t n = (size_t)cols;
   for (size_t r = 0; r < rows; ++r) {
     const float *xr = x + r * n;
     float *yr = y + r * n;
     const float m = vmax(xr, n);
-    for (size_t i = 0; i < n; ++i) yr[i] = fx_expf((xr[i] - m) * beta);
-    const float s = vsum(yr, n);
-    for (size_t i = 0; i < n; ++i) yr[i] = yr[i] / s;
+    if (log_form) {
+      float s = 0.0f;
+      for (size_t i = 0; i < n; ++i) s += expf(xr[i] - m);
+      const float ls = logf(s);
+      for (size_t i = 0; i < n; ++i) yr[i] = xr[i] - m - ls;
+    } else {
+      for (size_t i = 0; i < n; ++i) yr[i] = fx_expf((xr[i] - m) * beta);
+      const float s = vsum(yr, n);
+      for (size_t i = 0; i < n; ++i) yr[i] = yr[i] / s;
+    }
   }
 }
 
-/* --------------------------------------------------------- LOG_SOFTMAX */
-void fx_log_softmax_f32(const float *x, size_t rows, int cols, float *y) {
-  if (cols <= 0) return;
-  const size_t n = (size_t)cols;
-  for (size_t r = 0; r < rows; ++r) {
-    const float *xr = x + r * n;
-    float *yr = y + r * n;
-    const float m = vmax(xr, n);
-    float s = 0.0f;
-    for (size_t i = 0; i < n; ++i) s += expf(xr[i] - m);
-    const float ls = logf(s);
-    for (size_t i = 0; i < n; ++i) yr[i] = xr[i] - m - ls;
-  }
+void fx_softmax_f32(const float *x, size_t rows, int cols, float beta, float *y) {
+  softmax_rows(x, rows, cols, beta, 0, y);
 }
+
+void fx_log_softmax_f32(const float *x, size_t rows, int cols, float *y) { softmax_rows(x, rows, cols, 1.0f, 1, y); }

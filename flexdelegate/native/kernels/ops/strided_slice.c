@@ -24,6 +24,63 @@ static int ss_end(int end, int start, int stride, int size, int masked, int offs
   return end;
 }
 
+/* The spec's ellipsis and new-axis bits over the E effective dims, the ellipsis expanded to the
+ * input dims it stands for (ell_start: its first effective dim; expanded: the dims it adds). */
+typedef struct {
+  unsigned ell, added;
+  int ell_start, expanded;
+} ss_axes;
+
+static ss_axes expand_ellipsis(int n, int R, int E, int num_add, unsigned elm, unsigned nam) {
+  ss_axes a = {0, 0, E, 0};
+  for (int i = 0; i < E;) {
+    if (i < n && ((elm >> i) & 1u) && a.ell_start == E) {
+      a.ell_start = i;
+      int ell_end = i + 1 + num_add + R - n;
+      if (ell_end > E) ell_end = E;
+      if (ell_end < i + 1) ell_end = i + 1;
+      a.expanded = ell_end - a.ell_start - 1;
+      for (; i < ell_end; ++i) a.ell |= 1u << i;
+      continue;
+    }
+    const int si = i - a.expanded;
+    if (si >= 0 && si < n && ((nam >> si) & 1u)) a.added |= 1u << i;
+    ++i;
+  }
+  return a;
+}
+
+/* One input dim of `size` sliced into p (begin, stride, count): the count, or -2 if invalid. */
+static int slice_dim(fx_slice_plan *p, int in_dim, int size, int start_v, int stop_v, int stride, int bmask,
+                     int emask, int shrink, int offset) {
+  if (stride == 0) return -2;
+  const int s = ss_start(start_v, stride, size, bmask);
+  if (shrink) {
+    /* one element at s; TFLite's loop yields nothing for a negative stride here,
+     * we take the element (TensorFlow semantics). Out-of-range index: invalid. */
+    if (s < 0 || s >= size) return -2;
+    p->begin[in_dim] = s;
+    p->stride[in_dim] = 1;
+    p->size[in_dim] = 1;
+    return 1;
+  }
+  const int e = ss_end(stop_v, s, stride, size, emask, offset);
+  int cnt;
+  if (stride > 0) cnt = e > s ? (int)(((long long)e - s + stride - 1) / stride) : 0;
+  else cnt = s > e ? (int)(((long long)s - e + (-(long long)stride) - 1) / -(long long)stride) : 0;
+  if (offset) {
+    /* TFLite sizes the output from the raw `end` in offset mode: must agree */
+    long long want = stride > 0 ? ((long long)stop_v + stride - 1) / stride
+                                : ((long long)-stop_v + (-(long long)stride) - 1) / -(long long)stride;
+    if (want < 0) want = 0;
+    if (want != cnt) return -2;
+  }
+  p->begin[in_dim] = s;
+  p->stride[in_dim] = stride;
+  p->size[in_dim] = cnt;
+  return cnt;
+}
+
 int fx_strided_slice_plan(const fx_shape *xs, int n, const int *begin, const int *end,
                           const int *strides, int begin_mask, int end_mask, int ellipsis_mask,
                           int new_axis_mask, int shrink_axis_mask, int offset, fx_slice_plan *p) {
@@ -48,23 +105,9 @@ int fx_strided_slice_plan(const fx_shape *xs, int n, const int *begin, const int
    * (diverging from TensorFlow), so leave that case to the stock kernel. */
   if (elm && consumed == R) return -1;
 
-  /* effective ellipsis / new-axis masks over the E effective dims */
-  unsigned eff_ell = 0, eff_new = 0;
-  int ell_start = E, expanded = 0;
-  for (int i = 0; i < E;) {
-    if (i < n && ((elm >> i) & 1u) && ell_start == E) {
-      ell_start = i;
-      int ell_end = i + 1 + num_add + R - n;
-      if (ell_end > E) ell_end = E;
-      if (ell_end < i + 1) ell_end = i + 1;
-      expanded = ell_end - ell_start - 1;
-      for (; i < ell_end; ++i) eff_ell |= 1u << i;
-      continue;
-    }
-    const int si = i - expanded;
-    if (si >= 0 && si < n && ((nam >> si) & 1u)) eff_new |= 1u << i;
-    ++i;
-  }
+  const ss_axes ax = expand_ellipsis(n, R, E, num_add, elm, nam);
+  const unsigned eff_ell = ax.ell, eff_new = ax.added;
+  const int ell_start = ax.ell_start, expanded = ax.expanded;
 
   memset(p, 0, sizeof *p);
   p->rank = R;
@@ -72,7 +115,6 @@ int fx_strided_slice_plan(const fx_shape *xs, int n, const int *begin, const int
   for (int i = 0; i < E; ++i) {
     const int past_ell = ell_start < E && i > ell_start;
     int in_dim = -1, start_v = 0, stop_v = 0, stride = 1, bmask = 0, emask = 0, shrink = 0;
-    int size;
     if ((eff_ell >> i) & 1u) {
       in_dim = i - added_axes;
       bmask = emask = 1;
@@ -96,32 +138,9 @@ int fx_strided_slice_plan(const fx_shape *xs, int n, const int *begin, const int
       shrink = (sam >> orig) & 1u;
     }
     if (in_dim < 0 || in_dim >= R) return -2;
-    if (stride == 0) return -2;
-    size = xs->d[in_dim];
-    const int s = ss_start(start_v, stride, size, bmask);
-    if (shrink) {
-      /* one element at s; TFLite's loop yields nothing for a negative stride here,
-       * we take the element (TensorFlow semantics). Out-of-range index: invalid. */
-      if (s < 0 || s >= size) return -2;
-      p->begin[in_dim] = s;
-      p->stride[in_dim] = 1;
-      p->size[in_dim] = 1;
-      continue;
-    }
-    const int e = ss_end(stop_v, s, stride, size, emask, offset);
-    int cnt;
-    if (stride > 0) cnt = e > s ? (int)(((long long)e - s + stride - 1) / stride) : 0;
-    else cnt = s > e ? (int)(((long long)s - e + (-(long long)stride) - 1) / -(long long)stride) : 0;
-    if (offset) {
-      /* TFLite sizes the output from the raw `end` in offset mode: must agree */
-      long long want = stride > 0 ? ((long long)stop_v + stride - 1) / stride
-                                  : ((long long)-stop_v + (-(long long)stride) - 1) / -(long long)stride;
-      if (want < 0) want = 0;
-      if (want != cnt) return -2;
-    }
-    p->begin[in_dim] = s;
-    p->stride[in_dim] = stride;
-    p->size[in_dim] = cnt;
+    const int cnt = slice_dim(p, in_dim, xs->d[in_dim], start_v, stop_v, stride, bmask, emask, shrink, offset);
+    if (cnt < 0) return -2;
+    if (shrink) continue;
     if (out_rank >= FX_MAX_RANK) return -1;
     p->out.d[out_rank++] = cnt;
   }

@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include "ref.h"
 
-enum { FX_STOCK_PORTABLE = 0, FX_STOCK_NEON = 1 };
+enum { FX_STOCK_PORTABLE = FLEX_STOCK_PORTABLE, FX_STOCK_NEON = FLEX_STOCK_NEON }; /* the "_rounding" values */
 #define FX_QS8_MAX_RANK 6
 
 /* ---- microkernels (one variant per ISA family, qs8-ops.inc; names "qs8-ops-<isa>") ---- */

@@ -26,8 +26,9 @@
 #define FLEX_QUANT_REQUANT_H
 #include <stddef.h>
 #include <stdint.h>
+#include "flex_api.h"
 
-enum { FX_RQ_AWAY = 0, FX_RQ_UP = 1, FX_RQ_SINGLE = 2, FX_RQ_AWAY_SAT = 3 };
+enum { FX_RQ_AWAY = FLEX_RQ_AWAY, FX_RQ_UP = FLEX_RQ_UP, FX_RQ_SINGLE = FLEX_RQ_SINGLE, FX_RQ_AWAY_SAT = FLEX_RQ_AWAY_SAT };
 
 /* The output stage of a layer. Channels c < tail_from use `rounding`, the others
  * `tail_rounding` (LiteRT's int8 depthwise: UP on the first 8*floor(C/8) channels, AWAY on the
