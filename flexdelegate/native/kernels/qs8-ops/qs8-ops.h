@@ -36,6 +36,8 @@ typedef struct fx_qs8_ops_config {
               const fx_qs8_mul_params *p, int form);
   /* acc[j] += sum_i x[i * stride + j] for i < k, j < c (int8 or uint8) */
   void (*sum_rows)(size_t c, size_t k, const void *x, size_t stride, int u8, int32_t *acc);
+  /* float -> int8 / uint8 (p->u8) QUANTIZE, y[i] = fxq_quantize_one(x[i], p, form) */
+  void (*quantize)(size_t n, const float *x, void *y, const fx_qs8_quant_params *p, int form);
 } fx_qs8_ops_config;
 
 #define FX_QS8_OPS(isa, suffix)                                                               \
@@ -45,7 +47,9 @@ typedef struct fx_qs8_ops_config {
   void fx_qs8_mul__##suffix(size_t n, const void *a, size_t a_step, const void *b, void *y,     \
                             const fx_qs8_mul_params *p, int form);                             \
   void fx_qs8_sum_rows__##suffix(size_t c, size_t k, const void *x, size_t stride, int u8,      \
-                                 int32_t *acc);
+                                 int32_t *acc);                                                \
+  void fx_qs8_quantize__##suffix(size_t n, const float *x, void *y, const fx_qs8_quant_params *p, \
+                                 int form);
 #include "qs8-ops.inc"
 #undef FX_QS8_OPS
 

@@ -117,7 +117,8 @@ static inline int32_t fxq_mul_one(int32_t a, int32_t b, const fx_qs8_mul_params 
 typedef struct fx_qs8_quant_params {
   double scale;                /* the output scale (float) as a double */
   float inv_scale;             /* (float)(1.0 / scale): the NEON loop's reciprocal */
-  int32_t zp, lo, hi;          /* zero point; the type's range */
+  int32_t zp, lo, hi;          /* zero point; the clamp (the type's range) */
+  int32_t u8;                  /* stored as uint8 (else int8) */
 } fx_qs8_quant_params;
 
 enum {
