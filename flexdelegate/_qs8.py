@@ -136,6 +136,24 @@ def binary(variant: int, op: str, a, b, qa, qb, qo, *, act: str = "NONE", stock:
     return y, float(secs[0])
 
 
+QUANT_FORMS = {"DIVIDE": 0, "MUL_RNE": 1}   # ref.h's FX_QUANT_*
+
+
+def quantize(variant: int, x, scale: float, zp: int, *, form: str, out_dtype=np.int8,
+             lo: int | None = None, hi: int | None = None, chunk: int = 0, iters: int = 1):
+    """Float -> int8 / uint8 QUANTIZE of a float32 array, clamped to [lo, hi] (default the
+    type's range); returns (y, best seconds)."""
+    x = np.ascontiguousarray(x, np.float32)
+    y = np.empty(x.shape, out_dtype)
+    info = np.iinfo(out_dtype)
+    secs = ffi.new("double *")
+    if lib.flex_qs8_quantize_run(variant, QUANT_FORMS[form], int(y.dtype == np.uint8), float(scale), int(zp),
+                                 info.min if lo is None else lo, info.max if hi is None else hi, x.size,
+                                 _ptr(x, "const float *"), _ptr(y), chunk, iters, secs):
+        raise ValueError("qs8 quantize: refused")
+    return y, float(secs[0])
+
+
 def lut_op(variant: int, kind: str, x, q_in, q_out, *, out_dtype=None, alpha: float = 0.0,
            stock: int, chunk: int = 0, iters: int = 1):
     """A table op (LUT_KINDS) on an int8/uint8 array; returns (y, best seconds)."""

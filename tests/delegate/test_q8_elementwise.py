@@ -170,3 +170,38 @@ def test_requantizing_quantize(din, dout, si, so, n):
         v = np.resize(np.random.default_rng(seed).permutation(np.arange(lo, hi + 1)), n)
         return [v.astype(din).reshape(1, n)]
     check_exact(m.build(y), inputs=every_value, seeds=(0, 1))
+
+
+SWISH = [((1, 9, 9, 35), 0, "NONE", S8), ((1, 4, 4, 16), 1, "RELU6", S8), ((2, 3, 37), 0, "NONE", U8),
+         ((1, 5, 5, 16), 1, "RELU", U8)]
+
+
+@pytest.mark.parametrize("shape,x_at,act,dtype", SWISH, ids=[f"{s}-x{i}-{a}-{d.__name__}" for s, i, a, d in SWISH])
+def test_swish_is_one_table(shape, x_at, act, dtype):
+    """MUL(x, LOGISTIC(x)) (EfficientNet's swish) runs as one table of x (ir/fuse.c fuse_qswish):
+    both input orders, a fused activation, element counts around LiteRT's NEON MUL blocks of 16
+    (int8) / 8 (uint8), zero points at the ends; the LOGISTIC is skipped."""
+    z = (-128, 127) if dtype == S8 else (0, 255)
+    m = QModel()
+    x = m.input(shape, Q(dtype, 0.07, z[x_at]))
+    g = m.tensor(shape, Q(dtype, 1 / 256, z[0]))
+    y = m.tensor(shape, Q(dtype, 0.021, z[1 - x_at] // 3))
+    m.op("LOGISTIC", [x], [g])
+    m.op("MUL", [x, g] if x_at == 0 else [g, x], [y], fused_activation_function=act)
+    stats = check_exact(m.build(y), inputs=lambda it, seed: [np.resize(np.arange(256, dtype=np.uint8) + seed,
+                                                                         shape).view(dtype)])
+    assert sorted(o["kernel"] for o in stats["ops"]) == ["elementwise_q8", "fused (skipped)"], stats["ops"]
+
+
+def test_swish_with_a_shared_sigmoid_is_not_fused():
+    """The sigmoid read by another node too stays a node of its own (its output must exist)."""
+    m = QModel()
+    x = m.input((1, 6, 6, 20), Q(S8, 0.05, -3))
+    g = m.tensor((1, 6, 6, 20), Q(S8, 1 / 256, -128))
+    y = m.tensor((1, 6, 6, 20), Q(S8, 0.02, 4))
+    z = m.tensor((1, 6, 6, 20), Q(S8, 0.03, 1))
+    m.op("LOGISTIC", [x], [g])
+    m.op("MUL", [x, g], [y])
+    m.op("ADD", [y, g], [z])
+    stats = check_exact(m.build(z))
+    assert "fused (skipped)" not in [o["kernel"] for o in stats["ops"]], stats["ops"]

@@ -94,3 +94,49 @@ def test_table_variants_equal_scalar():
         for v in VARIANTS:
             got = _qs8.lut_op(v, kind, x, qi, qo, alpha=0.3, stock=stock, chunk=[0, 200, 33][i % 3])[0]
             assert np.array_equal(got, want), (v, kind, n, qi, qo)
+
+
+def quantize_reference(x, scale, zp, form, lo, hi):
+    """ref.h's fxq_quantize_one in NumPy: the division in double rounded half away from zero
+    (DIVIDE) or the float product rounded half to even (MUL_RNE); NaN and values past int32
+    convert to INT32_MIN (x86); the zero point added wrapping; clamped."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        if form == "DIVIDE":
+            q = x.astype(np.float64) / np.float64(np.float32(scale))
+            r = np.trunc(q) + np.where(np.abs(q - np.trunc(q)) >= 0.5, np.sign(q), 0)
+        else:
+            inv = np.float32(1.0 / np.float64(np.float32(scale)))
+            r = np.rint(x * inv).astype(np.float64)
+        ok = (r >= -2.0**31) & (r < 2.0**31)
+    v = np.where(ok, np.nan_to_num(r), -2.0**31).astype(np.int64)
+    v = (v + zp + 2**31) % 2**32 - 2**31
+    return np.clip(v, lo, hi)
+
+
+@pytest.mark.parametrize("form", ["DIVIDE", "MUL_RNE"])
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
+def test_quantize_variants_equal_scalar_and_reference(form, dtype):
+    """Float -> int QUANTIZE: the scalar kernel against a NumPy transcription of ref.h, and every
+    variant against the scalar one: exact ties (k + 1/2 steps, both signs), the neighbours of
+    ties, NaN, infinities, values past int32, zero points at the ends, narrowed clamps,
+    lengths around the 8-lane step and chunked runs."""
+    rng = np.random.default_rng(21)
+    info = np.iinfo(dtype)
+    for i in range(24):
+        n = int(rng.choice([1, 7, 8, 9, 63, 200, 1001]))
+        scale = float(np.float32(2.0 ** rng.uniform(-12, 4)))
+        zp = int(rng.choice([info.min, info.max, rng.integers(info.min, info.max + 1)]))
+        steps = rng.integers(-300, 300, n) + rng.choice([0.5, 0.0, 0.25, -0.5], n)
+        x = (steps * scale).astype(np.float32)
+        near = rng.random(n) < 0.3
+        x[near] = np.nextafter(x[near], np.float32(rng.choice([-np.inf, np.inf])))
+        specials = np.array([np.nan, np.inf, -np.inf, 3e38, -3e38, 2.0**31 * scale, -2.0**31 * scale,
+                             0.5 * scale, -0.5 * scale, -0.0], np.float32)
+        x[:min(n, specials.size)] = specials[:min(n, specials.size)]
+        lo, hi = (int(info.min), int(info.max)) if i % 3 else (int(info.min) + 5, int(info.max) - 9)
+        want = _qs8.quantize(0, x, scale, zp, form=form, out_dtype=dtype, lo=lo, hi=hi)[0]
+        assert np.array_equal(want.astype(np.int64), quantize_reference(x, scale, zp, form, lo, hi)), (i, n)
+        for v in VARIANTS:
+            got = _qs8.quantize(v, x, scale, zp, form=form, out_dtype=dtype, lo=lo, hi=hi,
+                                chunk=[0, 9, 64][i % 3])[0]
+            assert np.array_equal(got, want), (v, i, n, scale, zp)

@@ -469,22 +469,14 @@ const struct fx_conv_pack *fx_node_pack(const fx_node *n, int kernel) {
   return NULL;
 }
 
-/* Float -> integer QUANTIZE, one value, under stock's rule (FLEX_QUANT_AWAY,
- * TFLite's scalar loop: (int32)round_half_away((double)x / scale); FLEX_QUANT_RECIP_EVEN, its NEON
- * loop: x * (float)(1 / scale) rounded half to even). A value past int32 (inf, NaN) becomes
- * INT32_MIN, as x86's conversions give it; the zero point is a wrapping int32 add. */
-static int32_t quantize_one(float x, double scale, float inv, int rule, int32_t zp) {
-  const double r = rule == FLEX_QUANT_RECIP_EVEN ? (double)nearbyintf(x * inv) : round((double)x / scale);
-  const int32_t v = r >= -2147483648.0 && r < 2147483648.0 ? (int32_t)r : INT32_MIN;
-  return (int32_t)((uint32_t)v + (uint32_t)zp);
-}
-
-/* QUANTIZE / DEQUANTIZE, as stock. Float -> int: quantize_one, the rule n->qout.rounding on the
- * first count - count % 8 values and tail_rounding on the rest when split (tail_from == 0),
- * clamped to the type. Int -> int with equal scales moves the zero point (stock's requantize by
- * exactly 1.0 rounds nothing). Int -> float (DEQUANTIZE), the same split of rules
- * (quant_rounding.py): FLEX_QUANT_AWAY, scale * (float)(q - zero point), one rounding of an exact
- * product (TFLite's scalar loop); FLEX_QUANT_RECIP_EVEN, (float)q * scale - (float)zp * scale in float (its NEON loop). */
+/* QUANTIZE / DEQUANTIZE, as stock. Float -> int: the qs8-ops quantize microkernel (ref.h's
+ * fxq_quantize_one: FLEX_QUANT_AWAY, TFLite's scalar loop; FLEX_QUANT_RECIP_EVEN, its NEON loop),
+ * the rule n->qout.rounding on the first count - count % 8 values and tail_rounding on the rest
+ * when split (tail_from == 0), clamped to the type. Int -> int with equal scales moves the zero
+ * point (stock's requantize by exactly 1.0 rounds nothing). Int -> float (DEQUANTIZE), the same
+ * split of rules (quant_rounding.py): FLEX_QUANT_AWAY, scale * (float)(q - zero point), one
+ * rounding of an exact product (TFLite's scalar loop); FLEX_QUANT_RECIP_EVEN, (float)q * scale -
+ * (float)zp * scale in float (its NEON loop). */
 int fx_run_quantize(fx_graph *g, fx_node *n, fx_pool *pool) {
   (void)pool;
   const fx_tensor *x = XT, *y = YT;
@@ -503,14 +495,16 @@ int fx_run_quantize(fx_graph *g, fx_node *n, fx_pool *pool) {
     return 0;
   }
   const int32_t lo = n->qout.lo, hi = n->qout.hi, zy = n->qout.zp;
-  const double scale = (double)y->quant.scale;
-  const float inv = (float)(1.0 / scale);
+  if (x->dtype == FX_F32) {
+    const fx_qs8_ops_config *v = fx_qs8_ops_config_get();
+    const fx_qs8_quant_params p = {.scale = (double)y->quant.scale, .inv_scale = (float)(1.0 / (double)y->quant.scale),
+                                   .zp = zy, .lo = lo, .hi = hi, .u8 = yu8};
+    v->quantize(main, x->ptr, y->ptr, &p, n->qout.rounding);
+    v->quantize(count - main, (const float *)x->ptr + main, (uint8_t *)y->ptr + main, &p, n->qout.tail_rounding);
+    return 0;
+  }
   for (size_t i = 0; i < count; i++) {
-    int32_t v;
-    if (x->dtype == FX_F32)
-      v = quantize_one(((const float *)x->ptr)[i], scale, inv, i < main ? n->qout.rounding : n->qout.tail_rounding, zy);
-    else
-      v = (xu8 ? ((const uint8_t *)x->ptr)[i] : ((const int8_t *)x->ptr)[i]) - x->quant.zero_point + zy;
+    int32_t v = (xu8 ? ((const uint8_t *)x->ptr)[i] : ((const int8_t *)x->ptr)[i]) - x->quant.zero_point + zy;
     v = v < lo ? lo : v > hi ? hi : v;
     if (yu8) ((uint8_t *)y->ptr)[i] = (uint8_t)v;
     else ((int8_t *)y->ptr)[i] = (int8_t)v;

@@ -16,6 +16,7 @@
 #include "graph.h"
 #include "kernels/layernorm/layernorm.h"
 #include "kernels/ops/ops.h"
+#include "qop.h"
 
 static int is_f32_arena(const fx_graph *g, int id) {
   return id >= 0 && g->tensors[id].storage == FX_ST_ARENA && g->tensors[id].dtype == FX_F32;
@@ -375,7 +376,25 @@ static int fuse_attention(fx_graph *g, fx_node *b1) {
   return 0;
 }
 
+/* Integer swish, MUL(x, LOGISTIC(x)) with the sigmoid read by that MUL alone (EfficientNet-B0
+ * INT8: 49 of them): the MUL becomes one 256-entry table of x (qop.h), the LOGISTIC is skipped.
+ * Two passes, one of them MUL's requantization, become one byte lookup. */
+static int fuse_qswish(fx_graph *g, fx_node *lg) {
+  if (fx_qop_kind(lg) != FX_QOP_LOGISTIC || lg->at_prepare || lg->fused || lg->n_in != 1 || lg->n_out != 1) return 0;
+  const int x = lg->in[0], s = lg->out[0];
+  fx_node *who[2];
+  if (g->tensors[s].storage != FX_ST_ARENA || readers(g, s, who) != 1) return 0;
+  fx_node *mul = who[0];
+  if (fx_qop_kind(mul) != FX_QOP_MUL || mul->at_prepare || mul->fused || mul->n_in != 2 ||
+      !((mul->in[0] == x && mul->in[1] == s) || (mul->in[0] == s && mul->in[1] == x)))
+    return 0;
+  fx_qop_fuse_swish(mul, mul->in[0] == x ? 0 : 1);
+  lg->fused = FX_FUSED_SKIP;
+  return 0;
+}
+
 int fx_fuse_node(fx_graph *g, fx_node *n) {
+  if (n->kind == FX_OP_QELEM) return fuse_qswish(g, n);
   if (n->kind == FX_OP_MEAN) return fuse_layernorm(g, n);
   if (n->kind == FX_OP_BATCH_MATMUL) return fuse_attention(g, n);
   if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC && n->kind != FX_OP_DEPTHWISE) return 0;

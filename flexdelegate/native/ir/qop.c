@@ -32,6 +32,13 @@ const char *fx_qop_make(fx_node *n, int kind, int stock, int act, float param, i
 
 void fx_qop_free(struct fx_qop *q) { free(q); }
 
+int fx_qop_kind(const fx_node *n) { return n->kind == FX_OP_QELEM && n->qop ? n->qop->kind : -1; }
+
+void fx_qop_fuse_swish(fx_node *mul, int x_at) {
+  mul->qop->kind = FX_QOP_MUL_LOGISTIC;
+  mul->qop->param = (float)x_at;
+}
+
 void fx_qop_set_stock_threads(fx_node *n, int threads) { n->qop->stock_threads = threads; }
 
 static fx_tensor *T(fx_graph *g, int id) { return &g->tensors[id]; }
@@ -73,6 +80,22 @@ const char *fx_infer_qelem(fx_graph *g, fx_node *n) {
       if (fx_qs8_binary_prepare(op, u8, si, zi, b->quant.scale,
                                 b->quant.zero_point, so, zo, q->act, &sa, &sb, q->stock, &q->k.bin))
         return "quantization parameters stock's integer ADD / MUL refuses or these kernels do not reproduce";
+      return NULL;
+    }
+    case FX_QOP_MUL_LOGISTIC: { /* MUL(x, LOGISTIC(x)): x is in[param], the other the sigmoid's */
+      const int xi = (int)q->param;
+      const fx_tensor *xt = T(g, n->in[xi]), *st = T(g, n->in[1 - xi]), *b = T(g, n->in[1]);
+      fx_qs8_shape sa, sb;
+      fx_qs8_binary_op mul;
+      fx_qs8_lut_op curve;
+      if ((e = fx_infer_binary(g, n))) return e;
+      if (to_qs8_shape(&x->shape, &sa) || to_qs8_shape(&b->shape, &sb)) return "integer MUL of rank > 6";
+      if (fx_qs8_curve_prepare(FX_QS8_LOGISTIC, u8, xt->quant.scale, xt->quant.zero_point, st->quant.scale,
+                               st->quant.zero_point, &curve) ||
+          fx_qs8_binary_prepare(FX_QS8_MUL, u8, si, zi, b->quant.scale, b->quant.zero_point, so, zo, q->act, &sa,
+                                &sb, q->stock, &mul) ||
+          fx_qs8_mul_of_table_prepare(&mul, &curve, xi, &q->k.lut))
+        return "integer swish (MUL of LOGISTIC) parameters not reproduced";
       return NULL;
     }
     case FX_QOP_MEAN: {
@@ -152,6 +175,7 @@ int fx_run_qelem(fx_graph *g, fx_node *n, fx_pool *pool) {
   const fx_tensor *x = T(g, n->in[0]), *y = T(g, n->out[0]);
   qtask t = {n->qop, fx_qs8_ops_config_get(), x->ptr, n->n_in > 1 ? T(g, n->in[1])->ptr : NULL, y->ptr,
              fx_shape_numel(&y->shape), 0, 0, NULL};
+  if (n->qop->kind == FX_QOP_MUL_LOGISTIC) t.a = T(g, n->in[(int)n->qop->param])->ptr; /* the table's input */
   switch (n->qop->kind) {
     case FX_QOP_ADD:
     case FX_QOP_SUB:

@@ -9,7 +9,8 @@
 #include "graph.h"
 
 enum { FX_QOP_ADD, FX_QOP_SUB, FX_QOP_MUL, FX_QOP_MEAN, FX_QOP_SOFTMAX, FX_QOP_LOGISTIC, FX_QOP_TANH,
-       FX_QOP_HARD_SWISH, FX_QOP_LEAKY_RELU, FX_QOP_RELU, FX_QOP_REQUANTIZE };
+       FX_QOP_HARD_SWISH, FX_QOP_LEAKY_RELU, FX_QOP_RELU, FX_QOP_REQUANTIZE,
+       FX_QOP_MUL_LOGISTIC /* made by fx_qop_fuse_swish only */ };
 
 /* Makes n's fx_qop (freed with the node): kind FX_QOP_*, stock the arithmetic to reproduce
  * (qs8-ops.h FX_STOCK_*; the delegate's "_rounding" entry for the op), act the TFLite fused
@@ -19,4 +20,10 @@ const char *fx_qop_make(fx_node *n, int kind, int stock, int act, float param, i
 void fx_qop_free(struct fx_qop *q);
 /* The interpreter's thread count (TfLiteContext.recommended_num_threads, 1 when unset). */
 void fx_qop_set_stock_threads(fx_node *n, int threads);
+/* n's FX_QOP_* kind, or -1 when n is not an integer element-wise node. */
+int fx_qop_kind(const fx_node *n);
+/* Swish (fuse.c): the MUL node `mul` of x and LOGISTIC(x), x its input x_at, becomes one table
+ * of x (fx_qs8_mul_of_table_prepare); the LOGISTIC node is skipped by the caller, its output
+ * (never written) stays the MUL's other input so lifetimes and plans are unchanged. */
+void fx_qop_fuse_swish(fx_node *mul, int x_at);
 #endif

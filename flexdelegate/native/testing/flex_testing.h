@@ -101,6 +101,10 @@ int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2,
 /* The table ops over n elements: kind 0 QUANTIZE int->int (in_u8 -> out_u8), 1 RELU-like (sub:
  * 0 RELU, 1 RELU6, 2 RELU_N1_TO_1, 3 RELU_0_TO_1), 2 LEAKY_RELU (alpha), 3 HARD_SWISH, 4 curve
  * (sub: 0 LOGISTIC, 1 TANH, 2 GELU, 3 GELU approximate), 5 uint8 CONCATENATION input rescale. */
+/* Float -> int8 / uint8 (out_u8) QUANTIZE of n values (form: ref.h's FX_QUANT_*) clamped to
+ * [qlo, qhi]. */
+int flex_qs8_quantize_run(int variant, int form, int out_u8, float scale, int zp, int qlo, int qhi,
+                          size_t n, const float *x, void *y, int chunk, int iters, double *seconds);
 int flex_qs8_lut_op_run(int variant, int kind, int sub, int in_u8, int out_u8, float s_in,
                         int z_in, float s_out, int z_out, float alpha, size_t n, const void *x,
                         void *y, int stock, int chunk, int iters, double *seconds);

@@ -78,6 +78,16 @@ int flex_qs8_lut_op_run(int variant, int kind, int sub, int in_u8, int out_u8, f
   return 0;
 }
 
+int flex_qs8_quantize_run(int variant, int form, int out_u8, float scale, int zp, int qlo, int qhi,
+                          size_t n, const float *x, void *y, int chunk, int iters, double *seconds) {
+  const fx_qs8_ops_config *v = fx_qs8_ops_config_at(variant);
+  if (!v || !(scale > 0) || (form != FLEX_QUANT_AWAY && form != FLEX_QUANT_RECIP_EVEN)) return -1;
+  const fx_qs8_quant_params p = {.scale = (double)scale, .inv_scale = (float)(1.0 / (double)scale),
+                                 .zp = zp, .lo = qlo, .hi = qhi, .u8 = out_u8};
+  TIMED_CHUNKS(n, chunk, iters, seconds, v->quantize(hi - lo, x + lo, (uint8_t *)y + lo, &p, form));
+  return 0;
+}
+
 int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int32_t *axes,
                          int naxes, float si, int zi, float so, int zo, const void *x, void *y,
                          int stock, int stock_threads, int chunk, int iters, double *seconds) {

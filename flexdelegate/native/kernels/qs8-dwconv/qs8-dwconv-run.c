@@ -19,15 +19,18 @@ int fx_qs8_dwconv_run(const fx_qs8_dwconv_config *v, const fx_qs8_conv_geom *cg,
   }
   for (size_t r = r0; r < r1; r++) {
     const int b = (int)(r / (size_t)cg->oh), oy = (int)(r % (size_t)cg->oh);
-    for (int ox = 0; ox < cg->ow; ox++)
-      for (int ky = 0; ky < cg->kh; ky++)
+    for (int ky = 0; ky < cg->kh; ky++) { /* window row by window row: the row test once */
+      const int iy = oy * cg->sh - cg->pt + ky * cg->dh;
+      const int8_t *line = iy >= 0 && iy < cg->h ? x + ((size_t)b * cg->h + iy) * (size_t)cg->w * C : NULL;
+      for (int ox = 0; ox < cg->ow; ox++) {
+        const int8_t **dst = ptrs + (size_t)ox * taps + (size_t)ky * cg->kw;
+        const int ix0 = ox * cg->sw - cg->pl;
         for (int kx = 0; kx < cg->kw; kx++) {
-          const int iy = oy * cg->sh - cg->pt + ky * cg->dh, ix = ox * cg->sw - cg->pl + kx * cg->dw;
-          ptrs[(size_t)ox * taps + (size_t)ky * cg->kw + kx] =
-              (iy < 0 || iy >= cg->h || ix < 0 || ix >= cg->w)
-                  ? zero_row
-                  : x + (((size_t)b * cg->h + iy) * cg->w + ix) * C;
+          const int ix = ix0 + kx * cg->dw;
+          dst[kx] = !line || ix < 0 || ix >= cg->w ? zero_row : line + (size_t)ix * C;
         }
+      }
+    }
     fn(C, ow, ptrs, taps, packed, y + r * ow * C, C, o);
   }
   if (ptrs != local) free((void *)ptrs);

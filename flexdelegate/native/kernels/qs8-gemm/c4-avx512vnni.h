@@ -23,8 +23,7 @@ FX_C4V __m512i fx_c4v_load_a(const int8_t *p) {
 }
 /* The last n < 4 bytes; the missing ones are 0 (their weights are 0: any value would do). */
 FX_C4V __m512i fx_c4v_load_a_part(const int8_t *p, size_t n) {
-  int32_t v = 0;
-  memcpy(&v, p, n);
+  const int32_t v = (int32_t)fx_qs8_load_tail(p, n);
   return _mm512_xor_si512(_mm512_set1_epi32(v), _mm512_set1_epi32((int32_t)0x80808080u));
 }
 

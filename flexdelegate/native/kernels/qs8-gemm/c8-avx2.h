@@ -23,9 +23,7 @@ FX_C8_AVX2 __m256i fx_c8_load_a_avx2(const int8_t *p) {
 }
 /* The last n < 8 bytes of a row: exactly n bytes read, the rest zero (their weights are 0). */
 FX_C8_AVX2 __m256i fx_c8_load_a_part_avx2(const int8_t *p, size_t n) {
-  uint64_t v = 0;
-  memcpy(&v, p, n);
-  return fx_c8_widen_a_avx2(_mm_cvtsi64_si128((long long)v));
+  return fx_c8_widen_a_avx2(_mm_cvtsi64_si128((long long)fx_qs8_load_tail(p, n)));
 }
 FX_C8_AVX2 __m256i fx_c8_load_w_avx2(const int8_t *w) {
   return _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)w));

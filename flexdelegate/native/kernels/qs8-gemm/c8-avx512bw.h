@@ -19,9 +19,7 @@ FX_C8Z __m512i fx_c8z_load_a(const int8_t *p) {
   return _mm512_cvtepi8_epi16(_mm256_set1_epi64x(v));
 }
 FX_C8Z __m512i fx_c8z_load_a_part(const int8_t *p, size_t n) {
-  int64_t v = 0;
-  memcpy(&v, p, n);
-  return _mm512_cvtepi8_epi16(_mm256_set1_epi64x(v));
+  return _mm512_cvtepi8_epi16(_mm256_set1_epi64x((long long)fx_qs8_load_tail(p, n)));
 }
 FX_C8Z __m512i fx_c8z_load_w(const int8_t *w) {
   return _mm512_cvtepi8_epi16(_mm256_loadu_si256((const __m256i *)w));

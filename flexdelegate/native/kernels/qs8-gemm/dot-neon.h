@@ -42,8 +42,9 @@
 
 /* Up to 4 bytes of a row (n < 4: the rest zero; their weights are 0) in lane 0. */
 static inline int8x16_t fx_dot_load4(const int8_t *p, size_t n) {
-  int32_t v = 0;
-  memcpy(&v, p, n);
+  int32_t v;
+  if (n < 4) v = (int32_t)fx_qs8_load_tail(p, n);
+  else memcpy(&v, p, 4);
   return vreinterpretq_s8_s32(vdupq_n_s32(v));
 }
 #endif

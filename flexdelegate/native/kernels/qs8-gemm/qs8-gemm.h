@@ -16,6 +16,7 @@
 #define FLEX_QS8_GEMM_H
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "../quant/pack.h"
 #include "../quant/requant.h"
 
@@ -40,6 +41,26 @@ const fx_qs8_gemm_config *fx_qs8_gemm_config_get(void);
 const fx_qs8_gemm_config *fx_qs8_gemm_config_at(int i);
 /* The packing geometry of variant g for n channels, ks taps of kc channels. */
 fx_qs8_gemm_geom fx_qs8_gemm_geom_of(const fx_qs8_gemm_config *g, int n, int ks, int kc);
+
+/* The last n (1..7) bytes of a row in the low bytes of a little-endian word, the rest zero,
+ * reading exactly those n bytes: two overlapping fixed-size loads. (A memcpy of n bytes into a
+ * zeroed word is a library call and a store-forwarding stall per row per k-loop: a third of a
+ * 3-channel stem's time.) */
+static inline uint64_t fx_qs8_load_tail(const int8_t *p, size_t n) {
+  if (n >= 4) {
+    uint32_t lo, hi;
+    memcpy(&lo, p, 4);
+    memcpy(&hi, p + n - 4, 4);
+    return (uint64_t)lo | (uint64_t)hi << (8 * (n - 4));
+  }
+  if (n >= 2) {
+    uint16_t lo, hi;
+    memcpy(&lo, p, 2);
+    memcpy(&hi, p + n - 2, 2);
+    return (uint64_t)lo | (uint64_t)hi << (8 * (n - 2));
+  }
+  return (uint8_t)p[0];
+}
 
 #define FX_QS8_GEMM_ARGS                                                                    \
   size_t mr, size_t nc, size_t kc, const int8_t *a, size_t a_stride, const void *w, int8_t *c, \

@@ -32,6 +32,39 @@ static void fill_tile(const fx_qs8_conv_geom *cg, const int8_t *x, const int8_t 
   }
 }
 
+/* n bytes, 8 at a time: the runs here are a few bytes (3-channel stems), where a memcpy call per
+ * run cost more than the GEMM it feeds. */
+static inline void copy_run(int8_t *dst, const int8_t *src, size_t n) {
+  for (; n >= 8; n -= 8, dst += 8, src += 8) memcpy(dst, src, 8);
+  while (n--) *dst++ = *src++;
+}
+
+/* im2col row of output pixel pix: its taps' cin bytes back to back, taps in the padding the
+ * zero point. A window row with dilation 1 and all kw taps inside the input is one run of
+ * kw * cin bytes (adjacent pixels are adjacent in NHWC). */
+static void gather_row(const fx_qs8_conv_geom *cg, const int8_t *x, int8_t zx, size_t pix, int8_t *row) {
+  const size_t ohw = (size_t)cg->oh * (size_t)cg->ow, cin = (size_t)cg->cin, span = (size_t)cg->kw * cin;
+  const int b = (int)(pix / ohw), oy = (int)(pix % ohw / (size_t)cg->ow), ox = (int)(pix % (size_t)cg->ow);
+  const int ix0 = ox * cg->sw - cg->pl, ix1 = ix0 + (cg->kw - 1) * cg->dw;
+  for (int ky = 0; ky < cg->kh; ky++, row += span) {
+    const int iy = oy * cg->sh - cg->pt + ky * cg->dh;
+    if (iy < 0 || iy >= cg->h) {
+      memset(row, zx, span);
+      continue;
+    }
+    const int8_t *line = x + ((size_t)b * (size_t)cg->h + (size_t)iy) * (size_t)cg->w * cin;
+    if (cg->dw == 1 && ix0 >= 0 && ix1 < cg->w) {
+      copy_run(row, line + (size_t)ix0 * cin, span);
+      continue;
+    }
+    for (int kx = 0; kx < cg->kw; kx++) {
+      const int ix = ix0 + kx * cg->dw;
+      if (ix < 0 || ix >= cg->w) memset(row + (size_t)kx * cin, zx, cin);
+      else copy_run(row + (size_t)kx * cin, line + (size_t)ix * cin, cin);
+    }
+  }
+}
+
 int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x,
                      const int8_t *zero_row, const void *packed, int8_t *y, int32_t row_factor,
                      const fx_qs8_out *o, size_t m0, size_t m1, size_t p0, size_t p1) {
@@ -54,13 +87,12 @@ int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, con
   int32_t corr[FX_QS8_MR_MAX];
   for (size_t pix = m0; pix < m1; pix += mr_max) {
     const size_t mr = m1 - pix < mr_max ? m1 - pix : mr_max;
-    fill_tile(cg, x, zero_row, pix, mr, mr_max, ptrs);
-    if (im2col) { /* row i = its taps' cin bytes back to back */
-      for (size_t i = 0; i < mr; i++)
-        for (size_t t = 0; t < ks; t++) memcpy(rows + i * K + t * kc, ptrs[t * mr_max + i], kc);
+    if (im2col) {
+      for (size_t i = 0; i < mr; i++) gather_row(cg, x, zero_row[0], pix + i, rows + i * K);
       if (row_factor) fx_qs8_rowsums_gemm(mr, K, rows, K, row_factor, corr);
-    } else if (row_factor) {
-      fx_qs8_rowsums_igemm(mr, kc, ks, ptrs, mr_max, row_factor, corr);
+    } else {
+      fill_tile(cg, x, zero_row, pix, mr, mr_max, ptrs);
+      if (row_factor) fx_qs8_rowsums_igemm(mr, kc, ks, ptrs, mr_max, row_factor, corr);
     }
     for (size_t p = p0; p < p1; p++) {
       const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;

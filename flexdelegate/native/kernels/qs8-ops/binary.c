@@ -102,6 +102,23 @@ static void neon_loop(const fx_qs8_binary_op *bop, int scalar, int *block, int *
   }
 }
 
+int fx_qs8_mul_of_table_prepare(const fx_qs8_binary_op *mul, const fx_qs8_lut_op *f, int x_at,
+                                fx_qs8_lut_op *op) {
+  if (mul->op != FX_QS8_MUL || mul->bc.kind != FX_BC_NONE || f->block != 0) return -1;
+  int block, form;
+  neon_loop(mul, 0, &block, &form);
+  const fx_qs8_mul_params *p = &mul->mul;
+  op->block = block;
+  for (int part = 0; part < 2; part++) {
+    const int fm = part ? 0 : form; /* table 1: past the NEON blocks, portable */
+    for (int i = 0; i < 256; i++) {
+      const int32_t x = p->u8 ? i : (int8_t)i, fx = p->u8 ? f->t[0][i] : (int8_t)f->t[0][i];
+      op->t[part][i] = (uint8_t)(x_at == 0 ? fxq_mul_one(x, fx, p, fm) : fxq_mul_one(fx, x, p, fm));
+    }
+  }
+  return 0;
+}
+
 /* The params with the inputs exchanged (the walk's `a` is the fastest-broadcast input). */
 static void swapped(const fx_qs8_binary_op *bop, fx_qs8_add_params *ap, fx_qs8_mul_params *mp) {
   *ap = bop->add;

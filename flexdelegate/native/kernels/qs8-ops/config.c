@@ -6,7 +6,8 @@
 #define FX_QS8_OPS(isa, suffix)                                                        \
   static const fx_qs8_ops_config k_##suffix = {"qs8-ops-" #suffix, fx_qs8_lut__##suffix, \
                                                fx_qs8_add__##suffix, fx_qs8_mul__##suffix, \
-                                               fx_qs8_sum_rows__##suffix};
+                                               fx_qs8_sum_rows__##suffix,  \
+                                               fx_qs8_quantize__##suffix};
 #include "qs8-ops.inc"
 #undef FX_QS8_OPS
 

@@ -185,4 +185,38 @@ __attribute__((target("avx2,fma"))) void fx_qs8_sum_rows__avx2(size_t c, size_t 
   }
   if (j < c) fx_qs8_sum_rows__scalar(c - j, k, px + j, stride, u8, acc + j);
 }
+/* float -> int QUANTIZE, 8 values a step. FLEX_QUANT_AWAY: the quotient in double (vdivpd is
+ * IEEE division, as the scalar one), rounded half away from zero as trunc(q) + sign(q) where
+ * |q - trunc(q)| >= 0.5 (that difference is exact); FLEX_QUANT_RECIP_EVEN: the float product converted
+ * under the default rounding mode (nearest even, as rintf). x86's conversions give INT32_MIN for
+ * NaN and out-of-range values, the scalar reference's rule. */
+OPS_AVX2 __m128i quantize4_divide(__m128 x, __m256d scale) {
+  const __m256d q = _mm256_div_pd(_mm256_cvtps_pd(x), scale);
+  const __m256d t = _mm256_round_pd(q, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256d sign = _mm256_set1_pd(-0.0), one = _mm256_set1_pd(1.0);
+  const __m256d tie = _mm256_cmp_pd(_mm256_andnot_pd(sign, _mm256_sub_pd(q, t)), _mm256_set1_pd(0.5), _CMP_GE_OQ);
+  const __m256d step = _mm256_and_pd(tie, _mm256_or_pd(_mm256_and_pd(q, sign), one));
+  return _mm256_cvttpd_epi32(_mm256_add_pd(t, step));
+}
+
+__attribute__((target("avx2,fma"))) void fx_qs8_quantize__avx2(size_t n, const float *x, void *y,
+                                                               const fx_qs8_quant_params *p, int form) {
+  const __m256d scale = _mm256_set1_pd(p->scale);
+  const __m256 inv = _mm256_set1_ps(p->inv_scale);
+  const __m256i zp = _mm256_set1_epi32(p->zp), lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
+  uint8_t *yb = (uint8_t *)y;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    __m256i q;
+    if (form == FLEX_QUANT_AWAY)
+      q = _mm256_setr_m128i(quantize4_divide(_mm256_castps256_ps128(v), scale),
+                            quantize4_divide(_mm256_extractf128_ps(v, 1), scale));
+    else
+      q = _mm256_cvtps_epi32(_mm256_mul_ps(v, inv));
+    q = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, zp), lo), hi);
+    store8(yb + i, q, p->u8);
+  }
+  if (i < n) fx_qs8_quantize__scalar(n - i, x + i, yb + i, p, form);
+}
 #endif

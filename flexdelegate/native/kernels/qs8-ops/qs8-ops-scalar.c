@@ -30,3 +30,8 @@ void fx_qs8_sum_rows__scalar(size_t c, size_t k, const void *x, size_t stride, i
     for (size_t j = 0; j < c; j++) acc[j] += load(x, i * stride + j, u8);
   }
 }
+
+void fx_qs8_quantize__scalar(size_t n, const float *x, void *y, const fx_qs8_quant_params *p,
+                             int form) {
+  for (size_t i = 0; i < n; i++) ((uint8_t *)y)[i] = (uint8_t)fxq_quantize_one(x[i], p, form);
+}

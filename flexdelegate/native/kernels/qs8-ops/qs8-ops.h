@@ -36,6 +36,8 @@ typedef struct fx_qs8_ops_config {
               const fx_qs8_mul_params *p, int form);
   /* acc[j] += sum_i x[i * stride + j] for i < k, j < c (int8 or uint8) */
   void (*sum_rows)(size_t c, size_t k, const void *x, size_t stride, int u8, int32_t *acc);
+  /* float -> int8 / uint8 (p->u8) QUANTIZE, y[i] = fxq_quantize_one(x[i], p, form) */
+  void (*quantize)(size_t n, const float *x, void *y, const fx_qs8_quant_params *p, int form);
 } fx_qs8_ops_config;
 
 #define FX_QS8_OPS(isa, suffix)                                                               \
@@ -45,7 +47,9 @@ typedef struct fx_qs8_ops_config {
   void fx_qs8_mul__##suffix(size_t n, const void *a, size_t a_step, const void *b, void *y,     \
                             const fx_qs8_mul_params *p, int form);                             \
   void fx_qs8_sum_rows__##suffix(size_t c, size_t k, const void *x, size_t stride, int u8,      \
-                                 int32_t *acc);
+                                 int32_t *acc);                                                \
+  void fx_qs8_quantize__##suffix(size_t n, const float *x, void *y, const fx_qs8_quant_params *p, \
+                                 int form);
 #include "qs8-ops.inc"
 #undef FX_QS8_OPS
 
@@ -113,6 +117,12 @@ int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_
                           int32_t zo, int act, const fx_qs8_shape *a, const fx_qs8_shape *b,
                           int stock, fx_qs8_binary_op *bop);
 /* Output elements [e0, e1). */
+/* y = MUL(x, f(x)) (x_at 0; MUL(f(x), x) for x_at 1) as one table, f an element-wise table op
+ * of x (swish: x * LOGISTIC(x)): exact by construction, since both MUL inputs follow from the
+ * byte x; stock's NEON blocks of the MUL become the table split. mul: an element-wise (no
+ * broadcast) MUL prepared for the two inputs as the model has them. -1 if not that. */
+int fx_qs8_mul_of_table_prepare(const fx_qs8_binary_op *mul, const fx_qs8_lut_op *f, int x_at,
+                                fx_qs8_lut_op *op);
 void fx_qs8_binary_run(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop, const void *a,
                        const void *b, void *y, size_t e0, size_t e1);
 

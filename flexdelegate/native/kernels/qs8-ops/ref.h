@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdint.h>
 #include "../quant/requant.h"
+#include "flex_api.h"
 
 /* gemmlowp SaturatingRoundingDoublingHighMul (= NEON vqrdmulh): (a*b + 2^30) >> 31, ties up,
  * the one overflow (INT32_MIN^2) saturated. */
@@ -117,13 +118,12 @@ static inline int32_t fxq_mul_one(int32_t a, int32_t b, const fx_qs8_mul_params 
 typedef struct fx_qs8_quant_params {
   double scale;                /* the output scale (float) as a double */
   float inv_scale;             /* (float)(1.0 / scale): the NEON loop's reciprocal */
-  int32_t zp, lo, hi;          /* zero point; the type's range */
+  int32_t zp, lo, hi;          /* zero point; the clamp (the type's range) */
+  int32_t u8;                  /* stored as uint8 (else int8) */
 } fx_qs8_quant_params;
 
-enum {
-  FX_QUANT_DIVIDE = 0, /* portable: round((double)x / scale) half away from zero */
-  FX_QUANT_MUL_RNE = 1 /* NEON: x * inv_scale in float, converted to nearest even */
-};
+/* The rule (flex_api.h): FLEX_QUANT_AWAY, the portable round((double)x / scale) half away from
+ * zero; FLEX_QUANT_RECIP_EVEN, NEON's x * inv_scale in float, converted to nearest even. */
 
 /* x86's conversions to int32 (cvttsd2si, cvtps2dq): out of range and NaN give INT32_MIN. */
 static inline int32_t fxq_cvt_trunc_d(double v) {
@@ -136,7 +136,7 @@ static inline int32_t fxq_cvt_rne_f(float v) {
 
 static inline int32_t fxq_quantize_one(float x, const fx_qs8_quant_params *p, int form) {
   int32_t q;
-  if (form == FX_QUANT_DIVIDE) {
+  if (form == FLEX_QUANT_AWAY) {
     q = fxq_cvt_trunc_d(round((double)x / p->scale)); /* TfLiteRound: half away from zero */
   } else {
     q = fxq_cvt_rne_f(x * p->inv_scale);
