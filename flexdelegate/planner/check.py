@@ -114,11 +114,12 @@ def verify(plan: Plan, graph: Graph) -> None:
                 if not ok:
                     _fail(f"layer {lp.index} slice {s}: weights not resident at {need}")
         for s in range(lp.slices):
-            want = [sl for sl in lp.scratch if sl.step == first[lp.index] + s]
-            blocks = [b for b in wblocks.get(("scratch", lp.index, s), [])
-                      if b.t0 <= first[lp.index] + s <= b.t1]
-            if want and not blocks:
-                _fail(f"layer {lp.index} slice {s}: scratch not placed")
+            step = first[lp.index] + s
+            blocks = [b for b in wblocks.get(("scratch", lp.index, s), []) if b.t0 <= step <= b.t1]
+            # the runtime uses the slot, not the block: each slot must lie inside a placed block
+            for sl in (sl for sl in lp.scratch if sl.step == step):
+                if not any(b.offset == sl.offset and b.nbytes >= sl.nbytes for b in blocks):
+                    _fail(f"layer {lp.index} slice {s}: scratch slot {sl} not placed")
         if sum(sl.nbytes for sl in lp.scratch) < opt.scratch_bytes:
             _fail(f"layer {lp.index}: scratch smaller than the kernel needs")
 

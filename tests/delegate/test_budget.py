@@ -319,6 +319,27 @@ def test_plans_are_cached_on_disk_and_checked(model, reference, tmp_path, monkey
     assert max_error(ref, invoke(it, x)) <= 1e-4
 
 
+@pytest.mark.parametrize("field", [6, 10])  # w_offset, s_offset in bridge._steps' tuples
+def test_the_runtime_refuses_an_unaligned_slot_the_planner_hands_it(model, tmp_path, monkeypatch, field):
+    """The C loader checks a plan on its own (the Python check only sees plans read from disk):
+    an offset off the arena alignment is refused in one line, never run with misaligned loads."""
+    from flexdelegate.planner import bridge
+    steps = bridge._steps
+
+    def shifted(p):
+        out = steps(p)
+        i = next(i for i, s in enumerate(out) if s[field + 1])  # a step with such a slot
+        out[i] = out[i][:field] + (out[i][field] + 4,) + out[i][field + 1:]
+        return out
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(bridge, "_steps", shifted)
+    bridge._memo.clear()
+    lo = min_budget(model, tmp_path / "m.fxc")
+    with pytest.raises(ValueError, match="unaligned slot"):
+        make_interpreter(model, delegate=load_flex(budget=lo + 1, cache_path=str(tmp_path / "m.fxc")))
+    bridge._memo.clear()
+
+
 def test_smallest_budgets_run_a_conv_direct():
     """The kernel ladder's last rung: a 1x1 stride-2 conv runs im2col GEMM by default; at its
     minimum budget only direct (weights by channel panels, no im2col scratch) fits."""

@@ -235,6 +235,7 @@ static const char *check_step(const fx_graph *g, const flex_step_plan *s, const 
   if (s->layer < 0 || s->layer >= d->n_layers) return "plan names an unknown layer";
   if (s->w_bytes && (s->w_offset > arena || s->w_bytes > arena - s->w_offset)) return "weight slot outside the arena";
   if (s->s_bytes && (s->s_offset > arena || s->s_bytes > arena - s->s_offset)) return "scratch slot outside the arena";
+  if (s->w_offset % FX_ARENA_ALIGN || s->s_offset % FX_ARENA_ALIGN) return "unaligned slot"; /* kernels use aligned loads */
   const fx_node *n = &g->nodes[d->layers[s->layer]];
   flex_kernel_desc offered[FX_MAX_KERNELS];
   const int nk = kernels_of(g, n, threads, offered);
@@ -265,10 +266,12 @@ static const char *check_step(const fx_graph *g, const flex_step_plan *s, const 
 /* Never trust a plan blindly: every slot inside the arena, every slice what the kernel can run. */
 static const char *check_plan(const fx_graph *g, const partition_desc *d, const flex_plan *plan,
                               const flex_step_plan *steps, int threads) {
-  for (int i = 0; i < d->n_td; i++)
-    if (d->td[i].nbytes &&
-        (plan->tensor_offsets[i] > plan->arena_bytes || d->td[i].nbytes > plan->arena_bytes - plan->tensor_offsets[i]))
-      return "plan places a tensor outside the arena";
+  for (int i = 0; i < d->n_td; i++) {
+    const uint64_t off = plan->tensor_offsets[i];
+    if (!d->td[i].nbytes) continue;
+    if (off > plan->arena_bytes || d->td[i].nbytes > plan->arena_bytes - off) return "plan places a tensor outside the arena";
+    if (off % FX_ARENA_ALIGN) return "plan places a tensor unaligned";
+  }
   const char *why = NULL;
   for (int i = 0; i < plan->n_steps && !why; i++) why = check_step(g, &steps[i], d, plan->arena_bytes, threads);
   return why;

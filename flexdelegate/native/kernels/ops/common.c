@@ -43,6 +43,10 @@ void fx_apply_act(int act, float *y, size_t n) {
     fx_unary_f32(kind, 0.0f, y, y, n);
     return;
   }
+  fx_clamp_act(act, y, n);
+}
+
+void fx_clamp_act(int act, float *y, size_t n) {
   float lo, hi;
   fx_act_bounds(act, &lo, &hi);
   for (size_t i = 0; i < n; ++i) {

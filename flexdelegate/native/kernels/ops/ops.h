@@ -24,6 +24,9 @@ int fx_shape_equal(const fx_shape *a, const fx_shape *b);
 void fx_act_bounds(int act, float *lo, float *hi);
 /* Applies a fused activation in place (clamp, tanh, sigmoid or swish). */
 void fx_apply_act(int act, float *y, size_t n);
+/* Clamps in place to fx_act_bounds(act), whatever act is (NONE too: +-inf to +-FLT_MAX, as
+ * stock's output stage does); the curve of a curve activation is not applied. */
+void fx_clamp_act(int act, float *y, size_t n);
 /* The activations a clamp cannot express (SIGMOID, SWISH): kernels apply them per tile. */
 static inline int fx_act_is_curve(int act) {
   return act == FLEX_ACT_SIGMOID || act == FLEX_ACT_SWISH || act == FLEX_ACT_GELU || act == FLEX_ACT_GELU_TANH;

@@ -57,16 +57,6 @@ static void pack_panels(void *vctx, size_t begin, size_t end) {
 static int ceil_div(int a, int s) { return a >= 0 ? (a + s - 1) / s : -((-a) / s); }
 static int floor_div(int a, int s) { return a >= 0 ? a / s : -((-a + s - 1) / s); }
 
-static void clamp_row(float *row, size_t n, int act) {
-  float lo, hi;
-  fx_act_bounds(act, &lo, &hi);
-  for (size_t i = 0; i < n; i++) {
-    float v = row[i];
-    v = v < lo ? lo : v;
-    row[i] = v > hi ? hi : v;
-  }
-}
-
 /* The input row a filter row fy reads for output row r (batch folded in), or NULL. */
 static const float *input_row(const tc_task *t, size_t r, int fy) {
   const fx_tconv_geom *g = t->g;
@@ -116,7 +106,7 @@ static void output_block(const tc_task *t, size_t r0, size_t r1) {
     }
   for (size_t r = r0; r < r1; r++) {
     float *yrow = t->y + r * row_n;
-    if (t->overlap || !t->covered) clamp_row(yrow, row_n, t->act);
+    if (t->overlap || !t->covered) fx_clamp_act(t->act, yrow, row_n);
     if (t->act == FLEX_ACT_TANH || fx_act_is_curve(t->act)) fx_apply_act(t->act, yrow, row_n);
   }
 }
