@@ -62,3 +62,21 @@ def test_bad_arguments_raise():
         testing.gemm(0, np.ones((2, 3)), np.ones((2, 2)))
     with pytest.raises(ValueError):
         testing.gemm(0, np.ones((2, 2)), np.ones((3, 2)), residual=np.ones((3, 2)))
+
+
+@pytest.mark.parametrize("kernel", range(len(KERNELS)), ids=KERNELS)
+@pytest.mark.parametrize("m,threads", [(7, 1), (40, 2)])
+def test_wide_fc_run_in_panel_blocks_has_the_same_bits(kernel, m, threads):
+    """A few rows against weights past L2 (here 9001 x 64: 2.3 MB packed) run in blocks of panels
+    with the next block prefetched (choose.c fx_conv_panel_block): every output still comes from
+    the same microkernel call as in the panel-by-panel GEMM, so the bits are the same. N and m
+    leave partial panels and row tiles."""
+    rng = np.random.default_rng(m)
+    n, k = 9001, 64
+    a, w, b = rng.standard_normal((m, k)), rng.standard_normal((n, k)), rng.standard_normal(n)
+    x = testing.aligned(a.reshape(1, m, 1, k))
+    got = testing.conv2d(kernel, x, w.reshape(n, 1, 1, k), b, direct=False, padding="VALID", act="RELU6",
+                         threads=threads)
+    ref = testing.gemm(kernel, a, w, b, 0.0, 6.0)
+    assert np.array_equal(got.reshape(m, n), ref)
+    np.testing.assert_allclose(ref, np.clip(a @ w.T + b, 0.0, 6.0), rtol=1e-4, atol=1e-4)

@@ -169,6 +169,7 @@ typedef struct {
   const float *res; /* the fused residual ADD, applied by the microkernels (NULL: none, or curve) */
   float *y, *scratch;
   size_t m0, m1, mt, row_groups, panel_groups, panels_per_group, pan0, pan1;
+  size_t block; /* panels per block (fx_conv_panel_block) */
   fx_gemm_out out;
   int curve; /* SIGMOID / SWISH on each microkernel tile, while it is in L1 */
   int igemm; /* direct conv (direct.c) instead of im2col / direct GEMM */
@@ -203,7 +204,7 @@ static void conv_task(void *arg, int tid, size_t task) {
   else
     fx_conv_gemm_rows(p->uk, j->g, (size_t)p->n, (size_t)p->k, j->x, m0, rows,
                       j->g->direct ? NULL : j->scratch + (size_t)tid * j->mt * (size_t)p->k, j->panels, j->pan0, pan0,
-                      pan1, j->y, j->res, &j->out);
+                      pan1, j->block, j->y, j->res, &j->out);
   if (pan1 <= pan0 || !j->curve) return;
   /* On the tile just written (in L2), in as few calls as possible. */
   size_t c0 = pan0 * (size_t)nr, c1 = pan1 * (size_t)nr < (size_t)p->n ? pan1 * (size_t)nr : (size_t)p->n;
@@ -265,6 +266,8 @@ static void run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g
   }
   j.row_groups = (rows + j.mt - 1) / j.mt;
   if (j.panel_groups == 1) j.panels_per_group = panels_n;
+  if (!igemm)
+    j.block = fx_conv_panel_block(rows < j.mt ? rows : j.mt, mr, (size_t)p->k, panels_n, fx_conv_panel_bytes(p));
   float lo, hi, rlo, rhi;
   fx_act_bounds(act, &lo, &hi);
   fx_act_bounds(g->residual_act, &rlo, &rhi);

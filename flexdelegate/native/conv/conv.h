@@ -90,10 +90,12 @@ fx_conv_pack *fx_conv_pack_new_with(struct fx_store *store, const struct fx_gemm
 
 /* The algorithm bodies' row drivers, for conv.c: rows [m0, m0 + rows) of the output and panels
  * [pan0, pan1) of n output channels, `panels` pointing at panel pan_first. im2col.c: A is the
- * input itself (buf NULL: 1x1 stride 1, FC) or im2col rows built in buf (rows x k floats). */
+ * input itself (buf NULL: 1x1 stride 1, FC) or im2col rows built in buf (rows x k floats);
+ * block: panels per block (fx_conv_panel_block; 0 = one panel at a time). The order changes
+ * no output's sum: each comes from the same microkernel call either way. */
 void fx_conv_gemm_rows(const struct fx_gemm_config *uk, const fx_conv_geom *g, size_t n, size_t k, const float *x,
                        size_t m0, size_t rows, float *buf, const float *panels, size_t pan_first, size_t pan0,
-                       size_t pan1, float *y, const float *res, const struct fx_gemm_out *out);
+                       size_t pan1, size_t block, float *y, const float *res, const struct fx_gemm_out *out);
 /* direct.c: */
 int fx_conv_direct_geom_ok(const fx_conv_geom *g, int mr);
 void fx_conv_direct_rows(const struct fx_igemm_config *uk, const fx_conv_geom *g, size_t n, const float *x,
@@ -119,6 +121,10 @@ size_t fx_conv_plain_bytes(int n, int k);
 /* How a GEMM-packed conv runs: Winograd from its panels when rt_tile (fx_conv_choose_winograd
  * chose it), else direct conv where the measured table says it beats im2col. */
 void fx_conv_choose_form(fx_conv_pack *p, const fx_conv_geom *g, int rt_tile);
+/* The order an im2col / direct GEMM run walks its weight panels in: panels per block
+ * (fx_conv_gemm_rows) for a task of `rows` rows of k (microkernel rows mr) over a run of
+ * `panels` panels of panel_bytes each; 0 = one panel at a time. */
+size_t fx_conv_panel_block(size_t rows, int mr, size_t k, size_t panels, size_t panel_bytes);
 /* Estimated microseconds of `flops` run by FLEX_KERNEL_* `kernel` on `threads` threads. */
 double fx_conv_cost_us(int kernel, double flops, int threads, const fx_conv_geom *g, int rt_tile);
 /* What one more output-channel slice of run-time Winograd costs: the input transformed again. */
