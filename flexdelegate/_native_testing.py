@@ -13,7 +13,7 @@ from . import _native, _native_testing_ext as _ext
 ffi, lib = _ext.ffi, _ext.lib
 
 FAMILIES = {"gemm": lib.FLEX_FAMILY_GEMM, "igemm": lib.FLEX_FAMILY_IGEMM, "dwconv": lib.FLEX_FAMILY_DWCONV,
-            "vsigmoid": lib.FLEX_FAMILY_VSIGMOID}
+            "vsigmoid": lib.FLEX_FAMILY_VSIGMOID, "stem": lib.FLEX_FAMILY_STEM}
 
 # Fused activations by name (flex_api.h FLEX_ACT_*; SIGMOID and SWISH are the curves the delegate
 # fuses a following LOGISTIC, and MUL, into: native/ir/fuse.c).
@@ -164,9 +164,10 @@ def winograd(variant: int, tile: int, x: np.ndarray, filter: np.ndarray, bias=No
 
 def conv2d(variant: int, x: np.ndarray, filter: np.ndarray, bias=None, *, direct: bool = True, stride=(1, 1),
            dilation=(1, 1), padding="SAME", pads=None, act="NONE", threads: int = 1, iters: int = 1,
-           timed: bool = False):
+           timed: bool = False, stem: bool = False):
     """CONV_2D of x [n,h,w,cin] with filter [cout,kh,kw,cin] over weights packed for GEMM
-    variant `variant`, as direct conv (its paired IGEMM kernel) or im2col GEMM. padding
+    variant `variant`, as direct conv (its paired IGEMM kernel) or im2col GEMM; stem=True: as
+    stem conv (the paired conv-stem kernel; 3x3 filters over 3 channels only). padding
     SAME/VALID as TFLite, or pads=(top, left, bottom, right)."""
     x, f = _f32(x), _f32(filter)
     n, h, w, cin = x.shape
@@ -178,7 +179,8 @@ def conv2d(variant: int, x: np.ndarray, filter: np.ndarray, bias=None, *, direct
         raise ValueError("stride and dilation must be >= 1")
     top, left, oh, ow = _pads(h, w, kh, kw, stride, dilation, padding, pads)
     y = aligned_empty((n, oh, ow, cout))
-    return _run(lib.flex_conv2d_run, "conv2d", y, iters, timed, variant, int(direct), threads, n, h, w, cin, cout,
+    form = 2 if stem else int(direct)
+    return _run(lib.flex_conv2d_run, "conv2d", y, iters, timed, variant, form, threads, n, h, w, cin, cout,
                 kh, kw, stride[0], stride[1], dilation[0], dilation[1], top, left, oh, ow, _fptr(x), _fptr(f),
                 _fptr(b), _act_code(act), _fptr(y))
 

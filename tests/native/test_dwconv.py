@@ -109,6 +109,9 @@ def test_simd_matches_reference_grid(variant, c, mult, k, stride, padding):
     (1, 3, 3, 33, 1, (3, 3), (2, 2), (1, 1), "VALID"),    # a single output pixel
     (1, 112, 16, 32, 1, (3, 3), (1, 1), (1, 1), "SAME"),  # MobileNet-like rows
     (1, 15, 15, 96, 1, (3, 3), (2, 2), (1, 1), "SAME"),
+    (2, 6, 40, 19, 1, (3, 3), (2, 2), (1, 1), "SAME"),    # 3x3 pixel tiles, tail pixels, channel tail
+    (1, 5, 31, 8, 1, (3, 3), (1, 1), (1, 1), "VALID"),    # 3x3 tiles with no border pixels
+    (1, 4, 10, 24, 1, (3, 3), (1, 1), (1, 1), "SAME"),    # interior of 8: one tile and two singles
     (1, 7, 7, 160, 1, (5, 5), (1, 1), (1, 1), "SAME"),
     (1, 9, 9, 40, 1, (5, 5), (2, 2), (1, 1), "VALID"),
 ], ids=str)

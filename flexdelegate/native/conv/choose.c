@@ -4,7 +4,8 @@
  *
  *   at init, per partition: which stride-1 3x3 convs pack Winograd weights, and which run
  *     Winograd from their plain weights instead (fx_conv_choose_winograd);
- *   at init, per GEMM-packed conv: run-time Winograd, direct conv or im2col (fx_conv_choose_form);
+ *   at init, per GEMM-packed conv: run-time Winograd, stem conv, direct conv or im2col
+ *     (fx_conv_choose_form);
  *   under a budget: the time each way of running a layer is estimated at (fx_conv_cost_us), so
  *     the planner can rank them. */
 #include <stdlib.h>
@@ -176,8 +177,26 @@ static int direct_wins(const fx_conv_pack *p, const fx_conv_geom *g) {
   return 0;
 }
 
+/* ---- stem conv, per 3x3 conv over 3 channels (stem.c) ----
+ * The stem kernel against im2col GEMM over the same panels, from testing.conv2d (stem=True vs
+ * direct=False; 1 thread, medians of alternating rounds, a loaded 2-core Zen 3, 6x16 AVX2):
+ * see the table in kernels/conv-stem/README.md. Only where measured; FLEXDELEGATE_DIRECT=all|none
+ * (every supported conv direct through IGEMM, or none) leaves stems to that. */
+typedef struct { int isa, stride; } stem_rule;
+static const stem_rule k_stem_rules[] = {{FX_ISA_AVX2, 2}};
+
+static int stem_wins(const fx_conv_pack *p, const fx_conv_geom *g) {
+  if (g->stride_h != g->stride_w || !fx_conv_stem_supported(p, g)) return 0;
+  const char *force = getenv("FLEXDELEGATE_DIRECT");
+  if (force && *force) return 0;
+  for (size_t i = 0; i < sizeof k_stem_rules / sizeof *k_stem_rules; i++)
+    if (k_stem_rules[i].isa == fx_conv_isa(p) && k_stem_rules[i].stride == g->stride_h) return 1;
+  return 0;
+}
+
 void fx_conv_choose_form(fx_conv_pack *p, const fx_conv_geom *g, int rt_tile) {
   if (rt_tile) fx_conv_set_winograd_rt(p, rt_tile); /* Winograd from the same panels */
+  else if (stem_wins(p, g)) fx_conv_set_stem(p, 1); /* or the stem kernel, */
   else fx_conv_set_direct(p, direct_wins(p, g));    /* or direct, where that measured faster */
 }
 

@@ -9,6 +9,7 @@
 #include "conv.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/igemm/igemm.h"
+#include "kernels/conv-stem/stem.h"
 #include "ir/blob.h"
 #include "runtime/pool.h"
 #include "store/store.h"
@@ -23,7 +24,9 @@ struct fx_conv_pack {
   int tile;        /* 0: GEMM panels; 4 or 6: Winograd-transformed (stride-1 3x3 conv) */
   pack_args args;  /* to pack again in memory if a cached blob turns out damaged */
   const fx_igemm_config *iuk; /* direct conv's kernel over the same panels (NULL: none) */
+  const fx_stem_config *suk;  /* the stem kernel over the same panels (NULL: none) */
   int direct;      /* run as direct conv (chosen at load: fx_conv_set_direct) */
+  int stem;        /* direct, through the stem kernel (fx_conv_set_stem) */
   int rt_tile;     /* or as Winograd F(rt_tile, 3) from these panels (fx_conv_set_winograd_rt) */
   fx_wref *ref;    /* the packed weights, in the cache or in memory */
 };
@@ -72,6 +75,7 @@ static fx_conv_pack *pack_new(fx_store *store, const fx_gemm_config *uk, int n, 
   if (!p) return NULL;
   p->uk = uk;
   p->iuk = fx_igemm_config_for(uk);
+  p->suk = fx_stem_config_for(uk);
   p->n = n;
   p->k = k;
   p->tile = tile;
@@ -145,6 +149,7 @@ void fx_conv_pack_free(fx_conv_pack *p) {
 
 
 const char *fx_conv_pack_kernel(const fx_conv_pack *p, int direct) {
+  if (p->stem && (direct || p->direct)) return p->suk->name;
   return (direct || p->direct) && p->iuk ? p->iuk->name : p->uk->name;
 }
 
@@ -198,7 +203,10 @@ static void conv_task(void *arg, int tid, size_t task) {
   size_t m0 = j->m0 + rg * j->mt, rows = j->m1 - m0 < j->mt ? j->m1 - m0 : j->mt;
   size_t pan0 = j->pan0 + pg * j->panels_per_group, pan1 = pan0 + j->panels_per_group;
   if (pan1 > j->pan1) pan1 = j->pan1;
-  if (j->igemm)
+  if (j->igemm && p->stem)
+    fx_conv_stem_rows(p->suk, j->g, (size_t)p->n, j->x, m0, rows, j->panels, j->pan0, pan0, pan1, j->y, j->res,
+                      &j->out);
+  else if (j->igemm)
     fx_conv_direct_rows(p->iuk, j->g, (size_t)p->n, j->x, m0, rows, j->panels, j->pan0, pan0, pan1, j->y,
                         j->res, &j->out);
   else
@@ -234,7 +242,7 @@ static void run_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g
                      float *scratch, int act, const float *panels, int pan0, int pan1, size_t m0, size_t m1,
                      size_t tile, int igemm) {
   conv_job j = {.p = p, .g = g, .x = x, .y = y, .scratch = scratch, .panels = panels, .igemm = igemm};
-  const int mr = igemm ? p->iuk->mr : p->uk->mr;
+  const int mr = igemm ? (p->stem ? p->suk->mr : p->iuk->mr) : p->uk->mr;
   j.m0 = m0;
   j.m1 = m1;
   j.pan0 = (size_t)pan0;
@@ -325,7 +333,18 @@ int fx_conv_direct_supported(const fx_conv_pack *p, const fx_conv_geom *g) {
   return !p->tile && p->iuk && p->k == g->kh * g->kw * g->cin && fx_conv_direct_geom_ok(g, p->iuk->mr);
 }
 
-void fx_conv_set_direct(fx_conv_pack *p, int on) { p->direct = on && p->iuk; }
+void fx_conv_set_direct(fx_conv_pack *p, int on) {
+  p->direct = on && p->iuk;
+  p->stem = 0;
+}
+int fx_conv_stem_supported(const fx_conv_pack *p, const fx_conv_geom *g) {
+  return !p->tile && p->suk && p->k == FX_STEM_K && fx_conv_stem_geom_ok(g);
+}
+void fx_conv_set_stem(fx_conv_pack *p, int on) {
+  p->stem = on && p->suk;
+  p->direct = p->stem;
+}
+int fx_conv_pack_stem(const fx_conv_pack *p) { return p->stem; }
 void fx_conv_set_winograd_rt(fx_conv_pack *p, int tile) { p->rt_tile = !p->tile && p->k % 9 == 0 ? tile : 0; }
 int fx_conv_pack_winograd_rt(const fx_conv_pack *p) { return p->rt_tile; }
 int fx_conv_pack_direct(const fx_conv_pack *p) { return p->direct; }

@@ -84,6 +84,15 @@ void fx_conv_run_winograd_rt_part(fx_pool *pool, const fx_conv_pack *p, const fx
 /* As fx_conv_run_part, direct: rows [m0, m1), panels [pan0, pan1) at `panels`; no scratch. */
 void fx_conv_run_direct_part(fx_pool *pool, const fx_conv_pack *p, const fx_conv_geom *g, const float *x,
                              float *y, int act, const float *panels, int pan0, int pan1, size_t m0, size_t m1);
+/* ---- stem conv (stem.c): a 3x3 conv of a 3-channel image, direct from the same panels ---- */
+/* Whether this conv can run as a stem: GEMM-packed 3x3 weights over 3 input channels, undilated,
+ * an input row within the zero row's length, and a stem kernel for the pack's GEMM kernel. */
+int fx_conv_stem_supported(const fx_conv_pack *p, const fx_conv_geom *g);
+/* Makes the pack run direct through the stem kernel (on), or as before (off: im2col). Only for
+ * a supported geometry; fx_conv_set_direct after it chooses again. */
+void fx_conv_set_stem(fx_conv_pack *p, int on);
+int fx_conv_pack_stem(const fx_conv_pack *p);
+
 /* A pack for GEMM kernel `uk` (any this CPU runs) rather than the chosen one: test entries. */
 fx_conv_pack *fx_conv_pack_new_with(struct fx_store *store, const struct fx_gemm_config *uk, int n, int k,
                                     const float *w, const float *bias);
@@ -101,6 +110,13 @@ int fx_conv_direct_geom_ok(const fx_conv_geom *g, int mr);
 void fx_conv_direct_rows(const struct fx_igemm_config *uk, const fx_conv_geom *g, size_t n, const float *x,
                          size_t m0, size_t rows, const float *panels, size_t pan_first, size_t pan0,
                          size_t pan1, float *y, const float *res, const struct fx_gemm_out *out);
+
+/* stem.c: */
+struct fx_stem_config;
+int fx_conv_stem_geom_ok(const fx_conv_geom *g);
+void fx_conv_stem_rows(const struct fx_stem_config *uk, const fx_conv_geom *g, size_t n, const float *x, size_t m0,
+                       size_t rows, const float *panels, size_t pan_first, size_t pan0, size_t pan1, float *y,
+                       const float *res, const struct fx_gemm_out *out);
 
 /* ---- the choice of algorithm (choose.c) ---- */
 /* The `winograd` option: AUTO spends a share of a partition's packed weight bytes on Winograd

@@ -1,5 +1,5 @@
 /* flex_conv2d_run (flex_testing.h): one CONV_2D through conv/ with a chosen GEMM kernel, as
- * im2col GEMM or as direct conv over the same packed weights. */
+ * im2col GEMM, direct conv or stem conv over the same packed weights. */
 #include <stdlib.h>
 #include "conv/conv.h"
 #include "kernels/gemm/gemm.h"
@@ -29,7 +29,7 @@ int flex_conv2d_run(int variant, int direct, int threads, int n, int h, int w, i
                     int oh, int ow, const float *x, const float *filter, const float *bias, int act,
                     float *y, int iters, double *seconds) {
   const fx_gemm_config *uk = fx_gemm_config_at(variant);
-  if (!uk || (direct != 0 && direct != 1) || threads < 1 || n < 0 || h < 1 || w < 1 || cin < 1 || cout < 1 ||
+  if (!uk || direct < 0 || direct > 2 || threads < 1 || n < 0 || h < 1 || w < 1 || cin < 1 || cout < 1 ||
       kh < 1 || kw < 1 || stride_h < 1 || stride_w < 1 || dil_h < 1 || dil_w < 1 || pad_top < 0 || pad_left < 0 ||
       oh < 0 || ow < 0 || !x || !filter || !y || act < FLEX_ACT_NONE || act > FLEX_ACT_SWISH)
     return -1;
@@ -42,7 +42,9 @@ int flex_conv2d_run(int variant, int direct, int threads, int n, int h, int w, i
   if (p) fx_store_commit(store, 1); /* no path: packs into memory now */
   fx_pool *pool = fx_pool_new(threads);
   int rc = -1;
-  if (p && pool && fx_conv_weights(p)->data && (!direct || fx_conv_direct_supported(p, &g))) {
+  if (p && direct == 2) fx_conv_set_stem(p, fx_conv_stem_supported(p, &g));
+  if (p && pool && fx_conv_weights(p)->data &&
+      (!direct || (direct == 1 ? fx_conv_direct_supported(p, &g) : fx_conv_pack_stem(p)))) {
     float *scratch = direct ? NULL : malloc(fx_conv_scratch_bytes(p, &g, threads) + 1);
     if (direct || scratch) {
       conv_case c = {pool, p, &g, direct, act, x, y, scratch};

@@ -13,10 +13,11 @@
 #include <stdint.h>
 
 /* Kernel families with one variant per ISA (kernels/). */
-enum { FLEX_FAMILY_GEMM = 0, FLEX_FAMILY_IGEMM = 1, FLEX_FAMILY_DWCONV = 2, FLEX_FAMILY_VSIGMOID = 3 };
+enum { FLEX_FAMILY_GEMM = 0, FLEX_FAMILY_IGEMM = 1, FLEX_FAMILY_DWCONV = 2, FLEX_FAMILY_VSIGMOID = 3,
+       FLEX_FAMILY_STEM = 4 };
 /* Name of variant i of a family this CPU runs, NULL past the end; i = -1: the one the delegate
- * runs. Families list their variants by ISA family alike, so IGEMM variant i is the direct-conv
- * kernel that reads GEMM variant i's panels. */
+ * runs. Families list their variants by ISA family alike, so IGEMM (STEM) variant i is the
+ * direct-conv (stem-conv) kernel that reads GEMM variant i's panels. */
 const char *flex_variant(int family, int i);
 
 /* c[m x n] = clamp(a[m x k] * w[n x k]^T + bias, lo, hi), w packed as the delegate packs it;
@@ -47,7 +48,8 @@ int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, i
 
 /* CONV_2D of x [n,h,w,cin] with filter [cout][kh][kw][cin] into y [n,oh,ow,cout] (pad_top/pad_left
  * leading zeros; oh/ow as given) over weights packed for GEMM variant `variant`: im2col GEMM
- * (direct 0) or direct conv through the paired IGEMM kernel (direct 1), on `threads` threads. */
+ * (direct 0), direct conv through the paired IGEMM kernel (direct 1) or through the paired stem
+ * kernel (direct 2: a 3x3 conv of 3 channels; -1 for any other), on `threads` threads. */
 int flex_conv2d_run(int variant, int direct, int threads, int n, int h, int w, int cin, int cout, int kh,
                     int kw, int stride_h, int stride_w, int dil_h, int dil_w, int pad_top, int pad_left,
                     int oh, int ow, const float *x, const float *filter, const float *bias, int act,

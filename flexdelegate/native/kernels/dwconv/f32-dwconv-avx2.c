@@ -8,6 +8,7 @@
 #define DW_V __m256
 #define DW_VL 8
 #define DW_P 4 /* pixels per fast-path step */
+#define DW_P3 6 /* 3x3 windows, measured: dwconv_body.inc */
 #define DW_FN static inline __attribute__((always_inline, target("avx2,fma")))
 #define DW_ENTRY __attribute__((target("avx2,fma")))
 #define DW_NAME(x) x##_avx2
