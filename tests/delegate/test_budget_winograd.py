@@ -130,3 +130,28 @@ def test_budgets_slice_runtime_winograd_from_the_gemm_form(tmp_path):
         seen.append(conv_run(d))
     assert seen[0] == ("winograd-f4-rt", 1), seen  # all of it fits: unsliced
     assert any(k.endswith("-rt") and slices > 1 for k, slices in seen), seen
+
+
+def test_the_runtime_refuses_a_winograd_step_with_too_small_a_scratch(tmp_path, monkeypatch):
+    """The C loader checks each run-time Winograd step's scratch slot against what its kernel
+    needs (the whole transformed input), whatever the planner hands it: one line, never run."""
+    from flexdelegate.planner import bridge
+    model = winograd_model(size=14, cin=256, cout=256)
+    cache = tmp_path / "rt.fxc"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    make_interpreter(model, delegate=load_flex(cache_path=str(cache), num_threads=1))
+    steps = bridge._steps
+    rt = bridge.KERNELS["winograd-rt"]
+
+    def shrunk(p):
+        out = steps(p)
+        i = next(i for i, s in enumerate(out) if s[2] == rt)
+        out[i] = out[i][:11] + (out[i][11] - 64,) + out[i][12:]  # s_bytes, still aligned
+        return out
+    monkeypatch.setattr(bridge, "_steps", shrunk)
+    bridge._memo.clear()
+    try:
+        with pytest.raises(ValueError, match="scratch slot too small"):
+            make_interpreter(model, delegate=load_flex(budget=5, cache_path=str(cache), num_threads=1))
+    finally:
+        bridge._memo.clear()
