@@ -120,15 +120,27 @@ def test_budgets_slice_runtime_winograd_from_the_gemm_form(tmp_path):
     cache = tmp_path / "rt.fxc"
     make_interpreter(model, delegate=load_flex(cache_path=str(cache), num_threads=1))
     lo = min_budget(model, cache, num_threads=1)
-    seen = []
-    for budget in (8, 5, 4.6, 4.3, 4.1, lo * 1.02):
-        if budget < lo:
-            continue
-        d = load_flex(budget=budget, cache_path=str(cache), num_threads=1)
-        it = make_interpreter(model, delegate=d)
-        assert max_error(ref, invoke(it, x)) <= 1e-4, f"budget {budget}"
-        seen.append(conv_run(d))
-    assert seen[0] == ("winograd-f4-rt", 1), seen  # all of it fits: unsliced
+    seen, verified = [], 0
+    from flexdelegate.planner import bridge
+    from flexdelegate.planner.check import verify
+    bridge.keep_plans = True
+    try:
+        for budget in (8, 5, 4.6, 4.3, 4.1, lo * 1.02):
+            if budget < lo:
+                continue
+            bridge._memo.clear()
+            d = load_flex(budget=budget, cache_path=str(cache), num_threads=1)
+            it = make_interpreter(model, delegate=d)
+            assert max_error(ref, invoke(it, x)) <= 1e-4, f"budget {budget}"
+            seen.append(conv_run(d))
+            if bridge.last_plan():  # planned (the largest budget holds everything: no plan)
+                p, graph, _ = bridge.last_plan()
+                verify(p, graph)
+                verified += 1
+    finally:
+        bridge.keep_plans = False
+        bridge._memo.clear()
+    assert verified >= 3 and seen[0] == ("winograd-f4-rt", 1), (verified, seen)  # all fits: unsliced
     assert any(k.endswith("-rt") and slices > 1 for k, slices in seen), seen
 
 
