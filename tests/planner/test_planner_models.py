@@ -1,6 +1,5 @@
 """Realistic synthetic models: FlexNN's evaluation budgets plan; planning again for another budget (as
 set_budget() does) is fast."""
-import time
 
 import pytest
 
@@ -72,14 +71,18 @@ def test_latency_improves_with_budget(resnet):
 
 @pytest.mark.parametrize("name,old_mb,new_mbs", [("vgg", 60, (40, 100, 30)),
                                                   ("resnet", 35, (20, 60, 12))])
-def test_planning_again_for_another_budget_is_fast(name, old_mb, new_mbs, request):
+def test_planning_again_for_another_budget_reuses_the_layout(name, old_mb, new_mbs, request, monkeypatch):
+    """What makes a replan (set_budget) fast: the activation layout does not depend on the
+    budget and is computed once per graph. Asserted by the mechanism, not by a clock (a timed
+    unit test fails on a loaded machine; replanning time is a benchmark's business)."""
+    from flexdelegate.planner import arena
     g = request.getfixturevalue(name)
     plan(g, old_mb * MB)  # the graph's layout is cached from here on
+
+    def no_new_layout(*a, **k):
+        raise AssertionError("the activation layout was computed again")
+    monkeypatch.setattr(arena, "layer_min_need", no_new_layout)
     for mb in new_mbs:
-        t = time.perf_counter()
         new = plan(g, mb * MB)
-        dt = time.perf_counter() - t
-        print(f"\n{name} {old_mb} -> {mb} MB: {dt * 1e3:.0f} ms, {new.latency_us / 1e3:.1f} ms est.")
-        assert dt < 3.0  # the target is < 1 s; CI machines are noisy
         verify(new, g)
         assert new.arena_bytes <= mb * MB
