@@ -122,6 +122,11 @@ def verify(plan: Plan, graph: Graph) -> None:
                     _fail(f"layer {lp.index} slice {s}: scratch slot {sl} not placed")
         if sum(sl.nbytes for sl in lp.scratch) < opt.scratch_bytes:
             _fail(f"layer {lp.index}: scratch smaller than the kernel needs")
+        # an output-channel slice needs all of its kernel's scratch (Winograd: the whole input
+        # transformed), as the C loader checks per step: a split of it is not a smaller slice
+        if opt.slicing == "weights" and opt.scratch_bytes and \
+                any(sl.nbytes < opt.scratch_bytes for sl in lp.scratch):
+            _fail(f"layer {lp.index}: a channel slice's scratch is smaller than the kernel needs")
 
     # deps: monotone, never waiting on the future, and safe for every streamed load
     deps = [plan.deps_start] + list(plan.deps)

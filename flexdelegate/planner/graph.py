@@ -36,8 +36,8 @@ class KernelOption:
     slicing: "weights" splits the weights by output channels (FC, GEMM, Winograd: `out_channels`
     must be set); "input" splits the im2col working set (scratch) by `out_rows` (im2col matrix
     rows, i.e. output pixels); "none" cannot be sliced. slice_us: what each slice past the
-    first costs on top of the planner's flat per-slice cost (run-time Winograd transforms the
-    whole input again for every output-channel slice)."""
+    first costs on top of the planner's flat per-slice cost (Winograd, pre-transformed or run-time,
+    transforms the whole input again for every output-channel slice)."""
     name: str
     weight_bytes: int
     scratch_bytes: int

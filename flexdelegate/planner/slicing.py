@@ -7,7 +7,7 @@ tiles, which dominate it, do not shrink with output channels.
 "input": the im2col working set is split by output rows (each slice >= `simd` rows, for SIMD
 efficiency); the weights are one unit, resident across all slices.
 Each extra slice costs `slice_cost_us` of compute (re-reading inputs, kernel launch), plus the
-option's own `slice_us` (run-time Winograd: the input transform, redone per slice)."""
+option's own `slice_us` (Winograd, either form: the input transform, redone per slice)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

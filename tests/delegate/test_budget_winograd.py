@@ -111,21 +111,60 @@ def test_gemm_form_is_in_the_file_before_any_budget(model, reference, tmp_path):
 
 
 def test_budgets_slice_runtime_winograd_from_the_gemm_form(tmp_path):
-    """Between the transformed blob and the planner's minimum, a 28x28 conv keeps Winograd,
+    """Between the whole GEMM form and the planner's minimum, a 14x14x256 conv keeps Winograd,
     run from its GEMM form's panels (its plain bytes) in output-channel slices, each
-    transforming the input again: the planner prices that from a measured table (conv/choose.c);
+    transforming the input again: the planner prices that from a measured table (conv/choose.c;
+    this layer's pre-transformed blob, 9.4 MB, is past the allowance and would gain little);
     every budget gives stock's answer."""
-    model = winograd_model(size=28, cin=64, cout=128)
+    model = winograd_model(size=14, cin=256, cout=256)
     x, ref = stock_reference(model, seed=3)
     cache = tmp_path / "rt.fxc"
     make_interpreter(model, delegate=load_flex(cache_path=str(cache), num_threads=1))
     lo = min_budget(model, cache, num_threads=1)
-    seen = []
-    for budget in (8, 6, 5, 4, 3.6, lo * 1.02):
-        if budget < lo:
-            continue
-        d = load_flex(budget=budget, cache_path=str(cache), num_threads=1)
-        it = make_interpreter(model, delegate=d)
-        assert max_error(ref, invoke(it, x)) <= 1e-4, f"budget {budget}"
-        seen.append(conv_run(d))
+    seen, verified = [], 0
+    from flexdelegate.planner import bridge
+    from flexdelegate.planner.check import verify
+    bridge.keep_plans = True
+    try:
+        for budget in (8, 5, 4.6, 4.3, 4.1, lo * 1.02):
+            if budget < lo:
+                continue
+            bridge._memo.clear()
+            d = load_flex(budget=budget, cache_path=str(cache), num_threads=1)
+            it = make_interpreter(model, delegate=d)
+            assert max_error(ref, invoke(it, x)) <= 1e-4, f"budget {budget}"
+            seen.append(conv_run(d))
+            if bridge.last_plan():  # planned (the largest budget holds everything: no plan)
+                p, graph, _ = bridge.last_plan()
+                verify(p, graph)
+                verified += 1
+    finally:
+        bridge.keep_plans = False
+        bridge._memo.clear()
+    assert verified >= 3 and seen[0] == ("winograd-f4-rt", 1), (verified, seen)  # all fits: unsliced
     assert any(k.endswith("-rt") and slices > 1 for k, slices in seen), seen
+
+
+def test_the_runtime_refuses_a_winograd_step_with_too_small_a_scratch(tmp_path, monkeypatch):
+    """The C loader checks each run-time Winograd step's scratch slot against what its kernel
+    needs (the whole transformed input), whatever the planner hands it: one line, never run."""
+    from flexdelegate.planner import bridge
+    model = winograd_model(size=14, cin=256, cout=256)
+    cache = tmp_path / "rt.fxc"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    make_interpreter(model, delegate=load_flex(cache_path=str(cache), num_threads=1))
+    steps = bridge._steps
+    rt = bridge.KERNELS["winograd-rt"]
+
+    def shrunk(p):
+        out = steps(p)
+        i = next(i for i, s in enumerate(out) if s[2] == rt)
+        out[i] = out[i][:11] + (out[i][11] - 64,) + out[i][12:]  # s_bytes, still aligned
+        return out
+    monkeypatch.setattr(bridge, "_steps", shrunk)
+    bridge._memo.clear()
+    try:
+        with pytest.raises(ValueError, match="scratch slot too small"):
+            make_interpreter(model, delegate=load_flex(budget=5, cache_path=str(cache), num_threads=1))
+    finally:
+        bridge._memo.clear()

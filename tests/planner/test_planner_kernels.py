@@ -104,3 +104,19 @@ def test_ladder_ends_in_direct_at_the_smallest_budgets():
     gemm_fits = ACT + PANELS * GEMM_PANEL + IM2COL_SCRATCH + (64 << 10)
     assert conv_plan(g, gemm_fits)[0].kernel in ("gemm", "gemm-rows", "winograd")
     assert conv_plan(g, 64 << 20)[0].kernel == "winograd"
+
+
+def test_verify_refuses_a_winograd_slice_with_part_of_the_scratch(graph):
+    """Each output-channel slice transforms the whole input: its scratch slot must hold all of
+    the kernel's scratch (the C loader refuses a smaller one per step). Splitting it among the
+    slices keeps the total and is still refused."""
+    from flexdelegate.planner.check import PlanInvalid
+    lp, _ = conv_plan(graph, ACT + WINO_SCRATCH + 3 * WINO_PANEL + 4096)
+    assert lp.kernel == "winograd" and lp.slices > 1 and len(lp.scratch) == lp.slices
+    p = plan(graph, ACT + WINO_SCRATCH + 3 * WINO_PANEL + 4096)
+    share = -(-WINO_SCRATCH // lp.slices)
+    for sl in p.layers[0].scratch:  # the slots stay where they were placed, only smaller
+        sl.nbytes = -(-share // 64) * 64
+    assert sum(sl.nbytes for sl in p.layers[0].scratch) >= WINO_SCRATCH
+    with pytest.raises(PlanInvalid, match="channel slice's scratch"):
+        verify(p, graph)

@@ -36,8 +36,8 @@
 #define WINO_EXTRA_FLOOR (2u << 20)
 
 /* Speed-up over im2col GEMM on a map its tiles cover exactly (bench/winograd.py, AVX-512;
- * compare.py --layers shows ~2.7x for F6 on ResNet-50's 56x56 layers). They rank layers here,
- * and F(4,3)'s is what a budget plan costs every Winograd layer at (fx_conv_cost_us). */
+ * compare.py --layers shows ~2.7x for F6 on ResNet-50's 56x56 layers). They only rank layers
+ * for the allowance here; a budget plan prices each layer from its own table below. */
 #define WINO_GAIN4 2.5
 #define WINO_GAIN6 2.8
 
@@ -233,35 +233,78 @@ size_t fx_conv_panel_block(size_t rows, int mr, size_t k, size_t panels, size_t 
 #define GEMM_FLOPS_PER_US 40e3
 #define DIRECT_SLOWDOWN 1.1
 
-/* Run-time Winograd (winograd_rt.c) under a budget, measured with bench/winograd_rt_cost.py
- * (1 thread, warm weights, f32-gemm-6x16-avx2 on Zen 3, medians of alternating rounds on a
- * loaded 2-core machine, so rounded down): its time against im2col GEMM's on the same conv,
- * by tile and tiles per image (56x56x64 F6: 5.8x; 28x28x128 F4: 7.0x, 14x14x256: 4.0x,
- * 14x14x512: 2.0x; the pre-transformed weights measured 6.0x, 7.7x, 4.7x, 1.2x there), and
- * what each extra output-channel slice costs for transforming the whole input again:
- * 0.3-0.56 ns per input float (one 14x14x512 outlier at 14.6 left out). */
-typedef struct { int tile, min_tiles; double gain; } rt_gain_row;
-static const rt_gain_row k_rt_gain[] = {
-    /* F6 from 64 tiles per image (56x56 maps), F4 from 49 (28x28) and 16 (14x14) */
-    {6, 64, 5.5}, {4, 49, 6.5}, {4, 16, 2.0}};
-#define RT_INPUT_NS_PER_FLOAT 0.6
+/* Winograd under a budget, pre-transformed (winograd.c) and run-time (winograd_rt.c), against
+ * im2col GEMM on the same conv: `python bench/winograd_rt_cost.py --iters 3 --rounds 7` (1 thread,
+ * f32-gemm-6x16-avx2 on Zen 3, warm weights, medians of alternating rounds on a 2-core machine
+ * at load 4-5; "best" = the best round). Gain = im2col time / Winograd time:
+ *
+ *   shape        tile  pre-transformed   run-time   its blob   transformed input
+ *   56x56x64     F6    6.3 (best 8.0)    6.7 (7.8)   1.0 MB     1.6 MB
+ *   28x28x128    F4    6.2 (7.8)         4.5 (6.1)   2.4 MB     0.9 MB
+ *   14x14x256    F4    1.3 (1.0)         2.5 (1.7)   9.4 MB     0.6 MB
+ *   14x14x512    F4    1.3 (0.7)         2.8 (1.7)    38 MB     1.2 MB
+ *   224x224x64   F6    2.8 (2.9)         1.5 (1.8)   1.0 MB      24 MB
+ *   112x112x128  F6    2.4 (2.8)         1.1 (1.1)   4.2 MB      12 MB
+ *   56x56x256    F4    1.3 (1.5)         1.6 (1.6)   9.4 MB     7.2 MB
+ *   28x28x512    F4    1.6 (1.7)         4.1 (4.3)    38 MB     3.6 MB
+ *
+ * What decides is where the data lives: pre-transformed weights past the caches (a 9-38 MB blob)
+ * stream from memory at every tile block, so the deep layers gain little; the run-time form
+ * transforms one panel's filters into cache instead, but its whole transformed input past
+ * ~4 MB (VGG's 224..56 maps) streams from memory for every panel. A flat 2.5 for the
+ * pre-transformed blob against 5.5-6.5 for the run-time form had VGG-19 @ 60 MB run its
+ * 224/112 maps from the GEMM panels at twice the pre-transformed time (per-node profile). */
+#define WINO_BIG_BYTES (8u << 20) /* blob or transformed input past the caches */
+#define RT_WARM_INPUT_BYTES (4u << 20)
 
-static double rt_gain(const fx_conv_geom *g, int tile) {
+static double wino_gain_pre(size_t blob_bytes, size_t input_bytes) {
+  if (blob_bytes > WINO_BIG_BYTES) return 1.3;
+  return input_bytes > WINO_BIG_BYTES ? 2.6 : 6.0;
+}
+
+/* Run-time: too few tiles per image to pay for each panel's filter transform below 16 F4 tiles
+ * (7x7 maps: 0.6x direct conv, see runtime_tile); 14x14 maps (16-48 tiles) pay it per 16. */
+static double wino_gain_rt(size_t tiles_per_image, int tile, size_t input_bytes) {
+  if (tile == 4 && tiles_per_image < 16) return 1.0;
+  if (input_bytes > WINO_BIG_BYTES) return 1.3;
+  if (input_bytes > RT_WARM_INPUT_BYTES) return 1.6;
+  return tile == 4 && tiles_per_image < 49 ? 2.0 : 4.5;
+}
+
+/* Bytes of a conv's input transformed to F(tile, 3) points (what the run-time form holds whole). */
+static size_t transformed_input_bytes(const fx_conv_geom *g, int tile, size_t *tiles_per_image) {
   const size_t per_image = (size_t)((g->oh + tile - 1) / tile) * (size_t)((g->ow + tile - 1) / tile);
-  for (size_t i = 0; i < sizeof k_rt_gain / sizeof *k_rt_gain; i++)
-    if (k_rt_gain[i].tile == tile && per_image >= (size_t)k_rt_gain[i].min_tiles) return k_rt_gain[i].gain;
-  return 1.0;
+  const size_t batch = g->m / ((size_t)g->oh * g->ow);
+  if (tiles_per_image) *tiles_per_image = per_image;
+  return (size_t)(tile + 2) * (tile + 2) * per_image * batch * (size_t)g->cin * sizeof(float);
 }
 
-double fx_conv_rt_input_us(const fx_conv_geom *g, int tile, int threads) {
-  (void)tile;
+/* Each extra output-channel slice of either Winograd form transforms the whole input again
+ * (both drivers transform every tile for the slice's panels); the slice's panels then read it
+ * back. Same runs, (time in 4 slices - whole) / 3 per input float, run-time (pre-transformed):
+ * 0.25-0.6 (0.27-0.64) ns at 56x56x64 and 28x28x128; 2-25 ns at 256 channels and more or with
+ * a transformed input past 4 MB: 14x14x256 2.1-24, 14x14x512 5.2-25, 28x28x512 4.5-10.5,
+ * 56x56x256 4.9, 112x112x128 4.9-6.2, 224x224x64 3.3-5.3 (2.2); the spread is the load. */
+#define WINO_SLICE_NS_WARM 0.6
+#define WINO_SLICE_NS_COLD 5.0
+
+double fx_conv_winograd_slice_us(const fx_conv_geom *g, int tile, int threads) {
   const double floats = (double)(g->m / ((size_t)g->oh * g->ow)) * g->ih * g->iw * g->cin;
-  return floats * RT_INPUT_NS_PER_FLOAT / 1e3 / threads;
+  const int warm = g->cin <= 128 && transformed_input_bytes(g, tile, NULL) <= RT_WARM_INPUT_BYTES;
+  return floats * (warm ? WINO_SLICE_NS_WARM : WINO_SLICE_NS_COLD) / 1e3 / threads;
 }
 
-double fx_conv_cost_us(int kernel, double flops, int threads, const fx_conv_geom *g, int rt_tile) {
+double fx_conv_cost_us(int kernel, double flops, int threads, const fx_conv_geom *g, const fx_conv_pack *p) {
   const double gemm_us = flops / (GEMM_FLOPS_PER_US * threads);
-  if (kernel == FLEX_KERNEL_WINOGRAD) return gemm_us / WINO_GAIN4;
-  if (kernel == FLEX_KERNEL_WINOGRAD_RT) return gemm_us / rt_gain(g, rt_tile);
+  size_t tiles = 0;
+  if (kernel == FLEX_KERNEL_WINOGRAD) {
+    const size_t blob = (size_t)fx_conv_panels(p) * fx_conv_panel_bytes(p);
+    return gemm_us / wino_gain_pre(blob, transformed_input_bytes(g, fx_conv_pack_tile(p), NULL));
+  }
+  if (kernel == FLEX_KERNEL_WINOGRAD_RT) {
+    const int tile = fx_conv_pack_winograd_rt(p);
+    const size_t input = transformed_input_bytes(g, tile, &tiles);
+    return gemm_us / wino_gain_rt(tiles, tile, input);
+  }
   return kernel == FLEX_KERNEL_DIRECT ? gemm_us * DIRECT_SLOWDOWN : gemm_us;
 }

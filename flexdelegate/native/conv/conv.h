@@ -141,8 +141,10 @@ void fx_conv_choose_form(fx_conv_pack *p, const fx_conv_geom *g, int rt_tile);
  * (fx_conv_gemm_rows) for a task of `rows` rows of k (microkernel rows mr) over a run of
  * `panels` panels of panel_bytes each; 0 = one panel at a time. */
 size_t fx_conv_panel_block(size_t rows, int mr, size_t k, size_t panels, size_t panel_bytes);
-/* Estimated microseconds of `flops` run by FLEX_KERNEL_* `kernel` on `threads` threads. */
-double fx_conv_cost_us(int kernel, double flops, int threads, const fx_conv_geom *g, int rt_tile);
-/* What one more output-channel slice of run-time Winograd costs: the input transformed again. */
-double fx_conv_rt_input_us(const fx_conv_geom *g, int tile, int threads);
+/* Estimated microseconds of `flops` run by FLEX_KERNEL_* `kernel` from pack p (the Winograd
+ * blob, or the GEMM panels) on `threads` threads. */
+double fx_conv_cost_us(int kernel, double flops, int threads, const fx_conv_geom *g, const fx_conv_pack *p);
+/* What one more output-channel slice of Winograd F(tile, 3) costs, pre-transformed or run-time:
+ * the input transformed again. */
+double fx_conv_winograd_slice_us(const fx_conv_geom *g, int tile, int threads);
 #endif

@@ -94,6 +94,7 @@ static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_ker
     const fx_conv_pack *p = fx_node_pack(n, kernel);
     if (!p || !fx_conv_weights(p)->data) continue;
     const int direct = kernel == FLEX_KERNEL_DIRECT, rt = kernel == FLEX_KERNEL_WINOGRAD_RT;
+    const int wino = rt || kernel == FLEX_KERNEL_WINOGRAD;
     /* direct is its own option only where im2col runs by default (else GEMM already is direct) */
     if (direct && (n->kind != FX_OP_CONV || geo.direct || fx_conv_pack_direct(p) || !fx_conv_direct_supported(p, &geo)))
       continue;
@@ -104,8 +105,8 @@ static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_ker
     const int rows = kernel == FLEX_KERNEL_GEMM_ROWS;
     k[nk++] = (flex_kernel_desc){
         .kernel = kernel, .slicing = rows ? FLEX_SLICE_INPUT : FLEX_SLICE_WEIGHTS, .weight_bytes = bytes,
-        .scratch_bytes = scratch, .compute_us = fx_conv_cost_us(kernel, flops, threads, &geo, fx_conv_pack_winograd_rt(p)),
-        .slice_us = rt ? fx_conv_rt_input_us(&geo, fx_conv_pack_winograd_rt(p), threads) : 0,
+        .scratch_bytes = scratch, .compute_us = fx_conv_cost_us(kernel, flops, threads, &geo, p),
+        .slice_us = wino ? fx_conv_winograd_slice_us(&geo, rt ? fx_conv_pack_winograd_rt(p) : fx_conv_pack_tile(p), threads) : 0,
         .load_us = (double)bytes / LOAD_BYTES_PER_US, .out_channels = fx_conv_panels(p) * fx_conv_nr(p),
         .out_rows = (int)geo.m, .simd = rows ? fx_gemm_config_get()->mr * threads : fx_conv_nr(p)};
   }
