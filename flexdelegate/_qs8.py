@@ -136,7 +136,7 @@ def binary(variant: int, op: str, a, b, qa, qb, qo, *, act: str = "NONE", stock:
     return y, float(secs[0])
 
 
-QUANT_FORMS = {"DIVIDE": 0, "MUL_RNE": 1}   # ref.h's FX_QUANT_*
+QUANT_FORMS = {"DIVIDE": api.FLEX_QUANT_AWAY, "MUL_RNE": api.FLEX_QUANT_RECIP_EVEN}
 
 
 def quantize(variant: int, x, scale: float, zp: int, *, form: str, out_dtype=np.int8,

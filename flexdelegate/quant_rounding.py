@@ -33,6 +33,10 @@ class Rounding:
         return channels - channels % 8 if self.split8 else 2**31 - 1
 
 
+# Float QUANTIZE / DEQUANTIZE's rules are flex_api.h's FLEX_QUANT_*, in the Rounding fields
+# (Q_* and DQ_* below name them per op): LiteRT's NEON loop on whole groups of 8, scalar on the rest.
+_NEON8_QUANT = Rounding(lib.FLEX_QUANT_RECIP_EVEN, lib.FLEX_QUANT_AWAY, True)
+
 # What detect() finds on x86-64 (measured; tests/quant/test_stock_rounding.py keeps it honest).
 KNOWN_X86 = {
     "tflite-runtime": {
@@ -48,9 +52,10 @@ KNOWN_X86 = {
         ("DEPTHWISE_CONV_2D", "int8"): Rounding(UP, AWAY, True),
         ("CONV_2D", "uint8"): Rounding(UP), ("FULLY_CONNECTED", "uint8"): Rounding(UP),
         ("DEPTHWISE_CONV_2D", "uint8"): Rounding(AWAY),
-        # QUANTIZE / DEQUANTIZE: rules 1 (Q_RECIP_EVEN / DQ_MUL_SUB) on whole groups of 8, 0 on the tail
-        ("QUANTIZE", "int8"): Rounding(1, 0, True), ("QUANTIZE", "uint8"): Rounding(1, 0, True),
-        ("DEQUANTIZE", "int8"): Rounding(1, 0, True), ("DEQUANTIZE", "uint8"): Rounding(1, 0, True),
+        # QUANTIZE / DEQUANTIZE: the NEON loop (Q_RECIP_EVEN / DQ_MUL_SUB) on whole groups of 8,
+        # the scalar one on the tail
+        ("QUANTIZE", "int8"): _NEON8_QUANT, ("QUANTIZE", "uint8"): _NEON8_QUANT,
+        ("DEQUANTIZE", "int8"): _NEON8_QUANT, ("DEQUANTIZE", "uint8"): _NEON8_QUANT,
     },
 }
 
@@ -184,7 +189,7 @@ def _detect_quantize(interpreter_cls, resolver_type, dtype) -> Rounding | None:
 # DEQUANTIZE's rules, as QUANTIZE's: DQ_EXACT = TFLite's scalar loop, scale * (float)(q - zp)
 # (one rounding); DQ_MUL_SUB = its NEON loop, (float)q * scale - (float)zp * scale in float
 # (three roundings), 8 values at a time.
-DQ_EXACT, DQ_MUL_SUB = 0, 1
+DQ_EXACT, DQ_MUL_SUB = lib.FLEX_QUANT_AWAY, lib.FLEX_QUANT_RECIP_EVEN
 _DEQUANTIZE_CANDIDATES = [Rounding(DQ_EXACT), Rounding(DQ_MUL_SUB, DQ_EXACT, True)]
 
 
@@ -241,7 +246,7 @@ def option_text(found: dict) -> str:
     for (op, dtype), r in sorted(found.items()):
         if r is not None:
             parts.append(f"{op}.{dtype}={r.rounding}" + (f":{r.tail_rounding}" if r.split8 else ""))
-    stock = stock_arithmetic(found)  # the element-wise ops: the number is qs8-ops' FX_STOCK_*
+    stock = stock_arithmetic(found)  # the element-wise ops: the number is qs8-ops' FLEX_STOCK_*
     if stock is not None:
         parts += [f"{op}.{dtype}={stock}" for op, dtype in ELEMENTWISE]
     return ",".join(parts)

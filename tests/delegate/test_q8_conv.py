@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from flexdelegate import _native, library_path
+from flexdelegate.quant_rounding import AWAY, Q_AWAY, SINGLE, UP
 from flexdelegate.run import make_interpreter
 from flexdelegate.runtime import detect
 from qopcheck import F32, Q, QModel, check_exact
@@ -136,20 +137,21 @@ def test_without_rounding_table_int8_layers_stay_with_stock():
     assert reasons["RESHAPE"].startswith("island too small"), st
 
 
-@pytest.mark.parametrize("bad", ["CONV_2D", "CONV_2D.int8", "CONV_2D.int8=9", "NOT_AN_OP.int8=1", "CONV_2D.int4=1",
-                                 "CONV_2D.int8=1:2", "CONV_2D.int8=1,", "CONV_2D.int8=1x"])
+@pytest.mark.parametrize("bad", ["CONV_2D", "CONV_2D.int8", "CONV_2D.int8=9", f"NOT_AN_OP.int8={UP}",
+                                 f"CONV_2D.int4={UP}", f"CONV_2D.int8={UP}:{SINGLE}", f"CONV_2D.int8={UP},",
+                                 f"CONV_2D.int8={UP}x"])
 def test_rounding_option_refuses_malformed_text(bad):
     with pytest.raises(ValueError, match="invalid _rounding"):
         _native.check_option("_rounding", bad)
 
 
 def test_rounding_option_is_internal():
-    _native.check_option("_rounding", "CONV_2D.int8=1,DEPTHWISE_CONV_2D.int8=1:0,QUANTIZE.uint8=0")
+    _native.check_option("_rounding", f"CONV_2D.int8={UP},DEPTHWISE_CONV_2D.int8={UP}:{AWAY},QUANTIZE.uint8={Q_AWAY}")
     _native.check_option("_rounding", "")
     assert "_rounding" not in _native.OPTIONS
     from flexdelegate import load_flex
     with pytest.raises(ValueError, match="unknown option"):
-        load_flex(_rounding="CONV_2D.int8=1")
+        load_flex(_rounding=f"CONV_2D.int8={UP}")
 
 
 @pytest.mark.parametrize("zx,zy,sy", [(-128, 127, 0.3), (127, -128, 0.3), (0, 0, 1e-4), (5, -5, 500.0), (-128, -128, 3e-3)])

@@ -117,7 +117,7 @@ static void check_scalar_rules(long n) {
       if (rs < 30) x = (int32_t)((int64_t)x * 2);
     }
     const int32_t d_away = fx_rq_double(x, m, shift, 1, 0), d_up = fx_rq_double(x, m, shift, 0, 0);
-    const int32_t d_sat = fx_rq_apply(x, m, shift, FX_RQ_AWAY_SAT);
+    const int32_t d_sat = fx_rq_apply(x, m, shift, FLEX_RQ_AWAY_SAT);
     const int32_t single = fx_rq_single(x, m, shift);
     const int32_t want_up = lit_ruy_x86(x, m, shift);
     const int ok = d_away == lit_tflite_double(x, m, shift) && d_up == want_up &&
@@ -139,7 +139,7 @@ static void check_simd_rows(const char *name, row_fn fn, int rows) {
     int32_t acc[71], m[71], sh[71];
     int8_t want[71], got[71];
     fx_qs8_out o = rnd_out((int)(c0 + n), 1);
-    if (rnd_in(0, 2) == 0 && o.rounding < FX_RQ_SINGLE) o.tail_from = (int32_t)(c0 + (size_t)rnd_in(0, (int)n));
+    if (rnd_in(0, 2) == 0 && o.rounding < FLEX_RQ_SINGLE) o.tail_from = (int32_t)(c0 + (size_t)rnd_in(0, (int)n));
     rnd_requant((int)n, 3000.0, o.rounding, m, sh);
     for (size_t c = 0; c < n; c++) {
       acc[c] = rnd_acc();

@@ -36,7 +36,7 @@ static inline void rnd_requant(int n, double acc_mag, int rounding, int32_t *m, 
     if (kind == 1) real = pow(2.0, rnd_in(0, 29)) * (1 + rnd_unit() * 0.99);
     if (kind == 2) real = pow(2.0, -rnd_in(0, 20));
     if (kind == 3) real = 1.0 - pow(2.0, -rnd_in(33, 52)); /* the mantissa rounds to 2^31 */
-    fx_quantize_multiplier(real, rounding == FX_RQ_SINGLE, &m[c], &sh[c]);
+    fx_quantize_multiplier(real, rounding == FLEX_RQ_SINGLE, &m[c], &sh[c]);
     if (sh[c] > 30) fx_quantize_multiplier(pow(2.0, 29), 0, &m[c], &sh[c]);
   }
 }
@@ -48,7 +48,7 @@ static inline fx_qs8_out rnd_out(int channels, int with_tail) {
   o.zp = rnd_zp(-128, 127);
   o.rounding = rnd_in(0, 3);
   o.tail_rounding = rnd_in(0, 1);
-  o.tail_from = with_tail && o.rounding < FX_RQ_SINGLE && rnd_in(0, 1) ? channels - channels % 8 : INT32_MAX;
+  o.tail_from = with_tail && o.rounding < FLEX_RQ_SINGLE && rnd_in(0, 1) ? channels - channels % 8 : INT32_MAX;
   switch (rnd_in(0, 3)) {
     case 0: o.lo = -128; o.hi = 127; break;
     case 1: o.lo = o.zp; o.hi = 127; break;                          /* RELU */

@@ -70,8 +70,8 @@ def test_pool_and_mean_variants_equal_scalar(dtype):
             assert np.array_equal(_qs8.avgpool(v, x, (k, k), (s, s), (p, p), (oh, ow), lo, hi, chunk=i % 3)[0], want)
             assert np.array_equal(_qs8.mean(v, x, [1, 2], qi, qo, chunk=i % 5)[0], mean_want)
             if dtype == np.int8:
-                assert np.array_equal(_qs8.mean_hw(v, x, qi, qo, stock=1, stock_threads=2)[0],
-                                      _qs8.mean_hw(0, x, qi, qo, stock=1, stock_threads=2)[0])
+                assert np.array_equal(_qs8.mean_hw(v, x, qi, qo, stock=_qs8.STOCK_NEON, stock_threads=2)[0],
+                                      _qs8.mean_hw(0, x, qi, qo, stock=_qs8.STOCK_NEON, stock_threads=2)[0])
 
 
 @pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
@@ -86,7 +86,7 @@ def test_table_variants_equal_scalar():
         kind = ["REQUANTIZE", "TANH", "HARD_SWISH", "LEAKY_RELU", "RELU6"][i % 5]
         qi = (float(np.float32(2.0 ** rng.uniform(-8, -1))), int(rng.integers(-128, 128)))
         qo = (float(np.float32(qi[0] * 2.0 ** rng.uniform(-3, 3))), int(rng.integers(-128, 128)))
-        stock = i % 2
+        stock = (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON)[i % 2]
         try:
             want = _qs8.lut_op(0, kind, x, qi, qo, alpha=0.3, stock=stock)[0]
         except ValueError:

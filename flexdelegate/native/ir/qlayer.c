@@ -80,7 +80,7 @@ static int32_t *requant_of(const fx_graph *g, const fx_node *n, const char **why
   if (!ms) { *why = "out of memory"; return NULL; }
   const float one = qw->scale;
   if (fx_qs8_requant_params(cout, qx->scale, qw->n > 1 ? qw->scales : &one, qw->n > 1, qy->scale,
-                            n->qout.rounding == FX_RQ_SINGLE, ms, ms + cout)) {
+                            n->qout.rounding == FLEX_RQ_SINGLE, ms, ms + cout)) {
     *why = "a requantization multiplier of 2^30 or more (left to the stock kernel)";
     free(ms);
     return NULL;

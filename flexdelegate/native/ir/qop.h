@@ -13,7 +13,7 @@ enum { FX_QOP_ADD, FX_QOP_SUB, FX_QOP_MUL, FX_QOP_MEAN, FX_QOP_SOFTMAX, FX_QOP_L
        FX_QOP_MUL_LOGISTIC /* made by fx_qop_fuse_swish only */ };
 
 /* Makes n's fx_qop (freed with the node): kind FX_QOP_*, stock the arithmetic to reproduce
- * (qs8-ops.h FX_STOCK_*; the delegate's "_rounding" entry for the op), act the TFLite fused
+ * (qs8-ops.h FLEX_STOCK_*; the delegate's "_rounding" entry for the op), act the TFLite fused
  * activation, param beta (SOFTMAX), alpha (LEAKY_RELU) or which RELU (qs8-ops.h FX_QS8_RELU*), stock_threads the interpreter's
  * thread count (MEAN on LiteRT splits by it). NULL ok, or why not. */
 const char *fx_qop_make(fx_node *n, int kind, int stock, int act, float param, int stock_threads);

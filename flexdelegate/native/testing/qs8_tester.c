@@ -58,7 +58,7 @@ int flex_qs8_conv_run(int variant, int u8, int n, int h, int w, int cin, int cou
                       int iters, double *seconds) {
   const fx_qs8_gemm_config *g = fx_qs8_gemm_config_at(variant);
   const fx_qs8_conv_geom cg = {n, h, w, cin, kh, kw, sh, sw, dh, dw, pt, pl, oh, ow, cout};
-  const fx_qs8_out o = out_of(u8, zy, lo, hi, rounding, FX_RQ_AWAY, INT32_MAX);
+  const fx_qs8_out o = out_of(u8, zy, lo, hi, rounding, FLEX_RQ_AWAY, INT32_MAX);
   if (!g || n < 1 || h < 1 || w < 1 || cin < 1 || cout < 1 || kh < 1 || kw < 1 || sh < 1 || sw < 1 ||
       dh < 1 || dw < 1 || oh < 1 || ow < 1 || !x || !filter || !mult || !shift || !y || fx_qs8_out_check(&o))
     return -1;

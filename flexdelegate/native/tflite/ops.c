@@ -323,7 +323,7 @@ static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) 
 /* int8 / uint8 ADD, MUL, MEAN, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU on the qs8-ops
  * kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output of one type, one
  * scale and zero point each. ADD, MUL and MEAN compute differently on tflite-runtime and LiteRT
- * (kernels/qs8-ops/NOTES.md): their "_rounding" entry names stock's arithmetic (FX_STOCK_*).
+ * (kernels/qs8-ops/NOTES.md): their "_rounding" entry names stock's arithmetic (FLEX_STOCK_*).
  * Parameters the stock kernel refuses, or that these kernels do not reproduce, are found when
  * the node is prepared for its shapes (fx_infer_qelem) and leave the node to stock. */
 static const char *read_qelem(fx_graph *g, fx_node *n, int kind, int n_data, int tfl_act, float param) {
@@ -488,7 +488,7 @@ static const char *read_quantize(fx_graph *g, fx_node *n, const void *bd) {
     /* LiteRT's NEON loop rounds ties up on whole 16-blocks: the QUANTIZE rule's 8-split is
      * that build's trace (quant_rounding.stock_arithmetic) */
     if (n->qout.rounding < 0) return "stock's arithmetic for a requantizing QUANTIZE unknown (no rounding table)";
-    return fx_qop_make(n, FX_QOP_REQUANTIZE, n->qout.tail_from == 0 ? FX_STOCK_NEON : FX_STOCK_PORTABLE,
+    return fx_qop_make(n, FX_QOP_REQUANTIZE, n->qout.tail_from == 0 ? FLEX_STOCK_NEON : FLEX_STOCK_PORTABLE,
                        FLEX_ACT_NONE, 0.0f, 1);
   }
   if (!xq && n->qout.rounding < 0) return "stock's float quantize rounding unknown (no rounding table)";
@@ -886,7 +886,7 @@ static const char *translate_part(fx_translate *tr, fx_graph *g, int index, cons
   /* the stock rounding for this op on this type (integer readers check it is known) */
   const fx_rounding_rule *rule = fx_rounding_find(tr->rounding, reg->builtin_code,
                                                   g->tensors[n->out[0]].dtype == FX_U8 || g->tensors[n->in[0]].dtype == FX_U8);
-  n->qout = (fx_qs8_out){.rounding = rule ? rule->rounding : -1, .tail_rounding = rule ? rule->tail_rounding : FX_RQ_AWAY,
+  n->qout = (fx_qs8_out){.rounding = rule ? rule->rounding : -1, .tail_rounding = rule ? rule->tail_rounding : FLEX_RQ_AWAY,
                          .tail_from = rule && rule->split8 ? 0 : INT32_MAX};
   for (int i = 0; i < n->n_in; i++)
     if (n->in[i] < 0 && !((op->optional >> i) & 1)) return "missing input";

@@ -59,7 +59,7 @@ static const char *parse_winograd(fx_options *o, const char *value) {
 }
 
 /* "_rounding": comma-separated OP.TYPE=R or OP.TYPE=R:T entries (OP a TFLite builtin name,
- * TYPE int8 or uint8, R the rounding of every channel as requant.h's FX_RQ_* number, :T a tail
+ * TYPE int8 or uint8, R the rounding of every channel as requant.h's FLEX_RQ_* number, :T a tail
  * rounding for the last C % 8 channels); "" = none known. */
 static const char *parse_rounding(fx_options *o, const char *value) {
   fx_roundings r = {0};
@@ -81,7 +81,7 @@ static const char *parse_rounding(fx_options *o, const char *value) {
     if (q != end || (strcmp(type, "int8") && strcmp(type, "uint8"))) return k_invalid;
     rule->u8 = !strcmp(type, "uint8");
     rule->split8 = tail >= 0;
-    rule->tail_rounding = tail >= 0 ? tail : FX_RQ_AWAY;
+    rule->tail_rounding = tail >= 0 ? tail : FLEX_RQ_AWAY;
     const fx_qs8_out check = {0, -128, 127, rule->rounding, rule->tail_rounding, rule->split8 ? 0 : INT32_MAX};
     if (fx_qs8_out_check(&check)) return k_invalid; /* known rules only; a tail mixes AWAY and UP */
     r.n++;

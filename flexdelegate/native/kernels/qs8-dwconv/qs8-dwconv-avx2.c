@@ -77,7 +77,7 @@ DW_AVX2 void dw_tile(size_t c0, size_t nc, int full, size_t pixels, const int8_t
 DW_AVX2 void dw_up16(FX_QS8_DW_ARGS) {
   const uint8_t *wp = (const uint8_t *)w;
   const size_t pb = 16 * (4 + 2 * taps + 8);
-  const int single = o->rounding == FX_RQ_SINGLE;
+  const int single = o->rounding == FLEX_RQ_SINGLE;
   size_t c0 = 0;
   for (; c0 + 16 <= channels; c0 += 16, wp += pb) {
     if (single) dw_tile(c0, 16, 1, pixels, in, taps, wp, out, out_stride, o, 1);

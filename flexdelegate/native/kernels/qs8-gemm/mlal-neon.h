@@ -63,7 +63,7 @@ static inline fx_rq16_neon fx_rq16_init_neon(const int32_t *bias, const int32_t 
   fx_rq16_neon r;
   for (int q = 0; q < 4; q++) {
     /* the GEMMs use o->rounding on every channel: no tail */
-    r.q[q] = fx_rq4_init_neon(rqp + 4 * q, rqp + 16 + 4 * q, vdupq_n_s32(o->rounding == FX_RQ_UP ? 0 : -1), o);
+    r.q[q] = fx_rq4_init_neon(rqp + 4 * q, rqp + 16 + 4 * q, vdupq_n_s32(o->rounding == FLEX_RQ_UP ? 0 : -1), o);
     r.b[q] = vld1q_s32(bias + 4 * q);
   }
   return r;

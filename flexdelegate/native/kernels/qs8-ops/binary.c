@@ -2,7 +2,7 @@
  * equal shapes are one element-wise loop; broadcasts that fold into five dimensions
  * (ProcessBroadcastShapes) are runs of d[4] element-wise pairs, or, when d[4] == 1, runs of d[3]
  * elements against one broadcast scalar; any other broadcast goes an element at a time. On
- * LiteRT (FX_STOCK_NEON) each run's leading whole blocks take the NEON arithmetic and the rest
+ * LiteRT (FLEX_STOCK_NEON) each run's leading whole blocks take the NEON arithmetic and the rest
  * the portable one, so the form of an output element follows from its place in its run. */
 #include <string.h>
 #include "qs8-ops.h"
@@ -63,7 +63,7 @@ int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_
   if (fx_qs8_act_range_of(act, so, zo, u8, &lo, &hi)) return -1;
   if (fx_qs8_bcast_plan(a, b, &bop->bc)) return -1;
   /* tflite-runtime 2.14's MUL aborts on generic broadcasts of rank > 4 (README.md "MUL") */
-  if (op == FX_QS8_MUL && stock == FX_STOCK_PORTABLE && bop->bc.kind == FX_BC_GENERIC && bop->bc.out.rank > 4)
+  if (op == FX_QS8_MUL && stock == FLEX_STOCK_PORTABLE && bop->bc.kind == FX_BC_GENERIC && bop->bc.out.rank > 4)
     return -1;
   bop->op = op;
   bop->stock = stock;
@@ -90,7 +90,7 @@ int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_
  * scalar-broadcast loop (scalar = 1); block 0: all portable. */
 static void neon_loop(const fx_qs8_binary_op *bop, int scalar, int *block, int *form) {
   const int u8 = bop->op == FX_QS8_MUL ? bop->mul.u8 : bop->add.u8;
-  if (bop->stock != FX_STOCK_NEON || bop->op == FX_QS8_SUB) {
+  if (bop->stock != FLEX_STOCK_NEON || bop->op == FX_QS8_SUB) {
     *block = 0;
     *form = 0;
   } else if (bop->op == FX_QS8_ADD) {

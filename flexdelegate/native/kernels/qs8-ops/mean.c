@@ -17,7 +17,7 @@ int fx_qs8_mean_fast_path(int rank, int keep_dims, const int32_t *axes, int naxe
 /* Whether stock's reduce.cc takes the H, W fast path for this axis tensor. */
 static int fast_path_axes(const int32_t *axes, int naxes, int stock) {
   if (naxes == 2 && ((axes[0] == 1 && axes[1] == 2) || (axes[0] == 2 && axes[1] == 1))) return 1;
-  if (stock != FX_STOCK_NEON) return 0;
+  if (stock != FLEX_STOCK_NEON) return 0;
   unsigned seen = 0;
   for (int i = 0; i < naxes; i++) {
     const int a = axes[i] < 0 ? axes[i] + 4 : axes[i];
@@ -80,14 +80,14 @@ void fx_qs8_mean_hw_run(const fx_qs8_ops_config *v, const fx_qs8_mean_op *op, co
   for (size_t p = p0; p < p1; p++) {
     memset(scratch, 0, c * sizeof *scratch);
     v->sum_rows(c, k, x + p * k * c, c, 0, scratch);
-    if (op->stock != FX_STOCK_NEON) {
-      finish(op, scratch, FX_RQ_AWAY, 0, op->c, y + p * c);
+    if (op->stock != FLEX_STOCK_NEON) {
+      finish(op, scratch, FLEX_RQ_AWAY, 0, op->c, y + p * c);
       continue;
     }
     for (int t = 0; t < op->nsplit; t++) {
       const int s = op->split[t], e = op->split[t + 1], mid = s + (e - s) / 16 * 16;
-      finish(op, scratch, FX_RQ_UP, s, mid, y + p * c);
-      finish(op, scratch, FX_RQ_AWAY, mid, e, y + p * c);
+      finish(op, scratch, FLEX_RQ_UP, s, mid, y + p * c);
+      finish(op, scratch, FLEX_RQ_AWAY, mid, e, y + p * c);
     }
   }
 }
@@ -140,7 +140,7 @@ void fx_qs8_mean_run(const fx_qs8_ops_config *v, const fx_qs8_mean_any_op *op, c
     v->sum_rows(j1 - j0, red, (const uint8_t *)x + (row * red * inner + j0) * es, inner, op->u8, scratch);
     for (size_t j = j0; j < j1; j++) {
       const int32_t s = (int32_t)((uint32_t)scratch[j - j0] - bias);
-      const int32_t r = (int32_t)((uint32_t)fxq_mbqm(s, op->m, op->shift, FX_RQ_AWAY) + (uint32_t)op->zo);
+      const int32_t r = (int32_t)((uint32_t)fxq_mbqm(s, op->m, op->shift, FLEX_RQ_AWAY) + (uint32_t)op->zo);
       ((uint8_t *)y)[row * inner + j] = (uint8_t)fxq_sat(r, lo, hi);
     }
     o += j1 - j0;

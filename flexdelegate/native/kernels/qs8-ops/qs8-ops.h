@@ -8,9 +8,9 @@
  * caller can split an op across threads: the result of any split is the same.
  *
  * `stock` names the arithmetic of the runtime in use (quant_rounding.detect() finds it):
- * FX_STOCK_PORTABLE (tflite-runtime 2.14: TFLite's portable loops) or FX_STOCK_NEON (ai-edge-litert
- * 2.3 on x86: the NEON loops through NEON_2_SSE, whole vector blocks from the start of each loop,
- * the rest portable). Data are the stored bytes (int8, or uint8 when `u8`), dense, row-major.
+ * FLEX_STOCK_PORTABLE (tflite-runtime 2.14: TFLite's portable loops) or FLEX_STOCK_NEON
+ * (ai-edge-litert 2.3 on x86: the NEON loops through NEON_2_SSE, whole vector blocks from the
+ * start of each loop, the rest portable). Data are the stored bytes (int8, or uint8 when `u8`), dense, row-major.
  *
  * The vectorizable inner loops are microkernels with one variant per ISA (qs8-ops.inc); the
  * scalar variant is the reference the others are tested against (ref.h has its per-element
@@ -21,7 +21,6 @@
 #include <stdint.h>
 #include "ref.h"
 
-enum { FX_STOCK_PORTABLE = FLEX_STOCK_PORTABLE, FX_STOCK_NEON = FLEX_STOCK_NEON }; /* the "_rounding" values */
 #define FX_QS8_MAX_RANK 6
 
 /* ---- microkernels (one variant per ISA family, qs8-ops.inc; names "qs8-ops-<isa>") ---- */
@@ -131,7 +130,7 @@ typedef struct {
   int32_t batch, h, w, c;
   int32_t m, shift, bias;     /* QuantizeMultiplier(si / (H*W*so)); zo - round(zi*si/so) */
   int32_t stock;
-  int32_t split[9];           /* FX_STOCK_NEON: channel bounds of stock's threads */
+  int32_t split[9];           /* FLEX_STOCK_NEON: channel bounds of stock's threads */
   int32_t nsplit;
 } fx_qs8_mean_op;
 /* axes: the model's axis tensor as written (stock picks the fast path from its entries:

@@ -39,10 +39,10 @@ static inline int32_t fxq_vshl(int32_t x, int s) {
 static inline int32_t fxq_wrap16(int32_t x) { return (int16_t)(uint16_t)(uint32_t)x; }
 static inline int32_t fxq_sat(int32_t x, int32_t lo, int32_t hi) { return x < lo ? lo : x > hi ? hi : x; }
 
-/* TFLite MultiplyByQuantizedMultiplier with one of requant.h's roundings (FX_RQ_AWAY: the
- * portable loops; FX_RQ_UP: NEON's MultiplyByQuantizedMultiplier4Rows). */
+/* TFLite MultiplyByQuantizedMultiplier with one of requant.h's roundings (FLEX_RQ_AWAY: the
+ * portable loops; FLEX_RQ_UP: NEON's MultiplyByQuantizedMultiplier4Rows). */
 static inline int32_t fxq_mbqm(int32_t x, int32_t m, int32_t shift, int rounding) {
-  return fx_rq_double(x, m, shift, rounding != FX_RQ_UP, 0);
+  return fx_rq_double(x, m, shift, rounding != FLEX_RQ_UP, 0);
 }
 
 /* ---- ADD / SUB (TFLite's 8-bit add: inputs rescaled onto twice the larger input scale with 20
@@ -103,7 +103,7 @@ enum {
   FX_MUL_NEON_TRUNC = 2 /* uint8 scalar-broadcast NEON loop: truncated to int16 instead */
 };
 static inline int32_t fxq_mul_one(int32_t a, int32_t b, const fx_qs8_mul_params *p, int form) {
-  int32_t r = fxq_mbqm((a - p->z1) * (b - p->z2), p->m, p->s, FX_RQ_AWAY);
+  int32_t r = fxq_mbqm((a - p->z1) * (b - p->z2), p->m, p->s, FLEX_RQ_AWAY);
   if (form == FX_MUL_PORTABLE) {
     r = (int32_t)((uint32_t)r + (uint32_t)p->zo);
   } else {

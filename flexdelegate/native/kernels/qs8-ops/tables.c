@@ -35,9 +35,9 @@ int fx_qs8_requantize_prepare(int in_u8, float s_in, int32_t z_in, int out_u8, f
   int32_t m, shift;
   if (!(s_in > 0) || !(s_out > 0) || multiplier_of((double)s_in / (double)s_out, &m, &shift)) return -1;
   /* stock's NEON loop: 16 elements at a time (MultiplyByQuantizedMultiplier4Rows: ties up) */
-  op->block = stock == FX_STOCK_NEON ? 16 : 0;
+  op->block = stock == FLEX_STOCK_NEON ? 16 : 0;
   for (int t = 0; t < 2; t++) {
-    const int rounding = (t == 0 && stock == FX_STOCK_NEON) ? FX_RQ_UP : FX_RQ_AWAY;
+    const int rounding = (t == 0 && stock == FLEX_STOCK_NEON) ? FLEX_RQ_UP : FLEX_RQ_AWAY;
     for (int i = 0; i < 256; i++) {
       const int32_t r = fxq_mbqm(value_of(in_u8, i) - z_in, m, shift, rounding);
       op->t[t][i] = (uint8_t)fxq_sat((int32_t)((uint32_t)r + (uint32_t)z_out), type_lo(out_u8), type_hi(out_u8));
@@ -69,7 +69,7 @@ int fx_qs8_relu_prepare(int kind, int u8, float s_in, int32_t z_in, float s_out,
   hi = hi < type_hi(u8) ? hi : type_hi(u8);
   op->block = 0;
   for (int i = 0; i < 256; i++) {
-    const int32_t r = fxq_mbqm(value_of(u8, i) - z_in, m, shift, FX_RQ_AWAY);
+    const int32_t r = fxq_mbqm(value_of(u8, i) - z_in, m, shift, FLEX_RQ_AWAY);
     int32_t v = (int32_t)((uint32_t)z_out + (uint32_t)r);
     v = v > lo ? v : lo; /* max with the low bound first, as stock: lo > hi ends at hi */
     v = v < hi ? v : hi;
@@ -91,7 +91,7 @@ int fx_qs8_leaky_relu_prepare(int u8, float alpha, float s_in, int32_t z_in, flo
   op->block = 0;
   for (int i = 0; i < 256; i++) {
     const int32_t x = value_of(u8, i) - z_in;
-    const int32_t r = x >= 0 ? fxq_mbqm(x, mi, si, FX_RQ_AWAY) : fxq_mbqm(x, ma, sa, FX_RQ_AWAY);
+    const int32_t r = x >= 0 ? fxq_mbqm(x, mi, si, FLEX_RQ_AWAY) : fxq_mbqm(x, ma, sa, FLEX_RQ_AWAY);
     op->t[0][i] = (uint8_t)fxq_sat((int32_t)((uint32_t)z_out + (uint32_t)r), type_lo(u8), type_hi(u8));
   }
   memcpy(op->t[1], op->t[0], 256);

@@ -7,16 +7,16 @@
  * bits [31, 62] of (x*m + 2^30) are the rounded high half (even: logical >> 31, odd: << 1 into
  * the high dword, then one blend). The rounding shift is RoundingDivideByPOT's overflow-free
  * form: (high >> rs) + ((high & mask) > thr), thr = mask/2 (+1 for a negative value when the
- * lane rounds ties away from zero). FX_RQ_SINGLE shifts the 64-bit sum right by 31 - shift
+ * lane rounds ties away from zero). FLEX_RQ_SINGLE shifts the 64-bit sum right by 31 - shift
  * with a logical shift of the sum biased by 2^63 (AVX2 has no 64-bit arithmetic shift), whose
- * low dword is then off by exactly the low dword of 2^(63 - total). FX_RQ_AWAY_SAT saturates
+ * low dword is then off by exactly the low dword of 2^(63 - total). FLEX_RQ_AWAY_SAT saturates
  * the left shift where shifting back does not give acc again. */
 #ifndef FLEX_QUANT_REQUANT_AVX2_H
 #define FLEX_QUANT_REQUANT_AVX2_H
 #include <immintrin.h>
 #include "requant.h"
 
-#define FX_RQ_AVX2 __attribute__((target("avx2,fma"), always_inline)) static inline
+#define FX_REQUANT_AVX2 __attribute__((target("avx2,fma"), always_inline)) static inline
 
 /* The constants of 8 channels. */
 typedef struct {
@@ -29,30 +29,30 @@ typedef struct {
 } fx_rq8_avx2;
 
 /* Lanes c0..c0+7: which round ties away from zero under o. */
-FX_RQ_AVX2 __m256i fx_rq8_away_avx2(const fx_qs8_out *o, size_t c0) {
-  const __m256i main = _mm256_set1_epi32(o->rounding == FX_RQ_UP ? 0 : -1);
-  const __m256i tail = _mm256_set1_epi32(o->tail_rounding == FX_RQ_AWAY ? -1 : 0);
-  if (o->rounding >= FX_RQ_SINGLE || (int64_t)c0 + 8 <= (int64_t)o->tail_from) return main;
+FX_REQUANT_AVX2 __m256i fx_rq8_away_avx2(const fx_qs8_out *o, size_t c0) {
+  const __m256i main = _mm256_set1_epi32(o->rounding == FLEX_RQ_UP ? 0 : -1);
+  const __m256i tail = _mm256_set1_epi32(o->tail_rounding == FLEX_RQ_AWAY ? -1 : 0);
+  if (o->rounding >= FLEX_RQ_SINGLE || (int64_t)c0 + 8 <= (int64_t)o->tail_from) return main;
   const __m256i idx = _mm256_add_epi32(_mm256_set1_epi32((int32_t)c0), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
   const __m256i is_tail = _mm256_cmpgt_epi32(idx, _mm256_set1_epi32(o->tail_from - 1));
   return _mm256_blendv_epi8(main, tail, is_tail);
 }
 
 /* Every lane under o->rounding (the GEMMs: one rule per call, no tail). */
-FX_RQ_AVX2 __m256i fx_rq8_away_all_avx2(const fx_qs8_out *o) {
-  return _mm256_set1_epi32(o->rounding == FX_RQ_UP ? 0 : -1);
+FX_REQUANT_AVX2 __m256i fx_rq8_away_all_avx2(const fx_qs8_out *o) {
+  return _mm256_set1_epi32(o->rounding == FLEX_RQ_UP ? 0 : -1);
 }
 
 /* m, shift: 8 channels' multipliers and shifts (unaligned); away: fx_rq8_away_avx2. */
-FX_RQ_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *shift, __m256i away,
+FX_REQUANT_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *shift, __m256i away,
                                         const fx_qs8_out *o) {
   fx_rq8_avx2 r;
   const __m256i one = _mm256_set1_epi32(1), zero = _mm256_setzero_si256();
   const __m256i sh = _mm256_loadu_si256((const __m256i *)shift);
   r.m = _mm256_loadu_si256((const __m256i *)m);
   r.m_odd = _mm256_srli_epi64(r.m, 32);
-  r.single = o->rounding == FX_RQ_SINGLE;
-  r.sat = o->rounding == FX_RQ_AWAY_SAT;
+  r.single = o->rounding == FLEX_RQ_SINGLE;
+  r.sat = o->rounding == FLEX_RQ_AWAY_SAT;
   r.ls = _mm256_max_epi32(sh, zero);
   r.rs = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
   r.mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, r.rs), one);
@@ -75,7 +75,7 @@ FX_RQ_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *shift, 
 
 /* requant + zero point + clamp of 8 accumulators; `single` must equal r->single (a constant
  * lets the caller specialise its loop on it). */
-FX_RQ_AVX2 __m256i fx_rq8_apply_mode_avx2(__m256i acc, const fx_rq8_avx2 *r, const int single) {
+FX_REQUANT_AVX2 __m256i fx_rq8_apply_mode_avx2(__m256i acc, const fx_rq8_avx2 *r, const int single) {
   __m256i v;
   if (single) {
     const __m256i pe = _mm256_mul_epi32(acc, r->m);
@@ -105,18 +105,18 @@ FX_RQ_AVX2 __m256i fx_rq8_apply_mode_avx2(__m256i acc, const fx_rq8_avx2 *r, con
   return _mm256_min_epi32(_mm256_max_epi32(v, r->lo), r->hi);
 }
 
-FX_RQ_AVX2 __m256i fx_rq8_apply_avx2(__m256i acc, const fx_rq8_avx2 *r) {
+FX_REQUANT_AVX2 __m256i fx_rq8_apply_avx2(__m256i acc, const fx_rq8_avx2 *r) {
   return fx_rq8_apply_mode_avx2(acc, r, r->single);
 }
 
 /* 16 clamped lanes (a: 0..7, b: 8..15) as 16 int8 in order. */
-FX_RQ_AVX2 __m128i fx_pack16_avx2(__m256i a, __m256i b) {
+FX_REQUANT_AVX2 __m128i fx_pack16_avx2(__m256i a, __m256i b) {
   const __m256i p8 = _mm256_packs_epi16(_mm256_packs_epi32(a, b), _mm256_setzero_si256());
   return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(p8, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
 }
 
 /* Stores the first n (<= 16) bytes of v. */
-FX_RQ_AVX2 void fx_store_bytes_avx2(int8_t *y, __m128i v, size_t n) {
+FX_REQUANT_AVX2 void fx_store_bytes_avx2(int8_t *y, __m128i v, size_t n) {
   if (n == 16) {
     _mm_storeu_si128((__m128i *)y, v);
     return;

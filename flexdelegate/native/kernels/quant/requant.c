@@ -82,8 +82,8 @@ int fx_qs8_act_range(int act, float scale, int32_t zp, int32_t qmin, int32_t qma
 }
 
 int fx_qs8_out_check(const fx_qs8_out *o) {
-  if (!o || o->rounding < FX_RQ_AWAY || o->rounding > FX_RQ_AWAY_SAT) return -1;
-  if (o->rounding < FX_RQ_SINGLE && o->tail_rounding != FX_RQ_AWAY && o->tail_rounding != FX_RQ_UP)
+  if (!o || o->rounding < FLEX_RQ_AWAY || o->rounding > FLEX_RQ_AWAY_SAT) return -1;
+  if (o->rounding < FLEX_RQ_SINGLE && o->tail_rounding != FLEX_RQ_AWAY && o->tail_rounding != FLEX_RQ_UP)
     return -1;
   return (o->lo < -128 || o->hi > 127 || o->lo > o->hi) ? -1 : 0;
 }

@@ -4,22 +4,22 @@
  * A real multiplier M = s_in * s_w / s_out becomes a Q31 multiplier m (>= 0) and a shift
  * (> 0: left) by fx_quantize_multiplier (TFLite's QuantizeMultiplier). An accumulator acc then
  * maps to  clamp(requant(acc, m, shift) + zp_out, lo, hi)  where requant is one of:
- *   FX_RQ_AWAY    TFLite's MultiplyByQuantizedMultiplier / gemmlowp: x = acc << ls (wrapping),
- *                 high = x*m / 2^31 to nearest with ties toward +inf (SaturatingRounding-
- *                 DoublingHighMul: its nudge-then-truncate rounds -0.5 to 0), then high / 2^rs
- *                 with ties away from zero (RoundingDivideByPOT). Depthwise (both runtimes),
- *                 uint8 GEMM ops on tflite-runtime 2.14, the tail channels of LiteRT's int8
- *                 depthwise.
- *   FX_RQ_UP      the same, but the second rounding also takes ties toward +inf: ruy's x86
- *                 8-bit kernels (int8 CONV_2D / FULLY_CONNECTED everywhere here, uint8 ones on
- *                 LiteRT) and NEON's vqrdmulh + vrshl (LiteRT's int8 depthwise on whole groups
- *                 of 8 channels).
- *   FX_RQ_SINGLE  TFLITE_SINGLE_ROUNDING and ruy's reference / ARM paths: one rounding,
- *                 (acc*m + 2^(30-shift)) >> (31-shift), ties toward +inf.
- *   FX_RQ_AWAY_SAT  FX_RQ_AWAY with a saturating left shift: gemmlowp's output pipeline
- *                 (ShiftLeft saturates), i.e. uint8 CONV_2D / FULLY_CONNECTED on
- *                 tflite-runtime 2.14. Differs from FX_RQ_AWAY only when acc << shift
- *                 overflows int32 (real multipliers >= 2 with large accumulators).
+ *   FLEX_RQ_AWAY      TFLite's MultiplyByQuantizedMultiplier / gemmlowp: x = acc << ls (wrapping),
+ *                     high = x*m / 2^31 to nearest with ties toward +inf (SaturatingRounding-
+ *                     DoublingHighMul: its nudge-then-truncate rounds -0.5 to 0), then high / 2^rs
+ *                     with ties away from zero (RoundingDivideByPOT). Depthwise (both runtimes),
+ *                     uint8 GEMM ops on tflite-runtime 2.14, the tail channels of LiteRT's int8
+ *                     depthwise.
+ *   FLEX_RQ_UP        the same, but the second rounding also takes ties toward +inf: ruy's x86
+ *                     8-bit kernels (int8 CONV_2D / FULLY_CONNECTED everywhere here, uint8 ones on
+ *                     LiteRT) and NEON's vqrdmulh + vrshl (LiteRT's int8 depthwise on whole groups
+ *                     of 8 channels).
+ *   FLEX_RQ_SINGLE    TFLITE_SINGLE_ROUNDING and ruy's reference / ARM paths: one rounding,
+ *                     (acc*m + 2^(30-shift)) >> (31-shift), ties toward +inf.
+ *   FLEX_RQ_AWAY_SAT  FLEX_RQ_AWAY with a saturating left shift: gemmlowp's output pipeline
+ *                     (ShiftLeft saturates), i.e. uint8 CONV_2D / FULLY_CONNECTED on
+ *                     tflite-runtime 2.14. Differs from FLEX_RQ_AWAY only when acc << shift
+ *                     overflows int32 (real multipliers >= 2 with large accumulators).
  * Shifts are in [-31, 30] (fx_quantize_multiplier flushes smaller ones to m = 0; larger ones,
  * i.e. M >= 2^30, are refused by the packers). */
 #ifndef FLEX_QUANT_REQUANT_H
@@ -28,17 +28,15 @@
 #include <stdint.h>
 #include "flex_api.h"
 
-enum { FX_RQ_AWAY = FLEX_RQ_AWAY, FX_RQ_UP = FLEX_RQ_UP, FX_RQ_SINGLE = FLEX_RQ_SINGLE, FX_RQ_AWAY_SAT = FLEX_RQ_AWAY_SAT };
-
 /* The output stage of a layer. Channels c < tail_from use `rounding`, the others
  * `tail_rounding` (LiteRT's int8 depthwise: UP on the first 8*floor(C/8) channels, AWAY on the
  * rest); only the depthwise kernels look at the tail, the GEMMs use `rounding` throughout.
- * A tail may only mix AWAY and UP (FX_RQ_SINGLE and FX_RQ_AWAY_SAT are all or nothing). */
+ * A tail may only mix AWAY and UP (FLEX_RQ_SINGLE and FLEX_RQ_AWAY_SAT are all or nothing). */
 typedef struct fx_qs8_out {
   int32_t zp;             /* output zero point */
   int32_t lo, hi;         /* fused activation range, within [-128, 127] */
-  int32_t rounding;       /* FX_RQ_* */
-  int32_t tail_rounding;  /* FX_RQ_AWAY or FX_RQ_UP; ignored when tail_from >= channels */
+  int32_t rounding;       /* FLEX_RQ_* */
+  int32_t tail_rounding;  /* FLEX_RQ_AWAY or FLEX_RQ_UP; ignored when tail_from >= channels */
   int32_t tail_from;
 } fx_qs8_out;
 
@@ -87,15 +85,15 @@ static inline int32_t fx_rq_single(int32_t acc, int32_t m, int32_t shift) {
 }
 
 static inline int32_t fx_rq_apply(int32_t acc, int32_t m, int32_t shift, int rounding) {
-  return rounding == FX_RQ_SINGLE ? fx_rq_single(acc, m, shift)
-                                  : fx_rq_double(acc, m, shift, rounding != FX_RQ_UP,
-                                                 rounding == FX_RQ_AWAY_SAT);
+  return rounding == FLEX_RQ_SINGLE ? fx_rq_single(acc, m, shift)
+                                  : fx_rq_double(acc, m, shift, rounding != FLEX_RQ_UP,
+                                                 rounding == FLEX_RQ_AWAY_SAT);
 }
 
-/* The rounding of channel c under o (FX_RQ_SINGLE and FX_RQ_AWAY_SAT are all or nothing: they
+/* The rounding of channel c under o (FLEX_RQ_SINGLE and FLEX_RQ_AWAY_SAT are all or nothing: they
  * ignore the tail). */
 static inline int fx_qs8_rounding_of(const fx_qs8_out *o, size_t c) {
-  if (o->rounding >= FX_RQ_SINGLE || (int64_t)c < (int64_t)o->tail_from) return o->rounding;
+  if (o->rounding >= FLEX_RQ_SINGLE || (int64_t)c < (int64_t)o->tail_from) return o->rounding;
   return o->tail_rounding;
 }
 
