@@ -1,6 +1,7 @@
 /* Checks every QS8 GEMM / IGEMM variant this CPU runs (scalar reference included) against a
  * naive convolution written here, over GEMM shapes (m, n, k at 1, tile edges and large k),
- * random NHWC convolutions through the IGEMM driver (padding, strides, dilations), zero points
+ * random NHWC convolutions through the conv driver in both its forms, IGEMM and im2col GEMM
+ * (padding, strides, dilations), zero points
  * at both ends, tiny and huge multipliers, every clamp and every rounding, and the QU8 path
  * (uint8 data, weight zero point). Prints one line per group and "ALL PASS".
  *   qs8_gemm_tester [cases]      (FLEXDELEGATE_ISA narrows nothing here: all variants run) */
@@ -42,10 +43,10 @@ static void naive(const problem *p, int8_t *y) {
         }
 }
 
-/* Runs variant g on p (GEMM for 1x1 stride-1 unpadded windows when use_gemm, else IGEMM). */
-static int run(const fx_qs8_gemm_config *g, const problem *p, int use_gemm, int8_t *y) {
+/* Runs variant g on p in form FX_QS8_CONV_* (GEMM: 1x1 stride-1 unpadded windows only). */
+static int run(const fx_qs8_gemm_config *g, const problem *p, int form, int8_t *y) {
   const fx_qs8_conv_geom *cg = &p->g;
-  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg);
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg, form);
   void *packed = malloc(fx_qs8_gemm_packed_bytes(&geom));
   const size_t nx = (size_t)cg->batch * cg->h * cg->w * cg->cin;
   int8_t *x8 = malloc(nx + 1), *zero = malloc((size_t)cg->cin);
@@ -55,11 +56,11 @@ static int run(const fx_qs8_gemm_config *g, const problem *p, int use_gemm, int8
   memset(zero, p->u8 ? p->zx - 128 : p->zx, (size_t)cg->cin);
   const int32_t factor = p->u8 ? fx_qu8_row_factor(p->zw) : 0;
   const size_t m = (size_t)cg->batch * cg->oh * cg->ow, panels = ((size_t)cg->cout + g->nr - 1) / g->nr;
-  if (rc == 0 && use_gemm)
+  if (rc == 0 && form == FX_QS8_CONV_GEMM)
     fx_qs8_gemm_run(g, m, (size_t)cg->cout, (size_t)cg->cin, x8, (size_t)cg->cin, packed, y,
                     (size_t)cg->cout, factor, &p->o, 0, panels);
   else if (rc == 0)
-    rc = fx_qs8_conv_run(g, cg, x8, zero, packed, y, factor, &p->o, 0, m, 0, panels);
+    rc = fx_qs8_conv_run(g, cg, form, x8, zero, packed, y, factor, &p->o, 0, m, 0, panels);
   free(packed); free(x8); free(zero);
   return rc;
 }
@@ -68,9 +69,9 @@ static int run(const fx_qs8_gemm_config *g, const problem *p, int use_gemm, int8
  * and the byte range of panels [p0, p1) equals the packing of those channels alone (what
  * budgeted runs slice and stream). Then the driver over split ranges (two pixel ranges x two
  * panel ranges, as threads would take them) writes exactly the whole run's output. */
-static int check_slicing(const fx_qs8_gemm_config *g, const problem *p) {
+static int check_slicing(const fx_qs8_gemm_config *g, const problem *p, int form) {
   const fx_qs8_conv_geom *cg = &p->g;
-  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg);
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg, form);
   const size_t bytes = fx_qs8_gemm_packed_bytes(&geom), pb = fx_qs8_gemm_panel_bytes(&geom);
   const size_t panels = ((size_t)cg->cout + g->nr - 1) / g->nr;
   uint8_t *a = malloc(bytes), *b = malloc(bytes);
@@ -89,10 +90,10 @@ static int check_slicing(const fx_qs8_gemm_config *g, const problem *p) {
   int8_t *whole = malloc(ny), *split = malloc(ny), *zero = malloc((size_t)cg->cin);
   memset(zero, p->zx, (size_t)cg->cin);
   memset(split, 0x55, ny);
-  fx_qs8_conv_run(g, cg, p->x, zero, a, whole, 0, &p->o, 0, m, 0, panels);
+  fx_qs8_conv_run(g, cg, form, p->x, zero, a, whole, 0, &p->o, 0, m, 0, panels);
   const size_t mr[3] = {0, mid < m ? mid : m, m}, pr[3] = {0, p0, panels};
   for (int i = 0; i < 2; i++)
-    for (int j = 0; j < 2; j++) fx_qs8_conv_run(g, cg, p->x, zero, a + pr[j] * pb, split, 0, &p->o, mr[i], mr[i + 1], pr[j],
+    for (int j = 0; j < 2; j++) fx_qs8_conv_run(g, cg, form, p->x, zero, a + pr[j] * pb, split, 0, &p->o, mr[i], mr[i + 1], pr[j],
                                          pr[j + 1]); /* packed: from panel pr[j] on, as a budget step streams it */
   bad |= memcmp(whole, split, ny) != 0;
   free(a); free(b); free(whole); free(split); free(zero);
@@ -114,7 +115,7 @@ static int same_geom(fx_qs8_conv_geom *g, int h, int w, int kh, int kw, int s, i
 }
 
 /* One random problem on every variant; returns the number of variants that failed. */
-static int check(problem *p, int use_gemm, const char *what) {
+static int check(problem *p, int form, const char *what) {
   const fx_qs8_conv_geom *g = &p->g;
   const size_t ny = (size_t)g->batch * g->oh * g->ow * g->cout;
   int8_t *want = malloc(ny), *got = malloc(ny);
@@ -124,11 +125,11 @@ static int check(problem *p, int use_gemm, const char *what) {
   const fx_qs8_gemm_config *v;
   for (int i = 0; (v = fx_qs8_gemm_config_at(i)); i++) {
     memset(got, 0x55, ny);
-    if (run(v, p, use_gemm, got) != 0 || memcmp(got, want, ny) != 0) {
+    if (run(v, p, form, got) != 0 || memcmp(got, want, ny) != 0) {
       size_t e = 0;
       while (e < ny && got[e] == want[e]) e++;
       fprintf(stderr, "FAIL %s %s: b%d %dx%dx%d k%dx%d s%d d%d p%d,%d -> %dx%dx%d u8=%d zx=%d zw=%d "
-              "rnd=%d zp=%d [%d,%d] first diff @%zu got %d want %d\n", use_gemm ? v->name : v->igemm_name, what,
+              "rnd=%d zp=%d [%d,%d] first diff @%zu got %d want %d\n", form == FX_QS8_CONV_IGEMM ? v->igemm_name : v->name, what,
               g->batch, g->h, g->w, g->cin, g->kh, g->kw, g->sh, g->dh, g->pt, g->pl, g->oh, g->ow, g->cout,
               p->u8, p->zx, p->zw, p->o.rounding, p->o.zp, p->o.lo, p->o.hi, e, e < ny ? got[e] : 0, e < ny ? want[e] : 0);
       bad++;
@@ -194,12 +195,12 @@ int main(int argc, char **argv) {
         int8_t *x, *w; int32_t *bias, *m, *sh;
         fill(&p, (a + b + c) % 4 == 0, &x, &w, &bias, &m, &sh);
         shapes++;
-        shapes_bad += check(&p, 1, "gemm-shape") != 0;
+        shapes_bad += check(&p, FX_QS8_CONV_GEMM, "gemm-shape") != 0;
         release(x, w, bias, m, sh);
       }
   printf("gemm shapes (m x n x k, int8 and uint8): %d/%d pass\n", shapes - shapes_bad, shapes);
   total += shapes; failed += shapes_bad;
-  /* Random convolutions through the IGEMM (and 1x1 ones through the GEMM as well). */
+  /* Random convolutions in both driver forms (and 1x1 ones through the GEMM as well). */
   int convs = 0, convs_bad = 0, slices = 0, slices_bad = 0;
   for (int i = 0; i < cases; i++) {
     problem p;
@@ -214,23 +215,27 @@ int main(int argc, char **argv) {
     }
     int8_t *x, *w; int32_t *bias, *m, *sh;
     fill(&p, rnd_in(0, 3) == 0, &x, &w, &bias, &m, &sh);
-    convs++;
-    convs_bad += check(&p, 0, "conv") != 0;
-    if (!p.u8)
-      for (int vi = 0; (v = fx_qs8_gemm_config_at(vi)); vi++) {
-        slices++;
-        if (check_slicing(v, &p)) {
-          slices_bad++;
-          fprintf(stderr, "FAIL %s: packing not deterministic/sliceable or split run differs\n", v->igemm_name);
+    static const int forms[] = {FX_QS8_CONV_IGEMM, FX_QS8_CONV_IM2COL};
+    for (int f = 0; f < 2; f++) {
+      convs++;
+      convs_bad += check(&p, forms[f], f ? "conv-im2col" : "conv") != 0;
+      if (!p.u8)
+        for (int vi = 0; (v = fx_qs8_gemm_config_at(vi)); vi++) {
+          slices++;
+          if (check_slicing(v, &p, forms[f])) {
+            slices_bad++;
+            fprintf(stderr, "FAIL %s: packing not deterministic/sliceable or split run differs\n",
+                    f ? v->name : v->igemm_name);
+          }
         }
-      }
+    }
     if (kh == 1 && kw == 1 && g->sh == 1 && g->pt == 0 && g->pl == 0) {
       convs++;
-      convs_bad += check(&p, 1, "conv-1x1-gemm") != 0;
+      convs_bad += check(&p, FX_QS8_CONV_GEMM, "conv-1x1-gemm") != 0;
     }
     release(x, w, bias, m, sh);
   }
-  printf("random convolutions (igemm; 1x1 also gemm): %d/%d pass\n", convs - convs_bad, convs);
+  printf("random convolutions (igemm and im2col; 1x1 also gemm): %d/%d pass\n", convs - convs_bad, convs);
   printf("packing deterministic, panel ranges sliceable, split runs equal: %d/%d pass\n", slices - slices_bad, slices);
   total += convs + slices; failed += convs_bad + slices_bad;
   if (failed) {

@@ -6,8 +6,9 @@
  *     Winograd from their plain weights instead (fx_conv_choose_winograd);
  *   at init, per GEMM-packed conv: run-time Winograd, stem conv, direct conv or im2col
  *     (fx_conv_choose_form);
- *   under a budget: the time each way of running a layer is estimated at (fx_conv_cost_us), so
- *     the planner can rank them. */
+ *   at init, per int8 conv: GEMM, im2col GEMM or IGEMM (fx_conv_choose_qs8_form);
+ *   under a budget: the time each way of running a layer is estimated at (fx_conv_cost_us,
+ *     fx_conv_qs8_cost_us), so the planner can rank them. */
 #include <stdlib.h>
 #include <string.h>
 #include "conv.h"
@@ -200,6 +201,19 @@ void fx_conv_choose_form(fx_conv_pack *p, const fx_conv_geom *g, int rt_tile) {
   else fx_conv_set_direct(p, direct_wins(p, g));    /* or direct, where that measured faster */
 }
 
+/* ---- the int8 forms, per int8 conv ----
+ * A pointwise conv (1x1, stride 1, no padding, the output as big as the input) reads its input
+ * as the GEMM's A as it is. Otherwise the IGEMM, unless cin is too small to fill the kernel's
+ * k-groups (the 3-channel stem of most CNNs: 3 of every 8 bytes would be padding): then one
+ * flat K = kh*kw*cin of gathered im2col rows through the GEMM. */
+int fx_conv_choose_qs8_form(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg) {
+  if (cg->kh == 1 && cg->kw == 1 && cg->sh == 1 && cg->sw == 1 && cg->pt == 0 && cg->pl == 0 && cg->oh == cg->h &&
+      cg->ow == cg->w)
+    return FX_QS8_CONV_GEMM;
+  if (cg->kh * cg->kw > 1 && cg->cin % g->kr != 0 && cg->cin < 2 * g->kr) return FX_QS8_CONV_IM2COL;
+  return FX_QS8_CONV_IGEMM;
+}
+
 /* ---- panel order, per GEMM run ----
  * A GEMM runs every row tile against one weight panel (nr columns, L1-resident) before the
  * next: each weight is read once, and the A rows come from L2. With few rows, big weights and a
@@ -293,6 +307,12 @@ double fx_conv_winograd_slice_us(const fx_conv_geom *g, int tile, int threads) {
   const int warm = g->cin <= 128 && transformed_input_bytes(g, tile, NULL) <= RT_WARM_INPUT_BYTES;
   return floats * (warm ? WINO_SLICE_NS_WARM : WINO_SLICE_NS_COLD) / 1e3 / threads;
 }
+
+/* int8 conv / FC: ResNet-50 INT8's convs ran at 16-37 GFLOP/s here (AVX2, 1 thread, load 5), the
+ * FP32 GEMM's estimate above. */
+#define QS8_FLOPS_PER_US GEMM_FLOPS_PER_US
+
+double fx_conv_qs8_cost_us(double flops, int threads) { return flops / (QS8_FLOPS_PER_US * threads); }
 
 double fx_conv_cost_us(int kernel, double flops, int threads, const fx_conv_geom *g, const fx_conv_pack *p) {
   const double gemm_us = flops / (GEMM_FLOPS_PER_US * threads);

@@ -2,6 +2,7 @@
 #define FLEX_CONV_H
 #include <stddef.h>
 #include "kernels/ops/ops.h"
+#include "kernels/qs8-gemm/qs8-run.h"
 
 typedef struct fx_conv_pack fx_conv_pack;
 
@@ -147,4 +148,8 @@ double fx_conv_cost_us(int kernel, double flops, int threads, const fx_conv_geom
 /* What one more output-channel slice of Winograd F(tile, 3) costs, pre-transformed or run-time:
  * the input transformed again. */
 double fx_conv_winograd_slice_us(const fx_conv_geom *g, int tile, int threads);
+/* How an int8 conv runs on QS8 GEMM variant g (FX_QS8_CONV_*; packing and runs follow it). */
+int fx_conv_choose_qs8_form(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg);
+/* Estimated microseconds of an int8 conv / FC's `flops` on `threads` threads (any form). */
+double fx_conv_qs8_cost_us(double flops, int threads);
 #endif

@@ -7,6 +7,7 @@
  * channel axis and the rounding. */
 #include <stdlib.h>
 #include <string.h>
+#include "conv/conv.h"
 #include "graph.h"
 #include "kernels/qs8-dwconv/qs8-dwconv.h"
 #include "kernels/quant/pack.h"
@@ -30,6 +31,7 @@ typedef struct {
 
 struct fx_qlayer {
   const fx_qs8_gemm_config *gemm;  /* QCONV / QFC */
+  int form;                        /* QCONV: FX_QS8_CONV_* (conv/choose.c) */
   const fx_qs8_dwconv_config *dw;  /* QDEPTHWISE */
   qpack_args args;
   int32_t *ms;
@@ -138,7 +140,8 @@ const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
     q->gemm = fx_qs8_gemm_config_get();
     if (n->kind == FX_OP_QCONV) {
       const fx_qs8_conv_geom cg = conv_geom(g, n);
-      a->geom = fx_qs8_conv_pack_geom(q->gemm, &cg);
+      q->form = fx_conv_choose_qs8_form(q->gemm, &cg);
+      a->geom = fx_qs8_conv_pack_geom(q->gemm, &cg, q->form);
     } else {
       a->geom = fx_qs8_gemm_geom_of(q->gemm, cout, 1, (int)(fx_shape_numel(&w->shape) / (size_t)cout));
     }
@@ -225,7 +228,7 @@ typedef struct {
 
 static void conv_pixels(void *ctx, size_t begin, size_t end) {
   qrun *r = ctx;
-  if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->x, r->q->zero_row, r->w, r->y, 0, r->o, begin, end, r->p0, r->p1))
+  if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->q->form, r->x, r->q->zero_row, r->w, r->y, 0, r->o, begin, end, r->p0, r->p1))
     r->failed = 1;
 }
 
@@ -263,8 +266,7 @@ static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels,
   }
   r.cg = conv_geom(g, n);
   const size_t pixels = (size_t)r.cg.batch * r.cg.oh * r.cg.ow;
-  if (r.cg.kh == 1 && r.cg.kw == 1 && r.cg.sh == 1 && r.cg.sw == 1 && r.cg.oh == r.cg.h && r.cg.ow == r.cg.w) {
-    /* pointwise: the input is already the GEMM's A (no indirection buffer per tile) */
+  if (r.q->form == FX_QS8_CONV_GEMM) { /* pointwise: the input is already the GEMM's A */
     r.k = (size_t)r.cg.cin;
     r.m = pixels;
     fx_parallel_for(pool, pixels, (size_t)r.q->gemm->mr * 8, fc_rows, &r);

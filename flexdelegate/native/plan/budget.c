@@ -19,13 +19,10 @@
  * the arena on MobileNetV2, ResNet-152 and VGG-19 (bench/budget_sweep.py). */
 #define FX_BUDGET_RUNTIME_RESERVE (5u << 19) /* 2.5 MiB */
 
-/* Estimates for the planner beside the convolutions' (conv/choose.c fx_conv_cost_us), per
- * thread: good enough to rank kernels and to decide how early to preload; the planner only
- * compares them. */
+/* Estimates for the planner beside the convolutions' (conv/choose.c fx_conv_cost_us,
+ * fx_conv_qs8_cost_us), per thread: good enough to rank kernels and to decide how early to
+ * preload; the planner only compares them. */
 #define OTHER_FLOPS_PER_US 8e3
-/* int8 conv / FC: ResNet-50 INT8's convs ran at 16-37 GFLOP/s here (AVX2, 1 thread, load 5), the
- * FP32 GEMM's estimate (conv/choose.c) */
-#define QS8_FLOPS_PER_US 40e3
 #define LOAD_BYTES_PER_US 3e3
 
 /* Ways to run one layer at most: GEMM by channels, GEMM by rows, Winograd, direct, Winograd
@@ -68,7 +65,7 @@ static int qkernel_of(const fx_node *n, int threads, flex_kernel_desc *k) {
   const uint64_t bytes = (uint64_t)l.panels * l.panel_bytes;
   k[0] = (flex_kernel_desc){.kernel = l.sliceable ? FLEX_KERNEL_GEMM : FLEX_KERNEL_NODE,
                             .slicing = l.sliceable ? FLEX_SLICE_WEIGHTS : FLEX_SLICE_NONE, .weight_bytes = bytes,
-                            .compute_us = (n->flops > 0 ? n->flops : 1) / (QS8_FLOPS_PER_US * threads),
+                            .compute_us = fx_conv_qs8_cost_us(n->flops > 0 ? n->flops : 1, threads),
                             .load_us = (double)bytes / LOAD_BYTES_PER_US,
                             .out_channels = l.sliceable ? l.panels * l.nr : 0, .simd = l.sliceable ? l.nr : 1};
   return 1;

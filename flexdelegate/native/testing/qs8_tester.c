@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "conv/conv.h"
 #include "testing/flex_testing.h"
 #include "kernels/qs8-dwconv/qs8-dwconv.h"
 
@@ -62,7 +63,8 @@ int flex_qs8_conv_run(int variant, int u8, int n, int h, int w, int cin, int cou
   if (!g || n < 1 || h < 1 || w < 1 || cin < 1 || cout < 1 || kh < 1 || kw < 1 || sh < 1 || sw < 1 ||
       dh < 1 || dw < 1 || oh < 1 || ow < 1 || !x || !filter || !mult || !shift || !y || fx_qs8_out_check(&o))
     return -1;
-  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, &cg);
+  const int form = fx_conv_choose_qs8_form(g, &cg);
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, &cg, form);
   const size_t nx = (size_t)n * h * w * cin, ny = (size_t)n * oh * ow * cout;
   void *packed = malloc(fx_qs8_gemm_packed_bytes(&geom));
   int8_t *x8 = input_of(u8, x, nx), *zero = malloc((size_t)cin);
@@ -71,17 +73,16 @@ int flex_qs8_conv_run(int variant, int u8, int n, int h, int w, int cin, int cou
     rc = u8 ? fx_qu8_pack_gemm(&geom, (const uint8_t *)filter, zw, bias, zx, mult, shift, packed)
             : fx_qs8_pack_gemm(&geom, (const int8_t *)filter, bias, zx, mult, shift, packed);
   const int32_t factor = u8 ? fx_qu8_row_factor(zw) : 0;
-  const int gemm = kh == 1 && kw == 1 && sh == 1 && sw == 1 && pt == 0 && pl == 0 && oh == h && ow == w;
   const size_t m = (size_t)n * oh * ow, panels = ((size_t)cout + g->nr - 1) / g->nr;
   double best = 0;
   if (rc == 0) memset(zero, u8 ? zx - 128 : zx, (size_t)cin);
   for (int it = 0; rc == 0 && it < (iters > 0 ? iters : 1); it++) {
     const double t0 = now();
-    if (gemm)
+    if (form == FX_QS8_CONV_GEMM)
       fx_qs8_gemm_run(g, m, (size_t)cout, (size_t)cin, x8, (size_t)cin, packed, (int8_t *)y,
                       (size_t)cout, factor, &o, 0, panels);
     else
-      rc = fx_qs8_conv_run(g, &cg, x8, zero, packed, (int8_t *)y, factor, &o, 0, m, 0, panels);
+      rc = fx_qs8_conv_run(g, &cg, form, x8, zero, packed, (int8_t *)y, factor, &o, 0, m, 0, panels);
     const double t = now() - t0;
     if (it == 0 || t < best) best = t;
   }

@@ -21,17 +21,21 @@ typedef struct {
   int oh, ow, cout;
 } fx_qs8_conv_geom;
 
-/* The packing geometry of a convolution on variant g: K = kh*kw taps of cin channels, or, when
- * cin is too small to fill the kernel's k-groups (the 3-channel stem of most CNNs: 3 of every 8
- * bytes would be padding), one flat K = kh*kw*cin that the driver gathers per tile (im2col
- * rows) and runs through the GEMM. Pack with this geometry; fx_qs8_conv_run follows it. */
-fx_qs8_gemm_geom fx_qs8_conv_pack_geom(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg);
+/* The ways a convolution runs on these kernels (conv/choose.c fx_conv_choose_qs8_form picks
+ * one per layer): GEMM, a pointwise conv whose input already is the GEMM's A (fx_qs8_gemm_run);
+ * IM2COL, one flat K = kh*kw*cin that the driver gathers per tile of output pixels and runs
+ * through the GEMM; IGEMM, K = kh*kw taps of cin channels read through an indirection buffer. */
+enum { FX_QS8_CONV_GEMM = 0, FX_QS8_CONV_IM2COL = 1, FX_QS8_CONV_IGEMM = 2 };
+
+/* The packing geometry of a convolution on variant g run in `form` (FX_QS8_CONV_*); pack with
+ * it, and run fx_qs8_conv_run in the same form. */
+fx_qs8_gemm_geom fx_qs8_conv_pack_geom(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form);
 
 /* Output pixels [m0, m1) (over batch*oh*ow), channel panels [p0, p1) (`packed` pointing at panel
- * p0, as for fx_qs8_gemm_run), through the IGEMM with padding taps reading zero_row (cin bytes
- * of the input zero point), or through im2col tiles and the GEMM (see fx_qs8_conv_pack_geom).
+ * p0, as for fx_qs8_gemm_run), in `form`: through im2col tiles and the GEMM (FX_QS8_CONV_IM2COL),
+ * else through the IGEMM with padding taps reading zero_row (cin bytes of the input zero point).
  * 0, or -1 when a huge window's scratch cannot be allocated. */
-int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x,
+int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form, const int8_t *x,
                      const int8_t *zero_row, const void *packed, int8_t *y, int32_t row_factor,
                      const fx_qs8_out *o, size_t m0, size_t m1, size_t p0, size_t p1);
 #endif

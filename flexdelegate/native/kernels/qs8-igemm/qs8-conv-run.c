@@ -1,18 +1,15 @@
 /* Drives a QS8 IGEMM microkernel over an NHWC convolution (qs8-run.h): per tile of MR output
  * pixels, one indirection buffer of ks x MR row pointers (the zero row for taps in the padding),
- * then every panel of the range; small-cin layers gather im2col rows instead. */
+ * then every panel of the range; or, in the im2col form, gathered im2col rows through the GEMM
+ * (conv/choose.c decides which). */
 #include <stdlib.h>
 #include <string.h>
 #include "../qs8-gemm/qs8-run.h"
 
-static int use_im2col(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg) {
-  return cg->kh * cg->kw > 1 && cg->cin % g->kr != 0 && cg->cin < 2 * g->kr;
-}
-
-fx_qs8_gemm_geom fx_qs8_conv_pack_geom(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg) {
+fx_qs8_gemm_geom fx_qs8_conv_pack_geom(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form) {
   const int taps = cg->kh * cg->kw;
-  return use_im2col(g, cg) ? fx_qs8_gemm_geom_of(g, cg->cout, 1, taps * cg->cin)
-                           : fx_qs8_gemm_geom_of(g, cg->cout, taps, cg->cin);
+  return form == FX_QS8_CONV_IM2COL ? fx_qs8_gemm_geom_of(g, cg->cout, 1, taps * cg->cin)
+                                    : fx_qs8_gemm_geom_of(g, cg->cout, taps, cg->cin);
 }
 
 static void fill_tile(const fx_qs8_conv_geom *cg, const int8_t *x, const int8_t *zero_row,
@@ -65,14 +62,14 @@ static void gather_row(const fx_qs8_conv_geom *cg, const int8_t *x, int8_t zx, s
   }
 }
 
-int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x,
+int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form, const int8_t *x,
                      const int8_t *zero_row, const void *packed, int8_t *y, int32_t row_factor,
                      const fx_qs8_out *o, size_t m0, size_t m1, size_t p0, size_t p1) {
   const size_t ks = (size_t)cg->kh * (size_t)cg->kw, kc = (size_t)cg->cin, n = (size_t)cg->cout;
   const size_t mr_max = (size_t)g->mr, nr = (size_t)g->nr;
-  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg);
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg, form);
   const size_t pb = fx_qs8_gemm_panel_bytes(&geom);
-  const int im2col = use_im2col(g, cg);
+  const int im2col = form == FX_QS8_CONV_IM2COL;
   const size_t K = ks * kc;
   const int8_t *local[1024], **ptrs = local;
   int8_t *rows = NULL;
