@@ -43,8 +43,8 @@ def qs8_conv(v, h, w, cin, cout, k, s, iters, rng):
     (oh, pt), (ow, pl) = same(h, k, s), same(w, k, s)
     _, t = _qs8.conv(v, x, wt, rng.integers(-999, 999, cout).astype(np.int32), zx=-3, mult=m,
                      shift=sh, zy=5, lo=-128, hi=127, rounding=_qs8.UP, stride=(s, s),
-                     pads=(pt, pl), out_hw=(oh, ow), iters=iters)
-    return 2.0 * oh * ow * cout * k * k * cin / t
+                     pads=(pt, pl), out_hw=(oh, ow), iters=iters, timed=True)
+    return 2.0 * oh * ow * cout * k * k * cin / t.min()
 
 
 def f32_conv(v, h, w, cin, cout, k, s, iters, rng):
@@ -61,8 +61,9 @@ def qs8_dw(v, h, w, c, k, s, iters, rng):
     m, sh = _qs8.requant_params([0.003] * c)
     (oh, pt), (ow, pl) = same(h, k, s), same(w, k, s)
     _, t = _qs8.dwconv(v, x, wt, None, zx=1, mult=m, shift=sh, zy=0, lo=-128, hi=127,
-                       rounding=_qs8.AWAY, stride=(s, s), pads=(pt, pl), out_hw=(oh, ow), iters=iters)
-    return 2.0 * oh * ow * c * k * k / t
+                       rounding=_qs8.AWAY, stride=(s, s), pads=(pt, pl), out_hw=(oh, ow), iters=iters,
+                       timed=True)
+    return 2.0 * oh * ow * c * k * k / t.min()
 
 
 def main():
@@ -72,7 +73,7 @@ def main():
     ap.add_argument("--dw", action="store_true")
     a = ap.parse_args()
     rng = np.random.default_rng(0)
-    q = [(i, n) for i, n in enumerate(_qs8.gemm_variants()) if a.variants in n]
+    q = [(i, n) for i, n in enumerate(testing.variants("qs8-gemm")) if a.variants in n]
     f = testing.variants("gemm")
     fbest = len(f) - 1
     print(f"{'layer':38s}" + "".join(f"{n:>24s}" for _, n in q) + f"{f[fbest] + ' GFLOP/s':>30s}  int8/fp32")
@@ -81,7 +82,7 @@ def main():
         fl = f32_conv(fbest, h, w, cin, cout, k, s, a.iters, rng) / 1e9
         print(f"{name:38s}" + "".join(f"{v:24.1f}" for v in g) + f"{fl:30.1f}  {g[-1] / fl:5.2f}x")
     if a.dw:
-        dv = [(i, n) for i, n in enumerate(_qs8.dwconv_variants()) if a.variants in n]
+        dv = [(i, n) for i, n in enumerate(testing.variants("qs8-dwconv")) if a.variants in n]
         print(f"\n{'depthwise layer':38s}" + "".join(f"{n:>24s}" for _, n in dv))
         for name, h, w, c, k, s in DW_LAYERS:
             print(f"{name:38s}" + "".join(f"{qs8_dw(i, h, w, c, k, s, a.iters, rng) / 1e9:24.1f}" for i, _ in dv))

@@ -12,11 +12,12 @@ ffi, lib = _ext.ffi, _ext.lib
 
 
 
-def enum(prefix: str) -> dict[str, int]:
-    """flex_api.h's constants named prefix + NAME, as {"name": value} with NAME lowercased and
-    its underscores turned into dashes (FLEX_KERNEL_GEMM_ROWS -> "gemm-rows")."""
-    return {name[len(prefix):].lower().replace("_", "-"): getattr(lib, name)
-            for name in dir(lib) if name.startswith(prefix)}
+def enum(prefix: str, source=lib) -> dict[str, int]:
+    """flex_api.h's constants (or those of another cffi lib, source) named prefix + NAME, as
+    {"name": value} with NAME lowercased and its underscores turned into dashes
+    (FLEX_KERNEL_GEMM_ROWS -> "gemm-rows")."""
+    return {name[len(prefix):].lower().replace("_", "-"): getattr(source, name)
+            for name in dir(source) if name.startswith(prefix)}
 
 
 def _options() -> dict[str, tuple[int, str]]:

@@ -12,8 +12,8 @@ from . import _native, _native_testing_ext as _ext
 
 ffi, lib = _ext.ffi, _ext.lib
 
-FAMILIES = {"gemm": lib.FLEX_FAMILY_GEMM, "igemm": lib.FLEX_FAMILY_IGEMM, "dwconv": lib.FLEX_FAMILY_DWCONV,
-            "vsigmoid": lib.FLEX_FAMILY_VSIGMOID, "stem": lib.FLEX_FAMILY_STEM}
+# flex_testing.h's FLEX_FAMILY_* by name: "gemm", "igemm", ..., "qs8-gemm", "qs8-dwconv", "qs8-ops"
+FAMILIES = _native.enum("FLEX_FAMILY_", lib)
 
 # Fused activations by name (flex_api.h FLEX_ACT_*; SIGMOID and SWISH are the curves the delegate
 # fuses a following LOGISTIC, and MUL, into: native/ir/fuse.c).
@@ -22,7 +22,7 @@ _ACTS = {name.upper().replace("-", "_"): value for name, value in _native.enum("
 
 def variants(family: str) -> list[str]:
     """The variants of a kernel family this CPU runs, index 0 the portable reference ("igemm":
-    the direct-conv kernel paired with each GEMM variant)."""
+    the direct-conv kernel paired with each GEMM variant; "qs8-gemm": the GEMM / IGEMM pair)."""
     names = []
     while (p := lib.flex_variant(FAMILIES[family], len(names))) != ffi.NULL:
         names.append(ffi.string(p).decode())

@@ -1,34 +1,20 @@
-"""Python access to the integer (QS8 / QU8) kernels' test and benchmark entry points
-(native/testing/flex_testing.h): whole single-threaded layers on one variant, from TFLite's
-layouts and quantization parameters. For tests/ and bench/ only: the library never imports it."""
+"""Typed wrappers over the integer (QS8 / QU8) entries of flexdelegate._native_testing_ext
+(native/testing/flex_testing.h): whole single-threaded layers, and the element-wise ops, on one
+variant, from TFLite's layouts and quantization parameters. For tests/ and bench/ only: the
+library never imports it.
+
+_native_testing's convention: `variant` indexes _native_testing.variants(family) ("qs8-gemm",
+"qs8-dwconv", "qs8-ops"; 0 = the scalar reference); every kernel wrapper takes iters (runs) and
+timed, and returns y, or (y, seconds of each run) when timed."""
 from __future__ import annotations
 
 import numpy as np
 
 from ._native import lib as api
-from ._native_testing_ext import ffi, lib
+from ._native_testing import _act_code, _run, ffi, lib
+from .quant_rounding import AWAY, AWAY_SAT, SINGLE, STOCK_NEON, STOCK_PORTABLE, UP  # noqa: F401 (for callers)
 
-AWAY, UP, SINGLE, AWAY_SAT = api.FLEX_RQ_AWAY, api.FLEX_RQ_UP, api.FLEX_RQ_SINGLE, api.FLEX_RQ_AWAY_SAT
-ACTS = {"NONE": api.FLEX_ACT_NONE, "RELU": api.FLEX_ACT_RELU, "RELU_N1_TO_1": api.FLEX_ACT_RELU_N1_TO_1,
-        "RELU6": api.FLEX_ACT_RELU6}
 NO_TAIL = 2**31 - 1
-
-
-def _names_until_null(name_at) -> list[str]:
-    names = []
-    while (p := name_at(len(names))) != ffi.NULL:
-        names.append(ffi.string(p).decode())
-    return names
-
-
-def gemm_variants() -> list[str]:
-    """QS8 GEMM variants this CPU runs; index 0 is the scalar reference."""
-    return _names_until_null(lib.flex_qs8_gemm_variant_at)
-
-
-def dwconv_variants() -> list[str]:
-    """QS8 depthwise variants this CPU runs; index 0 is the scalar reference."""
-    return _names_until_null(lib.flex_qs8_dwconv_variant_at)
 
 
 def quantize_multiplier(real: float, single_rounding: bool = False) -> tuple[int, int]:
@@ -39,7 +25,7 @@ def quantize_multiplier(real: float, single_rounding: bool = False) -> tuple[int
 
 def act_range(act: str, scale: float, zp: int, qmin: int, qmax: int) -> tuple[int, int]:
     lo, hi = ffi.new("int32_t *"), ffi.new("int32_t *")
-    if lib.flex_qs8_act_range(ACTS[act], float(scale), int(zp), qmin, qmax, lo, hi):
+    if lib.flex_qs8_act_range(_act_code(act), float(scale), int(zp), qmin, qmax, lo, hi):
         raise ValueError(f"no quantized range for activation {act}")
     return int(lo[0]), int(hi[0])
 
@@ -61,9 +47,11 @@ def _geom(x, kh, kw, stride, dilation, pads, out_hw):
 
 
 def conv(variant: int, x, w, bias, *, zx: int, zw: int = 0, mult, shift, zy: int, lo: int, hi: int,
-         rounding: int, stride=(1, 1), dilation=(1, 1), pads=(0, 0), out_hw=None, iters: int = 1):
-    """CONV_2D: x [n,h,w,cin] int8/uint8, w [cout,kh,kw,cin] of the same type; returns
-    (y [n,oh,ow,cout], best seconds). FULLY_CONNECTED is x [batch,1,1,k], w [n,1,1,k]."""
+         rounding: int, stride=(1, 1), dilation=(1, 1), pads=(0, 0), out_hw=None, iters: int = 1,
+         timed: bool = False):
+    """CONV_2D: x [n,h,w,cin] int8/uint8, w [cout,kh,kw,cin] of the same type into
+    y [n,oh,ow,cout], in the form the delegate runs it. FULLY_CONNECTED is x [batch,1,1,k],
+    w [n,1,1,k]."""
     x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
     u8 = int(x.dtype == np.uint8)
     cout, kh, kw, cin = w.shape
@@ -72,19 +60,16 @@ def conv(variant: int, x, w, bias, *, zx: int, zw: int = 0, mult, shift, zy: int
     y = np.empty((n, out_hw[0], out_hw[1], cout), x.dtype)
     b = None if bias is None else np.ascontiguousarray(bias, np.int32)
     m, s = np.ascontiguousarray(mult, np.int32), np.ascontiguousarray(shift, np.int32)
-    secs = ffi.new("double *")
-    if lib.flex_qs8_conv_run(variant, u8, n, h, wd, c, cout, *rest, _ptr(x), zx, _ptr(w), zw,
-                             _ptr(b, "int32_t *"), _ptr(m, "int32_t *"), _ptr(s, "int32_t *"), zy,
-                             lo, hi, rounding, _ptr(y), iters, secs):
-        raise ValueError(f"qs8 conv: variant {variant} unavailable or bad arguments")
-    return y, float(secs[0])
+    return _run(lib.flex_qs8_conv_run, "qs8 conv", y, iters, timed, variant, u8, n, h, wd, c, cout, *rest, _ptr(x),
+                zx, _ptr(w), zw, _ptr(b, "int32_t *"), _ptr(m, "int32_t *"), _ptr(s, "int32_t *"), zy, lo, hi,
+                rounding, _ptr(y))
 
 
 def dwconv(variant: int, x, w, bias, *, depth_mult: int = 1, zx: int, zw: int = 0, mult, shift,
            zy: int, lo: int, hi: int, rounding: int, tail_rounding: int = AWAY,
            tail_from: int = NO_TAIL, stride=(1, 1), dilation=(1, 1), pads=(0, 0), out_hw=None,
-           iters: int = 1):
-    """DEPTHWISE_CONV_2D: w [1,kh,kw,cin*depth_mult]; returns (y, best seconds)."""
+           iters: int = 1, timed: bool = False):
+    """DEPTHWISE_CONV_2D: w [1,kh,kw,cin*depth_mult]."""
     x, w = np.ascontiguousarray(x), np.ascontiguousarray(w)
     u8 = int(x.dtype == np.uint8)
     _, kh, kw, oc = w.shape
@@ -93,26 +78,17 @@ def dwconv(variant: int, x, w, bias, *, depth_mult: int = 1, zx: int, zw: int = 
     y = np.empty((n, out_hw[0], out_hw[1], oc), x.dtype)
     b = None if bias is None else np.ascontiguousarray(bias, np.int32)
     m, s = np.ascontiguousarray(mult, np.int32), np.ascontiguousarray(shift, np.int32)
-    secs = ffi.new("double *")
-    if lib.flex_qs8_dwconv_run(variant, u8, n, h, wd, c, depth_mult, *rest, _ptr(x), zx, _ptr(w),
-                               zw, _ptr(b, "int32_t *"), _ptr(m, "int32_t *"), _ptr(s, "int32_t *"),
-                               zy, lo, hi, rounding, tail_rounding, tail_from, _ptr(y), iters, secs):
-        raise ValueError(f"qs8 dwconv: variant {variant} unavailable or bad arguments")
-    return y, float(secs[0])
+    return _run(lib.flex_qs8_dwconv_run, "qs8 dwconv", y, iters, timed, variant, u8, n, h, wd, c, depth_mult, *rest,
+                _ptr(x), zx, _ptr(w), zw, _ptr(b, "int32_t *"), _ptr(m, "int32_t *"), _ptr(s, "int32_t *"), zy, lo,
+                hi, rounding, tail_rounding, tail_from, _ptr(y))
 
 
 # ---- the element-wise integer ops (kernels/qs8-ops) ----
-STOCK_PORTABLE, STOCK_NEON = api.FLEX_STOCK_PORTABLE, api.FLEX_STOCK_NEON  # the arithmetic to reproduce
 BINARY_OPS = {"ADD": 0, "SUB": 1, "MUL": 2}
 LUT_KINDS = {"REQUANTIZE": (0, 0), "RELU": (1, 0), "RELU6": (1, 1), "RELU_N1_TO_1": (1, 2),
              "RELU_0_TO_1": (1, 3), "LEAKY_RELU": (2, 0), "HARD_SWISH": (3, 0),
              "LOGISTIC": (4, 0), "TANH": (4, 1), "GELU": (4, 2), "GELU_APPROX": (4, 3),
              "CONCAT_REQUANT": (5, 0)}
-
-
-def ops_variants() -> list[str]:
-    """Element-wise op variants this CPU runs; index 0 is the scalar reference."""
-    return _names_until_null(lib.flex_qs8_ops_variant_at)
 
 
 def _q(t):
@@ -121,105 +97,83 @@ def _q(t):
 
 
 def binary(variant: int, op: str, a, b, qa, qb, qo, *, act: str = "NONE", stock: int,
-           chunk: int = 0, iters: int = 1):
+           chunk: int = 0, iters: int = 1, timed: bool = False):
     """ADD / MUL of int8 or uint8 arrays a, b with broadcasting; q* = (scale, zero point).
-    Returns (y, best seconds); ValueError where the kernels refuse."""
+    ValueError where the kernels refuse."""
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
     out_shape = np.broadcast_shapes(a.shape, b.shape)
     y = np.empty(out_shape, a.dtype)
     da, db = ffi.new("int[]", list(a.shape) or [1]), ffi.new("int[]", list(b.shape) or [1])
-    secs = ffi.new("double *")
-    if lib.flex_qs8_binary_run(variant, BINARY_OPS[op], int(a.dtype == np.uint8), *_q(qa), *_q(qb),
-                               *_q(qo), ACTS[act], a.ndim, da, b.ndim, db, _ptr(a), _ptr(b),
-                               _ptr(y), stock, chunk, iters, secs):
-        raise ValueError(f"qs8 {op}: refused")
-    return y, float(secs[0])
+    return _run(lib.flex_qs8_binary_run, f"qs8 {op}", y, iters, timed, variant, BINARY_OPS[op],
+                int(a.dtype == np.uint8), *_q(qa), *_q(qb), *_q(qo), _act_code(act), a.ndim, da, b.ndim, db,
+                _ptr(a), _ptr(b), _ptr(y), stock, chunk)
 
 
 QUANT_FORMS = {"DIVIDE": api.FLEX_QUANT_AWAY, "MUL_RNE": api.FLEX_QUANT_RECIP_EVEN}
 
 
 def quantize(variant: int, x, scale: float, zp: int, *, form: str, out_dtype=np.int8,
-             lo: int | None = None, hi: int | None = None, chunk: int = 0, iters: int = 1):
+             lo: int | None = None, hi: int | None = None, chunk: int = 0, iters: int = 1, timed: bool = False):
     """Float -> int8 / uint8 QUANTIZE of a float32 array, clamped to [lo, hi] (default the
-    type's range); returns (y, best seconds)."""
+    type's range)."""
     x = np.ascontiguousarray(x, np.float32)
     y = np.empty(x.shape, out_dtype)
     info = np.iinfo(out_dtype)
-    secs = ffi.new("double *")
-    if lib.flex_qs8_quantize_run(variant, QUANT_FORMS[form], int(y.dtype == np.uint8), float(scale), int(zp),
-                                 info.min if lo is None else lo, info.max if hi is None else hi, x.size,
-                                 _ptr(x, "const float *"), _ptr(y), chunk, iters, secs):
-        raise ValueError("qs8 quantize: refused")
-    return y, float(secs[0])
+    return _run(lib.flex_qs8_quantize_run, "qs8 quantize", y, iters, timed, variant, QUANT_FORMS[form],
+                int(y.dtype == np.uint8), float(scale), int(zp), info.min if lo is None else lo,
+                info.max if hi is None else hi, x.size, _ptr(x, "const float *"), _ptr(y), chunk)
 
 
 def lut_op(variant: int, kind: str, x, q_in, q_out, *, out_dtype=None, alpha: float = 0.0,
-           stock: int, chunk: int = 0, iters: int = 1):
-    """A table op (LUT_KINDS) on an int8/uint8 array; returns (y, best seconds)."""
+           stock: int, chunk: int = 0, iters: int = 1, timed: bool = False):
+    """A table op (LUT_KINDS) on an int8/uint8 array."""
     x = np.ascontiguousarray(x)
     y = np.empty(x.shape, out_dtype or x.dtype)
     k, sub = LUT_KINDS[kind]
-    secs = ffi.new("double *")
-    if lib.flex_qs8_lut_op_run(variant, k, sub, int(x.dtype == np.uint8), int(y.dtype == np.uint8),
-                               *_q(q_in), *_q(q_out), float(alpha), x.size, _ptr(x), _ptr(y),
-                               stock, chunk, iters, secs):
-        raise ValueError(f"qs8 {kind}: refused")
-    return y, float(secs[0])
+    return _run(lib.flex_qs8_lut_op_run, f"qs8 {kind}", y, iters, timed, variant, k, sub, int(x.dtype == np.uint8),
+                int(y.dtype == np.uint8), *_q(q_in), *_q(q_out), float(alpha), x.size, _ptr(x), _ptr(y), stock,
+                chunk)
 
 
 def mean_hw(variant: int, x, q_in, q_out, *, axes=(1, 2), stock: int, stock_threads: int = 1,
-            chunk: int = 0, iters: int = 1):
-    """MEAN of int8 x [n,h,w,c] over H, W with keep_dims (axes: the model's axis tensor);
-    returns (y [n,1,1,c], best seconds)."""
+            chunk: int = 0, iters: int = 1, timed: bool = False):
+    """MEAN of int8 x [n,h,w,c] over H, W with keep_dims (axes: the model's axis tensor) into
+    y [n,1,1,c]."""
     x = np.ascontiguousarray(x, np.int8)
     ax = np.ascontiguousarray(axes, np.int32)
     n, h, w, c = x.shape
     y = np.empty((n, 1, 1, c), np.int8)
-    secs = ffi.new("double *")
-    if lib.flex_qs8_mean_hw_run(variant, n, h, w, c, _ptr(ax, "int32_t *"), ax.size, *_q(q_in), *_q(q_out), _ptr(x), _ptr(y),
-                                stock, stock_threads, chunk, iters, secs):
-        raise ValueError("qs8 MEAN: refused")
-    return y, float(secs[0])
+    return _run(lib.flex_qs8_mean_hw_run, "qs8 MEAN", y, iters, timed, variant, n, h, w, c, _ptr(ax, "int32_t *"),
+                ax.size, *_q(q_in), *_q(q_out), _ptr(x), _ptr(y), stock, stock_threads, chunk)
 
 
-def softmax(x, q_in, beta: float, q_out, *, chunk: int = 0, iters: int = 1):
-    """SOFTMAX over the last dimension of an int8/uint8 array; returns (y, best seconds)."""
+def softmax(x, q_in, beta: float, q_out, *, chunk: int = 0, iters: int = 1, timed: bool = False):
+    """SOFTMAX over the last dimension of an int8/uint8 array (one portable kernel: no variant)."""
     x = np.ascontiguousarray(x)
     y = np.empty(x.shape, x.dtype)
     cols = x.shape[-1] if x.ndim else 1
-    secs = ffi.new("double *")
-    if lib.flex_qs8_softmax_run(int(x.dtype == np.uint8), float(q_in[0]), float(beta),
-                                *_q(q_out), x.size // max(cols, 1), cols, _ptr(x), _ptr(y), chunk,
-                                iters, secs):
-        raise ValueError("qs8 SOFTMAX: refused")
-    return y, float(secs[0])
+    return _run(lib.flex_qs8_softmax_run, "qs8 SOFTMAX", y, iters, timed, int(x.dtype == np.uint8), float(q_in[0]),
+                float(beta), *_q(q_out), x.size // max(cols, 1), cols, _ptr(x), _ptr(y), chunk)
 
 
-def mean(variant: int, x, axes, q_in, q_out, *, chunk: int = 0, iters: int = 1):
-    """MEAN on stock's general path over adjacent `axes` (keep_dims is only a reshape); returns
-    (y with the reduced dimensions dropped, best seconds)."""
+def mean(variant: int, x, axes, q_in, q_out, *, chunk: int = 0, iters: int = 1, timed: bool = False):
+    """MEAN on stock's general path over adjacent `axes` (keep_dims is only a reshape) into y
+    with the reduced dimensions dropped."""
     x = np.ascontiguousarray(x)
     resolved = sorted({a % x.ndim for a in axes})
     y = np.empty([d for i, d in enumerate(x.shape) if i not in resolved], x.dtype)
     d = ffi.new("int[]", list(x.shape) or [1])
-    secs = ffi.new("double *")
-    if lib.flex_qs8_mean_run(variant, int(x.dtype == np.uint8), x.ndim, d, sum(1 << a for a in resolved),
-                             *_q(q_in), *_q(q_out), _ptr(x), _ptr(y), chunk, iters, secs):
-        raise ValueError("qs8 MEAN: refused")
-    return y, float(secs[0])
+    return _run(lib.flex_qs8_mean_run, "qs8 MEAN", y, iters, timed, variant, int(x.dtype == np.uint8), x.ndim, d,
+                sum(1 << a for a in resolved), *_q(q_in), *_q(q_out), _ptr(x), _ptr(y), chunk)
 
 
 def avgpool(variant: int, x, k, stride, pads, out_hw, lo: int, hi: int, *, chunk: int = 0,
-            iters: int = 1):
+            iters: int = 1, timed: bool = False):
     """AVERAGE_POOL_2D of int8/uint8 x [n,h,w,c]: window k (kh, kw), strides, leading pads
-    (top, left), output size; clamp [lo, hi]. Returns (y, best seconds)."""
+    (top, left), output size; clamp [lo, hi]."""
     x = np.ascontiguousarray(x)
     n, h, w, c = x.shape
     y = np.empty((n, out_hw[0], out_hw[1], c), x.dtype)
-    secs = ffi.new("double *")
-    if lib.flex_qs8_avgpool_run(variant, int(x.dtype == np.uint8), n, h, w, c, k[0], k[1], stride[0],
-                                stride[1], pads[0], pads[1], out_hw[0], out_hw[1], lo, hi, _ptr(x),
-                                _ptr(y), chunk, iters, secs):
-        raise ValueError("qs8 AVERAGE_POOL_2D: refused")
-    return y, float(secs[0])
+    return _run(lib.flex_qs8_avgpool_run, "qs8 AVERAGE_POOL_2D", y, iters, timed, variant, int(x.dtype == np.uint8),
+                n, h, w, c, k[0], k[1], stride[0], stride[1], pads[0], pads[1], out_hw[0], out_hw[1], lo, hi,
+                _ptr(x), _ptr(y), chunk)

@@ -6,9 +6,9 @@ their limits, exact ties), zero points at both ends, every fused activation, len
 import numpy as np
 import pytest
 
-from flexdelegate import _qs8
+from flexdelegate import _native_testing as testing, _qs8
 
-VARIANTS = range(1, len(_qs8.ops_variants()))
+VARIANTS = range(1, len(testing.variants("qs8-ops")))
 SHAPES = [((61,), (61,)), ((3, 17), (1, 17)), ((1, 17), (3, 17)), ((4, 1), (4, 23)),
           ((2, 1, 3, 9), (2, 5, 3, 9)), ((1,), (2, 3, 40)), ((3, 1, 7), (1, 4, 1)),
           ((1, 1, 1, 96), (1, 5, 5, 96))]
@@ -41,11 +41,11 @@ def test_binary_variants_equal_scalar(op, dtype):
         act = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"][i % 4]
         for stock in (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON):
             try:
-                want = _qs8.binary(0, op, a, b, qa, qb, qo, act=act, stock=stock)[0]
+                want = _qs8.binary(0, op, a, b, qa, qb, qo, act=act, stock=stock)
             except ValueError:
                 continue
             for v in VARIANTS:
-                got = _qs8.binary(v, op, a, b, qa, qb, qo, act=act, stock=stock, chunk=i % 13)[0]
+                got = _qs8.binary(v, op, a, b, qa, qb, qo, act=act, stock=stock, chunk=i % 13)
                 assert np.array_equal(got, want), (v, op, a_shape, b_shape, qa, qb, qo, act, stock)
             ran += 1
     assert ran > 300
@@ -63,15 +63,15 @@ def test_pool_and_mean_variants_equal_scalar(dtype):
         k, s, p = [(3, 2, 1), (2, 2, 0), (5, 1, 2)][i % 3]
         oh, ow = (9 + 2 * p - k) // s + 1, (8 + 2 * p - k) // s + 1
         lo, hi = (int(info.min) + i, int(info.max) - i)
-        want = _qs8.avgpool(0, x, (k, k), (s, s), (p, p), (oh, ow), lo, hi)[0]
+        want = _qs8.avgpool(0, x, (k, k), (s, s), (p, p), (oh, ow), lo, hi)
         qi, qo = (0.02, int(x.flat[0])), (0.03 * (i + 1) / 4, int(x.flat[1]))
-        mean_want = _qs8.mean(0, x, [1, 2], qi, qo)[0]
+        mean_want = _qs8.mean(0, x, [1, 2], qi, qo)
         for v in VARIANTS:
-            assert np.array_equal(_qs8.avgpool(v, x, (k, k), (s, s), (p, p), (oh, ow), lo, hi, chunk=i % 3)[0], want)
-            assert np.array_equal(_qs8.mean(v, x, [1, 2], qi, qo, chunk=i % 5)[0], mean_want)
+            assert np.array_equal(_qs8.avgpool(v, x, (k, k), (s, s), (p, p), (oh, ow), lo, hi, chunk=i % 3), want)
+            assert np.array_equal(_qs8.mean(v, x, [1, 2], qi, qo, chunk=i % 5), mean_want)
             if dtype == np.int8:
-                assert np.array_equal(_qs8.mean_hw(v, x, qi, qo, stock=_qs8.STOCK_NEON, stock_threads=2)[0],
-                                      _qs8.mean_hw(0, x, qi, qo, stock=_qs8.STOCK_NEON, stock_threads=2)[0])
+                assert np.array_equal(_qs8.mean_hw(v, x, qi, qo, stock=_qs8.STOCK_NEON, stock_threads=2),
+                                      _qs8.mean_hw(0, x, qi, qo, stock=_qs8.STOCK_NEON, stock_threads=2))
 
 
 @pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
@@ -88,11 +88,11 @@ def test_table_variants_equal_scalar():
         qo = (float(np.float32(qi[0] * 2.0 ** rng.uniform(-3, 3))), int(rng.integers(-128, 128)))
         stock = (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON)[i % 2]
         try:
-            want = _qs8.lut_op(0, kind, x, qi, qo, alpha=0.3, stock=stock)[0]
+            want = _qs8.lut_op(0, kind, x, qi, qo, alpha=0.3, stock=stock)
         except ValueError:
             continue
         for v in VARIANTS:
-            got = _qs8.lut_op(v, kind, x, qi, qo, alpha=0.3, stock=stock, chunk=[0, 200, 33][i % 3])[0]
+            got = _qs8.lut_op(v, kind, x, qi, qo, alpha=0.3, stock=stock, chunk=[0, 200, 33][i % 3])
             assert np.array_equal(got, want), (v, kind, n, qi, qo)
 
 
@@ -134,9 +134,9 @@ def test_quantize_variants_equal_scalar_and_reference(form, dtype):
                              0.5 * scale, -0.5 * scale, -0.0], np.float32)
         x[:min(n, specials.size)] = specials[:min(n, specials.size)]
         lo, hi = (int(info.min), int(info.max)) if i % 3 else (int(info.min) + 5, int(info.max) - 9)
-        want = _qs8.quantize(0, x, scale, zp, form=form, out_dtype=dtype, lo=lo, hi=hi)[0]
+        want = _qs8.quantize(0, x, scale, zp, form=form, out_dtype=dtype, lo=lo, hi=hi)
         assert np.array_equal(want.astype(np.int64), quantize_reference(x, scale, zp, form, lo, hi)), (i, n)
         for v in VARIANTS:
             got = _qs8.quantize(v, x, scale, zp, form=form, out_dtype=dtype, lo=lo, hi=hi,
-                                chunk=[0, 9, 64][i % 3])[0]
+                                chunk=[0, 9, 64][i % 3])
             assert np.array_equal(got, want), (v, i, n, scale, zp)

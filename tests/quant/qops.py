@@ -5,7 +5,7 @@ import numpy as np
 
 from qbuild import Interpreter, OpResolverType
 
-from flexdelegate import _qs8, quant_rounding
+from flexdelegate import _native_testing as testing, _qs8, quant_rounding
 from flexdelegate.tflite.writer import ModelBuilder
 
 STOCK = quant_rounding.stock_arithmetic()
@@ -57,4 +57,4 @@ def rand_data(rng, shape, dtype):
 
 
 def variants():
-    return range(len(_qs8.ops_variants()))
+    return range(len(testing.variants("qs8-ops")))

@@ -49,7 +49,7 @@ def test_table_op_matches_stock_bit_for_bit(kind, din, dout, fixed):
         opts = {"alpha": alpha} if kind == "LEAKY_RELU" else {}
         try:
             ours = {v: _qs8.lut_op(v, "REQUANTIZE" if kind == "QUANTIZE" else kind, x, qi, qo,
-                                   out_dtype=dout, alpha=alpha, stock=STOCK, chunk=[0, 5, 16][v % 3])[0]
+                                   out_dtype=dout, alpha=alpha, stock=STOCK, chunk=[0, 5, 16][v % 3])
                     for v in variants()}
         except ValueError:
             continue

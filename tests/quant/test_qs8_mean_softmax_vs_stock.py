@@ -40,7 +40,7 @@ def test_mean_hw_matches_stock_bit_for_bit(threads):
                 assert STOCK == _qs8.STOCK_PORTABLE and sorted(axes) != [1, 2]
                 continue
             got = _qs8.mean_hw(v, x, qi, qo, axes=axes, stock=STOCK, stock_threads=threads or 1,
-                               chunk=i % 2)[0]
+                               chunk=i % 2)
             bad = np.flatnonzero(got.ravel() != want.ravel())
             assert bad.size == 0, (f"{RUNTIME} MEAN {shape} q={qi},{qo} threads={threads} "
                                    f"variant {v}: {bad.size} differ at {bad[:8]}: "
@@ -63,7 +63,7 @@ def test_softmax_matches_stock_bit_for_bit(dtype):
             x[...] = x.flat[0]
         model = unary_model("SOFTMAX", shape, dtype, qi, (1 / 256, zo), beta=beta)
         want = run_stock_inputs(model, [x])
-        got = _qs8.softmax(x, qi, beta, (1 / 256, zo), chunk=i % 3)[0]
+        got = _qs8.softmax(x, qi, beta, (1 / 256, zo), chunk=i % 3)
         bad = np.flatnonzero(got.ravel() != want.ravel())
         assert bad.size == 0, (f"{RUNTIME} SOFTMAX {shape} q={qi} beta={beta}: {bad.size} differ "
                                f"at {bad[:8]}: got {got.ravel()[bad[:8]]} want {want.ravel()[bad[:8]]}")
@@ -96,7 +96,7 @@ def test_mean_general_matches_stock_bit_for_bit(dtype):
                             keep_dims=keep, out_shape=out_shape)
         want = run_stock_inputs(model, [x]).reshape(-1)
         for v in variants():
-            got = _qs8.mean(v, x, axes, qi, qo, chunk=i % 4 * 3)[0].reshape(-1)
+            got = _qs8.mean(v, x, axes, qi, qo, chunk=i % 4 * 3).reshape(-1)
             bad = np.flatnonzero(got != want)
             assert bad.size == 0, (f"{RUNTIME} MEAN {np.dtype(dtype).name} {shape} axes={axes} keep={keep} "
                                    f"q={qi},{qo} variant {v}: {bad.size} differ at {bad[:8]}: "

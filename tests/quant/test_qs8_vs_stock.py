@@ -14,12 +14,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cases import make_case  # noqa: E402
 from qbuild import RUNTIME, conv_model, dw_model, fc_model, run_stock  # noqa: E402
 
-from flexdelegate import _qs8, quant_rounding  # noqa: E402
+from flexdelegate import _native_testing as testing, _qs8, quant_rounding  # noqa: E402
 
 OP_NAMES = {"conv": "CONV_2D", "dw": "DEPTHWISE_CONV_2D", "fc": "FULLY_CONNECTED"}
 RULES = quant_rounding.detect()
-GEMM = range(len(_qs8.gemm_variants()))
-DW = range(len(_qs8.dwconv_variants()))
+GEMM = range(len(testing.variants("qs8-gemm")))
+DW = range(len(testing.variants("qs8-dwconv")))
 
 
 def run_kernels(c, variant):
@@ -37,12 +37,12 @@ def run_kernels(c, variant):
     if c["op"] == "fc":
         x = c["x"].reshape(c["x"].shape[0], 1, 1, -1)
         w = c["w"].reshape(c["w"].shape[0], 1, 1, -1)
-        return _qs8.conv(variant, x, w, c["bias"], **kw)[0].reshape(c["x"].shape[0], -1)
+        return _qs8.conv(variant, x, w, c["bias"], **kw).reshape(c["x"].shape[0], -1)
     if c["op"] == "conv":
-        return _qs8.conv(variant, c["x"], c["w"], c["bias"], **kw)[0]
+        return _qs8.conv(variant, c["x"], c["w"], c["bias"], **kw)
     channels = c["w"].shape[-1]
     return _qs8.dwconv(variant, c["x"], c["w"], c["bias"], depth_mult=g["mult"],
-                       tail_rounding=rule.tail_rounding, tail_from=rule.tail_from(channels), **kw)[0]
+                       tail_rounding=rule.tail_rounding, tail_from=rule.tail_from(channels), **kw)
 
 
 KINDS = [("conv", np.int8, None), ("dw", np.int8, None), ("fc", np.int8, False),

@@ -14,10 +14,12 @@
 
 /* Kernel families with one variant per ISA (kernels/). */
 enum { FLEX_FAMILY_GEMM = 0, FLEX_FAMILY_IGEMM = 1, FLEX_FAMILY_DWCONV = 2, FLEX_FAMILY_VSIGMOID = 3,
-       FLEX_FAMILY_STEM = 4 };
+       FLEX_FAMILY_STEM = 4, FLEX_FAMILY_QS8_GEMM = 5, FLEX_FAMILY_QS8_DWCONV = 6,
+       FLEX_FAMILY_QS8_OPS = 7 };
 /* Name of variant i of a family this CPU runs, NULL past the end; i = -1: the one the delegate
  * runs. Families list their variants by ISA family alike, so IGEMM (STEM) variant i is the
- * direct-conv (stem-conv) kernel that reads GEMM variant i's panels. */
+ * direct-conv (stem-conv) kernel that reads GEMM variant i's panels; a QS8_GEMM variant runs its
+ * GEMM and its IGEMM twin alike. */
 const char *flex_variant(int family, int i);
 
 /* c[m x n] = clamp(a[m x k] * w[n x k]^T + bias, lo, hi), w packed as the delegate packs it;
@@ -61,27 +63,24 @@ int flex_conv2d_run(int variant, int direct, int threads, int n, int h, int w, i
 size_t flex_plan_arena(int greedy, int n, const size_t *sizes, const int *first, const int *last,
                        size_t *offsets);
 
-/* ---- integer (QS8 / QU8) kernels: test and benchmark entry points (testing/qs8_tester.c) ----
- * Variants this CPU runs (0 = the scalar reference), NULL past the end. */
-const char *flex_qs8_gemm_variant_at(int i);
-const char *flex_qs8_dwconv_variant_at(int i);
-/* TFLite's QuantizeMultiplier and CalculateActivationRangeQuantized (act: 0 NONE, 1 RELU,
+/* ---- integer (QS8 / QU8) kernels (testing/qs8_tester.c) ----
+ * TFLite's QuantizeMultiplier and CalculateActivationRangeQuantized (act: 0 NONE, 1 RELU,
  * 2 RELU_N1_TO_1, 3 RELU6; -1 for others). */
 void flex_quantize_multiplier(double real, int single_rounding, int32_t *m, int32_t *shift);
 int flex_qs8_act_range(int act, float scale, int zp, int qmin, int qmax, int32_t *lo, int32_t *hi);
-/* CONV_2D (and FULLY_CONNECTED as a 1x1 conv of h = w = 1) on variant `variant`, single-threaded:
- * x [n,h,w,cin], filter [cout,kh,kw,cin], int8 (u8 = 0) or uint8 (u8 = 1, with filter zero point
- * zw), bias int32 or NULL, per-channel requant mult/shift (flex_quantize_multiplier), output zero
- * point zy and clamp [lo, hi] in the output type, rounding 0 AWAY / 1 UP / 2 SINGLE (requant.h);
- * 1x1 stride-1 unpadded windows run the GEMM, the others the IGEMM. `iters` runs; *seconds (if
- * not NULL) gets the fastest, packing excluded. 0 ok, -1 bad arguments / OOM / bad requant. */
+/* CONV_2D (and FULLY_CONNECTED as a 1x1 conv of h = w = 1) on QS8_GEMM variant `variant`,
+ * single-threaded: x [n,h,w,cin], filter [cout,kh,kw,cin], int8 (u8 = 0) or uint8 (u8 = 1, with
+ * filter zero point zw), bias int32 or NULL, per-channel requant mult/shift
+ * (flex_quantize_multiplier), output zero point zy and clamp [lo, hi] in the output type,
+ * rounding FLEX_RQ_* (requant.h); in the form the delegate would run it (conv/choose.c).
+ * Packing is not timed. */
 int flex_qs8_conv_run(int variant, int u8, int n, int h, int w, int cin, int cout, int kh, int kw,
                       int sh, int sw, int dh, int dw, int pt, int pl, int oh, int ow, const void *x,
                       int zx, const void *filter, int zw, const int32_t *bias, const int32_t *mult,
                       const int32_t *shift, int zy, int lo, int hi, int rounding, void *y,
                       int iters, double *seconds);
-/* DEPTHWISE_CONV_2D likewise: filter [kh,kw,cin*mult]; channels c >= tail_from use
- * tail_rounding (LiteRT's split; INT32_MAX for none). */
+/* DEPTHWISE_CONV_2D likewise on QS8_DWCONV variant `variant`: filter [kh,kw,cin*mult];
+ * channels c >= tail_from use tail_rounding (LiteRT's split; INT32_MAX for none). */
 int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int mult, int kh,
                         int kw, int sh, int sw, int dh, int dw, int pt, int pl, int oh, int ow,
                         const void *x, int zx, const void *filter, int zw, const int32_t *bias,
@@ -89,11 +88,9 @@ int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int m
                         int rounding, int tail_rounding, int tail_from, void *y, int iters,
                         double *seconds);
 /* ---- integer element-wise ops (kernels/qs8-ops; testing/qs8_ops_tester.c) ----
- * Same convention as above (*seconds: the fastest run). `stock`: the arithmetic to reproduce
- * (0 tflite-runtime's portable loops, 1 LiteRT's NEON_2_SSE loops: quant_rounding.STOCK_*);
- * `chunk` > 0 runs the output in pieces of that many elements (rows, pixels), as a thread split
- * would. -1 also where the kernels refuse the op (stock's refusals, unreproduced paths). */
-const char *flex_qs8_ops_variant_at(int i);
+ * On QS8_OPS variant `variant`. `stock`: the arithmetic to reproduce (FLEX_STOCK_*); `chunk` > 0
+ * runs the output in pieces of that many elements (rows, pixels), as a thread split would. -1
+ * also where the kernels refuse the op (stock's refusals, unreproduced paths). */
 /* ADD (op 0) / SUB (op 1) / MUL (op 2) of a [ra dims da] and b [rb dims db] with broadcasting into y (the
  * broadcast shape), fused act 0..3 (NONE, RELU, RELU_N1_TO_1, RELU6). */
 int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2, int z2, float so,
@@ -103,7 +100,7 @@ int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2,
 /* The table ops over n elements: kind 0 QUANTIZE int->int (in_u8 -> out_u8), 1 RELU-like (sub:
  * 0 RELU, 1 RELU6, 2 RELU_N1_TO_1, 3 RELU_0_TO_1), 2 LEAKY_RELU (alpha), 3 HARD_SWISH, 4 curve
  * (sub: 0 LOGISTIC, 1 TANH, 2 GELU, 3 GELU approximate), 5 uint8 CONCATENATION input rescale. */
-/* Float -> int8 / uint8 (out_u8) QUANTIZE of n values (form: ref.h's FX_QUANT_*) clamped to
+/* Float -> int8 / uint8 (out_u8) QUANTIZE of n values (form: FLEX_QUANT_*) clamped to
  * [qlo, qhi]. */
 int flex_qs8_quantize_run(int variant, int form, int out_u8, float scale, int zp, int qlo, int qhi,
                           size_t n, const float *x, void *y, int chunk, int iters, double *seconds);

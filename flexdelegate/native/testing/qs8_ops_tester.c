@@ -1,40 +1,60 @@
 /* Test and benchmark entries of the integer element-wise ops (kernels/qs8-ops; declared in
  * testing/flex_testing.h): prepare from TFLite's quantization parameters as the delegate will,
- * then run the output in chunks on one variant. */
-#define _POSIX_C_SOURCE 200809L
+ * then run the output in chunks on one variant, timed by the testers' one loop. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "testing/flex_testing.h"
+#include "testing/tester.h"
 #include "kernels/qs8-ops/qs8-ops.h"
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+/* A prepared op and its buffers; part() runs output range [lo, hi) of it. */
+typedef struct ops_case {
+  const fx_qs8_ops_config *v;
+  const void *op;
+  const void *a, *b; /* inputs */
+  void *y;
+  int32_t *scratch;
+  size_t n;          /* LUT ops: the element count; SOFTMAX: the row length */
+  int form;          /* QUANTIZE: FLEX_QUANT_* */
+  void (*part)(const struct ops_case *c, size_t lo, size_t hi);
+  size_t total, step; /* the output, in chunks of step */
+} ops_case;
+
+static void run_chunks(void *arg) {
+  const ops_case *c = arg;
+  for (size_t lo = 0; lo < c->total; lo += c->step) c->part(c, lo, lo + c->step < c->total ? lo + c->step : c->total);
 }
 
-const char *flex_qs8_ops_variant_at(int i) {
-  const fx_qs8_ops_config *v = fx_qs8_ops_config_at(i);
-  return v ? v->name : NULL;
+/* Runs c over [0, total) in chunks of `chunk` (<= 0: whole), timed per run. */
+static int time_chunks(ops_case *c, size_t total, int chunk, int iters, double *seconds) {
+  c->total = total;
+  c->step = chunk > 0 ? (size_t)chunk : (total ? total : 1);
+  fx_tester_time(iters, seconds, run_chunks, c);
+  return 0;
 }
 
-/* Runs body(lo, hi) over [0, total) in chunks `iters` times; *seconds: the fastest. */
-#define TIMED_CHUNKS(total, chunk, iters, seconds, body)                            \
-  do {                                                                              \
-    const size_t step_ = (chunk) > 0 ? (size_t)(chunk) : ((total) ? (total) : 1);   \
-    double best_ = 1e30;                                                            \
-    for (int it_ = 0; it_ < ((iters) > 0 ? (iters) : 1); it_++) {                   \
-      const double t0_ = now();                                                     \
-      for (size_t lo = 0; lo < (total); lo += step_) {                              \
-        const size_t hi = lo + step_ < (total) ? lo + step_ : (total);              \
-        body;                                                                       \
-      }                                                                             \
-      const double dt_ = now() - t0_;                                               \
-      best_ = dt_ < best_ ? dt_ : best_;                                            \
-    }                                                                               \
-    if (seconds) *(seconds) = best_;                                                \
-  } while (0)
+/* The ops' output ranges, as the delegate's threads run them. */
+static void binary_part(const ops_case *c, size_t lo, size_t hi) {
+  fx_qs8_binary_run(c->v, c->op, c->a, c->b, c->y, lo, hi);
+}
+static void lut_part(const ops_case *c, size_t lo, size_t hi) {
+  fx_qs8_lut_run(c->v, c->op, c->n, c->a, c->y, lo, hi);
+}
+static void quantize_part(const ops_case *c, size_t lo, size_t hi) {
+  c->v->quantize(hi - lo, (const float *)c->a + lo, (uint8_t *)c->y + lo, c->op, c->form);
+}
+static void mean_hw_part(const ops_case *c, size_t lo, size_t hi) {
+  fx_qs8_mean_hw_run(c->v, c->op, c->a, c->y, lo, hi, c->scratch);
+}
+static void mean_part(const ops_case *c, size_t lo, size_t hi) {
+  fx_qs8_mean_run(c->v, c->op, c->a, c->y, lo, hi, c->scratch);
+}
+static void avgpool_part(const ops_case *c, size_t lo, size_t hi) {
+  fx_qs8_avgpool_rows(c->v, c->op, c->a, c->y, lo, hi);
+}
+static void softmax_part(const ops_case *c, size_t lo, size_t hi) {
+  fx_qs8_softmax_run(c->op, c->a, c->y, c->n, lo, hi);
+}
 
 static int shape_of(int r, const int *d, fx_qs8_shape *s) {
   if (r < 0 || r > FX_QS8_MAX_RANK) return -1;
@@ -52,9 +72,8 @@ int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2,
   fx_qs8_binary_op bop;
   if (!v || shape_of(ra, da, &sa) || shape_of(rb, db, &sb) ||
       fx_qs8_binary_prepare(op, u8, s1, z1, s2, z2, so, zo, act, &sa, &sb, stock, &bop)) return -1;
-  const size_t n = fx_qs8_numel(&bop.bc.out);
-  TIMED_CHUNKS(n, chunk, iters, seconds, fx_qs8_binary_run(v, &bop, a, b, y, lo, hi));
-  return 0;
+  ops_case run = {.v = v, .op = &bop, .a = a, .b = b, .y = y, .part = binary_part};
+  return time_chunks(&run, fx_qs8_numel(&bop.bc.out), chunk, iters, seconds);
 }
 
 int flex_qs8_lut_op_run(int variant, int kind, int sub, int in_u8, int out_u8, float s_in,
@@ -74,8 +93,8 @@ int flex_qs8_lut_op_run(int variant, int kind, int sub, int in_u8, int out_u8, f
     case 5: rc = in_u8 ? fx_qs8_concat_requant_prepare(s_in, z_in, s_out, z_out, &op) : -1; break;
   }
   if (rc) return -1;
-  TIMED_CHUNKS(n, chunk, iters, seconds, fx_qs8_lut_run(v, &op, n, x, y, lo, hi));
-  return 0;
+  ops_case run = {.v = v, .op = &op, .a = x, .y = y, .n = n, .part = lut_part};
+  return time_chunks(&run, n, chunk, iters, seconds);
 }
 
 int flex_qs8_quantize_run(int variant, int form, int out_u8, float scale, int zp, int qlo, int qhi,
@@ -84,8 +103,8 @@ int flex_qs8_quantize_run(int variant, int form, int out_u8, float scale, int zp
   if (!v || !(scale > 0) || (form != FLEX_QUANT_AWAY && form != FLEX_QUANT_RECIP_EVEN)) return -1;
   const fx_qs8_quant_params p = {.scale = (double)scale, .inv_scale = (float)(1.0 / (double)scale),
                                  .zp = zp, .lo = qlo, .hi = qhi, .u8 = out_u8};
-  TIMED_CHUNKS(n, chunk, iters, seconds, v->quantize(hi - lo, x + lo, (uint8_t *)y + lo, &p, form));
-  return 0;
+  ops_case run = {.v = v, .op = &p, .a = x, .y = y, .form = form, .part = quantize_part};
+  return time_chunks(&run, n, chunk, iters, seconds);
 }
 
 int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int32_t *axes,
@@ -96,8 +115,8 @@ int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int3
   if (!v || fx_qs8_mean_hw_prepare(batch, h, w, c, axes, naxes, si, zi, so, zo, stock, stock_threads, &op)) return -1;
   int32_t *scratch = malloc(sizeof(int32_t) * (size_t)(c > 0 ? c : 1));
   if (!scratch) return -1;
-  TIMED_CHUNKS((size_t)batch, chunk, iters, seconds,
-               fx_qs8_mean_hw_run(v, &op, x, y, lo, hi, scratch));
+  ops_case run = {.v = v, .op = &op, .a = x, .y = y, .scratch = scratch, .part = mean_hw_part};
+  time_chunks(&run, (size_t)batch, chunk, iters, seconds);
   free(scratch);
   return 0;
 }
@@ -112,7 +131,8 @@ int flex_qs8_mean_run(int variant, int u8, int r, const int *d, unsigned axis_ma
   const size_t n = fx_qs8_mean_outputs(&op);
   int32_t *scratch = malloc(sizeof(int32_t) * ((size_t)op.inner + 1));
   if (!scratch) return -1;
-  TIMED_CHUNKS(n, chunk, iters, seconds, fx_qs8_mean_run(v, &op, x, y, lo, hi, scratch));
+  ops_case run = {.v = v, .op = &op, .a = x, .y = y, .scratch = scratch, .part = mean_part};
+  time_chunks(&run, n, chunk, iters, seconds);
   free(scratch);
   return 0;
 }
@@ -124,9 +144,8 @@ int flex_qs8_avgpool_run(int variant, int u8, int n, int h, int w, int c, int kh
   const fx_qs8_pool_geom p = {u8, n, h, w, c, oh, ow, kh, kw, sh, sw, pt, pl, lo, hi};
   if (!v || n < 0 || h < 1 || w < 1 || c < 0 || kh < 1 || kw < 1 || sh < 1 || sw < 1 || oh < 0 || ow < 0)
     return -1;
-  const size_t rows = (size_t)n * (size_t)oh;
-  TIMED_CHUNKS(rows, chunk, iters, seconds, fx_qs8_avgpool_rows(v, &p, x, y, lo, hi));
-  return 0;
+  ops_case run = {.v = v, .op = &p, .a = x, .y = y, .part = avgpool_part};
+  return time_chunks(&run, (size_t)n * (size_t)oh, chunk, iters, seconds);
 }
 
 int flex_qs8_softmax_run(int u8, float si, float beta, float so, int zo, size_t rows,
@@ -134,6 +153,6 @@ int flex_qs8_softmax_run(int u8, float si, float beta, float so, int zo, size_t 
                          double *seconds) {
   fx_qs8_softmax_op op;
   if (fx_qs8_softmax_prepare(u8, si, beta, so, zo, &op)) return -1;
-  TIMED_CHUNKS(rows, chunk, iters, seconds, fx_qs8_softmax_run(&op, x, y, cols, lo, hi));
-  return 0;
+  ops_case run = {.op = &op, .a = x, .y = y, .n = cols, .part = softmax_part};
+  return time_chunks(&run, rows, chunk, iters, seconds);
 }

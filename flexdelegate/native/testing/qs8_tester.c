@@ -1,23 +1,12 @@
 /* Test and benchmark entry points of the integer kernels (declared in testing/flex_testing.h):
  * whole single-threaded layers on any variant this CPU runs, from TFLite's layouts and
- * quantization parameters, the way the delegate will call them. */
-#define _POSIX_C_SOURCE 200809L
+ * quantization parameters, the way the delegate calls them. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include "conv/conv.h"
-#include "testing/flex_testing.h"
 #include "kernels/qs8-dwconv/qs8-dwconv.h"
-
-const char *flex_qs8_gemm_variant_at(int i) {
-  const fx_qs8_gemm_config *g = fx_qs8_gemm_config_at(i);
-  return g ? g->name : NULL;
-}
-
-const char *flex_qs8_dwconv_variant_at(int i) {
-  const fx_qs8_dwconv_config *d = fx_qs8_dwconv_config_at(i);
-  return d ? d->name : NULL;
-}
+#include "testing/flex_testing.h"
+#include "testing/tester.h"
 
 void flex_quantize_multiplier(double real, int single_rounding, int32_t *m, int32_t *shift) {
   fx_quantize_multiplier(real, single_rounding, m, shift);
@@ -25,12 +14,6 @@ void flex_quantize_multiplier(double real, int single_rounding, int32_t *m, int3
 
 int flex_qs8_act_range(int act, float scale, int zp, int qmin, int qmax, int32_t *lo, int32_t *hi) {
   return fx_qs8_act_range(act, scale, zp, qmin, qmax, lo, hi);
-}
-
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 /* The output stage in the int8 domain: uint8 zero point and clamp move by -128. */
@@ -50,6 +33,32 @@ static int8_t *input_of(int u8, const void *x, size_t n) {
 
 static void output_back(int u8, int8_t *y, size_t n) {
   if (u8) fx_qu8_flip((const uint8_t *)y, y, n); /* int8 domain -> uint8 bytes, in place */
+}
+
+/* A packed int8 layer and its buffers, for one timed run: a conv in its form (the pointwise GEMM
+ * or the conv driver) or a depthwise conv. */
+typedef struct {
+  const fx_qs8_gemm_config *g;    /* conv */
+  const fx_qs8_dwconv_config *dw; /* depthwise */
+  const fx_qs8_conv_geom *cg;
+  int form, mult;                 /* conv: FX_QS8_CONV_*; depthwise: the depth multiplier */
+  const int8_t *x, *zero;
+  const void *packed;
+  int8_t *y;
+  int32_t row_factor;
+  const fx_qs8_out *o;
+  int failed;
+} qlayer_case;
+
+static void run_qconv(void *arg) {
+  qlayer_case *c = arg;
+  const fx_qs8_conv_geom *cg = c->cg;
+  const size_t m = (size_t)cg->batch * cg->oh * cg->ow, panels = ((size_t)cg->cout + c->g->nr - 1) / c->g->nr;
+  if (c->form == FX_QS8_CONV_GEMM)
+    fx_qs8_gemm_run(c->g, m, (size_t)cg->cout, (size_t)cg->cin, c->x, (size_t)cg->cin, c->packed, c->y,
+                    (size_t)cg->cout, c->row_factor, c->o, 0, panels);
+  else if (fx_qs8_conv_run(c->g, cg, c->form, c->x, c->zero, c->packed, c->y, c->row_factor, c->o, 0, m, 0, panels))
+    c->failed = 1;
 }
 
 int flex_qs8_conv_run(int variant, int u8, int n, int h, int w, int cin, int cout, int kh, int kw,
@@ -72,24 +81,22 @@ int flex_qs8_conv_run(int variant, int u8, int n, int h, int w, int cin, int cou
   if (rc == 0)
     rc = u8 ? fx_qu8_pack_gemm(&geom, (const uint8_t *)filter, zw, bias, zx, mult, shift, packed)
             : fx_qs8_pack_gemm(&geom, (const int8_t *)filter, bias, zx, mult, shift, packed);
-  const int32_t factor = u8 ? fx_qu8_row_factor(zw) : 0;
-  const size_t m = (size_t)n * oh * ow, panels = ((size_t)cout + g->nr - 1) / g->nr;
-  double best = 0;
-  if (rc == 0) memset(zero, u8 ? zx - 128 : zx, (size_t)cin);
-  for (int it = 0; rc == 0 && it < (iters > 0 ? iters : 1); it++) {
-    const double t0 = now();
-    if (form == FX_QS8_CONV_GEMM)
-      fx_qs8_gemm_run(g, m, (size_t)cout, (size_t)cin, x8, (size_t)cin, packed, (int8_t *)y,
-                      (size_t)cout, factor, &o, 0, panels);
-    else
-      rc = fx_qs8_conv_run(g, &cg, form, x8, zero, packed, (int8_t *)y, factor, &o, 0, m, 0, panels);
-    const double t = now() - t0;
-    if (it == 0 || t < best) best = t;
+  if (rc == 0) {
+    memset(zero, u8 ? zx - 128 : zx, (size_t)cin);
+    qlayer_case c = {.g = g, .cg = &cg, .form = form, .x = x8, .zero = zero, .packed = packed, .y = (int8_t *)y,
+                     .row_factor = u8 ? fx_qu8_row_factor(zw) : 0, .o = &o};
+    fx_tester_time(iters, seconds, run_qconv, &c);
+    rc = c.failed ? -1 : 0;
   }
   if (rc == 0) output_back(u8, (int8_t *)y, ny);
-  if (seconds) *seconds = best;
   free(packed); free(x8); free(zero);
   return rc;
+}
+
+static void run_qdw(void *arg) {
+  qlayer_case *c = arg;
+  const size_t rows = (size_t)c->cg->batch * (size_t)c->cg->oh;
+  if (fx_qs8_dwconv_run(c->dw, c->cg, c->mult, c->x, c->zero, c->packed, c->y, c->o, 0, rows)) c->failed = 1;
 }
 
 int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int mult, int kh,
@@ -112,16 +119,14 @@ int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int m
   if (rc == 0)
     rc = u8 ? fx_qu8_pack_dw(C, taps, v->ct, (const uint8_t *)filter, zw, bias, zx, qmult, shift, packed)
             : fx_qs8_pack_dw(C, taps, v->ct, (const int8_t *)filter, bias, zx, qmult, shift, packed);
-  double best = 0;
-  if (rc == 0) memset(zero, u8 ? zx - 128 : zx, (size_t)cin);
-  for (int it = 0; rc == 0 && it < (iters > 0 ? iters : 1); it++) {
-    const double t0 = now();
-    rc = fx_qs8_dwconv_run(v, &cg, mult, x8, zero, packed, (int8_t *)y, &o, 0, (size_t)n * oh);
-    const double t = now() - t0;
-    if (it == 0 || t < best) best = t;
+  if (rc == 0) {
+    memset(zero, u8 ? zx - 128 : zx, (size_t)cin);
+    qlayer_case c = {.dw = v, .cg = &cg, .mult = mult, .x = x8, .zero = zero, .packed = packed, .y = (int8_t *)y,
+                     .o = &o};
+    fx_tester_time(iters, seconds, run_qdw, &c);
+    rc = c.failed ? -1 : 0;
   }
   if (rc == 0) output_back(u8, (int8_t *)y, ny);
-  if (seconds) *seconds = best;
   free(packed); free(x8); free(zero);
   return rc;
 }

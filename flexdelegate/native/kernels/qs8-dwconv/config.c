@@ -10,11 +10,11 @@
 #include "qs8-dwconv.inc"
 #undef FX_QS8_DWCONV
 
-static fx_isa_menu g_menu = {.by_isa = {
+fx_isa_menu fx_qs8_dwconv_menu = {.by_isa = {
 #define FX_QS8_DWCONV(isa, CT, suffix) [isa] = &k_##suffix,
 #include "qs8-dwconv.inc"
 #undef FX_QS8_DWCONV
 }};
 
-const fx_qs8_dwconv_config *fx_qs8_dwconv_config_get(void) { return fx_isa_chosen(&g_menu); }
-const fx_qs8_dwconv_config *fx_qs8_dwconv_config_at(int i) { return fx_isa_at(&g_menu, i); }
+const fx_qs8_dwconv_config *fx_qs8_dwconv_config_get(void) { return fx_isa_chosen(&fx_qs8_dwconv_menu); }
+const fx_qs8_dwconv_config *fx_qs8_dwconv_config_at(int i) { return fx_isa_at(&fx_qs8_dwconv_menu, i); }

@@ -15,6 +15,7 @@
 #define FLEX_QS8_DWCONV_H
 #include <stddef.h>
 #include <stdint.h>
+#include "runtime/cpu.h"
 #include "../qs8-gemm/qs8-run.h"
 
 typedef void (*fx_qs8_dwconv_fn)(size_t channels, size_t pixels, const int8_t *const *in,
@@ -27,6 +28,8 @@ typedef struct fx_qs8_dwconv_config {
   fx_qs8_dwconv_fn taps9, taps25, any;
 } fx_qs8_dwconv_config;
 
+/* The variants of qs8-dwconv.inc (config.c). */
+extern fx_isa_menu fx_qs8_dwconv_menu;
 const fx_qs8_dwconv_config *fx_qs8_dwconv_config_get(void);
 const fx_qs8_dwconv_config *fx_qs8_dwconv_config_at(int i);
 

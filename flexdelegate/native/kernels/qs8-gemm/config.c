@@ -10,14 +10,14 @@
 #include "qs8-gemm.inc"
 #undef FX_QS8_GEMM
 
-static fx_isa_menu g_menu = {.by_isa = {
+fx_isa_menu fx_qs8_gemm_menu = {.by_isa = {
 #define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF) [isa] = &k_##suffix,
 #include "qs8-gemm.inc"
 #undef FX_QS8_GEMM
 }};
 
-const fx_qs8_gemm_config *fx_qs8_gemm_config_get(void) { return fx_isa_chosen(&g_menu); }
-const fx_qs8_gemm_config *fx_qs8_gemm_config_at(int i) { return fx_isa_at(&g_menu, i); }
+const fx_qs8_gemm_config *fx_qs8_gemm_config_get(void) { return fx_isa_chosen(&fx_qs8_gemm_menu); }
+const fx_qs8_gemm_config *fx_qs8_gemm_config_at(int i) { return fx_isa_at(&fx_qs8_gemm_menu, i); }
 
 fx_qs8_gemm_geom fx_qs8_gemm_geom_of(const fx_qs8_gemm_config *g, int n, int ks, int kc) {
   fx_qs8_gemm_geom geom = {n, ks, kc, g->nr, g->kr, g->a_offset};

@@ -16,6 +16,7 @@
 #define FLEX_QS8_GEMM_H
 #include <stddef.h>
 #include <stdint.h>
+#include "runtime/cpu.h"
 #include <string.h>
 #include "../quant/pack.h"
 #include "../quant/requant.h"
@@ -35,6 +36,8 @@ typedef struct fx_qs8_gemm_config {
   fx_qs8_igemm_fn igemm;
 } fx_qs8_gemm_config;
 
+/* The variants of qs8-gemm.inc (config.c). */
+extern fx_isa_menu fx_qs8_gemm_menu;
 /* The variant for this CPU, probed once (FLEXDELEGATE_ISA narrows it, as for the f32 GEMM). */
 const fx_qs8_gemm_config *fx_qs8_gemm_config_get(void);
 /* Every variant this CPU runs (index 0 = the scalar reference); NULL past the end. */

@@ -11,11 +11,11 @@
 #include "qs8-ops.inc"
 #undef FX_QS8_OPS
 
-static fx_isa_menu g_menu = {.by_isa = {
+fx_isa_menu fx_qs8_ops_menu = {.by_isa = {
 #define FX_QS8_OPS(isa, suffix) [FX_ISA_##isa] = &k_##suffix,
 #include "qs8-ops.inc"
 #undef FX_QS8_OPS
 }};
 
-const fx_qs8_ops_config *fx_qs8_ops_config_get(void) { return fx_isa_chosen(&g_menu); }
-const fx_qs8_ops_config *fx_qs8_ops_config_at(int i) { return fx_isa_at(&g_menu, i); }
+const fx_qs8_ops_config *fx_qs8_ops_config_get(void) { return fx_isa_chosen(&fx_qs8_ops_menu); }
+const fx_qs8_ops_config *fx_qs8_ops_config_at(int i) { return fx_isa_at(&fx_qs8_ops_menu, i); }

@@ -19,6 +19,7 @@
 #define FLEX_QS8_OPS_H
 #include <stddef.h>
 #include <stdint.h>
+#include "runtime/cpu.h"
 #include "ref.h"
 
 #define FX_QS8_MAX_RANK 6
@@ -52,6 +53,8 @@ typedef struct fx_qs8_ops_config {
 #include "qs8-ops.inc"
 #undef FX_QS8_OPS
 
+/* The variants of qs8-ops.inc (config.c). */
+extern fx_isa_menu fx_qs8_ops_menu;
 const fx_qs8_ops_config *fx_qs8_ops_config_get(void);
 const fx_qs8_ops_config *fx_qs8_ops_config_at(int i);
 
