@@ -206,27 +206,31 @@ def _parse(fd: int, path) -> CacheFile:
     if file_size != real_size:
         raise bad(f"file_size {file_size} in header but the file has {real_size} bytes")
 
-    # Tables: Python ints cannot overflow, so hostile counts just fail the bounds checks.
+    # Tables: back to back from index_offset, in this order, to the end of the file. Python ints
+    # cannot overflow, so hostile counts just fail these checks. Per table: its offset's header
+    # field, its name, offset and bytes, and what to say where its end is checked against the
+    # file's (the records and keys at once, after the keys).
     if index_offset % ENTRY_SIZE or index_offset < PAGE:
         raise bad(f"index_offset {index_offset} must be a multiple of {ENTRY_SIZE} and >= {PAGE}")
     index_end = index_offset + ENTRY_SIZE * index_count
-    if index_end > file_size:
-        raise bad(f"index [{index_offset}, {index_end}) ({index_count} entries) "
-                  f"runs past the end of the file ({file_size} bytes)")
-    if models_offset != index_end:
-        raise bad(f"models_offset {models_offset} does not follow the index (expected {index_end})")
-    models_end = models_offset + MODEL_SIZE * models_count
-    if keys_offset != models_end:
-        raise bad(f"keys_offset {keys_offset} does not follow the model records (expected {models_end})")
     keys_end = keys_offset + KEY_SIZE * keys_count
-    if keys_end > file_size:
-        raise bad(f"model records and keys [{models_offset}, {keys_end}) ({models_count} records, "
-                  f"{keys_count} keys) run past the end of the file ({file_size} bytes)")
-    if paths_offset != keys_end:
-        raise bad(f"paths_offset {paths_offset} does not follow the keys (expected {keys_end})")
-    if paths_offset + paths_bytes != file_size:
-        raise bad(f"model paths [{paths_offset}, {paths_offset + paths_bytes}) do not end at the end "
-                  f"of the file ({file_size} bytes)")
+    tables = [
+        ("index_offset", "index", index_offset, ENTRY_SIZE * index_count,
+         f"index [{index_offset}, {index_end}) ({index_count} entries) runs"),
+        ("models_offset", "model records", models_offset, MODEL_SIZE * models_count, None),
+        ("keys_offset", "keys", keys_offset, KEY_SIZE * keys_count,
+         f"model records and keys [{models_offset}, {keys_end}) ({models_count} records, {keys_count} keys) run"),
+        ("paths_offset", "model paths", paths_offset, paths_bytes, None),
+    ]
+    end, before = index_offset, None
+    for field, name, offset, size, past_end in tables:
+        if before and offset != end:
+            raise bad(f"{field} {offset} does not follow the {before} (expected {end})")
+        end, before = offset + size, name
+        if past_end and end > file_size:
+            raise bad(f"{past_end} past the end of the file ({file_size} bytes)")
+    if end != file_size:
+        raise bad(f"model paths [{paths_offset}, {end}) do not end at the end of the file ({file_size} bytes)")
     index_raw = _pread(fd, index_end - index_offset, index_offset, path, "index")
     if problem := _mismatch("index", index_checksum, index_raw):
         raise bad(problem)
