@@ -179,7 +179,7 @@ def conv2d(variant: int, x: np.ndarray, filter: np.ndarray, bias=None, *, direct
         raise ValueError("stride and dilation must be >= 1")
     top, left, oh, ow = _pads(h, w, kh, kw, stride, dilation, padding, pads)
     y = aligned_empty((n, oh, ow, cout))
-    form = 2 if stem else int(direct)
+    form = lib.FLEX_CONV_STEM if stem else lib.FLEX_CONV_DIRECT if direct else lib.FLEX_CONV_IM2COL
     return _run(lib.flex_conv2d_run, "conv2d", y, iters, timed, variant, form, threads, n, h, w, cin, cout,
                 kh, kw, stride[0], stride[1], dilation[0], dilation[1], top, left, oh, ow, _fptr(x), _fptr(f),
                 _fptr(b), _act_code(act), _fptr(y))

@@ -48,11 +48,13 @@ int flex_winograd_run(int variant, int tile, int threads, int n, int h, int w, i
                       const float *filter, const float *bias, int act, float *y, int slice_panels,
                       int from_gemm, int iters, double *seconds);
 
+/* How flex_conv2d_run runs a conv: im2col GEMM, direct conv through the paired IGEMM kernel, or
+ * through the paired stem kernel (a 3x3 conv of 3 channels only). */
+enum { FLEX_CONV_IM2COL = 0, FLEX_CONV_DIRECT = 1, FLEX_CONV_STEM = 2 };
 /* CONV_2D of x [n,h,w,cin] with filter [cout][kh][kw][cin] into y [n,oh,ow,cout] (pad_top/pad_left
- * leading zeros; oh/ow as given) over weights packed for GEMM variant `variant`: im2col GEMM
- * (direct 0), direct conv through the paired IGEMM kernel (direct 1) or through the paired stem
- * kernel (direct 2: a 3x3 conv of 3 channels; -1 for any other), on `threads` threads. */
-int flex_conv2d_run(int variant, int direct, int threads, int n, int h, int w, int cin, int cout, int kh,
+ * leading zeros; oh/ow as given) over weights packed for GEMM variant `variant`, in `form`
+ * (FLEX_CONV_*; -1 where the form does not run this conv), on `threads` threads. */
+int flex_conv2d_run(int variant, int form, int threads, int n, int h, int w, int cin, int cout, int kh,
                     int kw, int stride_h, int stride_w, int dil_h, int dil_w, int pad_top, int pad_left,
                     int oh, int ow, const float *x, const float *filter, const float *bias, int act,
                     float *y, int iters, double *seconds);
