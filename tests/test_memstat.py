@@ -5,12 +5,12 @@ import numpy as np
 import pytest
 
 from flexdelegate import memstat
+from sanitizers import ASAN
 
 linux = pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="needs Linux /proc")
 # Under the sanitizer stage ASan's allocator replaces glibc malloc: no malloc arena statistics,
 # and freed memory stays quarantined instead of going back to the OS.
-_ASAN = os.path.exists("/proc/self/maps") and "libasan" in open("/proc/self/maps").read()
-glibc_malloc = pytest.mark.skipif(_ASAN, reason="ASan's allocator replaces glibc malloc")
+glibc_malloc = pytest.mark.skipif(ASAN, reason="ASan's allocator replaces glibc malloc")
 
 
 @glibc_malloc

@@ -10,6 +10,7 @@ import pytest
 
 from budgetcheck import change_cache_file, heavy_model, min_budget, stock_reference
 from opcheck import check, conv_model
+from sanitizers import MEASURES_MEMORY
 from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error
 
@@ -191,6 +192,7 @@ def peak(budget, cache, fc, cold=False, model_path="", from_disk=False):
     return json.loads(r.stdout.strip().splitlines()[-1])["peak"]
 
 
+@MEASURES_MEMORY
 def test_measured_peak_stays_within_budget_plus_fixed_cost(tmp_path):
     """Peak RSS increase over the process before the Interpreter, less the stock interpreter's
     fixed cost (measured here on a tiny model), stays within the budget while the model's
@@ -201,6 +203,7 @@ def test_measured_peak_stays_within_budget_plus_fixed_cost(tmp_path):
         assert got - fixed <= budget * MB, f"budget {budget}: peak {got / MB:.1f} MB, fixed {fixed / MB:.1f} MB"
 
 
+@MEASURES_MEMORY
 @pytest.mark.parametrize("budget", [12.0, 48.0, 6.0, "min"])
 def test_cold_load_builds_the_cache_within_budget(tmp_path, budget):
     """The first load (no cache file yet) of a ~36 MB model read from a file: hashing and packing
@@ -251,6 +254,7 @@ def no_cache_run(tmp_path, budget, cache, env=None):
     return json.loads(r.stdout.strip().splitlines()[-1]), r.stderr
 
 
+@MEASURES_MEMORY
 @pytest.mark.parametrize("where", ["no path", "unwritable path"])
 def test_budget_without_a_writable_cache_streams_from_an_unlinked_temp_file(tmp_path, where):
     """No cache file to stream from (cache_path="", or one that cannot be created: its parent is

@@ -15,6 +15,7 @@ from budgetcheck import change_cache_file, min_budget, q8_conv_model, q8_heavy_m
 from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter
 from qopcheck import check_exact, random_input
+from sanitizers import ASAN
 
 MB = 2**20
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # budgetcheck.py
@@ -120,7 +121,7 @@ AT_MINIMUM = pytest.mark.xfail(strict=False, reason="the planner's heap at the m
 # Under the sanitizer stage ASan's allocator (redzones, a quarantine of freed memory) is in
 # every process: VmHWM then measures ASan, not the product (18.1 MB at 12 there); the runtime
 # stages assert this on both runtimes.
-@pytest.mark.skipif("libasan" in open("/proc/self/maps").read(), reason="VmHWM under ASan's allocator")
+@pytest.mark.skipif(ASAN, reason="VmHWM under ASan's allocator")
 @pytest.mark.parametrize("cold,budget", [(True, 12.0), (True, 6.0), (False, 6.0),
                                          pytest.param(True, "min", marks=AT_MINIMUM)])
 def test_measured_peak_of_an_int8_model_stays_within_budget(tmp_path, cold, budget):

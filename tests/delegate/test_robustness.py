@@ -9,6 +9,7 @@ from flexdelegate import load_flex
 from flexdelegate.memstat import rss_bytes
 from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 from models import conv_net
+from sanitizers import MEASURES_MEMORY
 
 
 def test_resize_input_reprepares():
@@ -60,6 +61,7 @@ def _cycle(model, x):
     return out
 
 
+@MEASURES_MEMORY
 def test_create_invoke_destroy_cycles_leave_rss_flat():
     model = conv_net(size=16)
     x = random_inputs(make_interpreter(model))
