@@ -12,8 +12,9 @@ def _maps():
         return ""
 
 
-ASAN = "libasan" in _maps()
-TSAN = "libtsan" in _maps()
+_MAPS = _maps()
+ASAN = "libasan" in _MAPS
+TSAN = "libtsan" in _MAPS
 
 # Memory figures under ThreadSanitizer (CI's TSan step runs these files for their threads):
 # peaks there moved by tens of MB from run to run.
