@@ -181,7 +181,7 @@ static int direct_wins(const fx_conv_pack *p, const fx_conv_geom *g) {
 /* ---- stem conv, per 3x3 conv over 3 channels (stem.c) ----
  * The stem kernel against im2col GEMM over the same panels, from testing.conv2d (stem=True vs
  * direct=False; 1 thread, medians of alternating rounds, a loaded 2-core Zen 3, 6x16 AVX2):
- * see the table in kernels/conv-stem/README.md. Only where measured; FLEXDELEGATE_DIRECT=all|none
+ * see the table in kernels/conv-stem/NOTES.md. Only where measured; FLEXDELEGATE_DIRECT=all|none
  * (every supported conv direct through IGEMM, or none) leaves stems to that. */
 typedef struct { int isa, stride; } stem_rule;
 static const stem_rule k_stem_rules[] = {{FX_ISA_AVX2, 2}};

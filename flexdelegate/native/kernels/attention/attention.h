@@ -1,4 +1,4 @@
-/* Fused scaled-dot-product attention (README.md): per batch b and head h,
+/* Fused scaled-dot-product attention (NOTES.md): per batch b and head h,
  *   s[i][j] = scale * (q[b,h,i,:] . k[b,h,j,:])
  *   s[i][j] = fill        where the key is hidden: causal (j > i + causal_offset) or a SELECT mask's 0
  *   s[i][j] += add[i][j]  with an ADD mask (after the select, as HF-style graphs order them)

@@ -1,4 +1,4 @@
-/* ADD and MUL with broadcasting, walking the output the way stock does (README.md "ADD, MUL"):
+/* ADD and MUL with broadcasting, walking the output the way stock does (NOTES.md "ADD, MUL"):
  * equal shapes are one element-wise loop; broadcasts that fold into five dimensions
  * (ProcessBroadcastShapes) are runs of d[4] element-wise pairs, or, when d[4] == 1, runs of d[3]
  * elements against one broadcast scalar; any other broadcast goes an element at a time. On
@@ -62,7 +62,7 @@ int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_
   int32_t lo, hi;
   if (fx_qs8_act_range_of(act, so, zo, u8, &lo, &hi)) return -1;
   if (fx_qs8_bcast_plan(a, b, &bop->bc)) return -1;
-  /* tflite-runtime 2.14's MUL aborts on generic broadcasts of rank > 4 (README.md "MUL") */
+  /* tflite-runtime 2.14's MUL aborts on generic broadcasts of rank > 4 (NOTES.md "MUL") */
   if (op == FX_QS8_MUL && stock == FLEX_STOCK_PORTABLE && bop->bc.kind == FX_BC_GENERIC && bop->bc.out.rank > 4)
     return -1;
   bop->op = op;

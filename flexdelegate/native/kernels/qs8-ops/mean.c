@@ -1,5 +1,5 @@
 /* MEAN over H and W of a 4-D int8 tensor with keep_dims: stock's fast path
- * (optimized_integer_ops::Mean; README.md "MEAN"). Channel sums in int32, then
+ * (optimized_integer_ops::Mean; NOTES.md "MEAN"). Channel sums in int32, then
  * MultiplyByQuantizedMultiplier by si / (H*W*so) plus a float-rounded zero-point bias, clamped
  * to int8. On LiteRT the NEON loop takes whole blocks of 16 channels from the start of each of
  * stock's thread ranges and rounds ties up (MultiplyByQuantizedMultiplier4Rows); the rest, and

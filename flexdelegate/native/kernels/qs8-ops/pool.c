@@ -1,4 +1,4 @@
-/* AVERAGE_POOL_2D on int8 / uint8 (NHWC), as stock's integer kernels (README.md
+/* AVERAGE_POOL_2D on int8 / uint8 (NHWC), as stock's integer kernels (NOTES.md
  * "AVERAGE_POOL_2D"): per output pixel the int32 sum of the in-bounds taps, divided by their
  * count rounding half away from zero, clamped to the fused activation's range. Exact integer
  * arithmetic: the same on both wheels (their NEON loop only widens and adds). */

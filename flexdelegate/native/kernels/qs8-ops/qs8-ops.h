@@ -1,5 +1,5 @@
 /* Integer (int8 QS8 / uint8 QU8) kernels of the ops around the convolutions, each bit-exact with
- * the stock TFLite build in use (README.md: the facts per op and runtime, how each was found).
+ * the stock TFLite build in use (NOTES.md: the facts per op and runtime, how each was found).
  *
  * Every op is a prepare function, which takes TFLite's quantization parameters (float scales,
  * zero points, options), computes what stock computes at Prepare (multipliers, tables), and

@@ -1,9 +1,9 @@
 /* The scalar definitions of the integer element-wise ops: per element, what stock TFLite
- * computes (README.md beside this file has the recipes, their sources and how each was
+ * computes (NOTES.md beside this file has the recipes, their sources and how each was
  * confirmed on both wheels). Every variant, LUT builder and driver is checked against these.
  *
  * Values are the stored integers (int8 or uint8, widened to int32); zero points as stored. Two
- * stock builds exist on x86-64 (README.md "Two stock builds"): tflite-runtime 2.14 compiles the
+ * stock builds exist on x86-64 (NOTES.md "Two stock builds"): tflite-runtime 2.14 compiles the
  * portable C++ loops, ai-edge-litert 2.3 the NEON loops through NEON_2_SSE, which differ in
  * rounding and narrowing; an op's NEON loop covers whole blocks of its vector width from the
  * start of each call and leaves the rest to the portable loop. The functions below are the two

@@ -1,5 +1,5 @@
 /* SOFTMAX int8/uint8 -> int8/uint8 over the last dimension: stock's float-table path on x86
- * (optimized_ops::Softmax with PopulateSoftmaxLookupTable; README.md "SOFTMAX"). Per row: the
+ * (optimized_ops::Softmax with PopulateSoftmaxLookupTable; NOTES.md "SOFTMAX"). Per row: the
  * maximum, a float sum of table entries in element order, one float reciprocal, then each
  * probability rounded (int8: std::round; uint8: + 0.5f truncated, as x86 builds do). */
 #include <math.h>

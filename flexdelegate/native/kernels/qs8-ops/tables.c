@@ -1,7 +1,7 @@
 /* The ops whose output element depends on one input element only: QUANTIZE (int -> int,
  * int8 <-> uint8), the RELUs, LEAKY_RELU, HARD_SWISH, LOGISTIC, TANH, GELU and a
  * rescaled uint8 CONCATENATION input. An integer input has 256 values, so each is a table built
- * here from stock's own per-element arithmetic (README.md) and applied by the variant's lut
+ * here from stock's own per-element arithmetic (NOTES.md) and applied by the variant's lut
  * microkernel: exact by construction. */
 #include <math.h>
 #include <string.h>

@@ -1,5 +1,5 @@
 /* Requantization of int32 accumulators to int8, exactly as stock TFLite does it (the facts and
- * how they were established: README.md beside this file).
+ * how they were established: NOTES.md beside this file).
  *
  * A real multiplier M = s_in * s_w / s_out becomes a Q31 multiplier m (>= 0) and a shift
  * (> 0: left) by fx_quantize_multiplier (TFLite's QuantizeMultiplier). An accumulator acc then

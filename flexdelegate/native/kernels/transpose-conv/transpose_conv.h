@@ -1,4 +1,4 @@
-/* TRANSPOSE_CONV (NHWC, TFLite float semantics) on the f32 GEMM microkernels (README.md):
+/* TRANSPOSE_CONV (NHWC, TFLite float semantics) on the f32 GEMM microkernels (NOTES.md):
  *   y[b, iy*sh - pad_top + fy, ix*sw - pad_left + fx, oc] += x[b, iy, ix, ic] * f[oc, fy, fx, ic]
  * (targets outside the output dropped), then bias and the activation. */
 #ifndef FLEX_TRANSPOSE_CONV_H
