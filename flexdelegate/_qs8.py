@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _native
 from ._native import lib as api
 from ._native_testing import _act_code, _run, ffi, lib
 from .quant_rounding import AWAY, AWAY_SAT, SINGLE, STOCK_NEON, STOCK_PORTABLE, UP  # noqa: F401 (for callers)
@@ -84,11 +85,9 @@ def dwconv(variant: int, x, w, bias, *, depth_mult: int = 1, zx: int, zw: int = 
 
 
 # ---- the element-wise integer ops (kernels/qs8-ops) ----
-BINARY_OPS = {"ADD": 0, "SUB": 1, "MUL": 2}
-LUT_KINDS = {"REQUANTIZE": (0, 0), "RELU": (1, 0), "RELU6": (1, 1), "RELU_N1_TO_1": (1, 2),
-             "RELU_0_TO_1": (1, 3), "LEAKY_RELU": (2, 0), "HARD_SWISH": (3, 0),
-             "LOGISTIC": (4, 0), "TANH": (4, 1), "GELU": (4, 2), "GELU_APPROX": (4, 3),
-             "CONCAT_REQUANT": (5, 0)}
+# flex_testing.h's FLEX_BINARY_* / FLEX_LUT_* by their TFLite names ("ADD", "RELU6", "GELU_APPROX")
+BINARY_OPS = {name.upper().replace("-", "_"): v for name, v in _native.enum("FLEX_BINARY_", lib).items()}
+LUT_KINDS = {name.upper().replace("-", "_"): v for name, v in _native.enum("FLEX_LUT_", lib).items()}
 
 
 def _q(t):
@@ -129,10 +128,9 @@ def lut_op(variant: int, kind: str, x, q_in, q_out, *, out_dtype=None, alpha: fl
     """A table op (LUT_KINDS) on an int8/uint8 array."""
     x = np.ascontiguousarray(x)
     y = np.empty(x.shape, out_dtype or x.dtype)
-    k, sub = LUT_KINDS[kind]
-    return _run(lib.flex_qs8_lut_op_run, f"qs8 {kind}", y, iters, timed, variant, k, sub, int(x.dtype == np.uint8),
-                int(y.dtype == np.uint8), *_q(q_in), *_q(q_out), float(alpha), x.size, _ptr(x), _ptr(y), stock,
-                chunk)
+    return _run(lib.flex_qs8_lut_op_run, f"qs8 {kind}", y, iters, timed, variant, LUT_KINDS[kind],
+                int(x.dtype == np.uint8), int(y.dtype == np.uint8), *_q(q_in), *_q(q_out), float(alpha), x.size,
+                _ptr(x), _ptr(y), stock, chunk)
 
 
 def mean_hw(variant: int, x, q_in, q_out, *, axes=(1, 2), stock: int, stock_threads: int = 1,

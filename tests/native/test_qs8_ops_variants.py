@@ -140,3 +140,23 @@ def test_quantize_variants_equal_scalar_and_reference(form, dtype):
             got = _qs8.quantize(v, x, scale, zp, form=form, out_dtype=dtype, lo=lo, hi=hi,
                                 chunk=[0, 9, 64][i % 3])
             assert np.array_equal(got, want), (v, i, n, scale, zp)
+
+
+def test_the_testers_refuse_op_codes_past_their_enums():
+    """flex_testing.h's FLEX_BINARY_* / FLEX_LUT_* are the only codes the testers take; the
+    Python names come from them, and a code past either enum is refused, not indexed."""
+    assert set(_qs8.BINARY_OPS) == {"ADD", "SUB", "MUL"}
+    assert {"REQUANTIZE", "RELU6", "GELU_APPROX", "CONCAT_REQUANT"} <= set(_qs8.LUT_KINDS)
+    lib, ffi = testing.lib, testing.ffi
+    x = np.zeros(8, np.int8)
+    y = np.empty_like(x)
+    d = ffi.new("int[]", [8])
+    px, py = ffi.from_buffer("int8_t[]", x), ffi.from_buffer("int8_t[]", y)
+    for op in (-1, max(_qs8.BINARY_OPS.values()) + 1):
+        assert lib.flex_qs8_binary_run(0, op, 0, 0.1, 0, 0.1, 0, 0.1, 0, 0, 1, d, 1, d, px, px, py,
+                                       _qs8.STOCK_PORTABLE, 0, 1, ffi.NULL) == -1
+    for kind in (-1, max(_qs8.LUT_KINDS.values()) + 1):
+        assert lib.flex_qs8_lut_op_run(0, kind, 0, 0, 0.1, 0, 0.1, 0, 0.0, 8, px, py,
+                                       _qs8.STOCK_PORTABLE, 0, 1, ffi.NULL) == -1
+    assert lib.flex_qs8_binary_run(0, _qs8.BINARY_OPS["ADD"], 0, 0.1, 0, 0.1, 0, 0.1, 0, 0, 1, d, 1, d, px, px,
+                                   py, _qs8.STOCK_PORTABLE, 0, 1, ffi.NULL) == 0

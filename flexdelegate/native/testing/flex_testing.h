@@ -93,20 +93,25 @@ int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int m
  * On QS8_OPS variant `variant`. `stock`: the arithmetic to reproduce (FLEX_STOCK_*); `chunk` > 0
  * runs the output in pieces of that many elements (rows, pixels), as a thread split would. -1
  * also where the kernels refuse the op (stock's refusals, unreproduced paths). */
-/* ADD (op 0) / SUB (op 1) / MUL (op 2) of a [ra dims da] and b [rb dims db] with broadcasting into y (the
+enum { FLEX_BINARY_ADD = 0, FLEX_BINARY_SUB = 1, FLEX_BINARY_MUL = 2 };
+/* op (FLEX_BINARY_*) of a [ra dims da] and b [rb dims db] with broadcasting into y (the
  * broadcast shape), fused act 0..3 (NONE, RELU, RELU_N1_TO_1, RELU6). */
 int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2, int z2, float so,
                         int zo, int act, int ra, const int *da, int rb, const int *db,
                         const void *a, const void *b, void *y, int stock, int chunk, int iters,
                         double *seconds);
-/* The table ops over n elements: kind 0 QUANTIZE int->int (in_u8 -> out_u8), 1 RELU-like (sub:
- * 0 RELU, 1 RELU6, 2 RELU_N1_TO_1, 3 RELU_0_TO_1), 2 LEAKY_RELU (alpha), 3 HARD_SWISH, 4 curve
- * (sub: 0 LOGISTIC, 1 TANH, 2 GELU, 3 GELU approximate), 5 uint8 CONCATENATION input rescale. */
 /* Float -> int8 / uint8 (out_u8) QUANTIZE of n values (form: FLEX_QUANT_*) clamped to
  * [qlo, qhi]. */
 int flex_qs8_quantize_run(int variant, int form, int out_u8, float scale, int zp, int qlo, int qhi,
                           size_t n, const float *x, void *y, int chunk, int iters, double *seconds);
-int flex_qs8_lut_op_run(int variant, int kind, int sub, int in_u8, int out_u8, float s_in,
+/* The table ops: REQUANTIZE is QUANTIZE int->int (in_u8 -> out_u8); LEAKY_RELU takes alpha;
+ * CONCAT_REQUANT is a uint8 CONCATENATION input's rescale. The others keep the input's type. */
+enum { FLEX_LUT_REQUANTIZE = 0, FLEX_LUT_RELU = 1, FLEX_LUT_RELU6 = 2, FLEX_LUT_RELU_N1_TO_1 = 3,
+       FLEX_LUT_RELU_0_TO_1 = 4, FLEX_LUT_LEAKY_RELU = 5, FLEX_LUT_HARD_SWISH = 6,
+       FLEX_LUT_LOGISTIC = 7, FLEX_LUT_TANH = 8, FLEX_LUT_GELU = 9, FLEX_LUT_GELU_APPROX = 10,
+       FLEX_LUT_CONCAT_REQUANT = 11 };
+/* Table op `kind` (FLEX_LUT_*) over n elements. */
+int flex_qs8_lut_op_run(int variant, int kind, int in_u8, int out_u8, float s_in,
                         int z_in, float s_out, int z_out, float alpha, size_t n, const void *x,
                         void *y, int stock, int chunk, int iters, double *seconds);
 /* MEAN of x [batch,h,w,c] int8 over H, W (keep_dims; axes: the model's axis tensor) into

@@ -70,27 +70,43 @@ int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2,
   const fx_qs8_ops_config *v = fx_qs8_ops_config_at(variant);
   fx_qs8_shape sa, sb;
   fx_qs8_binary_op bop;
-  if (!v || shape_of(ra, da, &sa) || shape_of(rb, db, &sb) ||
-      fx_qs8_binary_prepare(op, u8, s1, z1, s2, z2, so, zo, act, &sa, &sb, stock, &bop)) return -1;
+  static const int kernel_op[] = {[FLEX_BINARY_ADD] = FX_QS8_ADD, [FLEX_BINARY_SUB] = FX_QS8_SUB,
+                                  [FLEX_BINARY_MUL] = FX_QS8_MUL};
+  if (!v || op < 0 || op > FLEX_BINARY_MUL || shape_of(ra, da, &sa) || shape_of(rb, db, &sb) ||
+      fx_qs8_binary_prepare(kernel_op[op], u8, s1, z1, s2, z2, so, zo, act, &sa, &sb, stock, &bop)) return -1;
   ops_case run = {.v = v, .op = &bop, .a = a, .b = b, .y = y, .part = binary_part};
   return time_chunks(&run, fx_qs8_numel(&bop.bc.out), chunk, iters, seconds);
 }
 
-int flex_qs8_lut_op_run(int variant, int kind, int sub, int in_u8, int out_u8, float s_in,
-                        int z_in, float s_out, int z_out, float alpha, size_t n, const void *x,
-                        void *y, int stock, int chunk, int iters, double *seconds) {
+int flex_qs8_lut_op_run(int variant, int kind, int in_u8, int out_u8, float s_in, int z_in,
+                        float s_out, int z_out, float alpha, size_t n, const void *x, void *y,
+                        int stock, int chunk, int iters, double *seconds) {
   const fx_qs8_ops_config *v = fx_qs8_ops_config_at(variant);
   fx_qs8_lut_op op;
   int rc = -1;
   if (!v) return -1;
-  if (kind != 0 && in_u8 != out_u8) return -1;
+  if (kind != FLEX_LUT_REQUANTIZE && in_u8 != out_u8) return -1;
   switch (kind) {
-    case 0: rc = fx_qs8_requantize_prepare(in_u8, s_in, z_in, out_u8, s_out, z_out, stock, &op); break;
-    case 1: rc = fx_qs8_relu_prepare(sub, in_u8, s_in, z_in, s_out, z_out, &op); break;
-    case 2: rc = fx_qs8_leaky_relu_prepare(in_u8, alpha, s_in, z_in, s_out, z_out, &op); break;
-    case 3: rc = fx_qs8_hard_swish_prepare(in_u8, s_in, z_in, s_out, z_out, &op); break;
-    case 4: rc = fx_qs8_curve_prepare(sub, in_u8, s_in, z_in, s_out, z_out, &op); break;
-    case 5: rc = in_u8 ? fx_qs8_concat_requant_prepare(s_in, z_in, s_out, z_out, &op) : -1; break;
+    case FLEX_LUT_REQUANTIZE:
+      rc = fx_qs8_requantize_prepare(in_u8, s_in, z_in, out_u8, s_out, z_out, stock, &op);
+      break;
+    case FLEX_LUT_RELU: rc = fx_qs8_relu_prepare(FX_QS8_RELU, in_u8, s_in, z_in, s_out, z_out, &op); break;
+    case FLEX_LUT_RELU6: rc = fx_qs8_relu_prepare(FX_QS8_RELU6, in_u8, s_in, z_in, s_out, z_out, &op); break;
+    case FLEX_LUT_RELU_N1_TO_1:
+      rc = fx_qs8_relu_prepare(FX_QS8_RELU_N1_TO_1, in_u8, s_in, z_in, s_out, z_out, &op);
+      break;
+    case FLEX_LUT_RELU_0_TO_1:
+      rc = fx_qs8_relu_prepare(FX_QS8_RELU_0_TO_1, in_u8, s_in, z_in, s_out, z_out, &op);
+      break;
+    case FLEX_LUT_LEAKY_RELU: rc = fx_qs8_leaky_relu_prepare(in_u8, alpha, s_in, z_in, s_out, z_out, &op); break;
+    case FLEX_LUT_HARD_SWISH: rc = fx_qs8_hard_swish_prepare(in_u8, s_in, z_in, s_out, z_out, &op); break;
+    case FLEX_LUT_LOGISTIC: rc = fx_qs8_curve_prepare(FX_QS8_LOGISTIC, in_u8, s_in, z_in, s_out, z_out, &op); break;
+    case FLEX_LUT_TANH: rc = fx_qs8_curve_prepare(FX_QS8_TANH, in_u8, s_in, z_in, s_out, z_out, &op); break;
+    case FLEX_LUT_GELU: rc = fx_qs8_curve_prepare(FX_QS8_GELU, in_u8, s_in, z_in, s_out, z_out, &op); break;
+    case FLEX_LUT_GELU_APPROX:
+      rc = fx_qs8_curve_prepare(FX_QS8_GELU_TANH, in_u8, s_in, z_in, s_out, z_out, &op);
+      break;
+    case FLEX_LUT_CONCAT_REQUANT: rc = in_u8 ? fx_qs8_concat_requant_prepare(s_in, z_in, s_out, z_out, &op) : -1; break;
   }
   if (rc) return -1;
   ops_case run = {.v = v, .op = &op, .a = x, .y = y, .n = n, .part = lut_part};
