@@ -2,7 +2,8 @@
  * with a cross compiler and run under qemu by tests/native/test_gemm_neon.py (or natively on an
  * AArch64 machine):
  *
- *   cc -std=gnu11 -O2 -I flexdelegate/native tests/native/gemm_neon_check.c \
+ *   aarch64-linux-gnu-gcc -std=gnu11 -O2 -I flexdelegate/native -I flexdelegate/native/include \
+ *      tests/native/gemm_neon_check.c flexdelegate/native/runtime/cpu.c \
  *      flexdelegate/native/kernels/gemm/gemm_config.c flexdelegate/native/kernels/gemm/f32-gemm-*.c -o check
  *
  * Every shape m 1..17, n 1..33, k 0..70 runs twice (bias + no clamp; random bias + a random
@@ -12,29 +13,15 @@
  * direct microkernel calls with every (mr, nc) remainder check that rows past mr and columns
  * past nc are untouched, and the config: NEON listed after the scalar reference and chosen by
  * default (`check config` stops after that). Prints one line per section and "ALL PASS", or
- * exits 1 on any failure. */
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "kernels/gemm/gemm.h"
-#include "f32_tester_util.h"
+ * exits 1 on any failure (neon_check.h). */
+#include "neon_check.h"
 
-#if !defined(__aarch64__)
-int main(int argc, char **argv) {
-  (void)argc, (void)argv;
-  printf("SKIP: not an AArch64 build\n");
-  return 0;
-}
-#else
-
+#if defined(__aarch64__)
 #define MAX_M 17
 #define MAX_N 33
 #define MAX_K 70
 #define A_PAD 3 /* A row stride = k + A_PAD */
 #define C_PAD 5 /* C row stride = n + C_PAD */
-#define CANARY 12345.678f
 
 
 /* Whole GEMM C[m][n] (row stride cs) = out(A[m][k] (row stride as) * W[n][k]^T + bias) with
@@ -165,7 +152,7 @@ static int check_remainders(const fx_gemm_config *neon, int *checked) {
   return failures;
 }
 
-int main(int argc, char **argv) {
+static int neon_check(int argc, char **argv) {
   int failures = 0;
   const fx_gemm_config *ref = fx_gemm_config_at(0), *neon = find("f32-gemm-8x8-neon");
   const char *isa = getenv("FLEXDELEGATE_ISA");
@@ -182,20 +169,15 @@ int main(int argc, char **argv) {
     failures++;
   }
   printf("config: chosen %s, %s is %dx%d\n", fx_gemm_config_get()->name, neon->name, neon->mr, neon->nr);
-  if (argc > 1 && strcmp(argv[1], "config") == 0) return failures != 0; /* config only */
+  if (argc > 1 && strcmp(argv[1], "config") == 0) return failures; /* config only */
 
-  int checked = 0;
-  int f = check_shapes(ref, neon, &checked);
-  printf("shapes (m 1..%d, n 1..%d, k 0..%d, x2 clamp/bias variants): %d/%d pass\n", MAX_M, MAX_N,
-         MAX_K, checked - f, checked);
-  failures += f;
-
+  char label[96];
+  int checked = 0, f = check_shapes(ref, neon, &checked);
+  snprintf(label, sizeof label, "shapes (m 1..%d, n 1..%d, k 0..%d, x2 clamp/bias variants)", MAX_M, MAX_N, MAX_K);
+  failures += report(label, checked, f);
   checked = 0;
   f = check_remainders(neon, &checked);
-  printf("microkernel remainders (mr 1..%d x nc 1..%d): %d/%d pass\n", neon->mr, neon->nr, checked - f, checked);
-  failures += f;
-
-  printf(failures ? "FAILED (%d)\n" : "ALL PASS\n", failures);
-  return failures != 0;
+  snprintf(label, sizeof label, "microkernel remainders (mr 1..%d x nc 1..%d)", neon->mr, neon->nr);
+  return failures + report(label, checked, f);
 }
 #endif

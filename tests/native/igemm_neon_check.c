@@ -6,41 +6,10 @@
  * shapes (cin 1..9, cout 1..19, 1x1 / 3x3 / 1x3 / 5x5 kernels, stride 1..2, dilation 1..2, pads
  * 0..2, batch 1..2, clamp on/off), against each other and a float64 loop, with a canary after
  * the output. Prints one line per section and "ALL PASS", or exits 1 on any failure. */
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "conv/conv.h"
 #include "kernels/igemm/igemm.h"
-#include "f32_tester_util.h"
+#include "neon_check.h"
 
-#if !defined(__aarch64__)
-int main(void) {
-  printf("SKIP: not an AArch64 build\n");
-  return 0;
-}
-#else
-
-#define CANARY 12345.678f
-
-
-static double reference(const fx_conv_geom *g, const float *x, const float *w, const float *bias, size_t m,
-                        int o) {
-  const int ox = (int)(m % (size_t)g->ow), oy = (int)(m / (size_t)g->ow % (size_t)g->oh);
-  const int b = (int)(m / ((size_t)g->ow * g->oh));
-  double acc = bias[o];
-  for (int ky = 0; ky < g->kh; ky++)
-    for (int kx = 0; kx < g->kw; kx++) {
-      const int iy = oy * g->stride_h - g->pad_top + ky * g->dil_h, ix = ox * g->stride_w - g->pad_left + kx * g->dil_w;
-      if (iy < 0 || iy >= g->ih || ix < 0 || ix >= g->iw) continue;
-      for (int c = 0; c < g->cin; c++)
-        acc += (double)x[(((size_t)b * g->ih + iy) * g->iw + ix) * g->cin + c] *
-               w[(((size_t)o * g->kh + ky) * g->kw + kx) * g->cin + c];
-    }
-  return acc;
-}
-
+#if defined(__aarch64__)
 /* One conv with both kernels; 0 if they agree with each other and the reference. */
 static int check_conv(const fx_igemm_config *ref, const fx_igemm_config *neon, const fx_conv_geom *g, int cout,
                       int clamp) {
@@ -63,7 +32,7 @@ static int check_conv(const fx_igemm_config *ref, const fx_igemm_config *neon, c
   int bad = yr[yn] != CANARY || yn8[yn] != CANARY;
   for (size_t m = 0; m < g->m && !bad; m++)
     for (int o = 0; o < cout && !bad; o++) {
-      double want = reference(g, x, w, bias, m, o);
+      double want = conv_reference(g, x, w, bias, m, o);
       want = want < lo ? lo : want > hi ? hi : want;
       const float got = yn8[m * (size_t)cout + o];
       bad = !(fabs(got - want) <= 1e-5 * (double)(k + 1)) || !(fabsf(got - yr[m * (size_t)cout + o]) <= 1e-5f * (float)(k + 1));
@@ -72,15 +41,13 @@ static int check_conv(const fx_igemm_config *ref, const fx_igemm_config *neon, c
   return bad;
 }
 
-int main(void) {
+static int neon_check(int argc, char **argv) {
+  (void)argc, (void)argv;
   const fx_gemm_config *gref = fx_gemm_config_at(0), *gneon = fx_gemm_config_at(1);
   const fx_igemm_config *ref = gref ? fx_igemm_config_for(gref) : NULL, *neon = gneon ? fx_igemm_config_for(gneon) : NULL;
-  if (!ref || !neon || strcmp(ref->name, "f32-igemm-4x8-scalar") || strcmp(neon->name, "f32-igemm-8x8-neon") ||
-      fx_igemm_config_for(fx_gemm_config_get()) != neon) {
-    printf("FAIL config: want f32-igemm-4x8-scalar and f32-igemm-8x8-neon paired with their GEMMs\n");
+  if (check_pairing(ref ? ref->name : NULL, "f32-igemm-4x8-scalar", neon ? neon->name : NULL, "f32-igemm-8x8-neon",
+                    neon && fx_igemm_config_for(fx_gemm_config_get()) == neon))
     return 1;
-  }
-  printf("config: %s pairs with %s\n", neon->name, gneon->name);
   static const int kernels[][2] = {{1, 1}, {3, 3}, {1, 3}, {5, 5}};
   int checked = 0, failures = 0;
   for (int cin = 1; cin <= 9; cin += 2)
@@ -102,8 +69,6 @@ int main(void) {
                 failures += bad;
                 checked++;
               }
-  printf("convs: %d/%d pass\n", checked - failures, checked);
-  printf(failures ? "FAILED (%d)\n" : "ALL PASS\n", failures);
-  return failures != 0;
+  return report("convs", checked, failures);
 }
 #endif

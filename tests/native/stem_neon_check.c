@@ -6,38 +6,10 @@
  * (3x3 over 3 channels; cout 1..25, stride 1..3, pads 0..2, odd sizes, batch 1..2, a residual
  * and a clamp on/off, row ranges starting mid-row), against each other and a float64 loop, with
  * a canary after the output. Prints one line per section and "ALL PASS", or exits 1. */
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "conv/conv.h"
 #include "kernels/conv-stem/stem.h"
-#include "f32_tester_util.h"
+#include "neon_check.h"
 
-#if !defined(__aarch64__)
-int main(void) {
-  printf("SKIP: not an AArch64 build\n");
-  return 0;
-}
-#else
-
-#define CANARY 12345.678f
-
-static double reference(const fx_conv_geom *g, const float *x, const float *w, const float *bias, size_t m, int o) {
-  const int ox = (int)(m % (size_t)g->ow), oy = (int)(m / (size_t)g->ow % (size_t)g->oh);
-  const int b = (int)(m / ((size_t)g->ow * g->oh));
-  double acc = bias[o];
-  for (int ky = 0; ky < 3; ky++)
-    for (int kx = 0; kx < 3; kx++) {
-      const int iy = oy * g->stride_h - g->pad_top + ky, ix = ox * g->stride_w - g->pad_left + kx;
-      if (iy < 0 || iy >= g->ih || ix < 0 || ix >= g->iw) continue;
-      for (int c = 0; c < 3; c++)
-        acc += (double)x[(((size_t)b * g->ih + iy) * g->iw + ix) * 3 + c] * w[((size_t)o * 9 + ky * 3 + kx) * 3 + c];
-    }
-  return acc;
-}
-
+#if defined(__aarch64__)
 /* One conv with both kernels (rows [m0, g->m) only, as a budget slice runs them); 0 if they
  * agree with each other and the reference, and nothing outside those rows was written. */
 static int check_conv(const fx_stem_config *ref, const fx_stem_config *neon, const fx_conv_geom *g, int cout,
@@ -63,7 +35,7 @@ static int check_conv(const fx_stem_config *ref, const fx_stem_config *neon, con
   for (size_t i = 0; i < m0 * (size_t)cout && !bad; i++) bad = yn8[i] != CANARY;
   for (size_t m = m0; m < g->m && !bad; m++)
     for (int o = 0; o < cout && !bad; o++) {
-      double want = reference(g, x, w, bias, m, o);
+      double want = conv_reference(g, x, w, bias, m, o);
       want = want < lo ? lo : want > hi ? hi : want;
       if (residual) {
         want += res[m * (size_t)cout + o];
@@ -76,15 +48,13 @@ static int check_conv(const fx_stem_config *ref, const fx_stem_config *neon, con
   return bad;
 }
 
-int main(void) {
+static int neon_check(int argc, char **argv) {
+  (void)argc, (void)argv;
   const fx_gemm_config *gref = fx_gemm_config_at(0), *gneon = fx_gemm_config_at(1);
   const fx_stem_config *ref = gref ? fx_stem_config_for(gref) : NULL, *neon = gneon ? fx_stem_config_for(gneon) : NULL;
-  if (!ref || !neon || strcmp(ref->name, "f32-conv-stem-4x8-scalar") || strcmp(neon->name, "f32-conv-stem-8x8-neon") ||
-      fx_stem_config_for(fx_gemm_config_get()) != neon) {
-    printf("FAIL config: want f32-conv-stem-4x8-scalar and f32-conv-stem-8x8-neon paired with their GEMMs\n");
+  if (check_pairing(ref ? ref->name : NULL, "f32-conv-stem-4x8-scalar", neon ? neon->name : NULL,
+                    "f32-conv-stem-8x8-neon", neon && fx_stem_config_for(fx_gemm_config_get()) == neon))
     return 1;
-  }
-  printf("config: %s pairs with %s\n", neon->name, gneon->name);
   int checked = 0, failures = 0;
   for (int cout = 1; cout <= 25; cout += 4)
     for (int s = 1; s <= 3; s++)
@@ -104,8 +74,6 @@ int main(void) {
             failures += bad;
             checked++;
           }
-  printf("convs: %d/%d pass\n", checked - failures, checked);
-  printf(failures ? "FAILED (%d)\n" : "ALL PASS\n", failures);
-  return failures != 0;
+  return report("convs", checked, failures);
 }
 #endif
