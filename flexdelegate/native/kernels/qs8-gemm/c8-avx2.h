@@ -90,11 +90,17 @@ FX_C8_AVX2 void fx_c8_store2_avx2(int8_t *ci0, int8_t *ci1, size_t nc, __m256i v
   if (row_corr) v##i = _mm256_add_epi32(v##i, _mm256_set1_epi32(row_corr[(i) < mr ? (i) : 0]));  \
   v##i = fx_rq8_apply_avx2(v##i, &rq);
 
+/* The output stage of the 3 rows, the requant constants rq in scope. The bias is loaded only
+ * now: 12 accumulators + 3 A + 1 weight vector already fill the registers in the k-loop. */
+#define FX_C8_STORE_3ROWS(ROWS)                                                           \
+  const __m256i vbias = _mm256_loadu_si256((const __m256i *)w);                           \
+  ROWS(FX_C8_FINISH)                                                                      \
+  fx_c8_store2_avx2(c, mr > 1 ? c + c_stride : NULL, nc, v0, v1);                         \
+  if (mr > 2) fx_c8_store2_avx2(c + 2 * c_stride, NULL, nc, v2, v2);
+
 /* After the k-loops (wk at the panel's requant parameters): the 3 rows' output stage. */
 #define FX_C8_OUTPUT_3ROWS(ROWS)                                                          \
   const int32_t *rqp = (const int32_t *)wk;                                               \
   const fx_rq8_avx2 rq = fx_rq8_init_avx2(rqp, rqp + 8, fx_rq8_away_all_avx2(o), o);      \
-  ROWS(FX_C8_FINISH)                                                                      \
-  fx_c8_store2_avx2(c, mr > 1 ? c + c_stride : NULL, nc, v0, v1);                         \
-  if (mr > 2) fx_c8_store2_avx2(c + 2 * c_stride, NULL, nc, v2, v2);
+  FX_C8_STORE_3ROWS(ROWS)
 #endif

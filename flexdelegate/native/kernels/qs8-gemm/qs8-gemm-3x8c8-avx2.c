@@ -11,10 +11,28 @@ void fx_qs8_gemm_3x8c8__avx2(FX_QS8_GEMM_ARGS) {
   const int8_t *a0 = a;
   const int8_t *a1 = mr > 1 ? a0 + a_stride : a0;
   const int8_t *a2 = mr > 2 ? a1 + a_stride : a0;
-  const __m256i vbias = _mm256_loadu_si256((const __m256i *)w);
   const int8_t *wk = (const int8_t *)w + 32;
   ROWS(FX_C8_ACC)
   FX_C8_KLOOP(ROWS, ROWS2)
   FX_C8_OUTPUT_3ROWS(ROWS)
+}
+
+/* Every row of one panel, 3 at a time: the requant constants are set up once, not per tile
+ * (with a small K they were a quarter of a tile's instructions). No row correction. */
+__attribute__((target("avx2,fma")))
+void fx_qs8_gemm_rows_3x8c8__avx2(FX_QS8_GEMM_ROWS_ARGS) {
+  const int32_t *rqp = (const int32_t *)((const int8_t *)w + 32 + (kc + 7) / 8 * 64);
+  const fx_rq8_avx2 rq = fx_rq8_init_avx2(rqp, rqp + 8, fx_rq8_away_all_avx2(o), o);
+  const int32_t *row_corr = NULL;
+  for (size_t m0 = 0; m0 < m; m0 += 3, a += 3 * a_stride, c += 3 * c_stride) {
+    const size_t mr = m - m0 < 3 ? m - m0 : 3;
+    const int8_t *a0 = a;
+    const int8_t *a1 = mr > 1 ? a0 + a_stride : a0;
+    const int8_t *a2 = mr > 2 ? a1 + a_stride : a0;
+    const int8_t *wk = (const int8_t *)w + 32;
+    ROWS(FX_C8_ACC)
+    FX_C8_KLOOP(ROWS, ROWS2)
+    FX_C8_STORE_3ROWS(ROWS)
+  }
 }
 #endif

@@ -71,19 +71,35 @@ int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int
   const size_t pb = fx_qs8_gemm_panel_bytes(&geom);
   const int im2col = form == FX_QS8_CONV_IM2COL;
   const size_t K = ks * kc;
+  /* im2col on a variant with a whole-panel GEMM: blocks of rows gathered at once, their rows and
+   * outputs within ~16 KB (as fx_qs8_gemm_run does), then each panel over the block */
+  const int blocks = im2col && g->gemm_rows && !row_factor;
+  size_t step = mr_max;
+  if (blocks) {
+    step = 16384 / (K + (p1 - p0) * nr) / mr_max * mr_max;
+    step = step < mr_max ? mr_max : step;
+  }
   const int8_t *local[1024], **ptrs = local;
   int8_t *rows = NULL;
   if (ks * mr_max > sizeof local / sizeof local[0]) {
     ptrs = (const int8_t **)malloc(ks * mr_max * sizeof *ptrs);
     if (!ptrs) return -1;
   }
-  if (im2col && !(rows = (int8_t *)malloc(mr_max * K))) {
+  if (im2col && !(rows = (int8_t *)malloc(step * K))) {
     if (ptrs != local) free((void *)ptrs);
     return -1;
   }
   int32_t corr[FX_QS8_MR_MAX];
-  for (size_t pix = m0; pix < m1; pix += mr_max) {
-    const size_t mr = m1 - pix < mr_max ? m1 - pix : mr_max;
+  for (size_t pix = m0; pix < m1; pix += step) {
+    const size_t mr = m1 - pix < step ? m1 - pix : step;
+    if (blocks) {
+      for (size_t i = 0; i < mr; i++) gather_row(cg, x, zero_row[0], pix + i, rows + i * K);
+      for (size_t p = p0; p < p1; p++) {
+        const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;
+        g->gemm_rows(mr, nc, K, rows, K, (const uint8_t *)packed + (p - p0) * pb, y + pix * n + n0, n, o);
+      }
+      continue;
+    }
     if (im2col) {
       for (size_t i = 0; i < mr; i++) gather_row(cg, x, zero_row[0], pix + i, rows + i * K);
       if (row_factor) fx_qs8_rowsums_gemm(mr, K, rows, K, row_factor, corr);

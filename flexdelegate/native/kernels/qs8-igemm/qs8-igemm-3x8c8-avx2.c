@@ -8,7 +8,6 @@
 
 __attribute__((target("avx2,fma")))
 void fx_qs8_igemm_3x8c8__avx2(FX_QS8_IGEMM_ARGS) {
-  const __m256i vbias = _mm256_loadu_si256((const __m256i *)w);
   const int8_t *wk = (const int8_t *)w + 32;
   ROWS(FX_C8_ACC)
   for (size_t t = 0; t < ks; t++, a += 3) {

@@ -10,7 +10,14 @@
  * lane rounds ties away from zero). FLEX_RQ_SINGLE shifts the 64-bit sum right by 31 - shift
  * with a logical shift of the sum biased by 2^63 (AVX2 has no 64-bit arithmetic shift), whose
  * low dword is then off by exactly the low dword of 2^(63 - total). FLEX_RQ_AWAY_SAT saturates
- * the left shift where shifting back does not give acc again. */
+ * the left shift where shifting back does not give acc again.
+ *
+ * The fast form, for FLEX_RQ_SINGLE and FLEX_RQ_UP when every lane shifts right (shift <= -1,
+ * i.e. M < 1/2: nearly every layer): both are one rounding of the 64-bit product,
+ * floor((x*m + rnd) / 2^total) with total = 31 - shift >= 32 and rnd = 2^(total-1), plus 2^30
+ * for UP. (UP's two roundings, floor((floor((p + 2^30) / 2^31) + 2^(rs-1)) / 2^rs), are one:
+ * floor(floor(y) / n) = floor(y / n) for whole n.) With total >= 32 that is the high dword of
+ * the sum, an int32, shifted right arithmetically by total - 32: no 64-bit shifts, no bias. */
 #ifndef FLEX_QUANT_REQUANT_AVX2_H
 #define FLEX_QUANT_REQUANT_AVX2_H
 #include <immintrin.h>
@@ -21,10 +28,11 @@
 /* The constants of 8 channels. */
 typedef struct {
   __m256i m, m_odd;
+  __m256i rnd_e, rnd_o, sh32;           /* the fast form: 64-bit nudges, shift of the high dword */
   __m256i ls, rs, mask, half, away;     /* double rounding */
   __m256i te, to, rnde, rndo, bias;     /* single rounding: per-lane 64-bit shifts and nudges */
   __m256i zp, lo, hi;
-  int single, sat;
+  int fast, single, sat;
   int shl, away_any; /* some lane shifts left / rounds ties away: else those steps are skipped */
 } fx_rq8_avx2;
 
@@ -46,27 +54,40 @@ FX_REQUANT_AVX2 __m256i fx_rq8_away_all_avx2(const fx_qs8_out *o) {
 /* m, shift: 8 channels' multipliers and shifts (unaligned); away: fx_rq8_away_avx2. */
 FX_REQUANT_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *shift, __m256i away,
                                         const fx_qs8_out *o) {
-  fx_rq8_avx2 r;
+  fx_rq8_avx2 r = {0};
   const __m256i one = _mm256_set1_epi32(1), zero = _mm256_setzero_si256();
-  const __m256i sh = _mm256_loadu_si256((const __m256i *)shift);
   r.m = _mm256_loadu_si256((const __m256i *)m);
+  /* A lane of m = 0 (a flushed multiplier, a padding channel) gives 0 under any shift: the
+   * largest keeps it in the fast form. */
+  const __m256i sh = _mm256_blendv_epi8(_mm256_loadu_si256((const __m256i *)shift), _mm256_set1_epi32(-31),
+                                        _mm256_cmpeq_epi32(r.m, zero));
   r.m_odd = _mm256_srli_epi64(r.m, 32);
   r.single = o->rounding == FLEX_RQ_SINGLE;
   r.sat = o->rounding == FLEX_RQ_AWAY_SAT;
-  r.ls = _mm256_max_epi32(sh, zero);
-  r.rs = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
-  r.mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, r.rs), one);
-  r.half = _mm256_srli_epi32(r.mask, 1);
   r.away = away;
-  r.shl = _mm256_movemask_epi8(_mm256_cmpgt_epi32(sh, zero)) != 0;
   r.away_any = _mm256_movemask_epi8(away) != 0;
   const __m256i total = _mm256_sub_epi32(_mm256_set1_epi32(31), sh); /* 1..62 */
-  r.te = _mm256_and_si256(total, _mm256_set1_epi64x(0xffffffff));
-  r.to = _mm256_srli_epi64(total, 32);
-  const __m256i one64 = _mm256_set1_epi64x(1), sign64 = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
-  r.rnde = _mm256_or_si256(_mm256_sllv_epi64(one64, _mm256_sub_epi64(r.te, one64)), sign64);
-  r.rndo = _mm256_or_si256(_mm256_sllv_epi64(one64, _mm256_sub_epi64(r.to, one64)), sign64);
-  r.bias = _mm256_sllv_epi32(one, _mm256_sub_epi32(_mm256_set1_epi32(63), total)); /* 0 if >= 32 */
+  r.fast = (r.single || (o->rounding == FLEX_RQ_UP && !r.away_any)) &&
+           !_mm256_movemask_epi8(_mm256_cmpgt_epi32(sh, _mm256_set1_epi32(-1)));
+  if (r.fast) {
+    const __m256i one64 = _mm256_set1_epi64x(1), up = _mm256_set1_epi64x(r.single ? 0 : 1LL << 30);
+    const __m256i te = _mm256_and_si256(total, _mm256_set1_epi64x(0xffffffff)), to = _mm256_srli_epi64(total, 32);
+    r.rnd_e = _mm256_add_epi64(_mm256_sllv_epi64(one64, _mm256_sub_epi64(te, one64)), up);
+    r.rnd_o = _mm256_add_epi64(_mm256_sllv_epi64(one64, _mm256_sub_epi64(to, one64)), up);
+    r.sh32 = _mm256_sub_epi32(total, _mm256_set1_epi32(32));
+  } else {
+    r.ls = _mm256_max_epi32(sh, zero);
+    r.rs = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
+    r.mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, r.rs), one);
+    r.half = _mm256_srli_epi32(r.mask, 1);
+    r.shl = _mm256_movemask_epi8(_mm256_cmpgt_epi32(sh, zero)) != 0;
+    r.te = _mm256_and_si256(total, _mm256_set1_epi64x(0xffffffff));
+    r.to = _mm256_srli_epi64(total, 32);
+    const __m256i one64 = _mm256_set1_epi64x(1), sign64 = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
+    r.rnde = _mm256_or_si256(_mm256_sllv_epi64(one64, _mm256_sub_epi64(r.te, one64)), sign64);
+    r.rndo = _mm256_or_si256(_mm256_sllv_epi64(one64, _mm256_sub_epi64(r.to, one64)), sign64);
+    r.bias = _mm256_sllv_epi32(one, _mm256_sub_epi32(_mm256_set1_epi32(63), total)); /* 0 if >= 32 */
+  }
   r.zp = _mm256_set1_epi32(o->zp);
   r.lo = _mm256_set1_epi32(o->lo);
   r.hi = _mm256_set1_epi32(o->hi);
@@ -77,7 +98,12 @@ FX_REQUANT_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *sh
  * lets the caller specialise its loop on it). */
 FX_REQUANT_AVX2 __m256i fx_rq8_apply_mode_avx2(__m256i acc, const fx_rq8_avx2 *r, const int single) {
   __m256i v;
-  if (single) {
+  if (r->fast) {
+    const __m256i pe = _mm256_mul_epi32(acc, r->m);
+    const __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(acc, 32), r->m_odd);
+    const __m256i se = _mm256_add_epi64(pe, r->rnd_e), so = _mm256_add_epi64(po, r->rnd_o);
+    v = _mm256_srav_epi32(_mm256_blend_epi32(_mm256_srli_epi64(se, 32), so, 0xAA), r->sh32);
+  } else if (single) {
     const __m256i pe = _mm256_mul_epi32(acc, r->m);
     const __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(acc, 32), r->m_odd);
     const __m256i ue = _mm256_srlv_epi64(_mm256_add_epi64(pe, r->rnde), r->te);
