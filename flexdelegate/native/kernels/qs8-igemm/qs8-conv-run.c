@@ -1,7 +1,7 @@
 /* Drives a QS8 IGEMM microkernel over an NHWC convolution (qs8-run.h): per tile of MR output
- * pixels, one indirection buffer of ks x MR row pointers (the zero row for taps in the padding),
- * then every panel of the range; or, in the im2col form, gathered im2col rows through the GEMM
- * (conv/choose.c decides which). */
+ * pixels, an indirection buffer of ks x MR row pointers (the zero row for taps in the padding),
+ * the panels of the range over blocks of tiles; or, in the im2col form, gathered im2col rows
+ * through the GEMM (conv/choose.c decides which). */
 #include <stdlib.h>
 #include <string.h>
 #include "../qs8-gemm/qs8-run.h"
@@ -62,61 +62,80 @@ static void gather_row(const fx_qs8_conv_geom *cg, const int8_t *x, int8_t zx, s
   }
 }
 
-int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form, const int8_t *x,
-                     const int8_t *zero_row, const void *packed, int8_t *y, int32_t row_factor,
+/* The IGEMM form over pixels [m0, m1): blocks of up to IGEMM_TILES tiles have their
+ * indirection filled at once, then each panel runs over the whole block, so a panel's weights
+ * (ks * kc * nr bytes: 4.6 KB for a 3x3 conv of 64 channels, all the panels 37 KB, past L1) are
+ * read from L1 by every tile of the block instead of coming from L2 once per tile. */
+#define IGEMM_TILES 16
+static int run_igemm(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x,
+                     const int8_t *zero_row, const uint8_t *packed, size_t pb, int8_t *y, int32_t row_factor,
                      const fx_qs8_out *o, size_t m0, size_t m1, size_t p0, size_t p1) {
   const size_t ks = (size_t)cg->kh * (size_t)cg->kw, kc = (size_t)cg->cin, n = (size_t)cg->cout;
+  const size_t mr_max = (size_t)g->mr, nr = (size_t)g->nr, per_tile = ks * mr_max;
+  const int8_t *local[1024], **ptrs = local;
+  size_t tiles = sizeof local / sizeof local[0] / per_tile;
+  tiles = tiles > IGEMM_TILES ? IGEMM_TILES : tiles;
+  if (tiles == 0) {
+    tiles = 1;
+    if (!(ptrs = (const int8_t **)malloc(per_tile * sizeof *ptrs))) return -1;
+  }
+  int32_t corr[IGEMM_TILES][FX_QS8_MR_MAX];
+  for (size_t pix = m0; pix < m1; pix += tiles * mr_max) {
+    const size_t end = m1 - pix < tiles * mr_max ? m1 : pix + tiles * mr_max;
+    for (size_t t = 0, q = pix; q < end; t++, q += mr_max) {
+      const size_t mr = end - q < mr_max ? end - q : mr_max;
+      fill_tile(cg, x, zero_row, q, mr, mr_max, ptrs + t * per_tile);
+      if (row_factor) fx_qs8_rowsums_igemm(mr, kc, ks, ptrs + t * per_tile, mr_max, row_factor, corr[t]);
+    }
+    for (size_t p = p0; p < p1; p++) {
+      const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;
+      for (size_t t = 0, q = pix; q < end; t++, q += mr_max)
+        g->igemm(end - q < mr_max ? end - q : mr_max, nc, kc, ks, ptrs + t * per_tile, packed + (p - p0) * pb,
+                 y + q * n + n0, n, row_factor ? corr[t] : NULL, o);
+    }
+  }
+  if (ptrs != local) free((void *)ptrs);
+  return 0;
+}
+
+/* The im2col form: per tile of MR pixels their gathered rows through the GEMM, every panel; or,
+ * on a variant with a whole-panel GEMM, blocks of rows gathered at once, their rows and outputs
+ * within ~16 KB (as fx_qs8_gemm_run does), then each panel over the block. */
+static int run_im2col(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x, int8_t zx,
+                      const uint8_t *packed, size_t pb, int8_t *y, int32_t row_factor, const fx_qs8_out *o,
+                      size_t m0, size_t m1, size_t p0, size_t p1) {
+  const size_t K = (size_t)cg->kh * (size_t)cg->kw * (size_t)cg->cin, n = (size_t)cg->cout;
   const size_t mr_max = (size_t)g->mr, nr = (size_t)g->nr;
-  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg, form);
-  const size_t pb = fx_qs8_gemm_panel_bytes(&geom);
-  const int im2col = form == FX_QS8_CONV_IM2COL;
-  const size_t K = ks * kc;
-  /* im2col on a variant with a whole-panel GEMM: blocks of rows gathered at once, their rows and
-   * outputs within ~16 KB (as fx_qs8_gemm_run does), then each panel over the block */
-  const int blocks = im2col && g->gemm_rows && !row_factor;
+  const int blocks = g->gemm_rows && !row_factor;
   size_t step = mr_max;
   if (blocks) {
     step = 16384 / (K + (p1 - p0) * nr) / mr_max * mr_max;
     step = step < mr_max ? mr_max : step;
   }
-  const int8_t *local[1024], **ptrs = local;
-  int8_t *rows = NULL;
-  if (ks * mr_max > sizeof local / sizeof local[0]) {
-    ptrs = (const int8_t **)malloc(ks * mr_max * sizeof *ptrs);
-    if (!ptrs) return -1;
-  }
-  if (im2col && !(rows = (int8_t *)malloc(step * K))) {
-    if (ptrs != local) free((void *)ptrs);
-    return -1;
-  }
+  int8_t *rows = (int8_t *)malloc(step * K);
+  if (!rows) return -1;
   int32_t corr[FX_QS8_MR_MAX];
   for (size_t pix = m0; pix < m1; pix += step) {
     const size_t mr = m1 - pix < step ? m1 - pix : step;
-    if (blocks) {
-      for (size_t i = 0; i < mr; i++) gather_row(cg, x, zero_row[0], pix + i, rows + i * K);
-      for (size_t p = p0; p < p1; p++) {
-        const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;
-        g->gemm_rows(mr, nc, K, rows, K, (const uint8_t *)packed + (p - p0) * pb, y + pix * n + n0, n, o);
-      }
-      continue;
-    }
-    if (im2col) {
-      for (size_t i = 0; i < mr; i++) gather_row(cg, x, zero_row[0], pix + i, rows + i * K);
-      if (row_factor) fx_qs8_rowsums_gemm(mr, K, rows, K, row_factor, corr);
-    } else {
-      fill_tile(cg, x, zero_row, pix, mr, mr_max, ptrs);
-      if (row_factor) fx_qs8_rowsums_igemm(mr, kc, ks, ptrs, mr_max, row_factor, corr);
-    }
+    for (size_t i = 0; i < mr; i++) gather_row(cg, x, zx, pix + i, rows + i * K);
+    if (!blocks && row_factor) fx_qs8_rowsums_gemm(mr, K, rows, K, row_factor, corr);
     for (size_t p = p0; p < p1; p++) {
       const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;
-      const void *w = (const uint8_t *)packed + (p - p0) * pb;
-      if (im2col)
-        g->gemm(mr, nc, K, rows, K, w, y + pix * n + n0, n, row_factor ? corr : NULL, o);
-      else
-        g->igemm(mr, nc, kc, ks, ptrs, w, y + pix * n + n0, n, row_factor ? corr : NULL, o);
+      const uint8_t *w = packed + (p - p0) * pb;
+      if (blocks) g->gemm_rows(mr, nc, K, rows, K, w, y + pix * n + n0, n, o);
+      else g->gemm(mr, nc, K, rows, K, w, y + pix * n + n0, n, row_factor ? corr : NULL, o);
     }
   }
-  if (ptrs != local) free((void *)ptrs);
   free(rows);
   return 0;
+}
+
+int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form, const int8_t *x,
+                     const int8_t *zero_row, const void *packed, int8_t *y, int32_t row_factor,
+                     const fx_qs8_out *o, size_t m0, size_t m1, size_t p0, size_t p1) {
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg, form);
+  const size_t pb = fx_qs8_gemm_panel_bytes(&geom);
+  if (form == FX_QS8_CONV_IM2COL)
+    return run_im2col(g, cg, x, zero_row[0], packed, pb, y, row_factor, o, m0, m1, p0, p1);
+  return run_igemm(g, cg, x, zero_row, packed, pb, y, row_factor, o, m0, m1, p0, p1);
 }
