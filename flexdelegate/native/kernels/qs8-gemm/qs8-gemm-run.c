@@ -8,9 +8,7 @@
 static void run_row_blocks(const fx_qs8_gemm_config *g, size_t m, size_t n, size_t kc, const int8_t *a,
                            size_t a_stride, const uint8_t *packed, size_t pb, int8_t *c, size_t c_stride,
                            const fx_qs8_out *o, size_t p0, size_t p1) {
-  const size_t mr = (size_t)g->mr, nr = (size_t)g->nr;
-  size_t block = 16384 / (kc + (p1 - p0) * nr) / mr * mr;
-  block = block < mr ? mr : block;
+  const size_t nr = (size_t)g->nr, block = fx_qs8_row_block(g, kc, p1 - p0);
   for (size_t m0 = 0; m0 < m; m0 += block) {
     const size_t mb = m - m0 < block ? m - m0 : block;
     for (size_t p = p0; p < p1; p++) {

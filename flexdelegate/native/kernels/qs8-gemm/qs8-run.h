@@ -6,6 +6,13 @@
 
 #define FX_QS8_MR_MAX 8 /* the largest MR of qs8-gemm.inc */
 
+/* Rows per block of a whole-panel GEMM (gemm_rows) over kc-byte rows and `panels` panels: a
+ * multiple of MR (at least MR) whose A rows and outputs fit in ~16 KB of L1. */
+static inline size_t fx_qs8_row_block(const fx_qs8_gemm_config *g, size_t kc, size_t panels) {
+  const size_t mr = (size_t)g->mr, rows = 16384 / (kc + panels * (size_t)g->nr) / mr * mr;
+  return rows < mr ? mr : rows;
+}
+
 /* C[m][n] = out(A[m][kc] x panels [p0, p1)), `packed` pointing at panel p0 (the whole blob when
  * p0 is 0; a budget plan's streamed slice otherwise); row_factor != 0 adds row_factor * (row sum
  * of A) per row (QU8: fx_qu8_row_factor). */

@@ -98,33 +98,19 @@ static int run_igemm(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, co
   return 0;
 }
 
-/* The im2col form: per tile of MR pixels their gathered rows through the GEMM, every panel; or,
- * on a variant with a whole-panel GEMM, blocks of rows gathered at once, their rows and outputs
- * within ~16 KB (as fx_qs8_gemm_run does), then each panel over the block. */
+/* The im2col form: gathered rows through fx_qs8_gemm_run, MR at a time, or a whole-panel
+ * GEMM's row block at a time on a variant that has one. */
 static int run_im2col(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x, int8_t zx,
-                      const uint8_t *packed, size_t pb, int8_t *y, int32_t row_factor, const fx_qs8_out *o,
-                      size_t m0, size_t m1, size_t p0, size_t p1) {
+                      const void *packed, int8_t *y, int32_t row_factor, const fx_qs8_out *o, size_t m0,
+                      size_t m1, size_t p0, size_t p1) {
   const size_t K = (size_t)cg->kh * (size_t)cg->kw * (size_t)cg->cin, n = (size_t)cg->cout;
-  const size_t mr_max = (size_t)g->mr, nr = (size_t)g->nr;
-  const int blocks = g->gemm_rows && !row_factor;
-  size_t step = mr_max;
-  if (blocks) {
-    step = 16384 / (K + (p1 - p0) * nr) / mr_max * mr_max;
-    step = step < mr_max ? mr_max : step;
-  }
+  const size_t step = g->gemm_rows && !row_factor ? fx_qs8_row_block(g, K, p1 - p0) : (size_t)g->mr;
   int8_t *rows = (int8_t *)malloc(step * K);
   if (!rows) return -1;
-  int32_t corr[FX_QS8_MR_MAX];
   for (size_t pix = m0; pix < m1; pix += step) {
     const size_t mr = m1 - pix < step ? m1 - pix : step;
     for (size_t i = 0; i < mr; i++) gather_row(cg, x, zx, pix + i, rows + i * K);
-    if (!blocks && row_factor) fx_qs8_rowsums_gemm(mr, K, rows, K, row_factor, corr);
-    for (size_t p = p0; p < p1; p++) {
-      const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;
-      const uint8_t *w = packed + (p - p0) * pb;
-      if (blocks) g->gemm_rows(mr, nc, K, rows, K, w, y + pix * n + n0, n, o);
-      else g->gemm(mr, nc, K, rows, K, w, y + pix * n + n0, n, row_factor ? corr : NULL, o);
-    }
+    fx_qs8_gemm_run(g, mr, n, K, rows, K, packed, y + pix * n, n, row_factor, o, p0, p1);
   }
   free(rows);
   return 0;
@@ -133,9 +119,8 @@ static int run_im2col(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, c
 int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form, const int8_t *x,
                      const int8_t *zero_row, const void *packed, int8_t *y, int32_t row_factor,
                      const fx_qs8_out *o, size_t m0, size_t m1, size_t p0, size_t p1) {
-  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg, form);
-  const size_t pb = fx_qs8_gemm_panel_bytes(&geom);
   if (form == FX_QS8_CONV_IM2COL)
-    return run_im2col(g, cg, x, zero_row[0], packed, pb, y, row_factor, o, m0, m1, p0, p1);
-  return run_igemm(g, cg, x, zero_row, packed, pb, y, row_factor, o, m0, m1, p0, p1);
+    return run_im2col(g, cg, x, zero_row[0], packed, y, row_factor, o, m0, m1, p0, p1);
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg, form);
+  return run_igemm(g, cg, x, zero_row, packed, fx_qs8_gemm_panel_bytes(&geom), y, row_factor, o, m0, m1, p0, p1);
 }
