@@ -67,13 +67,17 @@ FX_REQUANT_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *sh
   r.away = away;
   r.away_any = _mm256_movemask_epi8(away) != 0;
   const __m256i total = _mm256_sub_epi32(_mm256_set1_epi32(31), sh); /* 1..62 */
+  r.te = _mm256_and_si256(total, _mm256_set1_epi64x(0xffffffff));
+  r.to = _mm256_srli_epi64(total, 32);
+  const __m256i one64 = _mm256_set1_epi64x(1); /* 2^(total - 1): the single rounding's nudge */
+  const __m256i half_e = _mm256_sllv_epi64(one64, _mm256_sub_epi64(r.te, one64));
+  const __m256i half_o = _mm256_sllv_epi64(one64, _mm256_sub_epi64(r.to, one64));
   r.fast = (r.single || (o->rounding == FLEX_RQ_UP && !r.away_any)) &&
            !_mm256_movemask_epi8(_mm256_cmpgt_epi32(sh, _mm256_set1_epi32(-1)));
   if (r.fast) {
-    const __m256i one64 = _mm256_set1_epi64x(1), up = _mm256_set1_epi64x(r.single ? 0 : 1LL << 30);
-    const __m256i te = _mm256_and_si256(total, _mm256_set1_epi64x(0xffffffff)), to = _mm256_srli_epi64(total, 32);
-    r.rnd_e = _mm256_add_epi64(_mm256_sllv_epi64(one64, _mm256_sub_epi64(te, one64)), up);
-    r.rnd_o = _mm256_add_epi64(_mm256_sllv_epi64(one64, _mm256_sub_epi64(to, one64)), up);
+    const __m256i up = _mm256_set1_epi64x(r.single ? 0 : 1LL << 30);
+    r.rnd_e = _mm256_add_epi64(half_e, up);
+    r.rnd_o = _mm256_add_epi64(half_o, up);
     r.sh32 = _mm256_sub_epi32(total, _mm256_set1_epi32(32));
   } else {
     r.ls = _mm256_max_epi32(sh, zero);
@@ -81,11 +85,9 @@ FX_REQUANT_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *sh
     r.mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, r.rs), one);
     r.half = _mm256_srli_epi32(r.mask, 1);
     r.shl = _mm256_movemask_epi8(_mm256_cmpgt_epi32(sh, zero)) != 0;
-    r.te = _mm256_and_si256(total, _mm256_set1_epi64x(0xffffffff));
-    r.to = _mm256_srli_epi64(total, 32);
-    const __m256i one64 = _mm256_set1_epi64x(1), sign64 = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
-    r.rnde = _mm256_or_si256(_mm256_sllv_epi64(one64, _mm256_sub_epi64(r.te, one64)), sign64);
-    r.rndo = _mm256_or_si256(_mm256_sllv_epi64(one64, _mm256_sub_epi64(r.to, one64)), sign64);
+    const __m256i sign64 = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
+    r.rnde = _mm256_or_si256(half_e, sign64);
+    r.rndo = _mm256_or_si256(half_o, sign64);
     r.bias = _mm256_sllv_epi32(one, _mm256_sub_epi32(_mm256_set1_epi32(63), total)); /* 0 if >= 32 */
   }
   r.zp = _mm256_set1_epi32(o->zp);
