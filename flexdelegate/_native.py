@@ -12,12 +12,16 @@ ffi, lib = _ext.ffi, _ext.lib
 
 
 
-def enum(prefix: str, source=lib) -> dict[str, int]:
+def enum_names(prefix: str, source=lib) -> dict[str, int]:
     """flex_api.h's constants (or those of another cffi lib, source) named prefix + NAME, as
-    {"name": value} with NAME lowercased and its underscores turned into dashes
+    {NAME: value} (FLEX_LUT_RELU6 -> "RELU6")."""
+    return {name[len(prefix):]: getattr(source, name) for name in dir(source) if name.startswith(prefix)}
+
+
+def enum(prefix: str, source=lib) -> dict[str, int]:
+    """enum_names with NAME lowercased and its underscores turned into dashes
     (FLEX_KERNEL_GEMM_ROWS -> "gemm-rows")."""
-    return {name[len(prefix):].lower().replace("_", "-"): getattr(source, name)
-            for name in dir(source) if name.startswith(prefix)}
+    return {name.lower().replace("_", "-"): value for name, value in enum_names(prefix, source).items()}
 
 
 def _options() -> dict[str, tuple[int, str]]:

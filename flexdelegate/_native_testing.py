@@ -17,7 +17,7 @@ FAMILIES = _native.enum("FLEX_FAMILY_", lib)
 
 # Fused activations by name (flex_api.h FLEX_ACT_*; SIGMOID and SWISH are the curves the delegate
 # fuses a following LOGISTIC, and MUL, into: native/ir/fuse.c).
-_ACTS = {name.upper().replace("-", "_"): value for name, value in _native.enum("FLEX_ACT_").items()}
+_ACTS = _native.enum_names("FLEX_ACT_")
 
 
 def variants(family: str) -> list[str]:

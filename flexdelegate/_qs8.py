@@ -86,8 +86,8 @@ def dwconv(variant: int, x, w, bias, *, depth_mult: int = 1, zx: int, zw: int = 
 
 # ---- the element-wise integer ops (kernels/qs8-ops) ----
 # flex_testing.h's FLEX_BINARY_* / FLEX_LUT_* by their TFLite names ("ADD", "RELU6", "GELU_APPROX")
-BINARY_OPS = {name.upper().replace("-", "_"): v for name, v in _native.enum("FLEX_BINARY_", lib).items()}
-LUT_KINDS = {name.upper().replace("-", "_"): v for name, v in _native.enum("FLEX_LUT_", lib).items()}
+BINARY_OPS = _native.enum_names("FLEX_BINARY_", lib)
+LUT_KINDS = _native.enum_names("FLEX_LUT_", lib)
 
 
 def _q(t):
