@@ -23,29 +23,19 @@ AVX512 static inline void store_row(float *ci, const float *ri, __mmask16 m0, __
 }
 
 /* One row (FULLY_CONNECTED on one vector, the last row of an odd M): the 8-row body would
- * run 8x the FMAs; instead 4 k-steps in flight, 8 accumulators, summed at the end. */
+ * run 8x the FMAs. Each column sums its k-steps in the body's order (bias, then k = 0, 1, ...)
+ * so a row's result does not depend on which tile it falls in: bands and thread splits that
+ * leave a single-row tile give the same bits as the whole GEMM. (Splitting k over 4
+ * accumulators hid more FMA latency but changed the last bit: test_band caught it.) */
 AVX512 static void gemm_1x32(size_t kc, const float *a, const float *w, float *c, const float *r,
                              __mmask16 m0, __mmask16 m1, const fx_gemm_out *o) {
   __m512 p0 = _mm512_loadu_ps(w), p1 = _mm512_loadu_ps(w + 16);
-  __m512 q0 = _mm512_setzero_ps(), q1 = q0, r0 = q0, r1 = q0, s0 = q0, s1 = q0;
   w += 32;
-  size_t k = 0;
-  for (; k + 4 <= kc; k += 4, w += 128) {
-    p0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(w), p0);
-    p1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(w + 16), p1);
-    q0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 1]), _mm512_loadu_ps(w + 32), q0);
-    q1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 1]), _mm512_loadu_ps(w + 48), q1);
-    r0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 2]), _mm512_loadu_ps(w + 64), r0);
-    r1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 2]), _mm512_loadu_ps(w + 80), r1);
-    s0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 3]), _mm512_loadu_ps(w + 96), s0);
-    s1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k + 3]), _mm512_loadu_ps(w + 112), s1);
+  for (size_t k = 0; k < kc; k++, w += 32) {
+    const __m512 av = _mm512_set1_ps(a[k]);
+    p0 = _mm512_fmadd_ps(av, _mm512_loadu_ps(w), p0);
+    p1 = _mm512_fmadd_ps(av, _mm512_loadu_ps(w + 16), p1);
   }
-  for (; k < kc; k++, w += 32) {
-    p0 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(w), p0);
-    p1 = _mm512_fmadd_ps(_mm512_set1_ps(a[k]), _mm512_loadu_ps(w + 16), p1);
-  }
-  p0 = _mm512_add_ps(_mm512_add_ps(p0, q0), _mm512_add_ps(r0, s0));
-  p1 = _mm512_add_ps(_mm512_add_ps(p1, q1), _mm512_add_ps(r1, s1));
   store_row(c, r, m0, m1, p0, p1, o);
 }
 
