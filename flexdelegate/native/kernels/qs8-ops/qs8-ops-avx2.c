@@ -90,11 +90,24 @@ __attribute__((target("avx2,fma"))) void fx_qs8_lut__avx2(size_t n, const uint8_
   if (i < n) fx_qs8_lut__scalar(n - i, x + i, t, y + i);
 }
 
-/* One input's rescale in a form (the left shift by 20 is exact: |x - z| < 2^9). */
-OPS_AVX2 __m256i add_scale(__m256i x, __m256i m, int s, int form) {
-  if (form == FX_ADD_PORTABLE) return rdbpot(srdhm(_mm256_slli_epi32(x, 20), m), -s);
+/* srdhm(x << 20, m) for |x| < 2^9 and m >= 0 without 64-bit products: it is
+ * floor((x*m + 2^10) / 2^11) (the 2^20 cancels), and with m = mh * 2^11 + ml that is
+ * x*mh + floor((x*ml + 2^10) / 2^11), where |x*ml| < 2^20 and |x*mh| < 2^29: two vpmulld. */
+typedef struct { __m256i mh, ml; } in_scale;
+OPS_AVX2 in_scale in_scale_of(int32_t m) {
+  return (in_scale){_mm256_set1_epi32(m >> 11), _mm256_set1_epi32(m & 2047)};
+}
+OPS_AVX2 __m256i srdhm_shl20(__m256i x, in_scale m) {
+  const __m256i low = _mm256_srai_epi32(_mm256_add_epi32(_mm256_mullo_epi32(x, m.ml), _mm256_set1_epi32(1024)), 11);
+  return _mm256_add_epi32(_mm256_mullo_epi32(x, m.mh), low);
+}
+
+/* One input's rescale in a form (x = input - zero point: |x| < 2^9, so the left shift by 20 is
+ * exact). */
+OPS_AVX2 __m256i add_scale(__m256i x, __m256i m, in_scale ms, int s, int form) {
+  if (form == FX_ADD_PORTABLE) return rdbpot(srdhm_shl20(x, ms), -s);
   if (form == FX_ADD_NEON_PRE) return srdhm(vshl(x, 20 + s), m);
-  return vshl(srdhm(_mm256_slli_epi32(x, 20), m), s);
+  return vshl(srdhm_shl20(x, ms), s);
 }
 
 __attribute__((target("avx2,fma"))) void fx_qs8_add__avx2(size_t n, const void *a, size_t a_step,
@@ -102,6 +115,7 @@ __attribute__((target("avx2,fma"))) void fx_qs8_add__avx2(size_t n, const void *
                                                          const fx_qs8_add_params *p, int form) {
   const int u8 = p->u8;
   const __m256i m1 = _mm256_set1_epi32(p->m1), m2 = _mm256_set1_epi32(p->m2);
+  const in_scale ms1 = in_scale_of(p->m1), ms2 = in_scale_of(p->m2);
   const __m256i mo = _mm256_set1_epi32(p->mo), zo = _mm256_set1_epi32(p->zo);
   const __m256i z1 = _mm256_set1_epi32(p->z1), z2 = _mm256_set1_epi32(p->z2);
   const __m256i lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
@@ -110,12 +124,12 @@ __attribute__((target("avx2,fma"))) void fx_qs8_add__avx2(size_t n, const void *
   __m256i ya = _mm256_setzero_si256();
   if (a_step == 0) {
     const int32_t a0 = u8 ? pa[0] : (int8_t)pa[0];
-    ya = add_scale(_mm256_sub_epi32(_mm256_set1_epi32(a0), z1), m1, p->s1, form);
+    ya = add_scale(_mm256_sub_epi32(_mm256_set1_epi32(a0), z1), m1, ms1, p->s1, form);
   }
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    if (a_step) ya = add_scale(_mm256_sub_epi32(load8(pa + i, u8), z1), m1, p->s1, form);
-    const __m256i yb = add_scale(_mm256_sub_epi32(load8(pb + i, u8), z2), m2, p->s2, form);
+    if (a_step) ya = add_scale(_mm256_sub_epi32(load8(pa + i, u8), z1), m1, ms1, p->s1, form);
+    const __m256i yb = add_scale(_mm256_sub_epi32(load8(pb + i, u8), z2), m2, ms2, p->s2, form);
     const __m256i raw = p->sub == 1 ? _mm256_sub_epi32(ya, yb)
                         : p->sub == 2 ? _mm256_sub_epi32(yb, ya) : _mm256_add_epi32(ya, yb);
     __m256i r = rdbpot(srdhm(raw, mo), -p->so);
