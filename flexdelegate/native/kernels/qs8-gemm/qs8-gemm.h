@@ -82,6 +82,7 @@ static inline uint64_t fx_qs8_load_tail(const int8_t *p, size_t n) {
       size_t c_stride, const fx_qs8_out *o
 #if defined(__x86_64__)
 void fx_qs8_gemm_rows_3x8c8__avx2(FX_QS8_GEMM_ROWS_ARGS);
+void fx_qs8_gemm_rows_8x16c4__avx512vnni(FX_QS8_GEMM_ROWS_ARGS);
 #endif
 
 #define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, ROWS)      \
