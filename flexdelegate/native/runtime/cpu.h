@@ -19,7 +19,8 @@
   X(AVX512F, FX_X86_HAS("avx512f"))                                               \
   X(NEON, FX_AARCH64) /* Advanced SIMD is mandatory on AArch64 */                 \
   X(AVX512BW, FX_X86_HAS("avx512f") && FX_X86_HAS("avx512bw"))                    \
-  X(AVX512VNNI, FX_X86_HAS("avx512f") && FX_X86_HAS("avx512bw") && FX_X86_HAS("avx512vnni")) \
+  X(AVX512VNNI, FX_X86_HAS("avx512f") && FX_X86_HAS("avx512bw") && FX_X86_HAS("avx512vl") &&   \
+                FX_X86_HAS("avx512vnni")) /* its kernels use ymm and masked xmm forms too (VL) */ \
   X(NEONDOT, FX_AARCH64_HWCAP(HWCAP_ASIMDDP)) /* Armv8.2 SDOT/UDOT */
 
 enum {

@@ -3,8 +3,9 @@
  * to every lane, and vpdpbusd adds the four u8 x s8 products to each channel's lane: no
  * reduction at the end. vpdpbusd takes unsigned activations, so the kernel xors A with 0x80
  * (a + 128) and the panel's bias carries -128 * sum(w) (a_offset = 128 in qs8-gemm.inc); the
- * non-saturating vpdpbusd keeps every sum exact. The output stage is the AVX2 one on the two
- * ymm halves (requant-avx2.h, tested on AVX2-only machines). */
+ * non-saturating vpdpbusd keeps every sum exact. The output stage takes requant-avx2.h's
+ * constants: its fast form (nearly every layer) runs on all 16 lanes in one zmm, the others on
+ * the two ymm halves. */
 #ifndef FLEX_QS8_C4_AVX512VNNI_H
 #define FLEX_QS8_C4_AVX512VNNI_H
 #include <immintrin.h>
@@ -12,8 +13,8 @@
 #include "../quant/requant-avx2.h"
 #include "qs8-gemm.h"
 
-#define FX_C4V __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vnni"), always_inline)) static inline
-#define FX_C4V_TARGET __attribute__((target("avx2,fma,avx512f,avx512bw,avx512vnni")))
+#define FX_C4V __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512vnni"), always_inline)) static inline
+#define FX_C4V_TARGET __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512vnni")))
 
 /* 4 bytes of a row, +128 (as unsigned), in every lane. */
 FX_C4V __m512i fx_c4v_load_a(const int8_t *p) {
@@ -49,19 +50,50 @@ FX_C4V __m512i fx_c4v_load_a_part(const int8_t *p, size_t n) {
     }                                                     \
   }
 
-/* Row i: + bias, + row correction, requantized (AVX2, two halves), stored. */
+/* The fast form of requant-avx2.h on all 16 lanes at once (both halves' constants side by
+ * side; valid when both halves are fast), then vpmovsdb narrows and a masked store writes nc
+ * bytes: half the instructions of two ymm output stages and their packs. */
+typedef struct {
+  __m512i m, m_odd, rnd_e, rnd_o, sh32, zp, lo, hi;
+  int on; /* both halves in the fast form */
+} fx_c4v_rq16;
+#define FX_C4V_JOIN(f) _mm512_inserti64x4(_mm512_castsi256_si512(r0->f), r1->f, 1)
+FX_C4V fx_c4v_rq16 fx_c4v_rq16_of(const fx_rq8_avx2 *r0, const fx_rq8_avx2 *r1) {
+  fx_c4v_rq16 q = {0};
+  q.on = r0->fast && r1->fast;
+  if (!q.on) return q;
+  q.m = FX_C4V_JOIN(m), q.m_odd = FX_C4V_JOIN(m_odd), q.rnd_e = FX_C4V_JOIN(rnd_e);
+  q.rnd_o = FX_C4V_JOIN(rnd_o), q.sh32 = FX_C4V_JOIN(sh32);
+  q.zp = FX_C4V_JOIN(zp), q.lo = FX_C4V_JOIN(lo), q.hi = FX_C4V_JOIN(hi);
+  return q;
+}
+FX_C4V void fx_c4v_rq16_store(int8_t *y, __m512i acc, const fx_c4v_rq16 *q, size_t nc) {
+  const __m512i se = _mm512_add_epi64(_mm512_mul_epi32(acc, q->m), q->rnd_e);
+  const __m512i so = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(acc, 32), q->m_odd), q->rnd_o);
+  __m512i v = _mm512_srav_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(se, 32), so), q->sh32);
+  v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, q->zp), q->lo), q->hi);
+  _mm_mask_storeu_epi8(y, (__mmask16)((1u << nc) - 1u), _mm512_cvtsepi32_epi8(v));
+}
+
+/* Row i: + bias, + row correction, requantized (the 16-lane fast form, else AVX2 on the two
+ * halves), stored. */
 #define FX_C4V_FINISH(i)                                                                      \
   if (mr > (i)) {                                                                             \
     __m512i v = _mm512_add_epi32(acc##i, vbias);                                              \
     if (row_corr) v = _mm512_add_epi32(v, _mm512_set1_epi32(row_corr[i]));                    \
-    const __m256i lo = fx_rq8_apply_avx2(_mm512_castsi512_si256(v), &rq0);                    \
-    const __m256i hi = fx_rq8_apply_avx2(_mm512_extracti64x4_epi64(v, 1), &rq1);              \
-    fx_store_bytes_avx2(c + (i) * c_stride, fx_pack16_avx2(lo, hi), nc);                      \
+    if (rq16.on) {                                                                            \
+      fx_c4v_rq16_store(c + (i) * c_stride, v, &rq16, nc);                                    \
+    } else {                                                                                  \
+      const __m256i lo = fx_rq8_apply_avx2(_mm512_castsi512_si256(v), &rq0);                  \
+      const __m256i hi = fx_rq8_apply_avx2(_mm512_extracti64x4_epi64(v, 1), &rq1);            \
+      fx_store_bytes_avx2(c + (i) * c_stride, fx_pack16_avx2(lo, hi), nc);                    \
+    }                                                                                         \
   }
 /* After the k-loops (wk at the panel's requant parameters): every row's output stage. */
 #define FX_C4V_OUTPUT(ROWS)                                                                   \
   const int32_t *rqp = (const int32_t *)wk;                                                   \
   const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);        \
   const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);    \
+  const fx_c4v_rq16 rq16 = fx_c4v_rq16_of(&rq0, &rq1);                                        \
   ROWS(FX_C4V_FINISH)
 #endif

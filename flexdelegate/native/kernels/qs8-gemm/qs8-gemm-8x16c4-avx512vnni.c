@@ -8,15 +8,21 @@
 
 /* The panel's requant parameters, past its bias and k-groups (quant/pack.h): channels 0-7
  * and 8-15. */
-FX_C4V void rq_of(const void *w, size_t kc, const fx_qs8_out *o, fx_rq8_avx2 rq[2]) {
+typedef struct {
+  fx_rq8_avx2 rq0, rq1;
+  fx_c4v_rq16 rq16;
+} out_stage;
+FX_C4V void rq_of(const void *w, size_t kc, const fx_qs8_out *o, out_stage *s) {
   const int32_t *rqp = (const int32_t *)((const int8_t *)w + 64 + (kc + 3) / 4 * 64);
-  rq[0] = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);
-  rq[1] = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);
+  s->rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);
+  s->rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);
+  s->rq16 = fx_c4v_rq16_of(&s->rq0, &s->rq1);
 }
 
 FX_C4V void tile(size_t mr, size_t nc, size_t kc, const int8_t *a, size_t a_stride, const void *w, int8_t *c,
-                 size_t c_stride, const int32_t *row_corr, const fx_rq8_avx2 *rqs) {
-  const fx_rq8_avx2 rq0 = rqs[0], rq1 = rqs[1];
+                 size_t c_stride, const int32_t *row_corr, const out_stage *s) {
+  const fx_rq8_avx2 rq0 = s->rq0, rq1 = s->rq1;
+  const fx_c4v_rq16 rq16 = s->rq16;
   const int8_t *a0 = a;
   const int8_t *a1 = mr > 1 ? a0 + a_stride : a0;
   const int8_t *a2 = mr > 2 ? a1 + a_stride : a0;
@@ -34,18 +40,18 @@ FX_C4V void tile(size_t mr, size_t nc, size_t kc, const int8_t *a, size_t a_stri
 
 FX_C4V_TARGET
 void fx_qs8_gemm_8x16c4__avx512vnni(FX_QS8_GEMM_ARGS) {
-  fx_rq8_avx2 rq[2];
-  rq_of(w, kc, o, rq);
-  tile(mr, nc, kc, a, a_stride, w, c, c_stride, row_corr, rq);
+  out_stage s;
+  rq_of(w, kc, o, &s);
+  tile(mr, nc, kc, a, a_stride, w, c, c_stride, row_corr, &s);
 }
 
 /* Every row of one panel, 8 at a time, the requant constants set up once (as the AVX2 rows
  * GEMM: with a small K they are a large part of a tile). No row correction. */
 FX_C4V_TARGET
 void fx_qs8_gemm_rows_8x16c4__avx512vnni(FX_QS8_GEMM_ROWS_ARGS) {
-  fx_rq8_avx2 rq[2];
-  rq_of(w, kc, o, rq);
+  out_stage s;
+  rq_of(w, kc, o, &s);
   for (size_t m0 = 0; m0 < m; m0 += 8, a += 8 * a_stride, c += 8 * c_stride)
-    tile(m - m0 < 8 ? m - m0 : 8, nc, kc, a, a_stride, w, c, c_stride, NULL, rq);
+    tile(m - m0 < 8 ? m - m0 : 8, nc, kc, a, a_stride, w, c, c_stride, NULL, &s);
 }
 #endif
