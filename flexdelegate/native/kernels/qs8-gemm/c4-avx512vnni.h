@@ -10,7 +10,7 @@
 #define FLEX_QS8_C4_AVX512VNNI_H
 #include <immintrin.h>
 #include <string.h>
-#include "../quant/requant-avx2.h"
+#include "../quant/requant-avx512.h"
 #include "qs8-gemm.h"
 
 #define FX_C4V __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512vnni"), always_inline)) static inline
@@ -50,31 +50,6 @@ FX_C4V __m512i fx_c4v_load_a_part(const int8_t *p, size_t n) {
     }                                                     \
   }
 
-/* The fast form of requant-avx2.h on all 16 lanes at once (both halves' constants side by
- * side; valid when both halves are fast), then vpmovsdb narrows and a masked store writes nc
- * bytes: half the instructions of two ymm output stages and their packs. */
-typedef struct {
-  __m512i m, m_odd, rnd_e, rnd_o, sh32, zp, lo, hi;
-  int on; /* both halves in the fast form */
-} fx_c4v_rq16;
-#define FX_C4V_JOIN(f) _mm512_inserti64x4(_mm512_castsi256_si512(r0->f), r1->f, 1)
-FX_C4V fx_c4v_rq16 fx_c4v_rq16_of(const fx_rq8_avx2 *r0, const fx_rq8_avx2 *r1) {
-  fx_c4v_rq16 q = {0};
-  q.on = r0->fast && r1->fast;
-  if (!q.on) return q;
-  q.m = FX_C4V_JOIN(m), q.m_odd = FX_C4V_JOIN(m_odd), q.rnd_e = FX_C4V_JOIN(rnd_e);
-  q.rnd_o = FX_C4V_JOIN(rnd_o), q.sh32 = FX_C4V_JOIN(sh32);
-  q.zp = FX_C4V_JOIN(zp), q.lo = FX_C4V_JOIN(lo), q.hi = FX_C4V_JOIN(hi);
-  return q;
-}
-FX_C4V void fx_c4v_rq16_store(int8_t *y, __m512i acc, const fx_c4v_rq16 *q, size_t nc) {
-  const __m512i se = _mm512_add_epi64(_mm512_mul_epi32(acc, q->m), q->rnd_e);
-  const __m512i so = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(acc, 32), q->m_odd), q->rnd_o);
-  __m512i v = _mm512_srav_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(se, 32), so), q->sh32);
-  v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, q->zp), q->lo), q->hi);
-  _mm_mask_storeu_epi8(y, (__mmask16)((1u << nc) - 1u), _mm512_cvtsepi32_epi8(v));
-}
-
 /* Row i: + bias, + row correction, requantized (the 16-lane fast form, else AVX2 on the two
  * halves), stored. */
 #define FX_C4V_FINISH(i)                                                                      \
@@ -82,7 +57,7 @@ FX_C4V void fx_c4v_rq16_store(int8_t *y, __m512i acc, const fx_c4v_rq16 *q, size
     __m512i v = _mm512_add_epi32(acc##i, vbias);                                              \
     if (row_corr) v = _mm512_add_epi32(v, _mm512_set1_epi32(row_corr[i]));                    \
     if (rq16.on) {                                                                            \
-      fx_c4v_rq16_store(c + (i) * c_stride, v, &rq16, nc);                                    \
+      fx_rq16_store_avx512(c + (i) * c_stride, v, &rq16, nc);                                \
     } else {                                                                                  \
       const __m256i lo = fx_rq8_apply_avx2(_mm512_castsi512_si256(v), &rq0);                  \
       const __m256i hi = fx_rq8_apply_avx2(_mm512_extracti64x4_epi64(v, 1), &rq1);            \
@@ -94,6 +69,6 @@ FX_C4V void fx_c4v_rq16_store(int8_t *y, __m512i acc, const fx_c4v_rq16 *q, size
   const int32_t *rqp = (const int32_t *)wk;                                                   \
   const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);        \
   const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);    \
-  const fx_c4v_rq16 rq16 = fx_c4v_rq16_of(&rq0, &rq1);                                        \
+  const fx_rq16_avx512 rq16 = fx_rq16_of_avx512(&rq0, &rq1);                                  \
   ROWS(FX_C4V_FINISH)
 #endif

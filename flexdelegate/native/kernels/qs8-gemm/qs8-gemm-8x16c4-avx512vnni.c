@@ -10,19 +10,19 @@
  * and 8-15. */
 typedef struct {
   fx_rq8_avx2 rq0, rq1;
-  fx_c4v_rq16 rq16;
+  fx_rq16_avx512 rq16;
 } out_stage;
 FX_C4V void rq_of(const void *w, size_t kc, const fx_qs8_out *o, out_stage *s) {
   const int32_t *rqp = (const int32_t *)((const int8_t *)w + 64 + (kc + 3) / 4 * 64);
   s->rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);
   s->rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);
-  s->rq16 = fx_c4v_rq16_of(&s->rq0, &s->rq1);
+  s->rq16 = fx_rq16_of_avx512(&s->rq0, &s->rq1);
 }
 
 FX_C4V void tile(size_t mr, size_t nc, size_t kc, const int8_t *a, size_t a_stride, const void *w, int8_t *c,
                  size_t c_stride, const int32_t *row_corr, const out_stage *s) {
   const fx_rq8_avx2 rq0 = s->rq0, rq1 = s->rq1;
-  const fx_c4v_rq16 rq16 = s->rq16;
+  const fx_rq16_avx512 rq16 = s->rq16;
   const int8_t *a0 = a;
   const int8_t *a1 = mr > 1 ? a0 + a_stride : a0;
   const int8_t *a2 = mr > 2 ? a1 + a_stride : a0;

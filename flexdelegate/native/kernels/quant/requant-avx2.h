@@ -1,8 +1,8 @@
 /* The AVX2 output stage: 8 int32 accumulators -> requant (requant.h) -> + zero point -> clamp,
  * and the packing of clamped lanes to int8. Shared by every x86 integer kernel: the AVX-512
  * ones run it on the two ymm halves of their zmm results, so the output stage is one piece of
- * code, exercised on every AVX2 machine (the VNNI GEMM runs the fast form's arithmetic on 16
- * lanes from these same constants: c4-avx512vnni.h).
+ * code, exercised on every AVX2 machine (requant-avx512.h runs the fast form on 16 lanes from
+ * these same constants).
  *
  * x*m needs 64 bits: vpmuldq multiplies the even lanes, and the odd lanes after a 32-bit shift;
  * bits [31, 62] of (x*m + 2^30) are the rounded high half (even: logical >> 31, odd: << 1 into

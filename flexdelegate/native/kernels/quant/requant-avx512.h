@@ -1,0 +1,37 @@
+/* requant-avx2.h's fast form on 16 lanes in one zmm, from the two 8-lane halves' constants
+ * (so there is still one place that computes them), then vpmovsdb and a masked store of n
+ * bytes: half the instructions of two ymm output stages and their packs. Only for kernels
+ * whose ISA has AVX512F/BW/VL; valid when both halves are in the fast form (`on`). */
+#ifndef FLEX_QUANT_REQUANT_AVX512_H
+#define FLEX_QUANT_REQUANT_AVX512_H
+#include "requant-avx2.h"
+
+#define FX_REQUANT_AVX512 \
+  __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"), always_inline)) static inline
+
+typedef struct {
+  __m512i m, m_odd, rnd_e, rnd_o, sh32, zp, lo, hi;
+  int on; /* both halves in the fast form */
+} fx_rq16_avx512;
+
+#define FX_RQ16_JOIN(f) _mm512_inserti64x4(_mm512_castsi256_si512(r0->f), r1->f, 1)
+FX_REQUANT_AVX512 fx_rq16_avx512 fx_rq16_of_avx512(const fx_rq8_avx2 *r0, const fx_rq8_avx2 *r1) {
+  fx_rq16_avx512 q = {0};
+  q.on = r0->fast && r1->fast;
+  if (!q.on) return q;
+  q.m = FX_RQ16_JOIN(m), q.m_odd = FX_RQ16_JOIN(m_odd), q.rnd_e = FX_RQ16_JOIN(rnd_e);
+  q.rnd_o = FX_RQ16_JOIN(rnd_o), q.sh32 = FX_RQ16_JOIN(sh32);
+  q.zp = FX_RQ16_JOIN(zp), q.lo = FX_RQ16_JOIN(lo), q.hi = FX_RQ16_JOIN(hi);
+  return q;
+}
+#undef FX_RQ16_JOIN
+
+/* Requantizes 16 accumulators (lanes in channel order) and stores the first n (<= 16) bytes. */
+FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq16_avx512 *q, size_t n) {
+  const __m512i se = _mm512_add_epi64(_mm512_mul_epi32(acc, q->m), q->rnd_e);
+  const __m512i so = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(acc, 32), q->m_odd), q->rnd_o);
+  __m512i v = _mm512_srav_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(se, 32), so), q->sh32);
+  v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, q->zp), q->lo), q->hi);
+  _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), _mm512_cvtsepi32_epi8(v));
+}
+#endif
