@@ -3,10 +3,11 @@ see flexdelegate/native/include/flex_api.h) becomes a planner Graph, and the Pla
 the runtime's flat step list. Called from C through the flex_plan_callback extern."""
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from .. import _native
-from ..memstat import release_heap
+from ..memstat import release_heap, rss_bytes
 from ..tflite.schema import BUILTIN_OP_NAMES
 from .arena import plan as make_plan
 from .cache import PlanCache
@@ -26,6 +27,9 @@ KERNEL_NAMES = {v: k for k, v in KERNELS.items()}
 # The last plans, so the runtime's second call (when it needed more room for the steps)
 # does not plan again.
 _memo: dict = {}
+# What a new plan may leave resident in the Python heap within the runtime's reserve
+# (plan/budget.c FX_BUDGET_RUNTIME_RESERVE); beyond it the arena makes room (fill_plan).
+HEAP_KEPT = 512 << 10
 keep_plans = False  # `flexdelegate plan` sets it to read the whole plan back
 
 
@@ -80,25 +84,31 @@ def _fits_c(p) -> bool:
             and all(ok(v, _U64) for v in p.tensor_offsets.values()))
 
 
-def _cached_or_new(graph, budget: int, threads: int, isa: str):
-    """Plans are cached on disk by graph, budget, ISA and threads, so warm loads skip planning;
-    one read back is verified before it runs (a damaged or foreign file is just replanned)."""
+def _cached_or_new(graph, budget: int, threads: int, isa: str, arena_limit: int):
+    """(plan, made now?). Plans are cached on disk by graph, budget, ISA and threads, so warm
+    loads skip planning; one read back is verified before it runs (a damaged or foreign file is
+    just replanned). A new plan is made for arena_limit (<= budget; below it, the cache is not
+    read) and cached under budget."""
     cache = PlanCache()
     try:
-        p = cache.get(graph, budget, isa, threads)
+        p = cache.get(graph, budget, isa, threads) if arena_limit == budget else None
         if p is not None:
             verify(p, graph)
             if not _fits_c(p):
                 raise ValueError("plan values out of range for the runtime")
-            return p
+            return p, False
     except Exception:  # unreadable or inconsistent: plan afresh
         pass
-    p = make_plan(graph, budget, threads=threads, isa=isa)
+    try:
+        p = make_plan(graph, arena_limit, threads=threads, isa=isa)
+    except BudgetTooSmall as e:  # in the caller's terms: what the limit left out counts too
+        raise BudgetTooSmall(budget, e.min_budget_bytes + budget - arena_limit, e.layer, e.op) from None
+    p = dataclasses.replace(p, budget_bytes=budget)  # fits a smaller limit: fits the budget
     try:
         cache.put(graph, p)
     except OSError:  # a read-only cache directory only costs the next load a replan
         pass
-    return p
+    return p, True
 
 
 def last_plan():
@@ -123,15 +133,27 @@ def fill_plan(ffi, desc, out) -> int:
         key = (graph.key(), arena_budget, int(desc.threads), isa)
         if key not in _memo:
             _memo.clear()
-            p = _cached_or_new(graph, arena_budget, int(desc.threads), isa)
-            nodes = [int(desc.layers[i].node) for i in range(desc.n_layers)]
-            offsets = [int(p.tensor_offsets.get(int(desc.tensors[i].id), 0)) for i in range(desc.n_tensors)]
-            summary = (p.deps_start, p.arena_bytes, p.min_budget_bytes + int(desc.reserve_bytes), offsets)
             # Planning is the budget's Python-side cost: keep only the flat steps (the whole
-            # plan only for `flexdelegate plan`), and give the freed heap back to the OS.
-            _memo[key] = (p if keep_plans else None, _steps(p), graph if keep_plans else None, nodes, summary)
-            del p
-            release_heap()
+            # plan only for `flexdelegate plan`), and give the freed heap back to the OS. What
+            # stays resident still counts: the heap a new plan leaves fragmented, pinned by the
+            # few objects that outlive it (GPT-2-small: ~3 MB, measured; ~0 for a plan read
+            # back from the cache). The runtime's reserve holds HEAP_KEPT of it (CNN-sized
+            # graphs: ~0.1 MB); while the rest and the arena exceed the arena budget, plan
+            # again for what is left (a rerun mostly reuses the freed heap; at most 3 runs).
+            before, limit = rss_bytes(), arena_budget
+            for _ in range(3):
+                p, new = _cached_or_new(graph, arena_budget, int(desc.threads), isa, limit)
+                nodes = [int(desc.layers[i].node) for i in range(desc.n_layers)]
+                offsets = [int(p.tensor_offsets.get(int(desc.tensors[i].id), 0)) for i in range(desc.n_tensors)]
+                summary = (p.deps_start, p.arena_bytes, p.min_budget_bytes + int(desc.reserve_bytes), offsets)
+                _memo[key] = (p if keep_plans else None, _steps(p), graph if keep_plans else None, nodes, summary)
+                arena = p.arena_bytes
+                del p
+                release_heap()
+                kept = rss_bytes() - before - HEAP_KEPT
+                if not new or kept <= 0 or arena + kept <= arena_budget:
+                    break
+                limit = arena_budget - kept
         _, steps, _, _, (deps_start, arena_bytes, min_budget_bytes, offsets) = _memo[key]
         out.n_steps = len(steps)
         if len(steps) > out.capacity:

@@ -323,6 +323,51 @@ def test_plans_are_cached_on_disk_and_checked(model, reference, tmp_path, monkey
     assert max_error(ref, invoke(it, x)) <= 1e-4
 
 
+def test_heap_a_new_plan_leaves_resident_shrinks_its_arena(model, reference, tmp_path, monkeypatch):
+    """What planning leaves resident (a fragmented heap) counts against the budget: the arena is
+    replanned into what is left, that plan is cached under the budget asked for, and a warm load
+    runs it without planning. Simulated: the first plan leaves 3 MB resident, a rerun no more."""
+    from flexdelegate.planner import bridge
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    x, ref = reference
+    budget = min_budget(model, tmp_path / "m.fxc") + 4
+    limits, plan = [], bridge.make_plan
+
+    def planning(graph, limit, **kw):
+        limits.append(limit)
+        return plan(graph, limit, **kw)
+    rss = iter([10**9] + [10**9 + 3 * MB + bridge.HEAP_KEPT] * 9)  # before planning, then after each plan
+    monkeypatch.setattr(bridge, "make_plan", planning)
+    monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
+    bridge._memo.clear()
+    it = make_interpreter(model, delegate=load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc")))
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    assert len(limits) >= 2 and limits[1] <= limits[0] - 3 * MB, limits
+    (path,) = (tmp_path / "xdg" / "flexdelegate" / "plans").iterdir()
+    saved = json.loads(path.read_text())["plan"]
+    assert saved["budget_bytes"] == limits[0] and saved["arena_bytes"] <= limits[-1]
+    limits.clear()
+    bridge._memo.clear()
+    it = make_interpreter(model, delegate=load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc")))
+    assert limits == [] and max_error(ref, invoke(it, x)) <= 1e-4
+    bridge._memo.clear()
+
+
+def test_heap_planning_leaves_beyond_the_budget_makes_it_infeasible(model, tmp_path, monkeypatch):
+    """When what planning leaves resident does not fit either, the load is refused with a
+    minimum that counts it (above the budget asked for), not run over the budget."""
+    from flexdelegate.planner import bridge
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    budget = min_budget(model, tmp_path / "m.fxc") + 1
+    rss = iter([10**9] + [10**9 + 9 * MB + bridge.HEAP_KEPT] * 9)
+    monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
+    bridge._memo.clear()
+    with pytest.raises(BudgetError) as e:
+        make_interpreter(model, delegate=load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc")))
+    assert e.value.min_budget_mb > budget + 7, str(e.value)
+    bridge._memo.clear()
+
+
 @pytest.mark.parametrize("field", [6, 10])  # w_offset, s_offset in bridge._steps' tuples
 def test_the_runtime_refuses_an_unaligned_slot_the_planner_hands_it(model, tmp_path, monkeypatch, field):
     """The C loader checks a plan on its own (the Python check only sees plans read from disk):
