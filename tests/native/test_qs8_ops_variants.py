@@ -51,6 +51,31 @@ def test_binary_variants_equal_scalar(op, dtype):
     assert ran > 300
 
 
+@pytest.mark.parametrize("op", ["ADD", "MUL"])
+@pytest.mark.parametrize("c", [1, 8, 16, 32, 40, 48, 600, 1100])
+def test_a_vector_broadcast_over_rows_equals_it_expanded(op, c):
+    """(1, H, W, C) against (1, 1, 1, C), squeeze-and-excite's gate: the driver runs many rows
+    per kernel call against the vector tiled (where every element of a row takes the same
+    arithmetic); each element equals the same op on the vector expanded to the full shape, in
+    the portable arithmetic always, and in the NEON one where C is a whole number of its blocks
+    (a row's block split then falls at row ends either way). Output splits start mid-row."""
+    rng = np.random.default_rng(c)
+    x = rng.integers(-128, 128, (1, 7, 9, c)).astype(np.int8)
+    g = rng.integers(-128, 128, (1, 1, 1, c)).astype(np.int8)
+    for v in range(len(testing.variants("qs8-ops"))):
+        for stock in (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON):
+            if stock == _qs8.STOCK_NEON and c % 16:
+                continue
+            qa, qb, qo = rand_params(rng, np.int8, op)
+            want = _qs8.binary(v, op, x, np.broadcast_to(g, x.shape).copy(), qa, qb, qo, stock=stock)
+            for chunk in (0, 5, 37):
+                for a, b, qa_, qb_ in ((x, g, qa, qb), (g, x, qb, qa)):
+                    if a is g and op != "MUL":  # ADD is symmetric only up to its input order
+                        continue
+                    got = _qs8.binary(v, op, a, b, qa_, qb_, qo, stock=stock, chunk=chunk)
+                    assert np.array_equal(got, want), (v, stock, chunk, a.shape)
+
+
 @pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
 @pytest.mark.parametrize("op", ["ADD", "SUB"])
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])

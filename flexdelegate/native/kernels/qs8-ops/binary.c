@@ -4,8 +4,12 @@
  * elements against one broadcast scalar; any other broadcast goes an element at a time. On
  * LiteRT (FLEX_STOCK_NEON) each run's leading whole blocks take the NEON arithmetic and the rest
  * the portable one, so the form of an output element follows from its place in its run. */
+#include <stdint.h>
 #include <string.h>
 #include "qs8-ops.h"
+
+/* Bytes of a repeated broadcast vector tiled on the stack (fx_qs8_binary_run). */
+#define FX_QS8_TILE_BYTES 2048
 
 /* ProcessBroadcastShapes: returns the kind; d[] and swap for FX_BC_FIVEFOLD. */
 int fx_qs8_bcast_plan(const fx_qs8_shape *a, const fx_qs8_shape *b, fx_qs8_bcast *bc) {
@@ -187,6 +191,13 @@ void fx_qs8_binary_run(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop, 
   const size_t len = (size_t)(scalar ? d[3] : d[4]);
   neon_loop(bop, scalar, &block, &form);
   if (len == 0) return;
+  /* Short runs against one repeated vector (squeeze-and-excite's gate over a feature map):
+   * k whole runs at a time against the vector tiled k times, one kernel call per k * len
+   * elements instead of one per run (EfficientNet-B0: 12,544 calls of 32). Only where every
+   * element of a run takes the same arithmetic (no NEON block boundary inside a run). */
+  uint8_t tiled[FX_QS8_TILE_BYTES];
+  size_t tiled_off = SIZE_MAX, tiled_runs = 0;
+  const int tile = !scalar && 2 * len <= sizeof tiled && (block == 0 || len % (size_t)block == 0);
   for (size_t e = e0; e < e1;) {
     const size_t q = e / len, r0 = e % len;
     const size_t r1 = e1 - (e - r0) < len ? e1 - (e - r0) : len;
@@ -200,6 +211,18 @@ void fx_qs8_binary_run(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop, 
       const size_t i2 = q2 % (size_t)d[2], i0 = q2 / ((size_t)d[2] * (size_t)d[1]);
       a_off = q2 * len;
       b_off = ((i0 * (size_t)d[2] + i2) * (size_t)d[3] + i3) * len;
+      size_t k = sizeof tiled / len, left = (size_t)d[3] - i3, whole = (e1 - e) / len;
+      k = k < left ? k : left;
+      k = k < whole ? k : whole;
+      if (tile && r0 == 0 && k >= 2) {
+        if (tiled_off != a_off) {
+          tiled_off = a_off, tiled_runs = sizeof tiled / len;
+          for (size_t j = 0; j < tiled_runs; j++) memcpy(tiled + j * len, fa + a_off, len);
+        }
+        run_loop(v, bop, &ap, &mp, k * len, block, form, tiled, 1, fb + b_off, py + e, 0, k * len);
+        e += k * len;
+        continue;
+      }
     }
     run_loop(v, bop, &ap, &mp, len, block, form, fa + a_off, scalar ? 0 : 1, fb + b_off,
              py + (e - r0), r0, r1);
