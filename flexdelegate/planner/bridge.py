@@ -142,7 +142,11 @@ def fill_plan(ffi, desc, out) -> int:
             # again for what is left (a rerun mostly reuses the freed heap; at most 3 runs).
             before, limit = rss_bytes(), arena_budget
             for _ in range(3):
-                p, new = _cached_or_new(graph, arena_budget, int(desc.threads), isa, limit)
+                try:
+                    p, new = _cached_or_new(graph, arena_budget, int(desc.threads), isa, limit)
+                except BudgetTooSmall:
+                    _memo.clear()  # not the previous run's plan, which did not fit
+                    raise
                 nodes = [int(desc.layers[i].node) for i in range(desc.n_layers)]
                 offsets = [int(p.tensor_offsets.get(int(desc.tensors[i].id), 0)) for i in range(desc.n_tensors)]
                 summary = (p.deps_start, p.arena_bytes, p.min_budget_bytes + int(desc.reserve_bytes), offsets)

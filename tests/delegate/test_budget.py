@@ -365,6 +365,7 @@ def test_heap_planning_leaves_beyond_the_budget_makes_it_infeasible(model, tmp_p
     with pytest.raises(BudgetError) as e:
         make_interpreter(model, delegate=load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc")))
     assert e.value.min_budget_mb > budget + 7, str(e.value)
+    assert not bridge._memo  # the plan that did not fit is not served to the next call
     bridge._memo.clear()
 
 
