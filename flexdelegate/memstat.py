@@ -79,6 +79,17 @@ def smaps_rollup() -> dict:
     return _kb_fields("/proc/self/smaps_rollup")
 
 
+def sanitizer_allocator() -> bool:
+    """Whether a sanitizer's allocator (AddressSanitizer, ThreadSanitizer) runs this process:
+    its quarantine and shadow memory then move the resident set, not the program's heap."""
+    try:
+        with open("/proc/self/maps") as f:
+            maps = f.read()
+    except OSError:
+        return False
+    return "libasan" in maps or "libtsan" in maps
+
+
 def release_heap() -> None:
     """Collects Python's garbage and hands glibc's free heap back to the OS (malloc_trim; a
     no-op without glibc): after it, RSS is what is in use, so a peak measured from here counts

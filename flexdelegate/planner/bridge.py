@@ -7,7 +7,7 @@ import dataclasses
 import math
 
 from .. import _native
-from ..memstat import release_heap, rss_bytes
+from ..memstat import release_heap, rss_bytes, sanitizer_allocator
 from ..tflite.schema import BUILTIN_OP_NAMES
 from .arena import plan as make_plan
 from .cache import PlanCache
@@ -30,6 +30,8 @@ _memo: dict = {}
 # What a new plan may leave resident in the Python heap within the runtime's reserve
 # (plan/budget.c FX_BUDGET_RUNTIME_RESERVE); beyond it the arena makes room (fill_plan).
 HEAP_KEPT = 512 << 10
+# Under a sanitizer the resident set measures its quarantine, not the heap: no replanning.
+MEASURE_HEAP = not sanitizer_allocator()
 keep_plans = False  # `flexdelegate plan` sets it to read the whole plan back
 
 
@@ -155,7 +157,7 @@ def fill_plan(ffi, desc, out) -> int:
                 del p
                 release_heap()
                 kept = rss_bytes() - before - HEAP_KEPT
-                if not new or kept <= 0 or arena + kept <= arena_budget:
+                if not new or not MEASURE_HEAP or kept <= 0 or arena + kept <= arena_budget:
                     break
                 limit = arena_budget - kept
         _, steps, _, _, (deps_start, arena_bytes, min_budget_bytes, offsets) = _memo[key]

@@ -339,6 +339,7 @@ def test_heap_a_new_plan_leaves_resident_shrinks_its_arena(model, reference, tmp
     rss = iter([10**9] + [10**9 + 3 * MB + bridge.HEAP_KEPT] * 9)  # before planning, then after each plan
     monkeypatch.setattr(bridge, "make_plan", planning)
     monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
+    monkeypatch.setattr(bridge, "MEASURE_HEAP", True)  # also under a sanitizer: RSS is simulated
     bridge._memo.clear()
     it = make_interpreter(model, delegate=load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc")))
     assert max_error(ref, invoke(it, x)) <= 1e-4
@@ -361,6 +362,7 @@ def test_heap_planning_leaves_beyond_the_budget_makes_it_infeasible(model, tmp_p
     budget = min_budget(model, tmp_path / "m.fxc") + 1
     rss = iter([10**9] + [10**9 + 9 * MB + bridge.HEAP_KEPT] * 9)
     monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
+    monkeypatch.setattr(bridge, "MEASURE_HEAP", True)  # also under a sanitizer: RSS is simulated
     bridge._memo.clear()
     with pytest.raises(BudgetError) as e:
         make_interpreter(model, delegate=load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc")))
