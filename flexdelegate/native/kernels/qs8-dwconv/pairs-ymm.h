@@ -20,8 +20,8 @@ DW __m256i dw_load_x(const int8_t *p, int full, size_t n) {
  * taps' interleaved weights in one dot step, DW_DOT, which adds both products per channel to
  * an int32 lane (|sum| <= 2 * 128 * 255: exact). Half the widening shuffles of a
  * product-then-widen loop; the unpacks leave channels {0-3, 8-11} and {4-7, 12-15} in the two
- * accumulators, put back in order once per pixel. The pair weights are interleaved once per tile into wp[] (an odd last
- * tap pairs with zeros). */
+ * accumulators, put back in order once per pixel. The pair weights are interleaved once per
+ * tile into wp[] (an odd last tap pairs with zeros). */
 #define DW_MAX_PAIRS 32
 
 DW void dw_pair(const int8_t *const *in, size_t t, size_t T, size_t c0, int full, size_t nc,
@@ -84,7 +84,6 @@ DW void dw_up16(FX_QS8_DW_ARGS) {
   }
   if (c0 < channels) dw_tile(c0, channels - c0, 0, pixels, in, taps, wp, out, out_stride, o, single);
 }
-
 
 #define DW_FN2(name, isa) name##isa
 #define DW_FN(name, isa) DW_FN2(name, isa)

@@ -15,6 +15,7 @@ void fx_qs8_igemm_8x16c4__avx512vnni(FX_QS8_IGEMM_ARGS) {
     const int8_t *a4 = a[4], *a5 = a[5], *a6 = a[6], *a7 = a[7];
     FX_C4V_KLOOP(ROWS)
   }
-  FX_C4V_OUTPUT(ROWS)
+  const fx_c4v_out os = fx_c4v_out_of((const int32_t *)wk, o);
+  ROWS(FX_C4V_FINISH)
 }
 #endif

@@ -196,7 +196,7 @@ void fx_qs8_binary_run(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop, 
    * elements instead of one per run (EfficientNet-B0: 12,544 calls of 32). Only where every
    * element of a run takes the same arithmetic (no NEON block boundary inside a run). */
   uint8_t tiled[FX_QS8_TILE_BYTES];
-  size_t tiled_off = SIZE_MAX, tiled_runs = 0;
+  size_t tiled_off = SIZE_MAX; /* the run now tiled, as many times as fit */
   const int tile = !scalar && 2 * len <= sizeof tiled && (block == 0 || len % (size_t)block == 0);
   for (size_t e = e0; e < e1;) {
     const size_t q = e / len, r0 = e % len;
@@ -216,8 +216,8 @@ void fx_qs8_binary_run(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop, 
       k = k < whole ? k : whole;
       if (tile && r0 == 0 && k >= 2) {
         if (tiled_off != a_off) {
-          tiled_off = a_off, tiled_runs = sizeof tiled / len;
-          for (size_t j = 0; j < tiled_runs; j++) memcpy(tiled + j * len, fa + a_off, len);
+          tiled_off = a_off;
+          for (size_t j = 0; j + len <= sizeof tiled; j += len) memcpy(tiled + j, fa + a_off, len);
         }
         run_loop(v, bop, &ap, &mp, k * len, block, form, tiled, 1, fb + b_off, py + e, 0, k * len);
         e += k * len;
