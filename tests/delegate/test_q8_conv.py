@@ -83,6 +83,38 @@ def test_fully_connected(act, batch, k, n, keep):
     check_exact(m.build(y))
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("hw,k,stride,cin,cout", [
+    (7, 1, 1, 40, 200), (14, 1, 1, 24, 72), (7, 3, 1, 16, 90), (9, 3, 2, 3, 40), (33, 1, 1, 9, 33)])
+def test_conv2d_split_between_threads(threads, hw, k, stride, cin, cout):
+    """Small maps split their weight panels between the threads as well as their pixels (the
+    task grid of ir/qlayer.c), large ones their pixels in 16 chunks per thread; the float input
+    is quantized in pieces too (33 x 33 x 9 values: 1 past the last whole 8, under
+    the tail rounding). Every split gives stock's bytes."""
+    m = QModel()
+    f = m.input((1, hw, hw, cin), F32)
+    x = m.tensor((1, hw, hw, cin), Q(S8, 0.04, -5))
+    m.op("QUANTIZE", [f], [x])
+    o = -(-hw // stride)
+    y = m.tensor((1, o, o, cout), Q(S8, 0.3, 4))
+    w = m.const(weights((cout, k, k, cin), cin), wq(0.01, cout, True, 0))
+    b = m.const(bias(cout, cout), Q(np.int32, 0.04 * 0.01, 0))
+    m.op("CONV_2D", [x, w, b], [y], padding="SAME", stride_w=stride, stride_h=stride, fused_activation_function="RELU")
+    check_exact(m.build(y), num_threads=threads)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("batch", [1, 5, 70])
+def test_fully_connected_split_between_threads(threads, batch):
+    """A classifier head's one row splits panels; many rows split rows, a few both."""
+    m = QModel()
+    x = m.input((batch, 96), Q(S8, 0.1, 3))
+    y = m.tensor((batch, 250), Q(S8, 0.5, -2))
+    m.op("FULLY_CONNECTED", [x, m.const(weights((250, 96), 1), Q(S8, 0.01, 0)), m.const(bias(250, 3), Q(np.int32, 0.001, 0))],
+         [y])
+    check_exact(m.build(y), num_threads=threads)
+
+
 @pytest.mark.parametrize("dtype,zp", [(S8, -3), (S8, 127), (U8, 128), (U8, 0)])
 @pytest.mark.parametrize("count", [8, 13, 1000])
 def test_quantize_dequantize(dtype, zp, count):

@@ -477,8 +477,24 @@ const struct fx_conv_pack *fx_node_pack(const fx_node *n, int kernel) {
  * split of rules (quant_rounding.py): FLEX_QUANT_AWAY, scale * (float)(q - zero point), one
  * rounding of an exact product (TFLite's scalar loop); FLEX_QUANT_RECIP_EVEN, (float)q * scale -
  * (float)zp * scale in float (its NEON loop). */
+typedef struct {
+  const fx_qs8_ops_config *v;
+  const float *x;
+  uint8_t *y;
+  size_t main;
+  fx_qs8_quant_params p;
+  int rounding, tail_rounding;
+} quantize_job;
+
+/* Values [b, e): each under the rule of its index (element-wise: any split gives stock's bytes). */
+static void quantize_part(void *ctx, size_t b, size_t e) {
+  const quantize_job *j = ctx;
+  const size_t mid = e < j->main ? e : b > j->main ? b : j->main;
+  if (mid > b) j->v->quantize(mid - b, j->x + b, j->y + b, &j->p, j->rounding);
+  if (e > mid) j->v->quantize(e - mid, j->x + mid, j->y + mid, &j->p, j->tail_rounding);
+}
+
 int fx_run_quantize(fx_graph *g, fx_node *n, fx_pool *pool) {
-  (void)pool;
   const fx_tensor *x = XT, *y = YT;
   const size_t count = fx_shape_numel(&x->shape);
   const int xu8 = x->dtype == FX_U8, yu8 = y->dtype == FX_U8;
@@ -496,11 +512,11 @@ int fx_run_quantize(fx_graph *g, fx_node *n, fx_pool *pool) {
   }
   const int32_t lo = n->qout.lo, hi = n->qout.hi, zy = n->qout.zp;
   if (x->dtype == FX_F32) {
-    const fx_qs8_ops_config *v = fx_qs8_ops_config_get();
-    const fx_qs8_quant_params p = {.scale = (double)y->quant.scale, .inv_scale = (float)(1.0 / (double)y->quant.scale),
-                                   .zp = zy, .lo = lo, .hi = hi, .u8 = yu8};
-    v->quantize(main, x->ptr, y->ptr, &p, n->qout.rounding);
-    v->quantize(count - main, (const float *)x->ptr + main, (uint8_t *)y->ptr + main, &p, n->qout.tail_rounding);
+    const quantize_job j = {fx_qs8_ops_config_get(), x->ptr, y->ptr, main,
+                            {.scale = (double)y->quant.scale, .inv_scale = (float)(1.0 / (double)y->quant.scale),
+                             .zp = zy, .lo = lo, .hi = hi, .u8 = yu8},
+                            n->qout.rounding, n->qout.tail_rounding};
+    fx_parallel_for(pool, count, 1 << 13, quantize_part, (void *)&j);
     return 0;
   }
   for (size_t i = 0; i < count; i++) {

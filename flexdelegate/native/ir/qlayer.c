@@ -1,9 +1,9 @@
 /* int8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D: requantization parameters as stock TFLite
  * computes them (kernels/quant/requant.h), the weights packed once at init into the QS8 kernels'
  * panels (kernels/quant/pack.h), and the runs over the whole-layer drivers, split across the
- * pool by output pixels (GEMM panels for FULLY_CONNECTED's few rows) or depthwise rows. A budget
- * plan (plan/budget.c) runs a GEMM layer a panel range at a time from its streamed slice
- * (fx_qlayer_run_part). The tflite reader (read_qconv) has checked dtypes, zero points, the
+ * pool by output pixels and, for layers with few of them, GEMM panels too (run_grid), or
+ * depthwise rows. A budget plan (plan/budget.c) runs a GEMM layer a panel range at a time from
+ * its streamed slice (fx_qlayer_run_part). The tflite reader (read_qconv) has checked dtypes, zero points, the
  * channel axis and the rounding. */
 #include <stdlib.h>
 #include <string.h>
@@ -222,27 +222,55 @@ typedef struct {
   const uint8_t *w; /* panel p0 */
   size_t m, k, cout, p0, p1, panel_bytes;
   int mult;
+  int a_direct; /* x is the GEMM's A (FULLY_CONNECTED, a pointwise conv): no gather */
   const fx_qs8_out *o;
   int failed;
 } qrun;
 
-static void conv_pixels(void *ctx, size_t begin, size_t end) {
-  qrun *r = ctx;
-  if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->q->form, r->x, r->q->zero_row, r->w, r->y, 0, r->o, begin, end, r->p0, r->p1))
+/* A GEMM layer's work as a grid of tasks: row chunks (output pixels; FULLY_CONNECTED rows) x
+ * panel chunks. Rows alone when there are enough chunks to balance the threads; a layer with
+ * few rows (7x7 and 14x14 maps, a classifier head) also splits its panels, each task reading
+ * its rows of A (a few KB at these sizes) again. */
+typedef struct {
+  qrun *r;
+  size_t rows, row_chunks, panels, panel_chunk, panel_chunks;
+} qgrid;
+
+static void grid_task(void *ctx, int tid, size_t t) {
+  (void)tid;
+  const qgrid *gd = ctx;
+  qrun *r = gd->r;
+  const size_t rc = t % gd->row_chunks, pc = t / gd->row_chunks;
+  const size_t m0 = rc * gd->rows, m1 = m0 + gd->rows < r->m ? m0 + gd->rows : r->m;
+  const size_t b = pc * gd->panel_chunk, e = b + gd->panel_chunk < gd->panels ? b + gd->panel_chunk : gd->panels;
+  const uint8_t *w = r->w + b * r->panel_bytes;
+  if (r->a_direct)
+    fx_qs8_gemm_run(r->q->gemm, m1 - m0, r->cout, r->k, r->x + m0 * r->k, r->k, w, r->y + m0 * r->cout, r->cout,
+                    0, r->o, r->p0 + b, r->p0 + e);
+  else if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->q->form, r->x, r->q->zero_row, w, r->y, 0, r->o, m0, m1,
+                           r->p0 + b, r->p0 + e))
     r->failed = 1;
 }
 
-static void fc_rows(void *ctx, size_t begin, size_t end) {
-  qrun *r = ctx;
-  fx_qs8_gemm_run(r->q->gemm, end - begin, r->cout, r->k, r->x + begin * r->k, r->k, r->w, r->y + begin * r->cout,
-                  r->cout, 0, r->o, r->p0, r->p1);
-}
-
-/* Panels [p0 + begin, p0 + end) of the step's range. */
-static void fc_panels(void *ctx, size_t begin, size_t end) {
-  qrun *r = ctx;
-  fx_qs8_gemm_run(r->q->gemm, r->m, r->cout, r->k, r->x, r->k, r->w + begin * r->panel_bytes, r->y, r->cout, 0, r->o,
-                  r->p0 + begin, r->p0 + end);
+/* `want` tasks (tasks are claimed one at a time, so threads end at most one task apart: a 14x14
+ * map in 64-row chunks was 64, 64, 64, 4, and 4 tasks per thread still left up to 25 % idle):
+ * equal row chunks of whole MR tiles, of at least about `grain` rows; where that makes fewer
+ * than `want` chunks the panels are split too. One thread: one task. */
+static void run_grid(fx_pool *pool, qrun *r, size_t grain) {
+  const size_t threads = (size_t)fx_pool_threads(pool), want = 16 * threads, mr = (size_t)r->q->gemm->mr;
+  if (!r->m) return;
+  qgrid gd = {.r = r, .panels = r->p1 - r->p0, .row_chunks = 1, .panel_chunks = 1};
+  if (threads > 1) {
+    gd.row_chunks = (r->m + grain - 1) / grain;
+    if (gd.row_chunks >= want) gd.row_chunks = want;
+    else gd.panel_chunks = (want + gd.row_chunks - 1) / gd.row_chunks;
+  }
+  gd.rows = ((r->m + gd.row_chunks - 1) / gd.row_chunks + mr - 1) / mr * mr;
+  gd.row_chunks = (r->m + gd.rows - 1) / gd.rows;
+  if (gd.panel_chunks > gd.panels) gd.panel_chunks = gd.panels;
+  gd.panel_chunk = (gd.panels + gd.panel_chunks - 1) / gd.panel_chunks;
+  gd.panel_chunks = (gd.panels + gd.panel_chunk - 1) / gd.panel_chunk;
+  fx_parallel_tasks(pool, gd.row_chunks * gd.panel_chunks, grid_task, &gd);
 }
 
 static void dw_rows(void *ctx, size_t begin, size_t end) {
@@ -259,20 +287,15 @@ static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels,
   if (n->kind == FX_OP_QFC) {
     r.k = fx_shape_numel(&w->shape) / r.cout;
     r.m = fx_shape_numel(&x->shape) / r.k;
-    /* few rows (a classifier head): split the panels; else rows in whole MR tiles */
-    if (r.m < (size_t)r.q->gemm->mr * (size_t)fx_pool_threads(pool)) fx_parallel_for(pool, r.p1 - r.p0, 1, fc_panels, &r);
-    else fx_parallel_for(pool, r.m, (size_t)r.q->gemm->mr, fc_rows, &r);
+    r.a_direct = 1;
+    run_grid(pool, &r, (size_t)r.q->gemm->mr);
     return 0;
   }
   r.cg = conv_geom(g, n);
-  const size_t pixels = (size_t)r.cg.batch * r.cg.oh * r.cg.ow;
-  if (r.q->form == FX_QS8_CONV_GEMM) { /* pointwise: the input is already the GEMM's A */
-    r.k = (size_t)r.cg.cin;
-    r.m = pixels;
-    fx_parallel_for(pool, pixels, (size_t)r.q->gemm->mr * 8, fc_rows, &r);
-    return 0;
-  }
-  fx_parallel_for(pool, pixels, (size_t)r.q->gemm->mr * 4, conv_pixels, &r);
+  r.m = (size_t)r.cg.batch * r.cg.oh * r.cg.ow;
+  r.k = (size_t)r.cg.cin;
+  r.a_direct = r.q->form == FX_QS8_CONV_GEMM;
+  run_grid(pool, &r, (size_t)r.q->gemm->mr * (r.a_direct ? 8 : 4));
   return r.failed ? -1 : 0;
 }
 

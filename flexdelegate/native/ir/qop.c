@@ -179,7 +179,7 @@ int fx_run_qelem(fx_graph *g, fx_node *n, fx_pool *pool) {
   switch (n->qop->kind) {
     case FX_QOP_ADD:
     case FX_QOP_SUB:
-    case FX_QOP_MUL: fx_parallel_for(pool, t.n, 1 << 14, binary_part, &t); break;
+    case FX_QOP_MUL: fx_parallel_for(pool, t.n, 1 << 12, binary_part, &t); break;
     case FX_QOP_MEAN:
       if (n->qop->general) {
         fx_parallel_for(pool, t.n, 256, mean_any_part, &t);
@@ -194,7 +194,7 @@ int fx_run_qelem(fx_graph *g, fx_node *n, fx_pool *pool) {
       t.cols = x->shape.rank ? (size_t)x->shape.d[x->shape.rank - 1] : 1;
       fx_parallel_for(pool, t.cols ? t.n / t.cols : 0, 1 + (1 << 12) / (t.cols + 1), softmax_part, &t);
       break;
-    default: fx_parallel_for(pool, t.n, 1 << 15, lut_part, &t); break;
+    default: fx_parallel_for(pool, t.n, 1 << 13, lut_part, &t); break;
   }
   return 0;
 }
