@@ -6,7 +6,8 @@ single-op int8 models from our writer, side by side in one process of the LiteRT
     flex    LiteRT's Interpreter with flexdelegate
 
 Rounds alternate the engines; prints the median and min ms per invoke and flex / xnn, and
-checks flex against stock bit for bit on the same input. Shapes are EfficientNet-B0's.
+checks flex against stock bit for bit on the same input. Shapes are EfficientNet-B0's and
+MobileNetV2's (its convolutions and depthwise layers too).
 
     LITERT venv python bench/qs8_ops.py [--threads 1] [--rounds 5] [--iters 20] [--ops ADD ...]
 """
@@ -52,6 +53,37 @@ def _unary(op, shape, qo, out_shape=None, extra=None, **opts):
     return build
 
 
+def _swish(shape):
+    def build(m):
+        x = m.input(shape, Q(S8, 0.05, -3))
+        sig = m.tensor(shape, Q(S8, 1 / 256, -128))
+        m.op("LOGISTIC", [x], [sig])
+        out = m.tensor(shape, Q(S8, 0.03, -100))
+        m.op("MUL", [x, sig], [out])
+        return out
+    return build
+
+
+def _conv(h, cin, cout, k=1, stride=1, depthwise=False):
+    """A CONV_2D (or DEPTHWISE_CONV_2D) of a MobileNet-style layer: per-channel weights, RELU6."""
+    def build(m):
+        rng = np.random.default_rng(cout)
+        x = m.input((1, h, h, cin), Q(S8, 0.05, -3))
+        o = -(-h // stride)
+        out = m.tensor((1, o, o, cout), Q(S8, 0.1, -128))
+        wshape = (1, k, k, cout) if depthwise else (cout, k, k, cin)
+        scales = tuple(float(v) for v in 0.01 * np.linspace(0.5, 1.5, cout))
+        w = m.const(rng.integers(-127, 128, wshape).astype(S8), Q(S8, scales, (0,) * cout, 3 if depthwise else 0))
+        b = m.const(rng.integers(-3000, 3000, cout).astype(np.int32),
+                    Q(np.int32, tuple(0.05 * s for s in scales), (0,) * cout, 0))
+        opts = dict(padding="SAME", stride_w=stride, stride_h=stride, fused_activation_function="RELU6")
+        if depthwise:
+            opts["depth_multiplier"] = 1
+        m.op("DEPTHWISE_CONV_2D" if depthwise else "CONV_2D", [x, w, b], [out], **opts)
+        return out
+    return build
+
+
 OPS = {
     "ADD": _binary("ADD", (1, 56, 56, 24), (1, 56, 56, 24)),
     "MUL_SE": _binary("MUL", (1, 56, 56, 144), (1, 1, 1, 144)),
@@ -63,6 +95,16 @@ OPS = {
     "SOFTMAX": _unary("SOFTMAX", (8, 1000), (1 / 256, -128), beta=1.0),
     "AVG_POOL": _unary("AVERAGE_POOL_2D", (1, 28, 28, 192), (0.05, -3), (1, 14, 14, 192), padding="SAME",
                        stride_h=2, stride_w=2, filter_height=3, filter_width=3),
+    "SWISH": _swish((1, 112, 112, 32)),
+    "STEM": _conv(224, 3, 32, 3, 2),
+    "PW_16_96@112": _conv(112, 16, 96),
+    "PW_24_144@56": _conv(56, 24, 144),
+    "PW_144_24@56": _conv(56, 144, 24),
+    "PW_960_320@7": _conv(7, 960, 320),
+    "DW_96_S2@112": _conv(112, 96, 96, 3, 2, depthwise=True),
+    "DW_144@56": _conv(56, 144, 144, 3, 1, depthwise=True),
+    "DW_576@14": _conv(14, 576, 576, 3, 1, depthwise=True),
+    "CONV3_64@56": _conv(56, 64, 64, 3),
 }
 
 
