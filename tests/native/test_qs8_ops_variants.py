@@ -3,6 +3,8 @@ scalar reference bit for bit, in both stock arithmetics and any output split, ov
 wider than the stock comparisons reach: scales from 2^-24 to 2^4 apart (left and right shifts at
 their limits, exact ties), zero points at both ends, every fused activation, lengths around the
 8-lane steps and the NEON blocks, every broadcast class."""
+import itertools
+
 import numpy as np
 import pytest
 
@@ -96,6 +98,32 @@ def test_add_variants_equal_scalar_on_every_input_pair(op, dtype):
             for v in VARIANTS:
                 assert np.array_equal(_qs8.binary(v, op, a, b, qa, qb, qo, stock=stock), want), (v, qa, qb, qo)
             ran += 1
+    assert ran >= 12
+
+
+@pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
+@pytest.mark.parametrize("shift", range(0, 25))
+def test_add_input_rescale_at_every_shift(shift):
+    """The SIMD portable ADD rescales an input in one rounding while its shift is <= 20 (past
+    that its int32 terms would overflow, and it takes the two roundings): input scale ratios
+    of 2^-shift (times 1, 1.37 and 1.99) reach every shift, both sides of 20, over all 256 x
+    256 input pairs, under both stock arithmetics. The second output scale is 1.5 units of the
+    summed int32: there a unit of the small input's rescale changes outputs (at the larger
+    one's zero point), so a rounding one off at large shifts shows."""
+    vals = np.arange(-128, 128).astype(np.int8)
+    a, b = np.repeat(vals, 256).reshape(256, 256), np.tile(vals, 256).reshape(256, 256)
+    ran = 0
+    for f, qo in itertools.product((1.0, 1.37, 1.99), ((0.07, -2), (0.15 * 2.0 ** -20, 0))):
+        qa, qb = (0.05, 3), (0.05 * f * 2.0 ** -shift, -7)
+        for op in ("ADD", "SUB"):
+            for stock in (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON):
+                try:
+                    want = _qs8.binary(0, op, a, b, qa, qb, qo, stock=stock)
+                except ValueError:  # parameters stock refuses (an output multiplier past range)
+                    continue
+                for v in VARIANTS:
+                    assert np.array_equal(_qs8.binary(v, op, a, b, qa, qb, qo, stock=stock), want), (v, op, f)
+                ran += 1
     assert ran >= 12
 
 

@@ -102,40 +102,108 @@ OPS_AVX2 __m256i srdhm_shl20(__m256i x, in_scale m) {
   return _mm256_add_epi32(_mm256_mullo_epi32(x, m.mh), low);
 }
 
-/* One input's rescale in a form (x = input - zero point: |x| < 2^9, so the left shift by 20 is
- * exact). */
-OPS_AVX2 __m256i add_scale(__m256i x, __m256i m, in_scale ms, int s, int form) {
-  if (form == FX_ADD_PORTABLE) return rdbpot(srdhm_shl20(x, ms), -s);
-  if (form == FX_ADD_NEON_PRE) return srdhm(vshl(x, 20 + s), m);
-  return vshl(srdhm_shl20(x, ms), s);
+/* One input's rescale, its constants set up once per call (x = input - zero point: |x| < 2^9,
+ * so the left shift by 20 is exact). */
+typedef struct {
+  __m256i z, m, k, neg, mask, half;
+  in_scale ms;
+  __m128i e, pre_l, pre_r;
+} add_in;
+
+/* The rescale's kinds: the three forms, and PORTABLE's single rounding (below) when e <= 20. */
+enum { IN_ONE_ROUNDING, IN_PORTABLE, IN_NEON_PRE, IN_NEON_POST };
+
+OPS_AVX2 add_in add_in_of(int32_t z, int32_t m, int32_t s) {
+  const int e = -s, pre = 20 + s; /* s <= 0 */
+  add_in c = {.z = _mm256_set1_epi32(z), .m = _mm256_set1_epi32(m), .ms = in_scale_of(m)};
+  c.k = _mm256_set1_epi32(e >= 1 && e <= 20 ? (1 << 10) + (1 << (e + 10)) : 1 << 10);
+  c.neg = _mm256_set1_epi32(e >= 1 ? -2048 : 0);
+  c.mask = _mm256_set1_epi32(e >= 1 && e <= 31 ? (int32_t)(((uint32_t)1 << e) - 1u) : 0);
+  c.half = _mm256_srli_epi32(c.mask, 1);
+  c.e = _mm_cvtsi32_si128(e > 31 ? 31 : e);
+  c.pre_l = _mm_cvtsi32_si128(pre > 0 ? pre : 0);
+  c.pre_r = _mm_cvtsi32_si128(pre >= 0 ? 0 : -pre > 31 ? 31 : -pre);
+  return c;
+}
+
+/* rdbpot (ties away from zero) with the call's mask, half and count. */
+OPS_AVX2 __m256i rdbpot_c(__m256i x, const add_in *c) {
+  const __m256i thr = _mm256_sub_epi32(c->half, _mm256_srai_epi32(x, 31));
+  const __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(x, c->mask), thr);
+  return _mm256_sub_epi32(_mm256_sra_epi32(x, c->e), up);
+}
+
+/* PORTABLE's rdbpot(srdhm(x << 20, m), e) as one rounding. srdhm(x << 20, m) = v =
+ * floor((x*m + 2^10) / 2^11) (srdhm_shl20), and rdbpot(v, e) = floor((v + 2^(e-1) - [v < 0]) /
+ * 2^e); nested floors of whole numbers merge: floor((x*m + 2^10 + (2^(e-1) - [v < 0]) * 2^11)
+ * / 2^(11+e)), with v < 0 exactly when x < 0 (m is 0 or >= 2^30). Split as srdhm_shl20:
+ * (x*mh + ((x*ml + 2^10 + 2^(e+10) - [x < 0] * 2^11) >> 11)) >> e, every term in int32 for
+ * e <= 20. e = 0: v itself. */
+OPS_AVX2 __m256i rescale_one_rounding(__m256i x, const add_in *c) {
+  const __m256i t = _mm256_add_epi32(_mm256_add_epi32(_mm256_mullo_epi32(x, c->ms.ml), c->k),
+                                     _mm256_and_si256(_mm256_srai_epi32(x, 31), c->neg));
+  return _mm256_sra_epi32(_mm256_add_epi32(_mm256_mullo_epi32(x, c->ms.mh), _mm256_srai_epi32(t, 11)), c->e);
+}
+
+OPS_AVX2 __m256i rescale(__m256i x, const add_in *c, const int kind) {
+  if (kind == IN_ONE_ROUNDING) return rescale_one_rounding(x, c);
+  if (kind == IN_PORTABLE) return rdbpot_c(srdhm_shl20(x, c->ms), c);
+  if (kind == IN_NEON_PRE) return srdhm(_mm256_sra_epi32(_mm256_sll_epi32(x, c->pre_l), c->pre_r), c->m);
+  return _mm256_sra_epi32(srdhm_shl20(x, c->ms), c->e); /* NEON_POST: vshl by s <= 0 */
+}
+
+typedef struct {
+  add_in a, b, o;  /* o: the output's srdhm multiplier and rdbpot */
+  __m256i zo, lo, hi, sa, sb;
+  int u8, a_step;
+} add_k;
+
+/* The element-wise loop of one kind (a constant: each call below is its own loop). sub: the
+ * inputs' signs sa, sb (+1 or -1, vpsignd) instead of a plain sum; wrapping as stock's uint32. */
+OPS_AVX2 size_t add_loop(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *py, const add_k *k,
+                         const int kind, const int sub, const int portable_out) {
+  const add_k c = *k;
+  __m256i ya = _mm256_setzero_si256();
+  if (!c.a_step) {
+    const int32_t a0 = c.u8 ? pa[0] : (int8_t)pa[0];
+    ya = rescale(_mm256_sub_epi32(_mm256_set1_epi32(a0), c.a.z), &c.a, kind);
+    if (sub) ya = _mm256_sign_epi32(ya, c.sa);
+  }
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    if (c.a_step) {
+      ya = rescale(_mm256_sub_epi32(load8(pa + i, c.u8), c.a.z), &c.a, kind);
+      if (sub) ya = _mm256_sign_epi32(ya, c.sa);
+    }
+    __m256i yb = rescale(_mm256_sub_epi32(load8(pb + i, c.u8), c.b.z), &c.b, kind);
+    if (sub) yb = _mm256_sign_epi32(yb, c.sb);
+    __m256i r = rdbpot_c(srdhm(_mm256_add_epi32(ya, yb), c.o.m), &c.o);
+    r = portable_out ? _mm256_add_epi32(r, c.zo) : neon_out(r, c.zo, c.u8);
+    store8(py + i, _mm256_min_epi32(_mm256_max_epi32(r, c.lo), c.hi), c.u8);
+  }
+  return i;
 }
 
 __attribute__((target("avx2,fma"))) void fx_qs8_add__avx2(size_t n, const void *a, size_t a_step,
                                                          const void *b, void *y,
                                                          const fx_qs8_add_params *p, int form) {
-  const int u8 = p->u8;
-  const __m256i m1 = _mm256_set1_epi32(p->m1), m2 = _mm256_set1_epi32(p->m2);
-  const in_scale ms1 = in_scale_of(p->m1), ms2 = in_scale_of(p->m2);
-  const __m256i mo = _mm256_set1_epi32(p->mo), zo = _mm256_set1_epi32(p->zo);
-  const __m256i z1 = _mm256_set1_epi32(p->z1), z2 = _mm256_set1_epi32(p->z2);
-  const __m256i lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
+  const add_k k = {.a = add_in_of(p->z1, p->m1, p->s1), .b = add_in_of(p->z2, p->m2, p->s2),
+                   .o = add_in_of(0, p->mo, p->so), .zo = _mm256_set1_epi32(p->zo),
+                   .lo = _mm256_set1_epi32(p->lo), .hi = _mm256_set1_epi32(p->hi),
+                   .sa = _mm256_set1_epi32(p->sub == 2 ? -1 : 1), .sb = _mm256_set1_epi32(p->sub == 1 ? -1 : 1),
+                   .u8 = p->u8, .a_step = a_step != 0};
   const uint8_t *pa = a, *pb = b;
   uint8_t *py = y;
-  __m256i ya = _mm256_setzero_si256();
-  if (a_step == 0) {
-    const int32_t a0 = u8 ? pa[0] : (int8_t)pa[0];
-    ya = add_scale(_mm256_sub_epi32(_mm256_set1_epi32(a0), z1), m1, ms1, p->s1, form);
-  }
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    if (a_step) ya = add_scale(_mm256_sub_epi32(load8(pa + i, u8), z1), m1, ms1, p->s1, form);
-    const __m256i yb = add_scale(_mm256_sub_epi32(load8(pb + i, u8), z2), m2, ms2, p->s2, form);
-    const __m256i raw = p->sub == 1 ? _mm256_sub_epi32(ya, yb)
-                        : p->sub == 2 ? _mm256_sub_epi32(yb, ya) : _mm256_add_epi32(ya, yb);
-    __m256i r = rdbpot(srdhm(raw, mo), -p->so);
-    r = form == FX_ADD_PORTABLE ? _mm256_add_epi32(r, zo) : neon_out(r, zo, u8);
-    store8(py + i, _mm256_min_epi32(_mm256_max_epi32(r, lo), hi), u8);
-  }
+  const int sub = p->sub != 0;
+  size_t i;
+  if (form == FX_ADD_PORTABLE && -p->s1 <= 20 && -p->s2 <= 20)
+    i = sub ? add_loop(n, pa, pb, py, &k, IN_ONE_ROUNDING, 1, 1) : add_loop(n, pa, pb, py, &k, IN_ONE_ROUNDING, 0, 1);
+  else if (form == FX_ADD_PORTABLE)
+    i = add_loop(n, pa, pb, py, &k, IN_PORTABLE, sub, 1);
+  else if (form == FX_ADD_NEON_PRE)
+    i = add_loop(n, pa, pb, py, &k, IN_NEON_PRE, sub, 0);
+  else
+    i = add_loop(n, pa, pb, py, &k, IN_NEON_POST, sub, 0);
   if (i < n) fx_qs8_add__scalar(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
 
