@@ -27,19 +27,12 @@ OPS_AVX2 __m256i srdhm(__m256i x, __m256i m) {
   return _mm256_blend_epi32(_mm256_srli_epi64(even, 31), _mm256_slli_epi64(odd, 1), 0xAA);
 }
 
-/* fxq_rdbpot: x / 2^e, ties away from zero (e in [0, 31]). */
-OPS_AVX2 __m256i rdbpot(__m256i x, int e) {
-  const __m128i cnt = _mm_cvtsi32_si128(e);
-  const __m256i mask = _mm256_set1_epi32((int32_t)(((uint32_t)1 << e) - 1u));
-  const __m256i thr = _mm256_sub_epi32(_mm256_srli_epi32(mask, 1), _mm256_srai_epi32(x, 31));
+/* fxq_rdbpot: x / 2^e, ties away from zero (e in [0, 31]), its constants set up by the caller:
+ * mask 2^e - 1, half = mask >> 1, count e. */
+OPS_AVX2 __m256i rdbpot_k(__m256i x, __m256i mask, __m256i half, __m128i e) {
+  const __m256i thr = _mm256_sub_epi32(half, _mm256_srai_epi32(x, 31));
   const __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(x, mask), thr);
-  return _mm256_sub_epi32(_mm256_sra_epi32(x, cnt), up);
-}
-
-/* fxq_vshl: left (wrapping) for s >= 0, flooring right shift otherwise. */
-OPS_AVX2 __m256i vshl(__m256i x, int s) {
-  if (s >= 0) return _mm256_sll_epi32(x, _mm_cvtsi32_si128(s));
-  return _mm256_sra_epi32(x, _mm_cvtsi32_si128(-s > 31 ? 31 : -s));
+  return _mm256_sub_epi32(_mm256_sra_epi32(x, e), up);
 }
 
 /* The NEON output narrowing: int16 wrap, + zero point in int16 (wrapping), saturated to the
@@ -127,11 +120,7 @@ OPS_AVX2 add_in add_in_of(int32_t z, int32_t m, int32_t s) {
 }
 
 /* rdbpot (ties away from zero) with the call's mask, half and count. */
-OPS_AVX2 __m256i rdbpot_c(__m256i x, const add_in *c) {
-  const __m256i thr = _mm256_sub_epi32(c->half, _mm256_srai_epi32(x, 31));
-  const __m256i up = _mm256_cmpgt_epi32(_mm256_and_si256(x, c->mask), thr);
-  return _mm256_sub_epi32(_mm256_sra_epi32(x, c->e), up);
-}
+OPS_AVX2 __m256i rdbpot_c(__m256i x, const add_in *c) { return rdbpot_k(x, c->mask, c->half, c->e); }
 
 /* PORTABLE's rdbpot(srdhm(x << 20, m), e) as one rounding. srdhm(x << 20, m) = v =
  * floor((x*m + 2^10) / 2^11) (srdhm_shl20), and rdbpot(v, e) = floor((v + 2^(e-1) - [v < 0]) /
@@ -216,6 +205,8 @@ __attribute__((target("avx2,fma"))) void fx_qs8_mul__avx2(size_t n, const void *
   const __m256i z1 = _mm256_set1_epi32(p->z1), z2 = _mm256_set1_epi32(p->z2);
   const __m256i lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
   const __m256i lo16 = _mm256_set1_epi32(INT16_MIN), hi16 = _mm256_set1_epi32(INT16_MAX);
+  const __m256i mask = _mm256_set1_epi32((int32_t)(((uint32_t)1 << rs) - 1u)), half = _mm256_srli_epi32(mask, 1);
+  const __m128i lcnt = _mm_cvtsi32_si128(ls), rcnt = _mm_cvtsi32_si128(rs);
   const uint8_t *pa = a, *pb = b;
   uint8_t *py = y;
   __m256i xa = _mm256_setzero_si256();
@@ -224,8 +215,8 @@ __attribute__((target("avx2,fma"))) void fx_qs8_mul__avx2(size_t n, const void *
   for (; i + 8 <= n; i += 8) {
     if (a_step) xa = _mm256_sub_epi32(load8(pa + i, u8), z1);
     const __m256i xb = _mm256_sub_epi32(load8(pb + i, u8), z2);
-    const __m256i prod = _mm256_sll_epi32(_mm256_mullo_epi32(xa, xb), _mm_cvtsi32_si128(ls));
-    __m256i r = rdbpot(srdhm(prod, m), rs);
+    const __m256i prod = _mm256_sll_epi32(_mm256_mullo_epi32(xa, xb), lcnt);
+    __m256i r = rdbpot_k(srdhm(prod, m), mask, half, rcnt);
     if (form == FX_MUL_PORTABLE) {
       r = _mm256_add_epi32(r, zo);
     } else {
