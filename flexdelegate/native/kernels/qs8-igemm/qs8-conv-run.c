@@ -36,28 +36,47 @@ static inline void copy_run(int8_t *dst, const int8_t *src, size_t n) {
   while (n--) *dst++ = *src++;
 }
 
-/* im2col row of output pixel pix: its taps' cin bytes back to back, taps in the padding the
- * zero point. A window row with dilation 1 and all kw taps inside the input is one run of
- * kw * cin bytes (adjacent pixels are adjacent in NHWC). */
-static void gather_row(const fx_qs8_conv_geom *cg, const int8_t *x, int8_t zx, size_t pix, int8_t *row) {
+/* One window row's run of n bytes; src_end bounds the input: a short run (a 3-channel stem's
+ * 9 bytes) is one 16-byte copy where both ends allow it (dst_end: the rows buffer's end; the
+ * bytes past n are rewritten by the next run or are the buffer's slack). */
+static inline void copy_window_run(int8_t *dst, const int8_t *dst_end, const int8_t *src, const int8_t *src_end,
+                                   size_t n) {
+  if (n <= 16 && src + 16 <= src_end && dst + 16 <= dst_end) memcpy(dst, src, 16);
+  else copy_run(dst, src, n);
+}
+
+/* im2col rows of output pixels [pix, pix + count): each its taps' cin bytes back to back, taps
+ * in the padding the zero point. A window row with dilation 1 and all kw taps inside the input
+ * is one run of kw * cin bytes (adjacent pixels are adjacent in NHWC). The pixel's coordinates
+ * step along (no division per pixel: with a 27-byte row this gather cost more than the GEMM). */
+static void gather_rows(const fx_qs8_conv_geom *cg, const int8_t *x, int8_t zx, size_t pix, size_t count,
+                        int8_t *rows, const int8_t *rows_end) {
   const size_t ohw = (size_t)cg->oh * (size_t)cg->ow, cin = (size_t)cg->cin, span = (size_t)cg->kw * cin;
-  const int b = (int)(pix / ohw), oy = (int)(pix % ohw / (size_t)cg->ow), ox = (int)(pix % (size_t)cg->ow);
-  const int ix0 = ox * cg->sw - cg->pl, ix1 = ix0 + (cg->kw - 1) * cg->dw;
-  for (int ky = 0; ky < cg->kh; ky++, row += span) {
-    const int iy = oy * cg->sh - cg->pt + ky * cg->dh;
-    if (iy < 0 || iy >= cg->h) {
-      memset(row, zx, span);
-      continue;
+  const int8_t *x_end = x + (size_t)cg->batch * (size_t)cg->h * (size_t)cg->w * cin;
+  int b = (int)(pix / ohw), oy = (int)(pix % ohw / (size_t)cg->ow), ox = (int)(pix % (size_t)cg->ow);
+  for (size_t i = 0; i < count; i++) {
+    int8_t *row = rows + i * (size_t)cg->kh * span;
+    const int ix0 = ox * cg->sw - cg->pl, ix1 = ix0 + (cg->kw - 1) * cg->dw;
+    for (int ky = 0; ky < cg->kh; ky++, row += span) {
+      const int iy = oy * cg->sh - cg->pt + ky * cg->dh;
+      if (iy < 0 || iy >= cg->h) {
+        memset(row, zx, span);
+        continue;
+      }
+      const int8_t *line = x + ((size_t)b * (size_t)cg->h + (size_t)iy) * (size_t)cg->w * cin;
+      if (cg->dw == 1 && ix0 >= 0 && ix1 < cg->w) {
+        copy_window_run(row, rows_end, line + (size_t)ix0 * cin, x_end, span);
+        continue;
+      }
+      for (int kx = 0; kx < cg->kw; kx++) {
+        const int ix = ix0 + kx * cg->dw;
+        if (ix < 0 || ix >= cg->w) memset(row + (size_t)kx * cin, zx, cin);
+        else copy_run(row + (size_t)kx * cin, line + (size_t)ix * cin, cin);
+      }
     }
-    const int8_t *line = x + ((size_t)b * (size_t)cg->h + (size_t)iy) * (size_t)cg->w * cin;
-    if (cg->dw == 1 && ix0 >= 0 && ix1 < cg->w) {
-      copy_run(row, line + (size_t)ix0 * cin, span);
-      continue;
-    }
-    for (int kx = 0; kx < cg->kw; kx++) {
-      const int ix = ix0 + kx * cg->dw;
-      if (ix < 0 || ix >= cg->w) memset(row + (size_t)kx * cin, zx, cin);
-      else copy_run(row + (size_t)kx * cin, line + (size_t)ix * cin, cin);
+    if (++ox == cg->ow) {
+      ox = 0;
+      if (++oy == cg->oh) oy = 0, b++;
     }
   }
 }
@@ -109,7 +128,7 @@ static int run_im2col(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, c
   if (!rows) return -1;
   for (size_t pix = m0; pix < m1; pix += step) {
     const size_t mr = m1 - pix < step ? m1 - pix : step;
-    for (size_t i = 0; i < mr; i++) gather_row(cg, x, zx, pix + i, rows + i * K);
+    gather_rows(cg, x, zx, pix, mr, rows, rows + step * K);
     fx_qs8_gemm_run(g, mr, n, K, rows, K, packed, y + pix * n, n, row_factor, o, p0, p1);
   }
   free(rows);
