@@ -21,7 +21,8 @@
   X(AVX512BW, FX_X86_HAS("avx512f") && FX_X86_HAS("avx512bw"))                    \
   X(AVX512VNNI, FX_X86_HAS("avx512f") && FX_X86_HAS("avx512bw") && FX_X86_HAS("avx512vl") &&   \
                 FX_X86_HAS("avx512vnni")) /* its kernels use ymm and masked xmm forms too (VL) */ \
-  X(NEONDOT, FX_AARCH64_HWCAP(HWCAP_ASIMDDP)) /* Armv8.2 SDOT/UDOT */
+  X(NEONDOT, FX_AARCH64_HWCAP(HWCAP_ASIMDDP)) /* Armv8.2 SDOT/UDOT */                         \
+  X(AVX512VBMI, FX_X86_HAS("avx512f") && FX_X86_HAS("avx512bw") && FX_X86_HAS("avx512vbmi")) /* byte permutes */
 
 enum {
 #define FX_ISA_ENUM(name, probe) FX_ISA_##name,

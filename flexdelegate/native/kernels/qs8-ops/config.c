@@ -3,16 +3,15 @@
 #include "runtime/cpu.h"
 #include "qs8-ops.h"
 
-#define FX_QS8_OPS(isa, suffix)                                                        \
-  static const fx_qs8_ops_config k_##suffix = {"qs8-ops-" #suffix, fx_qs8_lut__##suffix, \
-                                               fx_qs8_add__##suffix, fx_qs8_mul__##suffix, \
-                                               fx_qs8_sum_rows__##suffix,  \
-                                               fx_qs8_quantize__##suffix};
+#define FX_QS8_OPS(isa, name, lut, arith)                                                 \
+  static const fx_qs8_ops_config k_##name = {"qs8-ops-" #name, fx_qs8_lut__##lut,           \
+                                             fx_qs8_add__##arith, fx_qs8_mul__##arith,      \
+                                             fx_qs8_sum_rows__##arith, fx_qs8_quantize__##arith};
 #include "qs8-ops.inc"
 #undef FX_QS8_OPS
 
 fx_isa_menu fx_qs8_ops_menu = {.by_isa = {
-#define FX_QS8_OPS(isa, suffix) [FX_ISA_##isa] = &k_##suffix,
+#define FX_QS8_OPS(isa, name, lut, arith) [FX_ISA_##isa] = &k_##name,
 #include "qs8-ops.inc"
 #undef FX_QS8_OPS
 }};
