@@ -205,3 +205,46 @@ def test_swish_with_a_shared_sigmoid_is_not_fused():
     m.op("ADD", [y, g], [z])
     stats = check_exact(m.build(z))
     assert "fused (skipped)" not in [o["kernel"] for o in stats["ops"]], stats["ops"]
+
+
+def _weights(shape, seed):
+    return np.random.default_rng(seed).integers(-127, 128, shape).astype(np.int8)
+
+
+@pytest.mark.parametrize("producer", ["CONV_2D", "CONV_2D_3x3", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("extra_reader", [False, True])
+def test_swish_taken_by_its_int8_producer(producer, threads, extra_reader):
+    """An int8 conv / FC / depthwise whose output only the swish reads applies the swish's
+    table to each region it writes (ir/fuse.c, ir/qlayer.c): equal to stock at 1-3 threads
+    (regions split by rows and by weight panels), 9 x 7 x 19 outputs (not whole NEON blocks of
+    16: LiteRT's split of the MUL by element index holds inside each region). A second reader
+    of the conv output keeps the swish a node of its own."""
+    m = QModel()
+    cin, cout = (19, 19) if producer == "DEPTHWISE_CONV_2D" else (6, 19)
+    shape = (2, 9, 7, cout) if producer != "FULLY_CONNECTED" else (37, cout)
+    x = m.input(shape[:-1] + (cin,), Q(S8, 0.05, -3))
+    y = m.tensor(shape, Q(S8, 0.06, 5))
+    b = m.const(np.random.default_rng(1).integers(-999, 999, cout).astype(np.int32), Q(np.int32, 0.05 * 0.01, 0))
+    if producer == "FULLY_CONNECTED":
+        m.op(producer, [x, m.const(_weights((cout, cin), 2), Q(S8, 0.01, 0)), b], [y])
+    elif producer == "DEPTHWISE_CONV_2D":
+        m.op(producer, [x, m.const(_weights((1, 3, 3, cout), 2), Q(S8, 0.01, 0)), b], [y], padding="SAME",
+             stride_w=1, stride_h=1, depth_multiplier=1)
+    else:
+        k = 3 if producer == "CONV_2D_3x3" else 1
+        m.op("CONV_2D", [x, m.const(_weights((cout, k, k, cin), 2), Q(S8, 0.01, 0)), b], [y], padding="SAME",
+             stride_w=1, stride_h=1)
+    g = m.tensor(shape, Q(S8, 1 / 256, -128))
+    s = m.tensor(shape, Q(S8, 0.03, -100))
+    m.op("LOGISTIC", [y], [g])
+    m.op("MUL", [y, g], [s])
+    outs = [s]
+    if extra_reader:
+        z = m.tensor(shape, Q(S8, 0.08, 2))
+        m.op("ADD", [y, s], [z])
+        outs = [z]
+    stats = check_exact(m.build(*outs), num_threads=threads)
+    kernels = [o["kernel"] for o in stats["ops"]]
+    assert kernels[0].endswith("+swish") != extra_reader, kernels
+    assert kernels[2] == ("elementwise_q8" if extra_reader else "fused (copy)"), kernels

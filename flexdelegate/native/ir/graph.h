@@ -125,6 +125,10 @@ typedef struct {
    * computes res_act(act(conv) + in[3]); the ADD copies (or aliases) the conv's output. */
   int res_act;
   int band;                    /* 1 + the index of the chain (band.h) it is a member of, or 0 */
+  /* An int8 conv / FC / depthwise that took the integer swish reading its output (fuse.c):
+   * 1 + that MUL node's index, else 0. It applies the MUL's table to each output tile it just
+   * wrote (in L1), and the MUL copies, or shares the buffer. */
+  int post_table;
 } fx_node;
 
 enum { FX_FUSED_NONE = 0, FX_FUSED_SKIP, FX_FUSED_COPY };

@@ -11,6 +11,7 @@
 #include "graph.h"
 #include "kernels/qs8-dwconv/qs8-dwconv.h"
 #include "kernels/quant/pack.h"
+#include "qop.h"
 #include "runtime/pool.h"
 #include "store/store.h"
 
@@ -223,6 +224,8 @@ typedef struct {
   size_t m, k, cout, p0, p1, panel_bytes;
   int mult;
   int a_direct; /* x is the GEMM's A (FULLY_CONNECTED, a pointwise conv): no gather */
+  const fx_node *swish; /* a fused swish's MUL (fuse.c): its table on each region a task wrote */
+  size_t total;          /* elements of the output */
   const fx_qs8_out *o;
   int failed;
 } qrun;
@@ -250,6 +253,12 @@ static void grid_task(void *ctx, int tid, size_t t) {
   else if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->q->form, r->x, r->q->zero_row, w, r->y, 0, r->o, m0, m1,
                            r->p0 + b, r->p0 + e))
     r->failed = 1;
+  if (r->swish) { /* channels [c0, c1) of rows [m0, m1), just written; whole rows in one run */
+    const size_t nr = (size_t)r->q->gemm->nr, c0 = (r->p0 + b) * nr, c1 = (r->p0 + e) * nr < r->cout ? (r->p0 + e) * nr : r->cout;
+    if (c0 == 0 && c1 == r->cout) fx_qop_table_range(r->swish, r->y, r->total, m0 * r->cout, m1 * r->cout);
+    else
+      for (size_t m = m0; m < m1; m++) fx_qop_table_range(r->swish, r->y, r->total, m * r->cout + c0, m * r->cout + c1);
+  }
 }
 
 /* `want` tasks (tasks are claimed one at a time, so threads end at most one task apart: a 14x14
@@ -277,6 +286,16 @@ static void dw_rows(void *ctx, size_t begin, size_t end) {
   qrun *r = ctx;
   if (fx_qs8_dwconv_run(r->q->dw, &r->cg, r->mult, r->x, r->q->zero_row, r->w, r->y, r->o, begin, end))
     r->failed = 1;
+  if (r->swish) {
+    const size_t row = (size_t)r->cg.ow * (size_t)r->cg.cout;
+    fx_qop_table_range(r->swish, r->y, r->total, begin * row, end * row);
+  }
+}
+
+/* A fused swish (fuse.c), its MUL node. */
+static void with_swish(fx_graph *g, const fx_node *n, qrun *r) {
+  r->swish = n->post_table ? &g->nodes[n->post_table - 1] : NULL;
+  r->total = fx_shape_numel(&T(g, n->out[0])->shape);
 }
 
 static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels, int p0, int p1) {
@@ -288,13 +307,15 @@ static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels,
     r.k = fx_shape_numel(&w->shape) / r.cout;
     r.m = fx_shape_numel(&x->shape) / r.k;
     r.a_direct = 1;
+    with_swish(g, n, &r);
     run_grid(pool, &r, (size_t)r.q->gemm->mr);
-    return 0;
+    return r.failed ? -1 : 0;
   }
   r.cg = conv_geom(g, n);
   r.m = (size_t)r.cg.batch * r.cg.oh * r.cg.ow;
   r.k = (size_t)r.cg.cin;
   r.a_direct = r.q->form == FX_QS8_CONV_GEMM;
+  with_swish(g, n, &r);
   run_grid(pool, &r, (size_t)r.q->gemm->mr * (r.a_direct ? 8 : 4));
   return r.failed ? -1 : 0;
 }
@@ -303,6 +324,7 @@ static int run_qdepthwise(fx_graph *g, fx_node *n, fx_pool *pool, const void *pa
   qrun r = {.q = n->qlayer, .x = T(g, n->in[0])->ptr, .y = T(g, n->out[0])->ptr, .o = &n->qout, .w = panels,
             .mult = n->p.conv.mult};
   r.cg = conv_geom(g, n);
+  with_swish(g, n, &r);
   fx_parallel_for(pool, (size_t)r.cg.batch * r.cg.oh, 1, dw_rows, &r);
   return r.failed ? -1 : 0;
 }

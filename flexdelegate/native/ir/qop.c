@@ -39,6 +39,10 @@ void fx_qop_fuse_swish(fx_node *mul, int x_at) {
   mul->qop->param = (float)x_at;
 }
 
+void fx_qop_table_range(const fx_node *mul, void *y, size_t count, size_t e0, size_t e1) {
+  fx_qs8_lut_run(fx_qs8_ops_config_get(), &mul->qop->k.lut, count, y, y, e0, e1);
+}
+
 void fx_qop_set_stock_threads(fx_node *n, int threads) { n->qop->stock_threads = threads; }
 
 static fx_tensor *T(fx_graph *g, int id) { return &g->tensors[id]; }

@@ -26,4 +26,7 @@ int fx_qop_kind(const fx_node *n);
  * of x (fx_qs8_mul_of_table_prepare); the LOGISTIC node is skipped by the caller, its output
  * (never written) stays the MUL's other input so lifetimes and plans are unchanged. */
 void fx_qop_fuse_swish(fx_node *mul, int x_at);
+/* The swish MUL's table on elements [e0, e1) of its count-element input y, in place (each
+ * element by its index: stock's NEON split of the MUL holds for any range). */
+void fx_qop_table_range(const fx_node *mul, void *y, size_t count, size_t e0, size_t e1);
 #endif

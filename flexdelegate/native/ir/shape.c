@@ -634,8 +634,10 @@ const char *fx_infer_cumsum(fx_graph *g, fx_node *n) {
 
 const char *fx_infer_node(fx_graph *g, fx_node *n) {
   if (n->fused == FX_FUSED_COPY) { /* its producer computed the value (fuse.c) */
-    *Y_SHAPE = T(g, n->fuse_from)->shape;
-    return NULL;
+    /* an integer swish taken by its producer still prepares the table the producer applies */
+    const char *e = n->kind == FX_OP_QELEM ? fx_op_defs[n->kind].infer(g, n) : NULL;
+    if (!e) *Y_SHAPE = T(g, n->fuse_from)->shape;
+    return e;
   }
   return n->kind >= 0 && n->kind < FX_OP_COUNT ? fx_op_defs[n->kind].infer(g, n) : "unknown op";
 }

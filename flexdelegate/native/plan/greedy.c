@@ -84,6 +84,8 @@ static int in_place_ok(const fx_graph *g, const fx_node *n, int k) {
       return fx_shape_equal(&x->shape, &y->shape);
     case FX_OP_UNARY: case FX_OP_RESHAPE: case FX_OP_CAST:
       return k == 0 && fx_shape_numel(&x->shape) == fx_shape_numel(&y->shape);
+    case FX_OP_QELEM: /* only a swish its producer took: the copy of that input */
+      return n->fused == FX_FUSED_COPY && n->in[k] == n->fuse_from && fx_shape_equal(&x->shape, &y->shape);
     default:
       return 0;
   }
