@@ -3,8 +3,8 @@
  * panels (kernels/quant/pack.h), and the runs over the whole-layer drivers, split across the
  * pool by output pixels and, for layers with few of them, GEMM panels too (run_grid), or
  * depthwise rows. A budget plan (plan/budget.c) runs a GEMM layer a panel range at a time from
- * its streamed slice (fx_qlayer_run_part). The tflite reader (read_qconv) has checked dtypes, zero points, the
- * channel axis and the rounding. */
+ * its streamed slice (fx_qlayer_run_part). The tflite reader (read_qconv) has checked dtypes,
+ * zero points, the channel axis and the rounding. */
 #include <stdlib.h>
 #include <string.h>
 #include "conv/conv.h"
@@ -254,7 +254,8 @@ static void grid_task(void *ctx, int tid, size_t t) {
                            r->p0 + b, r->p0 + e))
     r->failed = 1;
   if (r->swish) { /* channels [c0, c1) of rows [m0, m1), just written; whole rows in one run */
-    const size_t nr = (size_t)r->q->gemm->nr, c0 = (r->p0 + b) * nr, c1 = (r->p0 + e) * nr < r->cout ? (r->p0 + e) * nr : r->cout;
+    const size_t nr = (size_t)r->q->gemm->nr, c0 = (r->p0 + b) * nr, end = (r->p0 + e) * nr;
+    const size_t c1 = end < r->cout ? end : r->cout;
     if (c0 == 0 && c1 == r->cout) fx_qop_table_range(r->swish, r->y, r->total, m0 * r->cout, m1 * r->cout);
     else
       for (size_t m = m0; m < m1; m++) fx_qop_table_range(r->swish, r->y, r->total, m * r->cout + c0, m * r->cout + c1);
