@@ -101,6 +101,7 @@ OPS = {
     "PW_24_144@56": _conv(56, 24, 144),
     "PW_144_24@56": _conv(56, 144, 24),
     "PW_960_320@7": _conv(7, 960, 320),
+    "DW_32@112": _conv(112, 32, 32, 3, 1, depthwise=True),
     "DW_96_S2@112": _conv(112, 96, 96, 3, 2, depthwise=True),
     "DW_144@56": _conv(56, 144, 144, 3, 1, depthwise=True),
     "DW_576@14": _conv(14, 576, 576, 3, 1, depthwise=True),

@@ -219,6 +219,29 @@ def test_quantize_variants_equal_scalar_and_reference(form, dtype):
             assert np.array_equal(got, want), (v, i, n, scale, zp)
 
 
+def test_quantize_ties_at_many_scales():
+    """The SIMD DIVIDE form rounds the product x * (1/s) and corrects it by the exact sign of
+    (n +- 1/2) * s - x: at 400 scales (any mantissa, 2^-40 .. 2^40 and near the float limits)
+    inputs on, beside and between the exact ties x = (k + 1/2) * s, and quotients up to and past
+    2^21 (where the product form hands over to the division), agree with the scalar one."""
+    rng = np.random.default_rng(5)
+    scales = np.concatenate([np.float32(2.0 ** rng.uniform(-40, 40, 396)),
+                             np.float32([3.0e38, 1.0e-38, 1.2e-38, 7.0e-3])])
+    for i, scale in enumerate(scales):
+        scale = float(scale)
+        k = np.concatenate([rng.integers(-400, 400, 160), rng.integers(-2**22, 2**22, 40)]) + 0.5
+        with np.errstate(over="ignore", under="ignore"):
+            x = np.float32(k * scale)
+            x = np.concatenate([x, np.nextafter(x, np.float32(np.inf)), np.nextafter(x, np.float32(-np.inf)),
+                                np.float32(rng.uniform(-300, 300, 64) * scale)])
+        x = x[np.isfinite(x)]
+        zp = int(rng.integers(-128, 128))
+        want = _qs8.quantize(0, x, scale, zp, form="DIVIDE", out_dtype=np.int8, lo=-128, hi=127)
+        for v in VARIANTS:
+            got = _qs8.quantize(v, x, scale, zp, form="DIVIDE", out_dtype=np.int8, lo=-128, hi=127)
+            assert np.array_equal(got, want), (v, i, scale, x[got != want][:4])
+
+
 def test_the_testers_refuse_op_codes_past_their_enums():
     """flex_testing.h's FLEX_BINARY_* / FLEX_LUT_* are the only codes the testers take; the
     Python names come from them, and a code past either enum is refused, not indexed."""

@@ -3,6 +3,8 @@
  * n % 8 elements (and a whole call of fewer) go through the scalar kernel. */
 #if defined(__x86_64__)
 #include <immintrin.h>
+#include <float.h>
+#include <math.h>
 #include "qs8-ops.h"
 
 #define OPS_AVX2 __attribute__((target("avx2,fma"), always_inline)) static inline
@@ -258,9 +260,10 @@ __attribute__((target("avx2,fma"))) void fx_qs8_sum_rows__avx2(size_t c, size_t 
   }
   if (j < c) fx_qs8_sum_rows__scalar(c - j, k, px + j, stride, u8, acc + j);
 }
-/* float -> int QUANTIZE, 8 values a step. FLEX_QUANT_AWAY: the quotient in double (vdivpd is
- * IEEE division, as the scalar one), rounded half away from zero as trunc(q) + sign(q) where
- * |q - trunc(q)| >= 0.5 (that difference is exact); FLEX_QUANT_RECIP_EVEN: the float product converted
+/* float -> int QUANTIZE, 8 values a step. FLEX_QUANT_AWAY: quantize8_fma (below) where it is
+ * exact, else the quotient in double (vdivpd is IEEE division, as the scalar one), rounded half
+ * away from zero as trunc(q) + sign(q) where |q - trunc(q)| >= 0.5 (that difference is exact),
+ * in twice the time; FLEX_QUANT_RECIP_EVEN: the float product converted
  * under the default rounding mode (nearest even, as rintf). x86's conversions give INT32_MIN for
  * NaN and out-of-range values, the scalar reference's rule. */
 OPS_AVX2 __m128i quantize4_divide(__m128 x, __m256d scale) {
@@ -272,23 +275,47 @@ OPS_AVX2 __m128i quantize4_divide(__m128 x, __m256d scale) {
   return _mm256_cvttpd_epi32(_mm256_add_pd(t, step));
 }
 
+/* FLEX_QUANT_AWAY without the division, for a float scale s > 0, on magnitudes: the answer is
+ * sign(x) * floor(|x| / s + 1/2). m = |x| * (1/s) rounded to nearest is that or one step off,
+ * and the signs of (m + 1/2) * s - |x| and (m - 1/2) * s - |x|, which one FMA rounding keeps,
+ * say which (a zero is an exact tie, which rounds up). Exact where m +- 1/2 is a float: the
+ * caller keeps |x| / s < 2^21 (NaN and the rest take quantize4_divide). vpsignd puts the sign
+ * back (x's bits as int32 have x's sign; +0 gives 0, as m is). */
+OPS_AVX2 __m256i quantize8_fma(__m256 x, __m256 a, __m256 c, __m256 s) {
+  const __m256 half = _mm256_set1_ps(0.5f), zero = _mm256_setzero_ps();
+  const __m256 m = _mm256_round_ps(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(_mm256_fmsub_ps(_mm256_add_ps(m, half), s, a), zero, _CMP_LE_OQ));
+  const __m256i down = _mm256_castps_si256(_mm256_cmp_ps(_mm256_fmsub_ps(_mm256_sub_ps(m, half), s, a), zero, _CMP_GT_OQ));
+  const __m256i q = _mm256_add_epi32(_mm256_sub_epi32(_mm256_cvtps_epi32(m), up), down);
+  return _mm256_sign_epi32(q, _mm256_castps_si256(x));
+}
+
 __attribute__((target("avx2,fma"))) void fx_qs8_quantize__avx2(size_t n, const float *x, void *y,
                                                                const fx_qs8_quant_params *p, int form) {
   const __m256d scale = _mm256_set1_pd(p->scale);
   const __m256 inv = _mm256_set1_ps(p->inv_scale);
+  const float sf = (float)p->scale;
+  const int fma_ok = sf > 0.0f && (double)sf == p->scale && isfinite(p->inv_scale) && p->inv_scale >= FLT_MIN;
+  const __m256 s = _mm256_set1_ps(sf), lim = _mm256_set1_ps(2097152.0f), abs = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
   const __m256i zp = _mm256_set1_epi32(p->zp), lo = _mm256_set1_epi32(p->lo), hi = _mm256_set1_epi32(p->hi);
   uint8_t *yb = (uint8_t *)y;
+  const int u8 = p->u8; /* a local: stores through yb may alias *p */
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
     const __m256 v = _mm256_loadu_ps(x + i);
     __m256i q;
-    if (form == FLEX_QUANT_AWAY)
-      q = _mm256_setr_m128i(quantize4_divide(_mm256_castps256_ps128(v), scale),
-                            quantize4_divide(_mm256_extractf128_ps(v, 1), scale));
-    else
+    if (form == FLEX_QUANT_AWAY) {
+      const __m256 a = _mm256_and_ps(v, abs), c = _mm256_mul_ps(a, inv);
+      if (fma_ok && _mm256_movemask_ps(_mm256_cmp_ps(c, lim, _CMP_LT_OQ)) == 0xff)
+        q = quantize8_fma(v, a, c, s);
+      else
+        q = _mm256_setr_m128i(quantize4_divide(_mm256_castps256_ps128(v), scale),
+                              quantize4_divide(_mm256_extractf128_ps(v, 1), scale));
+    } else {
       q = _mm256_cvtps_epi32(_mm256_mul_ps(v, inv));
+    }
     q = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(q, zp), lo), hi);
-    store8(yb + i, q, p->u8);
+    store8(yb + i, q, u8);
   }
   if (i < n) fx_qs8_quantize__scalar(n - i, x + i, yb + i, p, form);
 }
