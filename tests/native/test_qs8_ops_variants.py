@@ -128,6 +128,30 @@ def test_add_input_rescale_at_every_shift(shift):
 
 
 @pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
+def test_mul_at_every_shift():
+    """MUL's requantization, which the AVX-512 kernel does as one rounding of the 64-bit product,
+    at every shift of its multiplier from 2^-31 to 2^29 (mantissas 1, 1.37, 1.99): all 256 x 256
+    int8 pairs and uint8 against a broadcast row, under both stock arithmetics."""
+    vals = np.arange(-128, 128).astype(np.int8)
+    a, b = np.repeat(vals, 256).reshape(256, 256), np.tile(vals, 256).reshape(256, 256)
+    ran = 0
+    for shift in range(-31, 30):
+        for f in (1.0, 1.37, 1.99):
+            qa, qb, qo = (0.05, 3), (0.02, 7), (float(np.float32(0.05 * 0.02 / (f * 2.0 ** shift))), 1)
+            for stock in (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON):
+                for x, y in ((a, b), (a.astype(np.uint8), vals[None, :].astype(np.uint8))):
+                    try:
+                        want = _qs8.binary(0, "MUL", x, y, qa, qb, qo, stock=stock)
+                    except ValueError:
+                        continue
+                    for v in VARIANTS:
+                        got = _qs8.binary(v, "MUL", x, y, qa, qb, qo, stock=stock)
+                        assert np.array_equal(got, want), (v, shift, f, stock, x.dtype)
+                    ran += 1
+    assert ran >= 480
+
+
+@pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
 def test_pool_and_mean_variants_equal_scalar(dtype):
     """AVERAGE_POOL_2D and both MEAN paths (the sum_rows microkernel) on every variant, channel

@@ -1,0 +1,173 @@
+/* AVX-512 ADD and MUL: 16 elements a step in int32 lanes, ref.h's definitions exactly, with
+ * about half the AVX2 kernel's instructions per element: the inputs' rescale in int32
+ * (qs8-ops-avx2.c's split multiplier, every form as one rounding) and the output's SRDHM and
+ * RoundingDivideByPOT as one rounding of the 64-bit product (vpsraq). Parameters outside what
+ * those single roundings cover, and the last n % 16 elements, go to the AVX2 kernel. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+#include "qs8-ops.h"
+
+#define OPS512 __attribute__((target("avx2,fma,avx512f,avx512bw"), always_inline)) static inline
+
+OPS512 __m512i load16(const uint8_t *p, int u8) {
+  const __m128i v = _mm_loadu_si128((const __m128i *)p);
+  return u8 ? _mm512_cvtepu8_epi32(v) : _mm512_cvtepi8_epi32(v);
+}
+
+/* 16 lanes already within the type's range, stored as bytes (truncation keeps them). */
+OPS512 void store16(uint8_t *p, __m512i v) { _mm_storeu_si128((__m128i *)p, _mm512_cvtepi32_epi8(v)); }
+
+/* rdbpot(srdhm(x, m), e) for m >= 0 and e in [0, 31], as one rounding of P = x*m: srdhm is
+ * floor((P + 2^30) / 2^31) for either sign, negative exactly when P < -2^30; rdbpot adds
+ * 2^(e-1), less one for a negative value, and floors by 2^e (e = 0: nothing); nested floors of
+ * whole numbers merge into floor((P + 2^30 + (2^(e-1) - [P < -2^30]) * 2^31) / 2^(31+e)).
+ * |P| < 2^62, so the sum stays in int64. */
+typedef struct { __m512i m, bias, neg, lim; __m128i cnt; } out_k;
+
+OPS512 out_k out_of(int32_t m, int e) {
+  return (out_k){.m = _mm512_set1_epi32(m),
+                 .bias = _mm512_set1_epi64(((int64_t)1 << 30) + (e ? (int64_t)1 << (30 + e) : 0)),
+                 .neg = _mm512_set1_epi64(e ? (int64_t)1 << 31 : 0),
+                 .lim = _mm512_set1_epi64(-((int64_t)1 << 30)),
+                 .cnt = _mm_cvtsi32_si128(31 + e)};
+}
+
+OPS512 __m512i round_out(__m512i x, const out_k *o) {
+  const __m512i pe = _mm512_mul_epi32(x, o->m), po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), o->m);
+  __m512i te = _mm512_add_epi64(pe, o->bias), to = _mm512_add_epi64(po, o->bias);
+  te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, o->lim), te, o->neg);
+  to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, o->lim), to, o->neg);
+  return _mm512_mask_blend_epi32(0xAAAA, _mm512_sra_epi64(te, o->cnt), _mm512_slli_epi64(_mm512_sra_epi64(to, o->cnt), 32));
+}
+
+/* The NEON output narrowing before the clamp: int16 wrap (vmovn), + zero point in int16
+ * (wrapping), saturated to the type; the two wraps are one, and the clamp to lo..hi (within the
+ * type) makes the saturation moot. */
+OPS512 __m512i neon_out(__m512i r, __m512i zo) {
+  return _mm512_srai_epi32(_mm512_slli_epi32(_mm512_add_epi32(r, zo), 16), 16);
+}
+
+/* An ADD input's rescale, every form as (x*mh + ((x*ml + k) >> 11) + (sign ? x >> 31 : 0)) >> e
+ * with m = mh * 2^11 + ml and x = input - zero point (|x| < 2^9: each term fits int32):
+ * portable (e <= 20), srdhm(x << 20) = floor((x*m + 2^10) / 2^11) then rdbpot's 2^(e-1) and -1
+ * for a negative x, merged (k = 2^10 + 2^(e+10), sign; see qs8-ops-avx2.c); NEON_PRE (e <= 20),
+ * srdhm(x << (20 - e)) = floor((x*m + 2^(10+e)) / 2^(11+e)) (k = 2^(10+e)); NEON_POST,
+ * srdhm(x << 20) >> e (k = 2^10). */
+typedef struct { __m512i z, mh, ml, k, sign; __m128i e; } in_k;
+
+OPS512 in_k in_of(int32_t z, int32_t m, int e, int form) {
+  const int32_t k = form == FX_ADD_NEON_PRE ? 1 << (10 + e)
+                    : form == FX_ADD_PORTABLE && e ? (1 << 10) + (1 << (e + 10)) : 1 << 10;
+  return (in_k){.z = _mm512_set1_epi32(z), .mh = _mm512_set1_epi32(m >> 11), .ml = _mm512_set1_epi32(m & 2047),
+                .k = _mm512_set1_epi32(k), .sign = _mm512_set1_epi32(form == FX_ADD_PORTABLE && e ? -1 : 0),
+                .e = _mm_cvtsi32_si128(e > 31 ? 31 : e)};
+}
+
+OPS512 __m512i rescale(__m512i v, const in_k *c) {
+  const __m512i x = _mm512_sub_epi32(v, c->z);
+  const __m512i low = _mm512_srai_epi32(_mm512_add_epi32(_mm512_mullo_epi32(x, c->ml), c->k), 11);
+  const __m512i t = _mm512_add_epi32(_mm512_add_epi32(_mm512_mullo_epi32(x, c->mh), low),
+                                     _mm512_and_si512(_mm512_srai_epi32(x, 31), c->sign));
+  return _mm512_sra_epi32(t, c->e);
+}
+
+/* An input whose multiplier is 1/2 exactly (m = 2^30, shift 0: the input of the larger scale)
+ * rescales to x * 2^19 in every form. */
+static int half_of(int32_t m, int e) { return m == 1 << 30 && e == 0; }
+
+typedef struct {
+  in_k a, b;
+  out_k o;
+  __m512i zo, lo, hi;
+  int u8, a_step;
+} add_k;
+
+/* One kernel loop; constant: sub (0 a + b, 1 a - b, 2 b - a), portable (the output stage) and
+ * half_a (a's rescale is a shift, half_of). */
+OPS512 size_t add_loop(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *py, const add_k *k,
+                       const int sub, const int portable, const int half_a) {
+  const add_k c = *k;
+  __m512i ya = rescale(_mm512_set1_epi32(c.u8 ? pa[0] : (int8_t)pa[0]), &c.a);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    if (c.a_step && half_a) ya = _mm512_slli_epi32(_mm512_sub_epi32(load16(pa + i, c.u8), c.a.z), 19);
+    else if (c.a_step) ya = rescale(load16(pa + i, c.u8), &c.a);
+    const __m512i yb = rescale(load16(pb + i, c.u8), &c.b);
+    const __m512i raw = sub == 1 ? _mm512_sub_epi32(ya, yb) : sub == 2 ? _mm512_sub_epi32(yb, ya) : _mm512_add_epi32(ya, yb);
+    __m512i r = round_out(raw, &c.o);
+    r = portable ? _mm512_add_epi32(r, c.zo) : neon_out(r, c.zo);
+    store16(py + i, _mm512_min_epi32(_mm512_max_epi32(r, c.lo), c.hi));
+  }
+  return i;
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(size_t n, const void *a, size_t a_step,
+                                                                              const void *b, void *y,
+                                                                              const fx_qs8_add_params *p, int form) {
+  const int e1 = -p->s1, e2 = -p->s2, eo = -p->so;
+  const int in_ok = form == FX_ADD_NEON_POST || (e1 <= 20 && e2 <= 20);
+  if (n < 16 || !in_ok || e1 < 0 || e2 < 0 || eo < 0 || eo > 31 || p->mo < 0) {
+    fx_qs8_add__avx2(n, a, a_step, b, y, p, form);
+    return;
+  }
+  const uint8_t *pa = a, *pb = b;
+  uint8_t *py = y;
+  /* the halved input as `a` (the op's a - b is then b - a) */
+  const int swap = a_step && half_of(p->m2, e2) && !half_of(p->m1, e1);
+  const add_k k = {.a = swap ? in_of(p->z2, p->m2, e2, form) : in_of(p->z1, p->m1, e1, form),
+                   .b = swap ? in_of(p->z1, p->m1, e1, form) : in_of(p->z2, p->m2, e2, form),
+                   .o = out_of(p->mo, eo), .zo = _mm512_set1_epi32(p->zo),
+                   .lo = _mm512_set1_epi32(p->lo), .hi = _mm512_set1_epi32(p->hi), .u8 = p->u8, .a_step = a_step != 0};
+  const int sub = swap && p->sub ? 3 - p->sub : p->sub, half = swap || half_of(p->m1, e1);
+  const uint8_t *qa = swap ? pb : pa, *qb = swap ? pa : pb;
+  size_t i;
+#define FX_ADD_LOOP(s) \
+  (form == FX_ADD_PORTABLE ? (half ? add_loop(n, qa, qb, py, &k, s, 1, 1) : add_loop(n, qa, qb, py, &k, s, 1, 0)) \
+                           : (half ? add_loop(n, qa, qb, py, &k, s, 0, 1) : add_loop(n, qa, qb, py, &k, s, 0, 0)))
+  i = sub == 1 ? FX_ADD_LOOP(1) : sub == 2 ? FX_ADD_LOOP(2) : FX_ADD_LOOP(0);
+#undef FX_ADD_LOOP
+  if (i < n) fx_qs8_add__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+}
+
+/* MUL: (a - z1) * (b - z2) (|product| <= 2^16) << left shift (wrapping, as stock), then
+ * round_out; the NEON forms saturate (NEON_SAT) or wrap (NEON_TRUNC) to int16 first. */
+OPS512 size_t mul_loop(size_t n, const uint8_t *pa, size_t a_step, const uint8_t *pb, uint8_t *py,
+                       const fx_qs8_mul_params *p, const int form) {
+  const int u8 = p->u8, ls = p->s > 0 ? p->s : 0;
+  const out_k o = out_of(p->m, p->s > 0 ? 0 : -p->s);
+  const __m512i z1 = _mm512_set1_epi32(p->z1), z2 = _mm512_set1_epi32(p->z2), zo = _mm512_set1_epi32(p->zo);
+  const __m512i lo = _mm512_set1_epi32(p->lo), hi = _mm512_set1_epi32(p->hi);
+  const __m512i lo16 = _mm512_set1_epi32(INT16_MIN), hi16 = _mm512_set1_epi32(INT16_MAX);
+  const __m128i lcnt = _mm_cvtsi32_si128(ls);
+  __m512i xa = _mm512_sub_epi32(_mm512_set1_epi32(u8 ? pa[0] : (int8_t)pa[0]), z1);
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    if (a_step) xa = _mm512_sub_epi32(load16(pa + i, u8), z1);
+    const __m512i xb = _mm512_sub_epi32(load16(pb + i, u8), z2);
+    __m512i r = round_out(_mm512_sll_epi32(_mm512_mullo_epi32(xa, xb), lcnt), &o);
+    if (form == FX_MUL_PORTABLE) {
+      r = _mm512_add_epi32(r, zo);
+    } else {
+      if (form == FX_MUL_NEON_SAT) r = _mm512_min_epi32(_mm512_max_epi32(r, lo16), hi16);
+      r = neon_out(r, zo);
+    }
+    store16(py + i, _mm512_min_epi32(_mm512_max_epi32(r, lo), hi));
+  }
+  return i;
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_mul__avx512bw(size_t n, const void *a, size_t a_step,
+                                                                              const void *b, void *y,
+                                                                              const fx_qs8_mul_params *p, int form) {
+  if (n < 16 || p->s < -31 || p->s > 30 || p->m < 0) {
+    fx_qs8_mul__avx2(n, a, a_step, b, y, p, form);
+    return;
+  }
+  const uint8_t *pa = a, *pb = b;
+  uint8_t *py = y;
+  const size_t i = form == FX_MUL_PORTABLE   ? mul_loop(n, pa, a_step, pb, py, p, FX_MUL_PORTABLE)
+                   : form == FX_MUL_NEON_SAT ? mul_loop(n, pa, a_step, pb, py, p, FX_MUL_NEON_SAT)
+                                             : mul_loop(n, pa, a_step, pb, py, p, FX_MUL_NEON_TRUNC);
+  if (i < n) fx_qs8_mul__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+}
+#endif
