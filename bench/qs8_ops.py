@@ -105,6 +105,9 @@ OPS = {
     "DW_96_S2@112": _conv(112, 96, 96, 3, 2, depthwise=True),
     "DW_144@56": _conv(56, 144, 144, 3, 1, depthwise=True),
     "DW_576@14": _conv(14, 576, 576, 3, 1, depthwise=True),
+    "DW5_144_S2@56": _conv(56, 144, 144, 5, 2, depthwise=True),
+    "DW5_240@28": _conv(28, 240, 240, 5, 1, depthwise=True),
+    "DW5_672@14": _conv(14, 672, 672, 5, 1, depthwise=True),
     "CONV3_64@56": _conv(56, 64, 64, 3),
 }
 

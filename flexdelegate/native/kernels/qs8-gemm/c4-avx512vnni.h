@@ -28,7 +28,8 @@ FX_C4V __m512i fx_c4v_load_a_part(const int8_t *p, size_t n) {
   return _mm512_xor_si512(_mm512_set1_epi32(v), _mm512_set1_epi32((int32_t)0x80808080u));
 }
 
-#define FX_C4V_ACC(i) __m512i acc##i = _mm512_setzero_si512();
+/* Accumulators start at the panel's bias (vbias). */
+#define FX_C4V_ACC(i) __m512i acc##i = vbias;
 #define FX_C4V_DOT(i) acc##i = _mm512_dpbusd_epi32(acc##i, va##i, wv);
 
 #define FX_C4V_LOAD_A(i) const __m512i va##i = fx_c4v_load_a(a##i + k);
@@ -64,11 +65,11 @@ FX_C4V fx_c4v_out fx_c4v_out_of(const int32_t *rqp, const fx_qs8_out *o) {
   return s;
 }
 
-/* Row i: + bias, + row correction, requantized by the output stage `os` (the 16-lane fast
- * form, else AVX2 on the two halves), stored. */
+/* Row i: + row correction, requantized by the output stage `os` (the 16-lane fast form, else
+ * AVX2 on the two halves), stored. */
 #define FX_C4V_FINISH(i)                                                                      \
   if (mr > (i)) {                                                                             \
-    __m512i v = _mm512_add_epi32(acc##i, vbias);                                              \
+    __m512i v = acc##i;                                                                       \
     if (row_corr) v = _mm512_add_epi32(v, _mm512_set1_epi32(row_corr[i]));                    \
     if (os.rq16.on) {                                                                         \
       fx_rq16_store_avx512(c + (i) * c_stride, v, &os.rq16, nc);                              \
@@ -77,5 +78,28 @@ FX_C4V fx_c4v_out fx_c4v_out_of(const int32_t *rqp, const fx_qs8_out *o) {
       const __m256i hi = fx_rq8_apply_avx2(_mm512_extracti64x4_epi64(v, 1), &os.rq1);         \
       fx_store_bytes_avx2(c + (i) * c_stride, fx_pack16_avx2(lo, hi), nc);                    \
     }                                                                                         \
+  }
+
+/* The rows of a tile of MR (1..8) rows: each kernel is compiled for every MR, so a tile of the
+ * last few rows of a matrix (49 = 6 x 8 + 1 at 7x7) computes only those. */
+#define FX_C4V_ROWS1(X) X(0)
+#define FX_C4V_ROWS2(X) FX_C4V_ROWS1(X) X(1)
+#define FX_C4V_ROWS3(X) FX_C4V_ROWS2(X) X(2)
+#define FX_C4V_ROWS4(X) FX_C4V_ROWS3(X) X(3)
+#define FX_C4V_ROWS5(X) FX_C4V_ROWS4(X) X(4)
+#define FX_C4V_ROWS6(X) FX_C4V_ROWS5(X) X(5)
+#define FX_C4V_ROWS7(X) FX_C4V_ROWS6(X) X(6)
+#define FX_C4V_ROWS8(X) FX_C4V_ROWS7(X) X(7)
+/* Calls F##MR(args) for the mr at hand (mr >= 8: 8). */
+#define FX_C4V_BY_MR(mr, F, ...)              \
+  switch (mr) {                               \
+    case 1: F##1(__VA_ARGS__); break;         \
+    case 2: F##2(__VA_ARGS__); break;         \
+    case 3: F##3(__VA_ARGS__); break;         \
+    case 4: F##4(__VA_ARGS__); break;         \
+    case 5: F##5(__VA_ARGS__); break;         \
+    case 6: F##6(__VA_ARGS__); break;         \
+    case 7: F##7(__VA_ARGS__); break;         \
+    default: F##8(__VA_ARGS__); break;        \
   }
 #endif

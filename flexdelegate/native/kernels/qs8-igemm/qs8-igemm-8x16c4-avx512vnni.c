@@ -3,19 +3,26 @@
 #if defined(__x86_64__)
 #include "../qs8-gemm/c4-avx512vnni.h"
 
-#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define A_ROW(i) const int8_t *a##i = a[i];
+#define TILE(MR)                                                                                  \
+  FX_C4V void tile##MR(size_t nc, size_t kc, size_t ks, const int8_t *const *a, const void *w, int8_t *c, \
+                       size_t c_stride, const int32_t *row_corr, const fx_qs8_out *o) {           \
+    const size_t mr = MR;                                                                         \
+    const __m512i vbias = _mm512_loadu_si512(w);                                                  \
+    const int8_t *wk = (const int8_t *)w + 64;                                                    \
+    FX_C4V_ROWS##MR(FX_C4V_ACC)                                                                   \
+    for (size_t t = 0; t < ks; t++, a += 8) {                                                     \
+      FX_C4V_ROWS##MR(A_ROW)                                                                      \
+      FX_C4V_KLOOP(FX_C4V_ROWS##MR)                                                               \
+    }                                                                                             \
+    const fx_c4v_out os = fx_c4v_out_of((const int32_t *)wk, o);                                  \
+    FX_C4V_ROWS##MR(FX_C4V_FINISH)                                                                \
+  }
+TILE(1) TILE(2) TILE(3) TILE(4) TILE(5) TILE(6) TILE(7) TILE(8)
 
+/* A tile of mr < 8 rows runs the kernel compiled for mr rows. */
 FX_C4V_TARGET
 void fx_qs8_igemm_8x16c4__avx512vnni(FX_QS8_IGEMM_ARGS) {
-  const __m512i vbias = _mm512_loadu_si512(w);
-  const int8_t *wk = (const int8_t *)w + 64;
-  ROWS(FX_C4V_ACC)
-  for (size_t t = 0; t < ks; t++, a += 8) {
-    const int8_t *a0 = a[0], *a1 = a[1], *a2 = a[2], *a3 = a[3];
-    const int8_t *a4 = a[4], *a5 = a[5], *a6 = a[6], *a7 = a[7];
-    FX_C4V_KLOOP(ROWS)
-  }
-  const fx_c4v_out os = fx_c4v_out_of((const int32_t *)wk, o);
-  ROWS(FX_C4V_FINISH)
+  FX_C4V_BY_MR(mr, tile, nc, kc, ks, a, w, c, c_stride, row_corr, o)
 }
 #endif
