@@ -3,6 +3,19 @@
 #include <stdlib.h>
 #include "qs8-dwconv.h"
 
+/* The taps of output columns [x0, x1) in one window row (line: that input row, NULL in the
+ * padding), each tested against the input's width. */
+static void tested_taps(const fx_qs8_conv_geom *cg, const int8_t *line, const int8_t *zero_row, size_t C,
+                        size_t taps, const int8_t **row, int x0, int x1) {
+  for (int ox = x0; ox < x1; ox++) {
+    const int8_t **dst = row + (size_t)ox * taps;
+    for (int kx = 0; kx < cg->kw; kx++) {
+      const int ix = ox * cg->sw - cg->pl + kx * cg->dw;
+      dst[kx] = !line || ix < 0 || ix >= cg->w ? zero_row : line + (size_t)ix * C;
+    }
+  }
+}
+
 int fx_qs8_dwconv_run(const fx_qs8_dwconv_config *v, const fx_qs8_conv_geom *cg, int mult,
                       const int8_t *x, const int8_t *zero_row, const void *packed, int8_t *y,
                       const fx_qs8_out *o, size_t r0, size_t r1) {
@@ -17,19 +30,31 @@ int fx_qs8_dwconv_run(const fx_qs8_dwconv_config *v, const fx_qs8_conv_geom *cg,
     ptrs = (const int8_t **)malloc(taps * ow * sizeof *ptrs);
     if (!ptrs) return -1;
   }
+  /* output columns [ox_lo, ox_hi) read no padding column: their taps need no tests */
+  const int reach = cg->w - 1 - (cg->kw - 1) * cg->dw + cg->pl;
+  const int ox_hi = reach < 0 ? 0 : reach / cg->sw + 1 < cg->ow ? reach / cg->sw + 1 : cg->ow;
+  const int ox_lo = (cg->pl + cg->sw - 1) / cg->sw < ox_hi ? (cg->pl + cg->sw - 1) / cg->sw : ox_hi;
+  const size_t col = (size_t)cg->sw * C, tap = (size_t)cg->dw * C;
   for (size_t r = r0; r < r1; r++) {
     const int b = (int)(r / (size_t)cg->oh), oy = (int)(r % (size_t)cg->oh);
     for (int ky = 0; ky < cg->kh; ky++) { /* window row by window row: the row test once */
       const int iy = oy * cg->sh - cg->pt + ky * cg->dh;
       const int8_t *line = iy >= 0 && iy < cg->h ? x + ((size_t)b * cg->h + iy) * (size_t)cg->w * C : NULL;
-      for (int ox = 0; ox < cg->ow; ox++) {
-        const int8_t **dst = ptrs + (size_t)ox * taps + (size_t)ky * cg->kw;
-        const int ix0 = ox * cg->sw - cg->pl;
-        for (int kx = 0; kx < cg->kw; kx++) {
-          const int ix = ix0 + kx * cg->dw;
-          dst[kx] = !line || ix < 0 || ix >= cg->w ? zero_row : line + (size_t)ix * C;
-        }
+      const int8_t **row = ptrs + (size_t)ky * cg->kw;
+      if (!line) {
+        tested_taps(cg, NULL, zero_row, C, taps, row, 0, cg->ow);
+        continue;
       }
+      tested_taps(cg, line, zero_row, C, taps, row, 0, ox_lo);
+      if (ox_lo < ox_hi) {
+        const int8_t *p = line + (size_t)(ox_lo * cg->sw - cg->pl) * C, **dst = row + (size_t)ox_lo * taps;
+        if (cg->kw == 3) /* the common window, unrolled */
+          for (int ox = ox_lo; ox < ox_hi; ox++, dst += taps, p += col) dst[0] = p, dst[1] = p + tap, dst[2] = p + 2 * tap;
+        else
+          for (int ox = ox_lo; ox < ox_hi; ox++, dst += taps, p += col)
+            for (int kx = 0; kx < cg->kw; kx++) dst[kx] = p + (size_t)kx * tap;
+      }
+      tested_taps(cg, line, zero_row, C, taps, row, ox_hi, cg->ow);
     }
     fn(C, ow, ptrs, taps, packed, y + r * ow * C, C, o);
   }
