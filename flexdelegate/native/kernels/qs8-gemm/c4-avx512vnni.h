@@ -27,13 +27,6 @@ FX_C4V __m512i fx_c4v_load_a_part(const int8_t *p, size_t n) {
   const int32_t v = (int32_t)fx_qs8_load_tail(p, n);
   return _mm512_xor_si512(_mm512_set1_epi32(v), _mm512_set1_epi32((int32_t)0x80808080u));
 }
-/* The same from rows already +128 (the whole-panel GEMM's A, flipped once for every panel). */
-FX_C4V __m512i fx_c4v_load_u(const int8_t *p) {
-  int32_t v;
-  memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
-}
-FX_C4V __m512i fx_c4v_load_u_part(const int8_t *p, size_t n) { return _mm512_set1_epi32((int32_t)fx_qs8_load_tail(p, n)); }
 
 /* Accumulators start at the panel's bias (vbias). */
 #define FX_C4V_ACC(i) __m512i acc##i = vbias;
@@ -41,21 +34,18 @@ FX_C4V __m512i fx_c4v_load_u_part(const int8_t *p, size_t n) { return _mm512_set
 
 #define FX_C4V_LOAD_A(i) const __m512i va##i = fx_c4v_load_a(a##i + k);
 #define FX_C4V_LOAD_A_PART(i) const __m512i va##i = fx_c4v_load_a_part(a##i + k, kc - k);
-#define FX_C4V_LOAD_U(i) const __m512i va##i = fx_c4v_load_u(a##i + k);
-#define FX_C4V_LOAD_U_PART(i) const __m512i va##i = fx_c4v_load_u_part(a##i + k, kc - k);
-/* The k-loop over one run of kc bytes per row: one weight load, then every row's vpdpbusd;
- * LOAD: FX_C4V_LOAD_A (int8 rows) or FX_C4V_LOAD_U (rows already +128). */
-#define FX_C4V_KLOOP(ROWS, LOAD)                          \
+/* The k-loop over one run of kc bytes per row: one weight load, then every row's vpdpbusd. */
+#define FX_C4V_KLOOP(ROWS)                                \
   {                                                       \
     size_t k = 0;                                         \
     for (; k + 4 <= kc; k += 4, wk += 64) {               \
       const __m512i wv = _mm512_loadu_si512(wk);          \
-      ROWS(LOAD)                                          \
+      ROWS(FX_C4V_LOAD_A)                                 \
       ROWS(FX_C4V_DOT)                                    \
     }                                                     \
     if (k < kc) {                                         \
       const __m512i wv = _mm512_loadu_si512(wk);          \
-      ROWS(LOAD##_PART)                                   \
+      ROWS(FX_C4V_LOAD_A_PART)                            \
       ROWS(FX_C4V_DOT)                                    \
       wk += 64;                                           \
     }                                                     \

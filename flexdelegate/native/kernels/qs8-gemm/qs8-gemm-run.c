@@ -5,34 +5,16 @@
  * L1, and sets up each panel's output stage once per block rather than once per tile. */
 #include "qs8-run.h"
 
-/* Bytes of a row block converted to a whole-panel GEMM's unsigned form (on the stack). */
-#define FX_QS8_FLIP_BYTES 16384
-
-/* rows x kc bytes of A (a_stride apart), each xor `flip` (a_offset 128: + 128 as uint8), packed kc
- * apart into dst. */
-static void flip_rows(const int8_t *a, size_t a_stride, size_t rows, size_t kc, uint8_t flip, int8_t *dst) {
-  for (size_t i = 0; i < rows; i++, a += a_stride, dst += kc)
-    for (size_t k = 0; k < kc; k++) dst[k] = (int8_t)((uint8_t)a[k] ^ flip);
-}
-
 static void run_row_blocks(const fx_qs8_gemm_config *g, size_t m, size_t n, size_t kc, const int8_t *a,
                            size_t a_stride, const uint8_t *packed, size_t pb, int8_t *c, size_t c_stride,
                            const fx_qs8_out *o, size_t p0, size_t p1) {
-  const size_t nr = (size_t)g->nr, fit = FX_QS8_FLIP_BYTES / kc;
-  size_t block = fx_qs8_row_block(g, kc, p1 - p0);
-  if (g->a_offset && block > fit) block = fit;
-  int8_t flipped[FX_QS8_FLIP_BYTES];
+  const size_t nr = (size_t)g->nr, block = fx_qs8_row_block(g, kc, p1 - p0);
   for (size_t m0 = 0; m0 < m; m0 += block) {
     const size_t mb = m - m0 < block ? m - m0 : block;
-    const int8_t *ab = a + m0 * a_stride;
-    size_t ab_stride = a_stride;
-    if (g->a_offset) {
-      flip_rows(ab, a_stride, mb, kc, (uint8_t)g->a_offset, flipped);
-      ab = flipped, ab_stride = kc;
-    }
     for (size_t p = p0; p < p1; p++) {
       const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;
-      g->gemm_rows(mb, nc, kc, ab, ab_stride, packed + (p - p0) * pb, c + m0 * c_stride + n0, c_stride, o);
+      g->gemm_rows(mb, nc, kc, a + m0 * a_stride, a_stride, packed + (p - p0) * pb, c + m0 * c_stride + n0,
+                   c_stride, o);
     }
   }
 }
@@ -42,7 +24,7 @@ void fx_qs8_gemm_run(const fx_qs8_gemm_config *g, size_t m, size_t n, size_t kc,
                      int32_t row_factor, const fx_qs8_out *o, size_t p0, size_t p1) {
   const fx_qs8_gemm_geom geom = fx_qs8_gemm_geom_of(g, (int)n, 1, (int)kc);
   const size_t pb = fx_qs8_gemm_panel_bytes(&geom), nr = (size_t)g->nr, mr_max = (size_t)g->mr;
-  if (g->gemm_rows && !row_factor && (!g->a_offset || kc <= FX_QS8_FLIP_BYTES)) {
+  if (g->gemm_rows && !row_factor) {
     run_row_blocks(g, m, n, kc, a, a_stride, packed, pb, c, c_stride, o, p0, p1);
     return;
   }

@@ -28,9 +28,7 @@ typedef void (*fx_qs8_igemm_fn)(size_t mr, size_t nc, size_t kc, size_t ks,
                                 const int8_t *const *a, const void *w, int8_t *c,
                                 size_t c_stride, const int32_t *row_corr, const fx_qs8_out *o);
 
-/* A GEMM over m rows (any count) of one panel, no row correction: the per-tile setup paid once.
- * A's bytes come in the kernel's unsigned form, each + a_offset (xor 0x80 when it is 128): the
- * driver converts a block of rows once for all the panels. */
+/* A GEMM over m rows (any count) of one panel, no row correction: the per-tile setup paid once. */
 typedef void (*fx_qs8_gemm_rows_fn)(size_t m, size_t nc, size_t kc, const int8_t *a, size_t a_stride,
                                     const void *w, int8_t *c, size_t c_stride, const fx_qs8_out *o);
 

@@ -13,7 +13,7 @@
     FX_C4V_ROWS##MR(FX_C4V_ACC)                                                                   \
     for (size_t t = 0; t < ks; t++, a += 8) {                                                     \
       FX_C4V_ROWS##MR(A_ROW)                                                                      \
-      FX_C4V_KLOOP(FX_C4V_ROWS##MR, FX_C4V_LOAD_A)                                                               \
+      FX_C4V_KLOOP(FX_C4V_ROWS##MR)                                                               \
     }                                                                                             \
     const fx_c4v_out os = fx_c4v_out_of((const int32_t *)wk, o);                                  \
     FX_C4V_ROWS##MR(FX_C4V_FINISH)                                                                \
