@@ -32,10 +32,26 @@ DW void dw_pair(const int8_t *const *in, size_t t, size_t T, size_t c0, int full
   *hi = DW_DOT(*hi, _mm256_unpackhi_epi16(xa, xb), wp[1]);
 }
 
-#define DW_STORE(px, lo, hi)                                                                  \
+#define DW_STORE8(px, lo, hi)                                                                 \
   fx_store_bytes_avx2(out + (px) * out_stride + c0,                                           \
                       fx_pack16_avx2(fx_rq8_apply_mode_avx2(_mm256_permute2x128_si256(lo, hi, 0x20), &rq0, single), \
                                      fx_rq8_apply_mode_avx2(_mm256_permute2x128_si256(lo, hi, 0x31), &rq1, single)), nc)
+#ifdef DW_RQ16
+/* AVX-512: where both halves take the fast form, the 16-lane output stage on one zmm
+ * (requant-avx512.h), its 128-bit lanes {0-3, 8-11, 4-7, 12-15} put in order by one shuffle:
+ * half the instructions of two ymm stages and their packs. */
+#include "../quant/requant-avx512.h"
+#define DW_STORE(px, lo, hi)                                                                              \
+  if (rq16.on)                                                                                            \
+    fx_rq16_store_avx512(out + (px) * out_stride + c0,                                                    \
+                         _mm512_shuffle_i64x2(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),       \
+                                              _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), 0xD8), \
+                         &rq16, nc);                                                                      \
+  else                                                                                                    \
+    DW_STORE8(px, lo, hi)
+#else
+#define DW_STORE(px, lo, hi) DW_STORE8(px, lo, hi)
+#endif
 
 /* One channel tile over all pixels, two at a time (each weight vector feeds both; two
  * independent output stages overlap). T <= 2 * DW_MAX_PAIRS. */
@@ -49,6 +65,9 @@ DW void dw_tile(size_t c0, size_t nc, int full, size_t pixels, const int8_t *con
   const int32_t *rqp = (const int32_t *)(w + 64 + 32 * T);
   const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_avx2(o, c0), o);
   const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_avx2(o, c0 + 8), o);
+#ifdef DW_RQ16
+  const fx_rq16_avx512 rq16 = fx_rq16_of_avx512(&rq0, &rq1);
+#endif
   __m256i wp[2 * DW_MAX_PAIRS];
   for (size_t t = 0; t < T; t += 2) {
     const __m256i wa = _mm256_loadu_si256((const __m256i *)(wt + 16 * t));
