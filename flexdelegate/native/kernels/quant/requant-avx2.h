@@ -13,12 +13,15 @@
  * low dword is then off by exactly the low dword of 2^(63 - total). FLEX_RQ_AWAY_SAT saturates
  * the left shift where shifting back does not give acc again.
  *
- * The fast form, for FLEX_RQ_SINGLE and FLEX_RQ_UP when every lane shifts right (shift <= -1,
- * i.e. M < 1/2: nearly every layer): both are one rounding of the 64-bit product,
+ * The fast form, for FLEX_RQ_SINGLE and the double roundings when every lane shifts right
+ * (shift <= -1, i.e. M < 1/2: nearly every layer): each is one rounding of the 64-bit product,
  * floor((x*m + rnd) / 2^total) with total = 31 - shift >= 32 and rnd = 2^(total-1), plus 2^30
- * for UP. (UP's two roundings, floor((floor((p + 2^30) / 2^31) + 2^(rs-1)) / 2^rs), are one:
- * floor(floor(y) / n) = floor(y / n) for whole n.) With total >= 32 that is the high dword of
- * the sum, an int32, shifted right arithmetically by total - 32: no 64-bit shifts, no bias. */
+ * for the double ones. (UP's two roundings, floor((floor((p + 2^30) / 2^31) + 2^(rs-1)) / 2^rs),
+ * are one: floor(floor(y) / n) = floor(y / n) for whole n. AWAY's second adds one less for a
+ * negative high half, which is 2^31 less in the product's terms; keyed on p < 0 rather than on
+ * p < -2^30 it gives the same results, as both give 0 between.) With total >= 32 that is the
+ * high dword of the sum, an int32, shifted right arithmetically by total - 32: no 64-bit
+ * shifts, no bias. */
 #ifndef FLEX_QUANT_REQUANT_AVX2_H
 #define FLEX_QUANT_REQUANT_AVX2_H
 #include <immintrin.h>
@@ -30,11 +33,13 @@
 typedef struct {
   __m256i m, m_odd;
   __m256i rnd_e, rnd_o, sh32;           /* the fast form: 64-bit nudges, shift of the high dword */
+  __m256i neg_e, neg_o;                 /* and 2^31 in the 64-bit lanes that round ties away */
   __m256i ls, rs, mask, half, away;     /* double rounding */
   __m256i te, to, rnde, rndo, bias;     /* single rounding: per-lane 64-bit shifts and nudges */
   __m256i zp, lo, hi;
   int fast, single, sat;
   int shl, away_any; /* some lane shifts left / rounds ties away: else those steps are skipped */
+  int fast_away;     /* the fast form with a lane that rounds ties away */
 } fx_rq8_avx2;
 
 /* Lanes c0..c0+7: which round ties away from zero under o. */
@@ -73,13 +78,16 @@ FX_REQUANT_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *sh
   const __m256i one64 = _mm256_set1_epi64x(1); /* 2^(total - 1): the single rounding's nudge */
   const __m256i half_e = _mm256_sllv_epi64(one64, _mm256_sub_epi64(r.te, one64));
   const __m256i half_o = _mm256_sllv_epi64(one64, _mm256_sub_epi64(r.to, one64));
-  r.fast = (r.single || (o->rounding == FLEX_RQ_UP && !r.away_any)) &&
-           !_mm256_movemask_epi8(_mm256_cmpgt_epi32(sh, _mm256_set1_epi32(-1)));
+  r.fast = !_mm256_movemask_epi8(_mm256_cmpgt_epi32(sh, _mm256_set1_epi32(-1))); /* AWAY_SAT: no left shift */
   if (r.fast) {
     const __m256i up = _mm256_set1_epi64x(r.single ? 0 : 1LL << 30);
     r.rnd_e = _mm256_add_epi64(half_e, up);
     r.rnd_o = _mm256_add_epi64(half_o, up);
     r.sh32 = _mm256_sub_epi32(total, _mm256_set1_epi32(32));
+    r.fast_away = !r.single && r.away_any;
+    const __m256i bit31 = _mm256_set1_epi64x(1LL << 31); /* lane 2i's mask in the low dword, 2i+1's high */
+    r.neg_e = _mm256_and_si256(away, bit31);
+    r.neg_o = _mm256_and_si256(_mm256_srli_epi64(away, 32), bit31);
   } else {
     r.ls = _mm256_max_epi32(sh, zero);
     r.rs = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
@@ -104,7 +112,12 @@ FX_REQUANT_AVX2 __m256i fx_rq8_apply_mode_avx2(__m256i acc, const fx_rq8_avx2 *r
   if (r->fast) {
     const __m256i pe = _mm256_mul_epi32(acc, r->m);
     const __m256i po = _mm256_mul_epi32(_mm256_srli_epi64(acc, 32), r->m_odd);
-    const __m256i se = _mm256_add_epi64(pe, r->rnd_e), so = _mm256_add_epi64(po, r->rnd_o);
+    __m256i se = _mm256_add_epi64(pe, r->rnd_e), so = _mm256_add_epi64(po, r->rnd_o);
+    if (r->fast_away) {
+      const __m256i zero = _mm256_setzero_si256();
+      se = _mm256_sub_epi64(se, _mm256_and_si256(_mm256_cmpgt_epi64(zero, pe), r->neg_e));
+      so = _mm256_sub_epi64(so, _mm256_and_si256(_mm256_cmpgt_epi64(zero, po), r->neg_o));
+    }
     v = _mm256_srav_epi32(_mm256_blend_epi32(_mm256_srli_epi64(se, 32), so, 0xAA), r->sh32);
   } else if (single) {
     const __m256i pe = _mm256_mul_epi32(acc, r->m);

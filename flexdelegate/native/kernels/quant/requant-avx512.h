@@ -10,8 +10,9 @@
   __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw"), always_inline)) static inline
 
 typedef struct {
-  __m512i m, m_odd, rnd_e, rnd_o, sh32, zp, lo, hi;
-  int on; /* both halves in the fast form */
+  __m512i m, m_odd, rnd_e, rnd_o, neg_e, neg_o, sh32, zp, lo, hi;
+  int on;   /* both halves in the fast form */
+  int away; /* a lane rounds ties away */
 } fx_rq16_avx512;
 
 #define FX_RQ16_JOIN(f) _mm512_inserti64x4(_mm512_castsi256_si512(r0->f), r1->f, 1)
@@ -21,6 +22,8 @@ FX_REQUANT_AVX512 fx_rq16_avx512 fx_rq16_of_avx512(const fx_rq8_avx2 *r0, const 
   if (!q.on) return q;
   q.m = FX_RQ16_JOIN(m), q.m_odd = FX_RQ16_JOIN(m_odd), q.rnd_e = FX_RQ16_JOIN(rnd_e);
   q.rnd_o = FX_RQ16_JOIN(rnd_o), q.sh32 = FX_RQ16_JOIN(sh32);
+  q.away = r0->fast_away || r1->fast_away;
+  q.neg_e = FX_RQ16_JOIN(neg_e), q.neg_o = FX_RQ16_JOIN(neg_o);
   q.zp = FX_RQ16_JOIN(zp), q.lo = FX_RQ16_JOIN(lo), q.hi = FX_RQ16_JOIN(hi);
   return q;
 }
@@ -28,8 +31,13 @@ FX_REQUANT_AVX512 fx_rq16_avx512 fx_rq16_of_avx512(const fx_rq8_avx2 *r0, const 
 
 /* Requantizes 16 accumulators (lanes in channel order) and stores the first n (<= 16) bytes. */
 FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq16_avx512 *q, size_t n) {
-  const __m512i se = _mm512_add_epi64(_mm512_mul_epi32(acc, q->m), q->rnd_e);
-  const __m512i so = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64(acc, 32), q->m_odd), q->rnd_o);
+  const __m512i pe = _mm512_mul_epi32(acc, q->m), po = _mm512_mul_epi32(_mm512_srli_epi64(acc, 32), q->m_odd);
+  __m512i se = _mm512_add_epi64(pe, q->rnd_e), so = _mm512_add_epi64(po, q->rnd_o);
+  if (q->away) {
+    const __m512i zero = _mm512_setzero_si512();
+    se = _mm512_mask_sub_epi64(se, _mm512_cmplt_epi64_mask(pe, zero), se, q->neg_e);
+    so = _mm512_mask_sub_epi64(so, _mm512_cmplt_epi64_mask(po, zero), so, q->neg_o);
+  }
   __m512i v = _mm512_srav_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(se, 32), so), q->sh32);
   v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, q->zp), q->lo), q->hi);
   _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), _mm512_cvtsepi32_epi8(v));
