@@ -36,47 +36,74 @@ static inline void copy_run(int8_t *dst, const int8_t *src, size_t n) {
   while (n--) *dst++ = *src++;
 }
 
-/* One window row's run of n bytes; src_end bounds the input: a short run (a 3-channel stem's
- * 9 bytes) is one 16-byte copy where both ends allow it (dst_end: the rows buffer's end; the
- * bytes past n are rewritten by the next run or are the buffer's slack). */
-static inline void copy_window_run(int8_t *dst, const int8_t *dst_end, const int8_t *src, const int8_t *src_end,
-                                   size_t n) {
-  if (n <= 16 && src + 16 <= src_end && dst + 16 <= dst_end) memcpy(dst, src, 16);
-  else copy_run(dst, src, n);
+/* Exactly n bytes as two overlapping fixed-size copies where n allows (a 3x3 stem's window row
+ * is 9 bytes: 8 + 8), writing nothing past dst + n: the gather fills window rows of the next
+ * taps before this one's. */
+static inline void copy_exact(int8_t *dst, const int8_t *src, size_t n) {
+  if (n >= 8 && n <= 16) {
+    uint64_t lo, hi;
+    memcpy(&lo, src, 8);
+    memcpy(&hi, src + n - 8, 8);
+    memcpy(dst, &lo, 8);
+    memcpy(dst + n - 8, &hi, 8);
+  } else if (n >= 4 && n < 8) {
+    uint32_t lo, hi;
+    memcpy(&lo, src, 4);
+    memcpy(&hi, src + n - 4, 4);
+    memcpy(dst, &lo, 4);
+    memcpy(dst + n - 4, &hi, 4);
+  } else {
+    copy_run(dst, src, n);
+  }
 }
 
 /* im2col rows of output pixels [pix, pix + count): each its taps' cin bytes back to back, taps
- * in the padding the zero point. A window row with dilation 1 and all kw taps inside the input
- * is one run of kw * cin bytes (adjacent pixels are adjacent in NHWC). The pixel's coordinates
- * step along (no division per pixel: with a 27-byte row this gather cost more than the GEMM). */
+ * in the padding the zero point. Output row by output row, window row by window row: the input
+ * row and its test once per run of pixels, and a pixel whose window row lies inside the input
+ * (dilation 1: columns [in_lo, in_hi)) is one run of kw * cin bytes (adjacent pixels are
+ * adjacent in NHWC). With a 27-byte row (a 3-channel stem) the gather cost about what the GEMM
+ * it feeds did, so nothing per pixel is computed twice. */
 static void gather_rows(const fx_qs8_conv_geom *cg, const int8_t *x, int8_t zx, size_t pix, size_t count,
-                        int8_t *rows, const int8_t *rows_end) {
-  const size_t ohw = (size_t)cg->oh * (size_t)cg->ow, cin = (size_t)cg->cin, span = (size_t)cg->kw * cin;
-  const int8_t *x_end = x + (size_t)cg->batch * (size_t)cg->h * (size_t)cg->w * cin;
-  int b = (int)(pix / ohw), oy = (int)(pix % ohw / (size_t)cg->ow), ox = (int)(pix % (size_t)cg->ow);
-  for (size_t i = 0; i < count; i++) {
-    int8_t *row = rows + i * (size_t)cg->kh * span;
-    const int ix0 = ox * cg->sw - cg->pl, ix1 = ix0 + (cg->kw - 1) * cg->dw;
-    for (int ky = 0; ky < cg->kh; ky++, row += span) {
-      const int iy = oy * cg->sh - cg->pt + ky * cg->dh;
-      if (iy < 0 || iy >= cg->h) {
-        memset(row, zx, span);
+                        int8_t *rows) {
+  /* the geometry in locals: the byte stores below may alias *cg, which would be read again */
+  const int h = cg->h, w = cg->w, oh = cg->oh, ow = cg->ow, kh = cg->kh, kw = cg->kw;
+  const int sh = cg->sh, sw = cg->sw, dh = cg->dh, dw = cg->dw, pt = cg->pt, pl = cg->pl;
+  const size_t ohw = (size_t)oh * (size_t)ow, cin = (size_t)cg->cin, span = (size_t)kw * cin;
+  const size_t line_bytes = (size_t)w * cin, row_bytes = (size_t)kh * span, step = (size_t)sw * cin;
+  /* output columns whose window row lies inside the input, as one run */
+  const int reach = w - 1 - (kw - 1) * dw + pl;
+  int in_hi = dw != 1 || reach < 0 ? 0 : reach / sw + 1 < ow ? reach / sw + 1 : ow;
+  const int in_lo = (pl + sw - 1) / sw < in_hi ? (pl + sw - 1) / sw : in_hi;
+  int b = (int)(pix / ohw), oy = (int)(pix % ohw / (size_t)ow), ox = (int)(pix % (size_t)ow);
+  for (size_t i = 0; i < count;) {
+    const size_t run = count - i < (size_t)(ow - ox) ? count - i : (size_t)(ow - ox); /* pixels ox.. of row oy */
+    for (int ky = 0; ky < kh; ky++) {
+      int8_t *row = rows + i * row_bytes + (size_t)ky * span;
+      const int iy = oy * sh - pt + ky * dh;
+      if (iy < 0 || iy >= h) {
+        for (size_t j = 0; j < run; j++, row += row_bytes) memset(row, zx, span);
         continue;
       }
-      const int8_t *line = x + ((size_t)b * (size_t)cg->h + (size_t)iy) * (size_t)cg->w * cin;
-      if (cg->dw == 1 && ix0 >= 0 && ix1 < cg->w) {
-        copy_window_run(row, rows_end, line + (size_t)ix0 * cin, x_end, span);
-        continue;
-      }
-      for (int kx = 0; kx < cg->kw; kx++) {
-        const int ix = ix0 + kx * cg->dw;
-        if (ix < 0 || ix >= cg->w) memset(row + (size_t)kx * cin, zx, cin);
-        else copy_run(row + (size_t)kx * cin, line + (size_t)ix * cin, cin);
+      const int8_t *line = x + ((size_t)b * (size_t)h + (size_t)iy) * line_bytes;
+      for (int c = ox; c < ox + (int)run; c++, row += row_bytes) {
+        if (c >= in_lo && c < in_hi) { /* the interior, up to the run's end */
+          const int end = ox + (int)run < in_hi ? ox + (int)run : in_hi;
+          const int8_t *src = line + (size_t)(c * sw - pl) * cin;
+          for (; c < end; c++, row += row_bytes, src += step) copy_exact(row, src, span);
+          c--, row -= row_bytes;
+          continue;
+        }
+        for (int kx = 0; kx < kw; kx++) {
+          const int ix = c * sw - pl + kx * dw;
+          if (ix < 0 || ix >= w) memset(row + (size_t)kx * cin, zx, cin);
+          else copy_run(row + (size_t)kx * cin, line + (size_t)ix * cin, cin);
+        }
       }
     }
-    if (++ox == cg->ow) {
+    i += run, ox += (int)run;
+    if (ox == ow) {
       ox = 0;
-      if (++oy == cg->oh) oy = 0, b++;
+      if (++oy == oh) oy = 0, b++;
     }
   }
 }
@@ -128,7 +155,7 @@ static int run_im2col(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, c
   if (!rows) return -1;
   for (size_t pix = m0; pix < m1; pix += step) {
     const size_t mr = m1 - pix < step ? m1 - pix : step;
-    gather_rows(cg, x, zx, pix, mr, rows, rows + step * K);
+    gather_rows(cg, x, zx, pix, mr, rows);
     fx_qs8_gemm_run(g, mr, n, K, rows, K, packed, y + pix * n, n, row_factor, o, p0, p1);
   }
   free(rows);
