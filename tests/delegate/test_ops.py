@@ -827,6 +827,13 @@ def test_gather_input_indices():
     check(single_op("GATHER", [(3, 6, 2), Input((2, 3), I32)], (3, 2, 3, 2), axis=1))
 
 
+def test_gather_of_empty_rows():
+    """Rows of zero elements (the graph fuzzer's find: the copy got the empty output's NULL
+    buffer, which UBSan reports; the sanitizer stage runs this)."""
+    check(single_op("GATHER", [(3, 0), np.array([2, 0], I32)], (2, 0), axis=0))
+    check(single_op("GATHER", [(2, 3, 0), np.array([[1], [0]], I32)], (2, 2, 1, 0), axis=1))
+
+
 def test_gather_batch_dims():
     idx = np.array([[0, 4, 2, 2], [1, 1, 0, 3]], I32)
     check(single_op("GATHER", [(2, 5, 3), idx], (2, 4, 3), axis=1, batch_dims=1))

@@ -251,6 +251,7 @@ int fx_gather(const void *x, const fx_shape *xs, const void *idx, int idx_is_64,
     if (v < 0 || v >= axis_size) return -1;
   }
   const size_t row = inner * esize;
+  if (!row) return 0; /* an empty output (its buffer may be NULL): the indices checked, nothing to copy */
   const char *xb = (const char *)x;
   char *out = (char *)y;
   for (size_t b = 0; b < batch; ++b)
