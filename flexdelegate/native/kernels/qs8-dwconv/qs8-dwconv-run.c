@@ -30,10 +30,8 @@ int fx_qs8_dwconv_run(const fx_qs8_dwconv_config *v, const fx_qs8_conv_geom *cg,
     ptrs = (const int8_t **)malloc(taps * ow * sizeof *ptrs);
     if (!ptrs) return -1;
   }
-  /* output columns [ox_lo, ox_hi) read no padding column: their taps need no tests */
-  const int reach = cg->w - 1 - (cg->kw - 1) * cg->dw + cg->pl;
-  const int ox_hi = reach < 0 ? 0 : reach / cg->sw + 1 < cg->ow ? reach / cg->sw + 1 : cg->ow;
-  const int ox_lo = (cg->pl + cg->sw - 1) / cg->sw < ox_hi ? (cg->pl + cg->sw - 1) / cg->sw : ox_hi;
+  int ox_lo, ox_hi; /* output columns whose taps need no tests */
+  fx_qs8_interior_cols(cg, &ox_lo, &ox_hi);
   const size_t col = (size_t)cg->sw * C, tap = (size_t)cg->dw * C;
   for (size_t r = r0; r < r1; r++) {
     const int b = (int)(r / (size_t)cg->oh), oy = (int)(r % (size_t)cg->oh);

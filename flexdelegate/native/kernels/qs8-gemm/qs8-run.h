@@ -28,6 +28,14 @@ typedef struct {
   int oh, ow, cout;
 } fx_qs8_conv_geom;
 
+/* The output columns [*lo, *hi) whose window (dilation included) reads no padding column, so
+ * their taps need no bounds tests (empty when every window touches the padding). */
+static inline void fx_qs8_interior_cols(const fx_qs8_conv_geom *cg, int *lo, int *hi) {
+  const int reach = cg->w - 1 - (cg->kw - 1) * cg->dw + cg->pl, first = (cg->pl + cg->sw - 1) / cg->sw;
+  *hi = reach < 0 ? 0 : reach / cg->sw + 1 < cg->ow ? reach / cg->sw + 1 : cg->ow;
+  *lo = first < *hi ? first : *hi;
+}
+
 /* The ways a convolution runs on these kernels (conv/choose.c fx_conv_choose_qs8_form picks
  * one per layer): GEMM, a pointwise conv whose input already is the GEMM's A (fx_qs8_gemm_run);
  * IM2COL, one flat K = kh*kw*cin that the driver gathers per tile of output pixels and runs

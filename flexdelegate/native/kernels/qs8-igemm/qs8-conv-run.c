@@ -57,6 +57,20 @@ static inline void copy_exact(int8_t *dst, const int8_t *src, size_t n) {
   }
 }
 
+/* Output columns [c0, c1) of one window row (line: that input row; rows row_bytes apart), each
+ * tap tested against the input's width. */
+static void tested_row(const fx_qs8_conv_geom *cg, const int8_t *line, int8_t zx, int c0, int c1, int8_t *row,
+                       size_t row_bytes) {
+  const int w = cg->w, kw = cg->kw, sw = cg->sw, dw = cg->dw, pl = cg->pl; /* see gather_rows */
+  const size_t cin = (size_t)cg->cin;
+  for (int c = c0; c < c1; c++, row += row_bytes)
+    for (int kx = 0; kx < kw; kx++) {
+      const int ix = c * sw - pl + kx * dw;
+      if (ix < 0 || ix >= w) memset(row + (size_t)kx * cin, zx, cin);
+      else copy_run(row + (size_t)kx * cin, line + (size_t)ix * cin, cin);
+    }
+}
+
 /* im2col rows of output pixels [pix, pix + count): each its taps' cin bytes back to back, taps
  * in the padding the zero point. Output row by output row, window row by window row: the input
  * row and its test once per run of pixels, and a pixel whose window row lies inside the input
@@ -70,37 +84,32 @@ static void gather_rows(const fx_qs8_conv_geom *cg, const int8_t *x, int8_t zx, 
   const int sh = cg->sh, sw = cg->sw, dh = cg->dh, dw = cg->dw, pt = cg->pt, pl = cg->pl;
   const size_t ohw = (size_t)oh * (size_t)ow, cin = (size_t)cg->cin, span = (size_t)kw * cin;
   const size_t line_bytes = (size_t)w * cin, row_bytes = (size_t)kh * span, step = (size_t)sw * cin;
-  /* output columns whose window row lies inside the input, as one run */
-  const int reach = w - 1 - (kw - 1) * dw + pl;
-  int in_hi = dw != 1 || reach < 0 ? 0 : reach / sw + 1 < ow ? reach / sw + 1 : ow;
-  const int in_lo = (pl + sw - 1) / sw < in_hi ? (pl + sw - 1) / sw : in_hi;
+  int in_lo, in_hi; /* output columns whose window row is one run of the input (dilation 1) */
+  fx_qs8_interior_cols(cg, &in_lo, &in_hi);
+  if (dw != 1) in_lo = in_hi = 0;
   int b = (int)(pix / ohw), oy = (int)(pix % ohw / (size_t)ow), ox = (int)(pix % (size_t)ow);
   for (size_t i = 0; i < count;) {
-    const size_t run = count - i < (size_t)(ow - ox) ? count - i : (size_t)(ow - ox); /* pixels ox.. of row oy */
+    const int run = count - i < (size_t)(ow - ox) ? (int)(count - i) : ow - ox; /* pixels ox.. of row oy */
+    /* [ox, end) in three segments: tested, interior [lo, hi), tested */
+    const int end = ox + run, lo = in_lo < ox ? ox : in_lo > end ? end : in_lo;
+    const int hi = in_hi < lo ? lo : in_hi > end ? end : in_hi;
     for (int ky = 0; ky < kh; ky++) {
       int8_t *row = rows + i * row_bytes + (size_t)ky * span;
       const int iy = oy * sh - pt + ky * dh;
       if (iy < 0 || iy >= h) {
-        for (size_t j = 0; j < run; j++, row += row_bytes) memset(row, zx, span);
+        for (int j = 0; j < run; j++, row += row_bytes) memset(row, zx, span);
         continue;
       }
       const int8_t *line = x + ((size_t)b * (size_t)h + (size_t)iy) * line_bytes;
-      for (int c = ox; c < ox + (int)run; c++, row += row_bytes) {
-        if (c >= in_lo && c < in_hi) { /* the interior, up to the run's end */
-          const int end = ox + (int)run < in_hi ? ox + (int)run : in_hi;
-          const int8_t *src = line + (size_t)(c * sw - pl) * cin;
-          for (; c < end; c++, row += row_bytes, src += step) copy_exact(row, src, span);
-          c--, row -= row_bytes;
-          continue;
-        }
-        for (int kx = 0; kx < kw; kx++) {
-          const int ix = c * sw - pl + kx * dw;
-          if (ix < 0 || ix >= w) memset(row + (size_t)kx * cin, zx, cin);
-          else copy_run(row + (size_t)kx * cin, line + (size_t)ix * cin, cin);
-        }
+      tested_row(cg, line, zx, ox, lo, row, row_bytes);
+      row += (size_t)(lo - ox) * row_bytes;
+      if (lo < hi) {
+        const int8_t *src = line + (size_t)(lo * sw - pl) * cin;
+        for (int c = lo; c < hi; c++, row += row_bytes, src += step) copy_exact(row, src, span);
       }
+      tested_row(cg, line, zx, hi, end, row, row_bytes);
     }
-    i += run, ox += (int)run;
+    i += (size_t)run, ox = end;
     if (ox == ow) {
       ox = 0;
       if (++oy == oh) oy = 0, b++;
