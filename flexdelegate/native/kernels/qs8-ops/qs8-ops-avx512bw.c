@@ -21,22 +21,23 @@ OPS512 void store16(uint8_t *p, __m512i v) { _mm_storeu_si128((__m128i *)p, _mm5
  * floor((P + 2^30) / 2^31) for either sign, negative exactly when P < -2^30; rdbpot adds
  * 2^(e-1), less one for a negative value, and floors by 2^e (e = 0: nothing); nested floors of
  * whole numbers merge into floor((P + 2^30 + (2^(e-1) - [P < -2^30]) * 2^31) / 2^(31+e)).
- * |P| < 2^62, so the sum stays in int64. */
-typedef struct { __m512i m, bias, neg, lim; __m128i cnt; } out_k;
+ * For -2^30 <= P < 0 the srdhm is 0 and both offsets floor alike, so the test is P < 0, as in
+ * quant/requant-avx512.h. |P| < 2^62, so the sum stays in int64. */
+typedef struct { __m512i m, bias, neg; __m128i cnt; } out_k;
 
 OPS512 out_k out_of(int32_t m, int e) {
   return (out_k){.m = _mm512_set1_epi32(m),
                  .bias = _mm512_set1_epi64(((int64_t)1 << 30) + (e ? (int64_t)1 << (30 + e) : 0)),
                  .neg = _mm512_set1_epi64(e ? (int64_t)1 << 31 : 0),
-                 .lim = _mm512_set1_epi64(-((int64_t)1 << 30)),
                  .cnt = _mm_cvtsi32_si128(31 + e)};
 }
 
 OPS512 __m512i round_out(__m512i x, const out_k *o) {
   const __m512i pe = _mm512_mul_epi32(x, o->m), po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), o->m);
+  const __m512i zero = _mm512_setzero_si512();
   __m512i te = _mm512_add_epi64(pe, o->bias), to = _mm512_add_epi64(po, o->bias);
-  te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, o->lim), te, o->neg);
-  to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, o->lim), to, o->neg);
+  te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, zero), te, o->neg);
+  to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, zero), to, o->neg);
   return _mm512_mask_blend_epi32(0xAAAA, _mm512_sra_epi64(te, o->cnt), _mm512_slli_epi64(_mm512_sra_epi64(to, o->cnt), 32));
 }
 
