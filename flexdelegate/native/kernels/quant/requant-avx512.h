@@ -1,6 +1,8 @@
 /* requant-avx2.h's fast form on 16 lanes in one zmm, from the two 8-lane halves' constants
  * (so there is still one place that computes them), then vpmovsdb and a masked store of n
- * bytes: half the instructions of two ymm output stages and their packs. Only for kernels
+ * bytes: half the instructions of two ymm output stages and their packs. The products' high
+ * dwords come together in one vpermt2d, and the clamp is skipped where vpmovsdb's saturation
+ * already is the activation range (no activation). Only for kernels
  * whose ISA has AVX512F/BW/VL; valid when both halves are in the fast form (`on`). */
 #ifndef FLEX_QUANT_REQUANT_AVX512_H
 #define FLEX_QUANT_REQUANT_AVX512_H
@@ -11,8 +13,10 @@
 
 typedef struct {
   __m512i m, m_odd, rnd_e, rnd_o, neg_e, neg_o, sh32, zp, lo, hi;
-  int on;   /* both halves in the fast form */
-  int away; /* a lane rounds ties away */
+  __m512i high; /* vpermt2d indices of the products' high dwords, lanes in order */
+  int on;       /* both halves in the fast form */
+  int away;     /* a lane rounds ties away */
+  int clamp;    /* the activation range is narrower than int8's (vpmovsdb saturates to it) */
 } fx_rq16_avx512;
 
 #define FX_RQ16_JOIN(f) _mm512_inserti64x4(_mm512_castsi256_si512(r0->f), r1->f, 1)
@@ -25,6 +29,9 @@ FX_REQUANT_AVX512 fx_rq16_avx512 fx_rq16_of_avx512(const fx_rq8_avx2 *r0, const 
   q.away = r0->fast_away || r1->fast_away;
   q.neg_e = FX_RQ16_JOIN(neg_e), q.neg_o = FX_RQ16_JOIN(neg_o);
   q.zp = FX_RQ16_JOIN(zp), q.lo = FX_RQ16_JOIN(lo), q.hi = FX_RQ16_JOIN(hi);
+  q.high = _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+  q.clamp = _mm512_cmpgt_epi32_mask(q.lo, _mm512_set1_epi32(INT8_MIN)) != 0 ||
+            _mm512_cmplt_epi32_mask(q.hi, _mm512_set1_epi32(INT8_MAX)) != 0;
   return q;
 }
 #undef FX_RQ16_JOIN
@@ -38,8 +45,8 @@ FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq1
     se = _mm512_mask_sub_epi64(se, _mm512_cmplt_epi64_mask(pe, zero), se, q->neg_e);
     so = _mm512_mask_sub_epi64(so, _mm512_cmplt_epi64_mask(po, zero), so, q->neg_o);
   }
-  __m512i v = _mm512_srav_epi32(_mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(se, 32), so), q->sh32);
-  v = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(v, q->zp), q->lo), q->hi);
+  __m512i v = _mm512_add_epi32(_mm512_srav_epi32(_mm512_permutex2var_epi32(se, q->high, so), q->sh32), q->zp);
+  if (q->clamp) v = _mm512_min_epi32(_mm512_max_epi32(v, q->lo), q->hi);
   _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), _mm512_cvtsepi32_epi8(v));
 }
 #endif
