@@ -17,6 +17,7 @@ typedef struct {
   int on;       /* both halves in the fast form */
   int away;     /* a lane rounds ties away */
   int clamp;    /* the activation range is narrower than int8's (vpmovsdb saturates to it) */
+  int add_zp;   /* the zero point is added after the shift (else it is in rnd_e / rnd_o) */
 } fx_rq16_avx512;
 
 #define FX_RQ16_JOIN(f) _mm512_inserti64x4(_mm512_castsi256_si512(r0->f), r1->f, 1)
@@ -32,6 +33,18 @@ FX_REQUANT_AVX512 fx_rq16_avx512 fx_rq16_of_avx512(const fx_rq8_avx2 *r0, const 
   q.high = _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
   q.clamp = _mm512_cmpgt_epi32_mask(q.lo, _mm512_set1_epi32(INT8_MIN)) != 0 ||
             _mm512_cmplt_epi32_mask(q.hi, _mm512_set1_epi32(INT8_MAX)) != 0;
+  /* floor(S / 2^t) + zp = floor((S + zp * 2^t) / 2^t), t = 32 + sh32: the zero point joins the
+   * nudge when the high dword cannot overflow: |S| / 2^32 < 2^30 + 1 and |zp| * 2^sh32 <= 2^29
+   * (|zp| <= 256, sh32 <= 21); the 64-bit sum stays below 2^62 + 2^54 + 2^62. */
+  const __m512i zp = q.zp;
+  q.add_zp = _mm512_cmpgt_epi32_mask(q.sh32, _mm512_set1_epi32(21)) != 0 ||
+             _mm512_cmpgt_epi32_mask(_mm512_abs_epi32(zp), _mm512_set1_epi32(256)) != 0;
+  if (!q.add_zp) {
+    const __m512i low = _mm512_set1_epi64(0xffffffff), t32 = _mm512_set1_epi64(32);
+    const __m512i zp_e = _mm512_srai_epi64(_mm512_slli_epi64(zp, 32), 32), zp_o = _mm512_srai_epi64(zp, 32);
+    q.rnd_e = _mm512_add_epi64(q.rnd_e, _mm512_sllv_epi64(zp_e, _mm512_add_epi64(_mm512_and_si512(q.sh32, low), t32)));
+    q.rnd_o = _mm512_add_epi64(q.rnd_o, _mm512_sllv_epi64(zp_o, _mm512_add_epi64(_mm512_srli_epi64(q.sh32, 32), t32)));
+  }
   return q;
 }
 #undef FX_RQ16_JOIN
@@ -45,7 +58,8 @@ FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq1
     se = _mm512_mask_sub_epi64(se, _mm512_cmplt_epi64_mask(pe, zero), se, q->neg_e);
     so = _mm512_mask_sub_epi64(so, _mm512_cmplt_epi64_mask(po, zero), so, q->neg_o);
   }
-  __m512i v = _mm512_add_epi32(_mm512_srav_epi32(_mm512_permutex2var_epi32(se, q->high, so), q->sh32), q->zp);
+  __m512i v = _mm512_srav_epi32(_mm512_permutex2var_epi32(se, q->high, so), q->sh32);
+  if (q->add_zp) v = _mm512_add_epi32(v, q->zp);
   if (q->clamp) v = _mm512_min_epi32(_mm512_max_epi32(v, q->lo), q->hi);
   _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), _mm512_cvtsepi32_epi8(v));
 }
