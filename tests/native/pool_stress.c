@@ -4,6 +4,8 @@
  * fx_parallel_tasks returns (a late one outlives the caller's data, e.g. a freed arena).
  * fx_parallel_for must cover [0, n) exactly once in chunks of at least its grain (odd sizes,
  * any thread count), and a task that starts a job of its own (nested) must see it run whole.
+ * Each thread runs its own contiguous range of a job's tasks first (the same rows from op to
+ * op, in its core's cache): with 2 tasks per thread, every thread's pair on that thread.
  * Prints "ok" or the failures; exits non-zero on failure.
  * Usage: pool_stress [cycles] [threads] */
 #include <sched.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "runtime/pool.h"
 
 #define MAXN 64
@@ -102,6 +105,37 @@ static int check_nested(fx_pool *p) {
   return err != 0;
 }
 
+/* 2 tasks per thread, thread t's range {2t, 2t+1}. All first tasks wait for each other, then
+ * all second ones: each thread must be inside a task of both rounds at once, so a thread that
+ * took another's task would leave its own waiting (a shared counter handing out 0, 1, 2, ...
+ * puts a first and a second task on the two threads of a pair and deadlocks: the timeout). */
+#define OWN_MAX 16
+typedef struct { int threads; atomic_int arrived[2], tid_of[2 * OWN_MAX], timeouts; } owned;
+static void owned_task(void *arg, int tid, size_t t) {
+  owned *o = arg;
+  atomic_store(&o->tid_of[t], tid);
+  atomic_fetch_add(&o->arrived[t % 2], 1);
+  const time_t until = time(NULL) + 20;
+  while (atomic_load(&o->arrived[t % 2]) < o->threads)
+    if (sched_yield(), time(NULL) > until) {
+      atomic_fetch_add(&o->timeouts, 1);
+      return;
+    }
+}
+
+static int check_own_ranges(fx_pool *p, int threads) {
+  static owned o;
+  if (threads < 2 || threads > OWN_MAX) return 0;
+  memset(&o, 0, sizeof o);
+  o.threads = threads;
+  fx_parallel_tasks(p, 2 * (size_t)threads, owned_task, &o);
+  if (atomic_load(&o.timeouts)) return printf("own ranges: tasks waited 20 s for their round\n"), 1;
+  int err = 0;
+  for (int t = 0; t < 2 * threads; t++)
+    if (atomic_load(&o.tid_of[t]) != t / 2) err = printf("own ranges: task %d ran on thread %d\n", t, atomic_load(&o.tid_of[t]));
+  return err != 0;
+}
+
 int main(int argc, char **argv) {
   int cycles = argc > 1 ? atoi(argv[1]) : 2000, threads = argc > 2 ? atoi(argv[2]) : 2, errs = 0;
   unsigned seed = 1;
@@ -114,7 +148,7 @@ int main(int argc, char **argv) {
         seed = seed * 1103515245u + 12345u;
         errs += run_job(p, k % 2 ? 2 : 8 + (seed >> 16) % (MAXN - 8));
       }
-      if (c % 50 == 0) errs += check_ranges(p) + check_nested(p);
+      if (c % 50 == 0) errs += check_ranges(p) + check_nested(p) + check_own_ranges(p, threads);
       fx_pool_set_active(p, 0);
     }
     fx_pool_free(p);

@@ -1,7 +1,7 @@
 """Builds and runs tests/native/pool_stress.c against the real thread pool: every task of
 every job runs once and is finished when fx_parallel_tasks returns, across create / run /
 free cycles; fx_parallel_for covers odd sizes exactly once in chunks of at least its grain;
-a nested job runs whole. A task outliving its job once crashed Interpreter.__del__ (the
+a nested job runs whole; each thread runs its own range of a job first. A task outliving its job once crashed Interpreter.__del__ (the
 worker still wrote into the freed arena)."""
 import pytest
 

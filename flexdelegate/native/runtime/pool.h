@@ -1,7 +1,9 @@
 /* A small thread pool: workers park on a condition variable between invokes and spin only
- * briefly between jobs; a job's tasks are handed out one at a time through an atomic
- * counter, the calling thread taking part, so fast threads take more tiles and a thread the
- * OS has descheduled holds up at most the one task it is running. */
+ * briefly between jobs. A job's tasks are cut into one contiguous range per thread (the
+ * calling thread is tid 0, the first range), each handed out one task at a time through its
+ * own atomic counter; a thread done with its range takes tasks from the others', so fast
+ * threads take more tiles and a thread the OS has descheduled holds up at most the one task it
+ * is running. */
 #ifndef FLEX_POOL_H
 #define FLEX_POOL_H
 #include <stddef.h>

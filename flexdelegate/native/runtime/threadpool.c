@@ -44,18 +44,28 @@ static inline int spin_more(spin_clock *c) {
 
 /* A job ends when all its tasks are done, not when every worker has checked in: tasks are
  * claimed one at a time, so a worker the OS has not scheduled yet (a busy machine, more
- * threads than free cores) simply claims none and the caller never waits for it. The claim
- * word packs (job number << 32 | next task), so a late worker can never claim a task of a
- * job it did not see start. */
+ * threads than free cores) simply claims none and the caller never waits for it. The tasks are
+ * cut into one contiguous range per thread, each with its own claim word: a thread runs its
+ * range first, then helps the others (taking from their fronts). Contiguous and the same from
+ * op to op, so a thread mostly reads the rows it wrote itself in the op before, from its own
+ * core's cache. A claim word packs (job number << 32 | next task), so a late worker can never
+ * claim a task of a job it did not see start. */
 #define JOB_SHIFT 32
 #define TASK_MASK ((uint64_t)0xFFFFFFFFu)
+
+/* One thread's range of the current job: [next, end), next in the claim word. Alone on its
+ * cache line (the owner claims from it at every task). */
+typedef struct {
+  _Alignas(64) atomic_uint_fast64_t claim; /* (job << 32) | next task index */
+  atomic_size_t end;
+} task_range;
 
 struct fx_pool {
   int threads;
   pthread_t *workers;
   pthread_mutex_t mu;
   pthread_cond_t wake, done_cv;
-  atomic_uint_fast64_t claim; /* (job << 32) | next task index */
+  task_range *ranges;         /* one per thread */
   atomic_ulong generation;    /* bumped per job; workers wait for a new one */
   atomic_size_t done;         /* tasks of the current job finished */
   atomic_int sleepers;        /* workers parked (or about to park) on `wake` */
@@ -63,8 +73,8 @@ struct fx_pool {
   atomic_int active;          /* inside an invoke: spin before sleeping */
   atomic_ulong rouse;         /* bumped when an invoke starts: parked workers wake to spin */
   atomic_int stop;
-  /* The current job: written between closing the claim word and publishing the new one, read
-   * only by a worker that then claims a task of that job (which proves they were its). */
+  /* The current job: written between closing the claim words and publishing the new ones,
+   * read only by a worker that then claims a task of that job (which proves they were its). */
   atomic_size_t n;
   _Atomic(fx_tid_task_fn) fn;
   _Atomic(void *) ctx;
@@ -83,25 +93,33 @@ static void finish_task(fx_pool *p, size_t n) {
   }
 }
 
-/* Claims and runs tasks of job `job` until none is left (or a newer job replaced it). */
-static void run_tasks(fx_pool *p, uint64_t job, int tid) {
-  uint64_t s = atomic_load(&p->claim);
-  if ((s >> JOB_SHIFT) != job) return;
-  const size_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
-  fx_tid_task_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
-  void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
-  /* Pairs with the release fence in fx_parallel_tasks: if we read any field of a newer job,
-   * our claim below sees the closed claim word and fails. */
-  atomic_thread_fence(memory_order_acquire);
+/* Claims and runs tasks of job `job` from range r until it is empty; 0 once the job is over
+ * (or a newer job replaced it). */
+static int run_range(fx_pool *p, uint64_t job, int tid, task_range *r, size_t n, fx_tid_task_fn fn, void *ctx) {
+  uint64_t s = atomic_load(&r->claim);
   for (;;) {
-    if ((s >> JOB_SHIFT) != job || (s & TASK_MASK) >= n) return;
-    if (!atomic_compare_exchange_weak(&p->claim, &s, s + 1)) continue; /* s reloaded */
+    if ((s >> JOB_SHIFT) != job) return 0;
+    if ((s & TASK_MASK) >= atomic_load_explicit(&r->end, memory_order_relaxed)) return 1;
+    if (!atomic_compare_exchange_weak(&r->claim, &s, s + 1)) continue; /* s reloaded */
     task_tid = tid;
     fn(ctx, tid, (size_t)(s & TASK_MASK));
     task_tid = -1;
     finish_task(p, n);
-    s = atomic_load(&p->claim);
+    s = atomic_load(&r->claim);
   }
+}
+
+/* Runs tasks of job `job`: thread tid's own range, then the others' in turn. */
+static void run_tasks(fx_pool *p, uint64_t job, int tid) {
+  if ((atomic_load(&p->ranges[tid].claim) >> JOB_SHIFT) != job) return;
+  const size_t n = atomic_load_explicit(&p->n, memory_order_relaxed);
+  fx_tid_task_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
+  void *ctx = atomic_load_explicit(&p->ctx, memory_order_relaxed);
+  /* Pairs with the release fence in fx_parallel_tasks: if we read any field of a newer job
+   * (n, fn, ctx or a range's end), our claims below see the closed claim words and fail. */
+  atomic_thread_fence(memory_order_acquire);
+  for (int i = 0; i < p->threads; i++)
+    if (!run_range(p, job, tid, &p->ranges[(tid + i) % p->threads], n, fn, ctx)) return;
 }
 
 /* Wakes parked workers. Taking and dropping the mutex first orders the wake after any worker
@@ -144,6 +162,12 @@ fx_pool *fx_pool_new(int threads) {
   fx_pool *p = calloc(1, sizeof *p);
   if (!p) return NULL;
   p->threads = threads < 1 ? 1 : threads;
+  p->ranges = aligned_alloc(_Alignof(task_range), (size_t)p->threads * sizeof(task_range));
+  if (!p->ranges) { free(p); return NULL; }
+  for (int t = 0; t < p->threads; t++) {
+    atomic_init(&p->ranges[t].claim, TASK_MASK); /* job 0, nothing to claim */
+    atomic_init(&p->ranges[t].end, 0);
+  }
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->wake, NULL);
   pthread_cond_init(&p->done_cv, NULL);
@@ -176,6 +200,7 @@ void fx_pool_free(fx_pool *p) {
   pthread_cond_destroy(&p->wake);
   pthread_cond_destroy(&p->done_cv);
   free(p->workers);
+  free(p->ranges);
   free(p);
 }
 
@@ -201,16 +226,19 @@ void fx_parallel_tasks(fx_pool *p, size_t n, fx_tid_task_fn fn, void *ctx) {
   /* Every task of the previous job is claimed and done, but a worker late for it may have read
    * its claim word (all claimed) and be reading the fields we rewrite: with our larger n it
    * would claim one past the end, run a task twice and count it as done, so we would return
-   * with a task still running. Closing the claim word first makes that claim fail. */
+   * with a task still running. Closing the claim words first makes that claim fail. */
   const unsigned long gen = atomic_load(&p->generation) + 1;
   const uint64_t job = (uint64_t)gen & TASK_MASK;
-  atomic_store(&p->claim, (job << JOB_SHIFT) | TASK_MASK); /* nothing to claim: n <= TASK_MASK */
+  const size_t T = (size_t)p->threads;
+  for (size_t t = 0; t < T; t++) /* nothing to claim: n <= TASK_MASK */
+    atomic_store(&p->ranges[t].claim, (job << JOB_SHIFT) | TASK_MASK);
   atomic_thread_fence(memory_order_release);
   atomic_store_explicit(&p->n, n, memory_order_relaxed);
   atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
   atomic_store_explicit(&p->ctx, ctx, memory_order_relaxed);
+  for (size_t t = 0; t < T; t++) atomic_store_explicit(&p->ranges[t].end, (t + 1) * n / T, memory_order_relaxed);
   atomic_store(&p->done, 0);
-  atomic_store(&p->claim, job << JOB_SHIFT);
+  for (size_t t = 0; t < T; t++) atomic_store(&p->ranges[t].claim, (job << JOB_SHIFT) | (t * n / T));
   atomic_store(&p->generation, gen);
   /* Spinning workers see the generation directly; only parked ones need the lock (a worker
    * counts itself a sleeper before re-checking the generation under it: no lost wake-up). */
