@@ -142,8 +142,7 @@ typedef struct {
   const fx_qs8_ops_config *v;
   const void *a, *b;
   void *y;
-  size_t n, cols, c;
-  int32_t *sums;
+  size_t n, cols, c; /* c: MEAN's channels per unit */
 } qtask;
 
 static void binary_part(void *ctx, size_t e0, size_t e1) {
@@ -161,10 +160,12 @@ static void softmax_part(void *ctx, size_t r0, size_t r1) {
   fx_qs8_softmax_run(&t->q->k.softmax, t->a, t->y, t->cols, r0, r1);
 }
 
-/* Pixels [p0, p1) of the batch; each pixel's channel sums in its own row of t->sums. */
-static void mean_part(void *ctx, size_t p0, size_t p1) {
+/* Units [u0, u1) (pixel x t->c channels: fx_qs8_mean_hw_units), sums in a stack buffer. */
+#define MEAN_CHUNK 64
+static void mean_part(void *ctx, size_t u0, size_t u1) {
   const qtask *t = ctx;
-  fx_qs8_mean_hw_run(t->v, &t->q->k.mean, t->a, t->y, p0, p1, t->sums + p0 * t->c);
+  int32_t sums[MEAN_CHUNK];
+  fx_qs8_mean_hw_run(t->v, &t->q->k.mean, t->a, t->y, t->c, u0, u1, sums);
 }
 
 /* Outputs [o0, o1) of a general-path MEAN, sums in a stack buffer 256 at a time. */
@@ -178,7 +179,7 @@ static void mean_any_part(void *ctx, size_t o0, size_t o1) {
 int fx_run_qelem(fx_graph *g, fx_node *n, fx_pool *pool) {
   const fx_tensor *x = T(g, n->in[0]), *y = T(g, n->out[0]);
   qtask t = {n->qop, fx_qs8_ops_config_get(), x->ptr, n->n_in > 1 ? T(g, n->in[1])->ptr : NULL, y->ptr,
-             fx_shape_numel(&y->shape), 0, 0, NULL};
+             fx_shape_numel(&y->shape), 0, 0};
   if (n->qop->kind == FX_QOP_MUL_LOGISTIC) t.a = T(g, n->in[(int)n->qop->param])->ptr; /* the table's input */
   switch (n->qop->kind) {
     case FX_QOP_ADD:
@@ -189,10 +190,8 @@ int fx_run_qelem(fx_graph *g, fx_node *n, fx_pool *pool) {
         fx_parallel_for(pool, t.n, 256, mean_any_part, &t);
         break;
       }
-      t.c = (size_t)x->shape.d[3];
-      if (!(t.sums = malloc(((size_t)x->shape.d[0] * t.c + 1) * sizeof *t.sums))) return -1;
-      fx_parallel_for(pool, (size_t)x->shape.d[0], 1, mean_part, &t);
-      free(t.sums);
+      t.c = MEAN_CHUNK;
+      fx_parallel_for(pool, fx_qs8_mean_hw_units(&n->qop->k.mean, t.c), 1, mean_part, &t);
       break;
     case FX_QOP_SOFTMAX:
       t.cols = x->shape.rank ? (size_t)x->shape.d[x->shape.rank - 1] : 1;

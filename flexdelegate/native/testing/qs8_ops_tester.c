@@ -44,7 +44,7 @@ static void quantize_part(const ops_case *c, size_t lo, size_t hi) {
   c->v->quantize(hi - lo, (const float *)c->a + lo, (uint8_t *)c->y + lo, c->op, c->form);
 }
 static void mean_hw_part(const ops_case *c, size_t lo, size_t hi) {
-  fx_qs8_mean_hw_run(c->v, c->op, c->a, c->y, lo, hi, c->scratch);
+  fx_qs8_mean_hw_run(c->v, c->op, c->a, c->y, c->n, lo, hi, c->scratch);
 }
 static void mean_part(const ops_case *c, size_t lo, size_t hi) {
   fx_qs8_mean_run(c->v, c->op, c->a, c->y, lo, hi, c->scratch);
@@ -129,10 +129,12 @@ int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int3
   const fx_qs8_ops_config *v = fx_qs8_ops_config_at(variant);
   fx_qs8_mean_op op;
   if (!v || fx_qs8_mean_hw_prepare(batch, h, w, c, axes, naxes, si, zi, so, zo, stock, stock_threads, &op)) return -1;
-  int32_t *scratch = malloc(sizeof(int32_t) * (size_t)(c > 0 ? c : 1));
+  /* units of a third of the channels (at odd offsets), as the delegate's threads split them */
+  const size_t cchunk = c > 2 ? ((size_t)c + 2) / 3 : 1;
+  int32_t *scratch = malloc(sizeof(int32_t) * cchunk);
   if (!scratch) return -1;
-  ops_case run = {.v = v, .op = &op, .a = x, .y = y, .scratch = scratch, .part = mean_hw_part};
-  time_chunks(&run, (size_t)batch, chunk, iters, seconds);
+  ops_case run = {.v = v, .op = &op, .a = x, .y = y, .n = cchunk, .scratch = scratch, .part = mean_hw_part};
+  time_chunks(&run, fx_qs8_mean_hw_units(&op, cchunk), chunk, iters, seconds);
   free(scratch);
   return 0;
 }

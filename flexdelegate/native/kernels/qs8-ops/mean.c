@@ -64,30 +64,37 @@ int fx_qs8_mean_hw_prepare(int batch, int h, int w, int c, const int32_t *axes, 
   return 0;
 }
 
-/* Requantize channels [c0, c1) of one pixel with one rounding. */
-static void finish(const fx_qs8_mean_op *op, const int32_t *acc, int rounding, int c0, int c1,
+/* Requantize channels [j0, j1) of one pixel with one rounding; acc[0] is channel c0's sum. */
+static void finish(const fx_qs8_mean_op *op, const int32_t *acc, int c0, int rounding, int j0, int j1,
                    int8_t *y) {
-  for (int j = c0; j < c1; j++) {
-    int32_t r = fxq_mbqm(acc[j], op->m, op->shift, rounding);
+  for (int j = j0; j < j1; j++) {
+    int32_t r = fxq_mbqm(acc[j - c0], op->m, op->shift, rounding);
     r = (int32_t)((uint32_t)r + (uint32_t)op->bias);
     y[j] = (int8_t)fxq_sat(r, -128, 127);
   }
 }
 
+size_t fx_qs8_mean_hw_units(const fx_qs8_mean_op *op, size_t chunk) {
+  return (size_t)op->batch * (((size_t)op->c + chunk - 1) / chunk);
+}
+
 void fx_qs8_mean_hw_run(const fx_qs8_ops_config *v, const fx_qs8_mean_op *op, const int8_t *x,
-                        int8_t *y, size_t p0, size_t p1, int32_t *scratch) {
-  const size_t c = (size_t)op->c, k = (size_t)op->h * (size_t)op->w;
-  for (size_t p = p0; p < p1; p++) {
-    memset(scratch, 0, c * sizeof *scratch);
-    v->sum_rows(c, k, x + p * k * c, c, 0, scratch);
+                        int8_t *y, size_t chunk, size_t u0, size_t u1, int32_t *acc) {
+  const size_t c = (size_t)op->c, k = (size_t)op->h * (size_t)op->w, per = (c + chunk - 1) / chunk;
+  for (size_t u = u0; u < u1; u++) {
+    const size_t p = u / per, c0 = u % per * chunk, c1 = c0 + chunk < c ? c0 + chunk : c;
+    memset(acc, 0, (c1 - c0) * sizeof *acc);
+    v->sum_rows(c1 - c0, k, x + p * k * c + c0, c, 0, acc);
     if (op->stock != FLEX_STOCK_NEON) {
-      finish(op, scratch, FLEX_RQ_AWAY, 0, op->c, y + p * c);
+      finish(op, acc, (int)c0, FLEX_RQ_AWAY, (int)c0, (int)c1, y + p * c);
       continue;
     }
+    /* stock's threads' ranges: each rounds ties up in its whole blocks of 16, away after */
     for (int t = 0; t < op->nsplit; t++) {
       const int s = op->split[t], e = op->split[t + 1], mid = s + (e - s) / 16 * 16;
-      finish(op, scratch, FLEX_RQ_UP, s, mid, y + p * c);
-      finish(op, scratch, FLEX_RQ_AWAY, mid, e, y + p * c);
+      const int a = s > (int)c0 ? s : (int)c0, m = mid < (int)c1 ? mid : (int)c1, b = e < (int)c1 ? e : (int)c1;
+      if (a < m) finish(op, acc, (int)c0, FLEX_RQ_UP, a, m, y + p * c);
+      if ((m > a ? m : a) < b) finish(op, acc, (int)c0, FLEX_RQ_AWAY, m > a ? m : a, b, y + p * c);
     }
   }
 }

@@ -144,9 +144,12 @@ typedef struct {
 int fx_qs8_mean_hw_prepare(int batch, int h, int w, int c, const int32_t *axes, int naxes,
                            float si, int32_t zi, float so, int32_t zo, int stock,
                            int stock_threads, fx_qs8_mean_op *op);
-/* Output pixels [p0, p1) of batch (each c channels); scratch: 4 * c bytes. */
+/* The work in units of (output pixel, `chunk` channels): batch * ceil(c / chunk) of them, pixel
+ * by pixel (a squeeze-excite MEAN is one pixel, so threads split its channels). */
+size_t fx_qs8_mean_hw_units(const fx_qs8_mean_op *op, size_t chunk);
+/* Units [u0, u1); scratch: 4 * chunk bytes. */
 void fx_qs8_mean_hw_run(const fx_qs8_ops_config *v, const fx_qs8_mean_op *op, const int8_t *x,
-                        int8_t *y, size_t p0, size_t p1, int32_t *scratch);
+                        int8_t *y, size_t chunk, size_t u0, size_t u1, int32_t *scratch);
 
 /* Whether stock runs a MEAN (int8 or uint8) on its fast path (the uint8 one is not reproduced
  * here: such a MEAN stays with stock); else its general path (fx_qs8_mean_prepare). */
