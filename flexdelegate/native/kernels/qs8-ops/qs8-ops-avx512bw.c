@@ -23,13 +23,18 @@ OPS512 void store16(uint8_t *p, __m512i v) { _mm_storeu_si128((__m128i *)p, _mm5
  * whole numbers merge into floor((P + 2^30 + (2^(e-1) - [P < -2^30]) * 2^31) / 2^(31+e)).
  * For -2^30 <= P < 0 the srdhm is 0 and both offsets floor alike, so the test is P < 0, as in
  * quant/requant-avx512.h. |P| < 2^62, so the sum stays in int64. */
-typedef struct { __m512i m, bias, neg; __m128i cnt; } out_k;
+typedef struct {
+  __m512i m, bias, neg, high; /* high: vpermt2d indices of the sums' high dwords */
+  __m128i cnt;                /* 31 + e; e >= 1: e - 1, the shift of the high dword */
+  int hi_form;                /* e >= 1: 31 + e >= 32, so the result is the high dword >> (e - 1) */
+} out_k;
 
 OPS512 out_k out_of(int32_t m, int e) {
   return (out_k){.m = _mm512_set1_epi32(m),
                  .bias = _mm512_set1_epi64(((int64_t)1 << 30) + (e ? (int64_t)1 << (30 + e) : 0)),
                  .neg = _mm512_set1_epi64(e ? (int64_t)1 << 31 : 0),
-                 .cnt = _mm_cvtsi32_si128(31 + e)};
+                 .high = _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31),
+                 .cnt = _mm_cvtsi32_si128(e ? e - 1 : 31), .hi_form = e >= 1};
 }
 
 OPS512 __m512i round_out(__m512i x, const out_k *o) {
@@ -38,6 +43,7 @@ OPS512 __m512i round_out(__m512i x, const out_k *o) {
   __m512i te = _mm512_add_epi64(pe, o->bias), to = _mm512_add_epi64(po, o->bias);
   te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, zero), te, o->neg);
   to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, zero), to, o->neg);
+  if (o->hi_form) return _mm512_sra_epi32(_mm512_permutex2var_epi32(te, o->high, to), o->cnt);
   return _mm512_mask_blend_epi32(0xAAAA, _mm512_sra_epi64(te, o->cnt), _mm512_slli_epi64(_mm512_sra_epi64(to, o->cnt), 32));
 }
 
