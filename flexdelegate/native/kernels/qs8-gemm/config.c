@@ -2,16 +2,16 @@
 #include "runtime/cpu.h"
 #include "qs8-gemm.h"
 
-#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, ROWS)                                \
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, ROWS, TILES)                         \
   static const fx_qs8_gemm_config k_##suffix = {"qs8-gemm-" #tile "-" #suffix,                 \
                                                 "qs8-igemm-" #tile "-" #suffix, MR, NR, KR, AOFF, \
                                                 fx_qs8_gemm_##tile##__##suffix,                \
-                                                fx_qs8_igemm_##tile##__##suffix, ROWS};
+                                                fx_qs8_igemm_##tile##__##suffix, ROWS, TILES};
 #include "qs8-gemm.inc"
 #undef FX_QS8_GEMM
 
 fx_isa_menu fx_qs8_gemm_menu = {.by_isa = {
-#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, ROWS) [isa] = &k_##suffix,
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, ROWS, TILES) [isa] = &k_##suffix,
 #include "qs8-gemm.inc"
 #undef FX_QS8_GEMM
 }};

@@ -28,6 +28,13 @@ typedef void (*fx_qs8_igemm_fn)(size_t mr, size_t nc, size_t kc, size_t ks,
                                 const int8_t *const *a, const void *w, int8_t *c,
                                 size_t c_stride, const int32_t *row_corr, const fx_qs8_out *o);
 
+/* An IGEMM over m rows (any count) of one panel, tile by tile: tile t's rows are m rows
+ * t*MR.., its pointers a + t*ks*MR (as fx_qs8_igemm_fn's), its row corrections row_corr +
+ * t*MR (NULL: none). The per-tile setup paid once. */
+typedef void (*fx_qs8_igemm_tiles_fn)(size_t m, size_t nc, size_t kc, size_t ks, const int8_t *const *a,
+                                      const void *w, int8_t *c, size_t c_stride, const int32_t *row_corr,
+                                      const fx_qs8_out *o);
+
 /* A GEMM over m rows (any count) of one panel, no row correction: the per-tile setup paid once. */
 typedef void (*fx_qs8_gemm_rows_fn)(size_t m, size_t nc, size_t kc, const int8_t *a, size_t a_stride,
                                     const void *w, int8_t *c, size_t c_stride, const fx_qs8_out *o);
@@ -39,6 +46,7 @@ typedef struct fx_qs8_gemm_config {
   fx_qs8_gemm_fn gemm;
   fx_qs8_igemm_fn igemm;
   fx_qs8_gemm_rows_fn gemm_rows; /* NULL: the driver calls gemm per tile */
+  fx_qs8_igemm_tiles_fn igemm_tiles; /* NULL: the driver calls igemm per tile */
 } fx_qs8_gemm_config;
 
 /* The variants of qs8-gemm.inc (config.c). */
@@ -80,12 +88,16 @@ static inline uint64_t fx_qs8_load_tail(const int8_t *p, size_t n) {
 #define FX_QS8_GEMM_ROWS_ARGS                                                              \
   size_t m, size_t nc, size_t kc, const int8_t *a, size_t a_stride, const void *w, int8_t *c, \
       size_t c_stride, const fx_qs8_out *o
+#define FX_QS8_IGEMM_TILES_ARGS                                                                   \
+  size_t m, size_t nc, size_t kc, size_t ks, const int8_t *const *a, const void *w, int8_t *c,     \
+      size_t c_stride, const int32_t *row_corr, const fx_qs8_out *o
 #if defined(__x86_64__)
 void fx_qs8_gemm_rows_3x8c8__avx2(FX_QS8_GEMM_ROWS_ARGS);
 void fx_qs8_gemm_rows_8x16c4__avx512vnni(FX_QS8_GEMM_ROWS_ARGS);
+void fx_qs8_igemm_tiles_8x16c4__avx512vnni(FX_QS8_IGEMM_TILES_ARGS);
 #endif
 
-#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, ROWS)      \
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, ROWS, TILES) \
   void fx_qs8_gemm_##tile##__##suffix(FX_QS8_GEMM_ARGS);            \
   void fx_qs8_igemm_##tile##__##suffix(FX_QS8_IGEMM_ARGS);
 #include "qs8-gemm.inc"

@@ -144,9 +144,13 @@ static int run_igemm(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, co
     }
     for (size_t p = p0; p < p1; p++) {
       const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;
-      for (size_t t = 0, q = pix; q < end; t++, q += mr_max)
-        g->igemm(end - q < mr_max ? end - q : mr_max, nc, kc, ks, ptrs + t * per_tile, packed + (p - p0) * pb,
-                 y + q * n + n0, n, row_factor ? corr[t] : NULL, o);
+      if (g->igemm_tiles && mr_max == FX_QS8_MR_MAX) /* then corr[t] + 8 is corr[t + 1] */
+        g->igemm_tiles(end - pix, nc, kc, ks, ptrs, packed + (p - p0) * pb, y + pix * n + n0, n,
+                       row_factor ? corr[0] : NULL, o);
+      else
+        for (size_t t = 0, q = pix; q < end; t++, q += mr_max)
+          g->igemm(end - q < mr_max ? end - q : mr_max, nc, kc, ks, ptrs + t * per_tile, packed + (p - p0) * pb,
+                   y + q * n + n0, n, row_factor ? corr[t] : NULL, o);
     }
   }
   if (ptrs != local) free((void *)ptrs);
