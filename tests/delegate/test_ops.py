@@ -834,6 +834,12 @@ def test_gather_of_empty_rows():
     check(single_op("GATHER", [(2, 3, 0), np.array([[1], [0]], I32)], (2, 2, 1, 0), axis=1))
 
 
+def test_space_to_depth_of_zero_channels():
+    """SPACE_TO_DEPTH over zero channels (the graph fuzzer's find, as for GATHER above: a
+    0-byte copy into the empty output's NULL buffer; the sanitizer stage runs this)."""
+    check(single_op("SPACE_TO_DEPTH", [(1, 4, 4, 0)], (1, 2, 2, 0), block_size=2))
+
+
 def test_gather_batch_dims():
     idx = np.array([[0, 4, 2, 2], [1, 1, 0, 3]], I32)
     check(single_op("GATHER", [(2, 5, 3), idx], (2, 4, 3), axis=1, batch_dims=1))

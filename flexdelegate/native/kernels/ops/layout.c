@@ -4,6 +4,13 @@
 
 #include <string.h>
 
+/* memcpy of n bytes, and nothing at all for n = 0: an empty tensor's buffer may be NULL, which
+ * memcpy must not get even for 0 bytes (UBSan; the graph fuzzer found GATHER, then
+ * SPACE_TO_DEPTH, over zero-channel tensors). */
+static inline void copy_n(void *dst, const void *src, size_t n) {
+  if (n) memcpy(dst, src, n);
+}
+
 /* Fill `count` elements of `es` bytes at dst with *value (zeros if NULL). */
 static void fill_elems(char *dst, size_t count, const void *value, size_t es) {
   if (count == 0) return;
@@ -83,7 +90,7 @@ static void pad_rec(const pad_plan *p, int d, const char *x, char *y) {
   const size_t es = p->es;
   if (d == p->nd - 1) {
     fill_elems(y, p->pb[d], p->value, es);
-    memcpy(y + p->pb[d] * es, x, p->n[d] * es);
+    copy_n(y + p->pb[d] * es, x, p->n[d] * es);
     fill_elems(y + (p->pb[d] + p->n[d]) * es, p->pa[d], p->value, es);
     return;
   }
@@ -135,7 +142,7 @@ void fx_concat(int n, const void *const *xs, const fx_shape *const *shapes, int 
     for (int j = 0; j < n; ++j) {
       size_t c = esize; /* bytes of input j per outer index */
       for (int i = axis; i < R; ++i) c *= (size_t)shapes[j]->d[i];
-      memcpy(out, (const char *)xs[j] + o * c, c);
+      copy_n(out, (const char *)xs[j] + o * c, c);
       out += c;
     }
   }
@@ -180,7 +187,7 @@ void fx_transpose(const void *x, const fx_shape *xs, const int *perm, size_t esi
   ptrdiff_t off = 0; /* input element offset of the current block */
   for (size_t r = 0; r < blocks; ++r) {
     const char *src = xb + off * (ptrdiff_t)esize;
-    if (!tiled) memcpy(yb, src, inner * esize);
+    if (!tiled) copy_n(yb, src, inner * esize);
     else tile2d(yb, src, n[k - 2], s[k - 2], inner, sin, esize);
     yb += per * esize;
     fx_index_next(idx, n, s, nouter, &off);
@@ -202,7 +209,7 @@ void fx_depth_to_space(const void *x, const fx_shape *xs, int block, size_t esiz
         for (int w = 0; w < W; ++w) {
           const char *src = xb + ((((size_t)b * H + h) * W + w) * C + (size_t)by * block * OC) * esize;
           for (int bx = 0; bx < block; ++bx) {
-            memcpy(out, src + (size_t)bx * run, run);
+            copy_n(out, src + (size_t)bx * run, run);
             out += run;
           }
         }
@@ -222,7 +229,7 @@ void fx_space_to_depth(const void *x, const fx_shape *xs, int block, size_t esiz
         for (int by = 0; by < block; ++by) {
           const char *src =
               xb + ((((size_t)b * H + (size_t)oh * block + by) * W + (size_t)ow * block) * C) * esize;
-          memcpy(out, src, run * (size_t)block); /* bx = 0..bs-1 are contiguous in input */
+          copy_n(out, src, run * (size_t)block); /* bx = 0..bs-1 are contiguous in input */
           out += run * (size_t)block;
         }
 }
