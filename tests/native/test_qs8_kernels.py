@@ -1,6 +1,6 @@
 """The integer kernels' testers (tests/native/qs8_*_tester.c), built outside the library with the
 C compiler straight from the kernel sources, XNNPACK style: every variant this CPU runs against
-a naive reference / the scalar output stage. Natively (x86: scalar + AVX2, and the AVX-512BW /
+a naive reference / the scalar output stage. Natively (x86: scalar + AVX2, and the AVX-512BW / AMX /
 VNNI variants where the CPU has them), and for AArch64 under qemu-aarch64: `-cpu max` (NEON and
 the dot-product kernels) and `-cpu cortex-a72` (no dot product: the NEON kernels alone)."""
 import platform

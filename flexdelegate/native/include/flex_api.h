@@ -66,7 +66,8 @@ const char *flex_check_budget(double mb);
 #define FLEX_PLAIN_NO_BUDGET "a memory budget needs the Python planner: libflexdelegate.so (no Python) runs without one; drop the budget option, or load flexdelegate.library_path() from a Python process"
 
 /* Packing algorithm families: the high byte of a cache blob's algo (store/store.h builds the
- * rest: GEMM panels = nr; Winograd = tile << 8 | nr; int8 GEMM = a_offset << 16 | kr << 8 | nr;
+ * rest: GEMM panels = nr; Winograd = tile << 8 | nr; int8 GEMM = kg_align << 17 | a_offset << 16 |
+ * kr << 8 | nr;
  * int8 depthwise = ct). `flexdelegate cache info` names them. */
 enum { FLEX_PACK_GEMM_PANELS = 1, FLEX_PACK_WINOGRAD = 2, FLEX_PACK_QS8_GEMM = 3, FLEX_PACK_QS8_DW = 4 };
 

@@ -147,7 +147,7 @@ const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
       a->geom = fx_qs8_gemm_geom_of(q->gemm, cout, 1, (int)(fx_shape_numel(&w->shape) / (size_t)cout));
     }
     bytes = fx_qs8_gemm_packed_bytes(&a->geom);
-    algo = FX_ALGO_QS8_GEMM(a->geom.nr, a->geom.kr, a->geom.a_offset);
+    algo = FX_ALGO_QS8_GEMM(a->geom.nr, a->geom.kr, a->geom.a_offset, a->geom.kg_align);
   }
   /* The key: everything the packed bytes depend on (geometry, weights, bias, input zero point,
    * requantization: the scales and the rounding's QuantizeMultiplier variant). */

@@ -3,9 +3,15 @@
 #include "cpu.h"
 
 #if defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
 #define FX_X86_HAS(feature) __builtin_cpu_supports(feature)
+/* Linux keeps AMX tile data off until a process asks for it (5.16+: arch_prctl
+ * ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, 18); once granted it holds for every thread. */
+#define FX_X86_AMX_GRANTED (syscall(SYS_arch_prctl, 0x1023, 18) == 0)
 #else
 #define FX_X86_HAS(feature) 0
+#define FX_X86_AMX_GRANTED 0
 #endif
 #if defined(__aarch64__)
 #include <sys/auxv.h>

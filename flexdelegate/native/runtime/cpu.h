@@ -11,7 +11,8 @@
 /* ISA families, slowest first within an architecture (the order variants are listed and chosen
  * in; the integer-only families come last so the float menus keep their indices): X(NAME, probe),
  * the probe an expression that is true when this CPU runs the family, built from
- * FX_X86_HAS("feature") (GCC's __builtin_cpu_supports names) and FX_AARCH64_HWCAP(HWCAP_x)
+ * FX_X86_HAS("feature") (GCC's __builtin_cpu_supports names), FX_X86_AMX_GRANTED (the OS lets
+ * this process use AMX tiles) and FX_AARCH64_HWCAP(HWCAP_x)
  * (getauxval(AT_HWCAP) bits), both 0 on other architectures. */
 #define FX_ISA_FAMILIES(X)                                                        \
   X(SCALAR, 1)                                                                    \
@@ -22,7 +23,10 @@
   X(AVX512VNNI, FX_X86_HAS("avx512f") && FX_X86_HAS("avx512bw") && FX_X86_HAS("avx512vl") &&   \
                 FX_X86_HAS("avx512vnni")) /* its kernels use ymm and masked xmm forms too (VL) */ \
   X(NEONDOT, FX_AARCH64_HWCAP(HWCAP_ASIMDDP)) /* Armv8.2 SDOT/UDOT */                         \
-  X(AVX512VBMI, FX_X86_HAS("avx512f") && FX_X86_HAS("avx512bw") && FX_X86_HAS("avx512vbmi")) /* byte permutes */
+  X(AVX512VBMI, FX_X86_HAS("avx512f") && FX_X86_HAS("avx512bw") && FX_X86_HAS("avx512vbmi")) /* byte permutes */ \
+  X(AMX, FX_X86_HAS("amx-tile") && FX_X86_HAS("amx-int8") && FX_X86_HAS("avx512f") &&         \
+             FX_X86_HAS("avx512bw") && FX_X86_HAS("avx512vl") && FX_X86_HAS("avx512vnni") &&     \
+             FX_X86_AMX_GRANTED) /* tile int8 dot products; its kernels' output stages are VNNI's */
 
 enum {
 #define FX_ISA_ENUM(name, probe) FX_ISA_##name,

@@ -48,10 +48,11 @@ typedef struct fx_wref {
 #define FX_ALGO_GEMM_PANEL(nr) (((uint32_t)FLEX_PACK_GEMM_PANELS << 24) | (uint32_t)(nr))
 #define FX_ALGO_WINOGRAD(tile, nr) (((uint32_t)FLEX_PACK_WINOGRAD << 24) | ((uint32_t)(tile) << 8) | (uint32_t)(nr))
 /* int8 panels (kernels/quant/pack.h): GEMM / IGEMM of NR channels, k-groups of KR, activation
- * offset (VNNI's 128); depthwise of CT channels. */
-#define FX_ALGO_QS8_GEMM(nr, kr, a_offset)                                                        \
-  (((uint32_t)FLEX_PACK_QS8_GEMM << 24) | ((uint32_t)((a_offset) != 0) << 16) | ((uint32_t)(kr) << 8) | \
-   (uint32_t)(nr))
+ * offset (VNNI's 128), k-groups padded to a multiple of kg_align (AMX: 16; 0 or 1: none, which
+ * keeps the ids of the variants before it); depthwise of CT channels. */
+#define FX_ALGO_QS8_GEMM(nr, kr, a_offset, kg_align)                                              \
+  (((uint32_t)FLEX_PACK_QS8_GEMM << 24) | ((uint32_t)((kg_align) > 1 ? (kg_align) : 0) << 17) |      \
+   ((uint32_t)((a_offset) != 0) << 16) | ((uint32_t)(kr) << 8) | (uint32_t)(nr))
 #define FX_ALGO_QS8_DW(ct) (((uint32_t)FLEX_PACK_QS8_DW << 24) | (uint32_t)(ct))
 
 typedef struct fx_store fx_store;

@@ -2,16 +2,19 @@
 #include "runtime/cpu.h"
 #include "qs8-gemm.h"
 
-#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, ROWS, TILES)                         \
-  static const fx_qs8_gemm_config k_##suffix = {"qs8-gemm-" #tile "-" #suffix,                 \
-                                                "qs8-igemm-" #tile "-" #suffix, MR, NR, KR, AOFF, \
-                                                fx_qs8_gemm_##tile##__##suffix,                \
-                                                fx_qs8_igemm_##tile##__##suffix, ROWS, TILES};
+#define FX_QS8_TILED_1(name) name
+#define FX_QS8_TILED_0(name) NULL
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, KGA, TILED, ROWS, TILES, RANGE)          \
+  static const fx_qs8_gemm_config k_##suffix = {"qs8-gemm-" #tile "-" #suffix,                    \
+                                                "qs8-igemm-" #tile "-" #suffix, MR, NR, KR, AOFF,   \
+                                                KGA, FX_QS8_TILED_##TILED(fx_qs8_gemm_##tile##__##suffix), \
+                                                FX_QS8_TILED_##TILED(fx_qs8_igemm_##tile##__##suffix), \
+                                                ROWS, TILES, RANGE};
 #include "qs8-gemm.inc"
 #undef FX_QS8_GEMM
 
 fx_isa_menu fx_qs8_gemm_menu = {.by_isa = {
-#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, ROWS, TILES) [isa] = &k_##suffix,
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, KGA, TILED, ROWS, TILES, RANGE) [isa] = &k_##suffix,
 #include "qs8-gemm.inc"
 #undef FX_QS8_GEMM
 }};
@@ -20,6 +23,6 @@ const fx_qs8_gemm_config *fx_qs8_gemm_config_get(void) { return fx_isa_chosen(&f
 const fx_qs8_gemm_config *fx_qs8_gemm_config_at(int i) { return fx_isa_at(&fx_qs8_gemm_menu, i); }
 
 fx_qs8_gemm_geom fx_qs8_gemm_geom_of(const fx_qs8_gemm_config *g, int n, int ks, int kc) {
-  fx_qs8_gemm_geom geom = {n, ks, kc, g->nr, g->kr, g->a_offset};
+  fx_qs8_gemm_geom geom = {n, ks, kc, g->nr, g->kr, g->a_offset, g->kg_align};
   return geom;
 }

@@ -2,7 +2,8 @@
  * outer, the panels [p0, p1) inner, so a tile's rows stay in L1 while the panels stream. `packed`
  * points at panel p0 (a budget step's slice is just those panels). A variant with a whole-panel
  * GEMM (gemm_rows) takes blocks of rows instead, its rows and outputs together within ~16 KB of
- * L1, and sets up each panel's output stage once per block rather than once per tile. */
+ * L1, and sets up each panel's output stage once per block rather than once per tile; a variant
+ * with a range kernel (AMX) is handed the whole range. */
 #include "qs8-run.h"
 
 static void run_row_blocks(const fx_qs8_gemm_config *g, size_t m, size_t n, size_t kc, const int8_t *a,
@@ -24,6 +25,10 @@ void fx_qs8_gemm_run(const fx_qs8_gemm_config *g, size_t m, size_t n, size_t kc,
                      int32_t row_factor, const fx_qs8_out *o, size_t p0, size_t p1) {
   const fx_qs8_gemm_geom geom = fx_qs8_gemm_geom_of(g, (int)n, 1, (int)kc);
   const size_t pb = fx_qs8_gemm_panel_bytes(&geom), nr = (size_t)g->nr, mr_max = (size_t)g->mr;
+  if (g->range) {
+    g->range(m, n, kc, a, a_stride, packed, pb, c, c_stride, row_factor, o, p0, p1);
+    return;
+  }
   if (g->gemm_rows && !row_factor) {
     run_row_blocks(g, m, n, kc, a, a_stride, packed, pb, c, c_stride, o, p0, p1);
     return;

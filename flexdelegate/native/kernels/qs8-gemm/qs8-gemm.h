@@ -39,14 +39,21 @@ typedef void (*fx_qs8_igemm_tiles_fn)(size_t m, size_t nc, size_t kc, size_t ks,
 typedef void (*fx_qs8_gemm_rows_fn)(size_t m, size_t nc, size_t kc, const int8_t *a, size_t a_stride,
                                     const void *w, int8_t *c, size_t c_stride, const fx_qs8_out *o);
 
+/* A GEMM over m rows (any count) x panels [p0, p1) of n channels (packed: panel p0, panels
+ * panel_bytes apart), row_factor as fx_qs8_gemm_run's: the kernel blocks rows and panels itself. */
+typedef void (*fx_qs8_gemm_range_fn)(size_t m, size_t n, size_t kc, const int8_t *a, size_t a_stride,
+                                     const void *packed, size_t panel_bytes, int8_t *c, size_t c_stride,
+                                     int32_t row_factor, const fx_qs8_out *o, size_t p0, size_t p1);
+
 typedef struct fx_qs8_gemm_config {
   const char *name;       /* "qs8-gemm-<tile>-<isa>" */
   const char *igemm_name; /* "qs8-igemm-<tile>-<isa>" */
-  int mr, nr, kr, a_offset;
-  fx_qs8_gemm_fn gemm;
-  fx_qs8_igemm_fn igemm;
+  int mr, nr, kr, a_offset, kg_align;
+  fx_qs8_gemm_fn gemm;           /* NULL: range only */
+  fx_qs8_igemm_fn igemm;         /* NULL: a conv's IGEMM form runs as im2col */
   fx_qs8_gemm_rows_fn gemm_rows; /* NULL: the driver calls gemm per tile */
   fx_qs8_igemm_tiles_fn igemm_tiles; /* NULL: the driver calls igemm per tile */
+  fx_qs8_gemm_range_fn range;    /* non-NULL: it runs every GEMM (rows, panels, row factor) */
 } fx_qs8_gemm_config;
 
 /* The variants of qs8-gemm.inc (config.c). */
@@ -91,15 +98,24 @@ static inline uint64_t fx_qs8_load_tail(const int8_t *p, size_t n) {
 #define FX_QS8_IGEMM_TILES_ARGS                                                                   \
   size_t m, size_t nc, size_t kc, size_t ks, const int8_t *const *a, const void *w, int8_t *c,     \
       size_t c_stride, const int32_t *row_corr, const fx_qs8_out *o
+#define FX_QS8_GEMM_RANGE_ARGS                                                                       \
+  size_t m, size_t n, size_t kc, const int8_t *a, size_t a_stride, const void *packed, size_t panel_bytes, \
+      int8_t *c, size_t c_stride, int32_t row_factor, const fx_qs8_out *o, size_t p0, size_t p1
 #if defined(__x86_64__)
 void fx_qs8_gemm_rows_3x8c8__avx2(FX_QS8_GEMM_ROWS_ARGS);
 void fx_qs8_gemm_rows_8x16c4__avx512vnni(FX_QS8_GEMM_ROWS_ARGS);
 void fx_qs8_igemm_tiles_8x16c4__avx512vnni(FX_QS8_IGEMM_TILES_ARGS);
+void fx_qs8_gemm_range_32x32c4__amx(FX_QS8_GEMM_RANGE_ARGS);
 #endif
 
-#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, ROWS, TILES) \
-  void fx_qs8_gemm_##tile##__##suffix(FX_QS8_GEMM_ARGS);            \
-  void fx_qs8_igemm_##tile##__##suffix(FX_QS8_IGEMM_ARGS);
+/* The per-tile kernels of the variants that have them (tiled 1), and NULL for the others. */
+#define FX_QS8_TILED_1(name, args) void name(args);
+#define FX_QS8_TILED_0(name, args)
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, KGA, TILED, ROWS, TILES, RANGE) \
+  FX_QS8_TILED_##TILED(fx_qs8_gemm_##tile##__##suffix, FX_QS8_GEMM_ARGS)                \
+  FX_QS8_TILED_##TILED(fx_qs8_igemm_##tile##__##suffix, FX_QS8_IGEMM_ARGS)
 #include "qs8-gemm.inc"
 #undef FX_QS8_GEMM
+#undef FX_QS8_TILED_1
+#undef FX_QS8_TILED_0
 #endif

@@ -4,12 +4,14 @@
 #define FLEX_QS8_RUN_H
 #include "qs8-gemm.h"
 
-#define FX_QS8_MR_MAX 8 /* the largest MR of qs8-gemm.inc */
+#define FX_QS8_MR_MAX 8 /* the largest MR of qs8-gemm.inc's per-tile kernels */
 
 /* Rows per block of a whole-panel GEMM (gemm_rows) over kc-byte rows and `panels` panels: a
- * multiple of MR (at least MR) whose A rows and outputs fit in ~16 KB of L1. */
+ * multiple of MR (at least MR) whose A rows and outputs fit in ~16 KB of L1 (a range kernel's
+ * ~64 KB: it blocks them in L2 itself). */
 static inline size_t fx_qs8_row_block(const fx_qs8_gemm_config *g, size_t kc, size_t panels) {
-  const size_t mr = (size_t)g->mr, rows = 16384 / (kc + panels * (size_t)g->nr) / mr * mr;
+  const size_t mr = (size_t)g->mr, bytes = g->range ? 65536 : 16384;
+  const size_t rows = bytes / (kc + panels * (size_t)g->nr) / mr * mr;
   return rows < mr ? mr : rows;
 }
 
@@ -43,7 +45,8 @@ static inline void fx_qs8_interior_cols(const fx_qs8_conv_geom *cg, int *lo, int
 enum { FX_QS8_CONV_GEMM = 0, FX_QS8_CONV_IM2COL = 1, FX_QS8_CONV_IGEMM = 2 };
 
 /* The packing geometry of a convolution on variant g run in `form` (FX_QS8_CONV_*); pack with
- * it, and run fx_qs8_conv_run in the same form. */
+ * it, and run fx_qs8_conv_run in the same form. A variant without an IGEMM kernel runs the
+ * IGEMM form as im2col (and packs for that). */
 fx_qs8_gemm_geom fx_qs8_conv_pack_geom(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form);
 
 /* Output pixels [m0, m1) (over batch*oh*ow), channel panels [p0, p1) (`packed` pointing at panel

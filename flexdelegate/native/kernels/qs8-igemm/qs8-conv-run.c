@@ -8,7 +8,7 @@
 
 fx_qs8_gemm_geom fx_qs8_conv_pack_geom(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form) {
   const int taps = cg->kh * cg->kw;
-  return form == FX_QS8_CONV_IM2COL ? fx_qs8_gemm_geom_of(g, cg->cout, 1, taps * cg->cin)
+  return form == FX_QS8_CONV_IM2COL || !g->igemm ? fx_qs8_gemm_geom_of(g, cg->cout, 1, taps * cg->cin)
                                     : fx_qs8_gemm_geom_of(g, cg->cout, taps, cg->cin);
 }
 
@@ -163,7 +163,7 @@ static int run_im2col(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, c
                       const void *packed, int8_t *y, int32_t row_factor, const fx_qs8_out *o, size_t m0,
                       size_t m1, size_t p0, size_t p1) {
   const size_t K = (size_t)cg->kh * (size_t)cg->kw * (size_t)cg->cin, n = (size_t)cg->cout;
-  const size_t step = g->gemm_rows && !row_factor ? fx_qs8_row_block(g, K, p1 - p0) : (size_t)g->mr;
+  const size_t step = g->range || (g->gemm_rows && !row_factor) ? fx_qs8_row_block(g, K, p1 - p0) : (size_t)g->mr;
   int8_t *rows = (int8_t *)malloc(step * K);
   if (!rows) return -1;
   for (size_t pix = m0; pix < m1; pix += step) {
@@ -178,7 +178,7 @@ static int run_im2col(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, c
 int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form, const int8_t *x,
                      const int8_t *zero_row, const void *packed, int8_t *y, int32_t row_factor,
                      const fx_qs8_out *o, size_t m0, size_t m1, size_t p0, size_t p1) {
-  if (form == FX_QS8_CONV_IM2COL)
+  if (form == FX_QS8_CONV_IM2COL || !g->igemm)
     return run_im2col(g, cg, x, zero_row[0], packed, y, row_factor, o, m0, m1, p0, p1);
   const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg, form);
   return run_igemm(g, cg, x, zero_row, packed, fx_qs8_gemm_panel_bytes(&geom), y, row_factor, o, m0, m1, p0, p1);

@@ -10,9 +10,15 @@ static int geom_ok(const fx_qs8_gemm_geom *g) {
 
 static size_t kgroups(const fx_qs8_gemm_geom *g) { return ((size_t)g->kc + (size_t)g->kr - 1) / (size_t)g->kr; }
 
+/* A panel's k-groups, all taps, padded to whole multiples of kg_align. */
+static size_t panel_kgroups(const fx_qs8_gemm_geom *g) {
+  const size_t align = g->kg_align > 1 ? (size_t)g->kg_align : 1;
+  return ((size_t)g->ks * kgroups(g) + align - 1) / align * align;
+}
+
 size_t fx_qs8_gemm_panel_bytes(const fx_qs8_gemm_geom *g) {
   const size_t nr = (size_t)g->nr;
-  return nr * 4 + (size_t)g->ks * kgroups(g) * nr * (size_t)g->kr + nr * 8;
+  return nr * 4 + panel_kgroups(g) * nr * (size_t)g->kr + nr * 8;
 }
 
 size_t fx_qs8_gemm_packed_bytes(const fx_qs8_gemm_geom *g) {
@@ -54,7 +60,7 @@ static void pack_gemm_body(const fx_qs8_gemm_geom *g, const wsrc *s, const int32
     memset(dst, 0, pb);
     const size_t cols = (size_t)g->n - n0 < nr ? (size_t)g->n - n0 : nr;
     int8_t *wp = (int8_t *)(dst + nr * 4);
-    uint8_t *rq = dst + nr * 4 + ks * kg * nr * kr;
+    uint8_t *rq = dst + nr * 4 + panel_kgroups(g) * nr * kr;
     for (size_t j = 0; j < cols; j++) {
       const size_t c = n0 + j;
       const uint32_t b = bias ? (uint32_t)bias[c] : 0u;

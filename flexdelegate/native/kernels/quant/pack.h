@@ -5,7 +5,9 @@
  * GEMM / IGEMM panel of NR output channels (a kernel's NR and KR, qs8-gemm.h):
  *   int32 bias[NR]      bias[c] - (zp_in + a_offset) * sum_k w[c][k]   (+ the QU8 term below)
  *   int8  w[ks][kg][NR][KR]   tap t, k-group g (kg = ceil(kc / KR)), channel j, byte i =
- *                             w[n0 + j][t][g*KR + i]; zero past kc and past n
+ *                             w[n0 + j][t][g*KR + i]; zero past kc and past n, and in the
+ *                             k-groups that pad ks * kg to a multiple of kg_align (AMX: whole
+ *                             64-byte tile rows)
  *   int32 multiplier[NR], int32 shift[NR]   (requant.h; zero past n)
  * A K of ks taps x kc channels pads every tap to whole k-groups, so the IGEMM can read tap t's
  * run of a row pointer on its own; FULLY_CONNECTED and 1x1 convs are ks = 1.
@@ -33,6 +35,7 @@ typedef struct {
   int ks, kc;   /* taps and channels per tap (K = ks * kc) */
   int nr, kr;   /* the kernel's panel width and k-group */
   int a_offset; /* added to every activation by the kernel: 128 for VNNI's unsigned trick */
+  int kg_align; /* the panel's k-groups padded to a multiple of this (0 or 1: none) */
 } fx_qs8_gemm_geom;
 
 size_t fx_qs8_gemm_panel_bytes(const fx_qs8_gemm_geom *g);
