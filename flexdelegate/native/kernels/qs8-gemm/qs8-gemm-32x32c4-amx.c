@@ -65,9 +65,9 @@ typedef struct {
   const int32_t *corr; /* the block's row corrections, or NULL */
 } block;
 
-/* rows [s, s + 32) of the block (fewer at its end: the tiles are configured for them). */
-FX_AMX_TARGET static void step(const block *b, size_t s, const int8_t *w0, const int8_t *w1, int two_halves,
-                               int32_t cbuf[32][32]) {
+/* Rows [s, s + 32) of the block (fewer at its end: the tiles are configured for them) into the
+ * C tiles. */
+FX_AMX_TARGET static void compute(const block *b, size_t s, const int8_t *w0, const int8_t *w1, int two_halves) {
   const int8_t *a0 = b->a + s * b->a_stride, *a1 = a0 + 16 * b->a_stride;
   const size_t full = b->tail ? b->chunks - 1 : b->chunks;
   LOAD(C00, w0, 0); /* the bias, 16 int32, in every row */
@@ -94,31 +94,38 @@ FX_AMX_TARGET static void step(const block *b, size_t s, const int8_t *w0, const
       if (two_halves) DOT(C11, A1, B1);
     }
   }
+}
+
+/* The C tiles into cbuf (32 rows of 32 int32). */
+FX_AMX_TARGET static void store(int32_t cbuf[32][32], int two_panels, int two_halves) {
   STORE(C00, &cbuf[0][0], 128);
   if (two_halves) STORE(C10, &cbuf[16][0], 128);
-  if (w1) {
+  if (two_panels) {
     STORE(C01, &cbuf[0][16], 128);
     if (two_halves) STORE(C11, &cbuf[16][16], 128);
   }
 }
 
-/* Rows [0, rows) of cbuf (channels n0.., nc0 + nc1 of them) through the panels' output stages. */
-FX_AMX_TARGET static void finish(int32_t cbuf[32][32], size_t rows, const int32_t *corr, const fx_c4v_out *os,
-                                 size_t nc0, size_t nc1, int8_t *c, size_t c_stride) {
-  for (size_t i = 0; i < rows; i++, c += c_stride)
-    for (int h = 0; h < 2; h++) {
-      const size_t nc = h ? nc1 : nc0;
-      if (!nc) continue;
-      __m512i v = _mm512_loadu_si512(&cbuf[i][16 * h]);
-      if (corr) v = _mm512_add_epi32(v, _mm512_set1_epi32(corr[i]));
-      if (os[h].rq16.on) {
-        fx_rq16_store_avx512(c + 16 * h, v, &os[h].rq16, nc);
-      } else {
-        const __m256i lo = fx_rq8_apply_avx2(_mm512_castsi512_si256(v), &os[h].rq0);
-        const __m256i hi = fx_rq8_apply_avx2(_mm512_extracti64x4_epi64(v, 1), &os[h].rq1);
-        fx_store_bytes_avx2(c + 16 * h, fx_pack16_avx2(lo, hi), nc);
-      }
+/* Rows [0, rows) of one panel's 16 columns of cbuf (nc channels of them) through its output
+ * stage into c. */
+FX_AMX_TARGET static void finish_panel(const int32_t *cb, size_t rows, const int32_t *corr, const fx_c4v_out *os,
+                                       size_t nc, int8_t *c, size_t c_stride) {
+  if (os->rq16.on && !corr) {
+    const fx_rq16_avx512 q = os->rq16;
+    for (size_t i = 0; i < rows; i++, cb += 32, c += c_stride) fx_rq16_store_avx512(c, _mm512_load_si512(cb), &q, nc);
+    return;
+  }
+  for (size_t i = 0; i < rows; i++, cb += 32, c += c_stride) {
+    __m512i v = _mm512_load_si512(cb);
+    if (corr) v = _mm512_add_epi32(v, _mm512_set1_epi32(corr[i]));
+    if (os->rq16.on) {
+      fx_rq16_store_avx512(c, v, &os->rq16, nc);
+    } else {
+      const __m256i lo = fx_rq8_apply_avx2(_mm512_castsi512_si256(v), &os->rq0);
+      const __m256i hi = fx_rq8_apply_avx2(_mm512_extracti64x4_epi64(v, 1), &os->rq1);
+      fx_store_bytes_avx2(c, fx_pack16_avx2(lo, hi), nc);
     }
+  }
 }
 
 /* Rows [s0, s1) of a block (32-row steps; a last shorter one only as the whole range) over
@@ -130,24 +137,45 @@ typedef struct {
   const fx_qs8_out *o;
 } panels;
 
+/* A step's results waiting in a cbuf for their output stage. */
+typedef struct {
+  size_t s, rows;
+} pending;
+
+FX_AMX_TARGET static void finish(const block *b, const pending *d, int32_t cbuf[32][32], const fx_c4v_out *os,
+                                 size_t nc0, size_t nc1, int8_t *c, size_t c_stride) {
+  const int32_t *corr = b->corr ? b->corr + d->s : NULL;
+  c += d->s * c_stride;
+  finish_panel(&cbuf[0][0], d->rows, corr, &os[0], nc0, c, c_stride);
+  if (nc1) finish_panel(&cbuf[0][16], d->rows, corr, &os[1], nc1, c + 16, c_stride);
+}
+
+/* Software-pipelined: a step's tile instructions are issued, then the previous step's output
+ * stage runs on the vector units while the tiles compute, then the tiles are stored (two
+ * cbufs in turn). */
 FX_AMX_TARGET static void steps(const block *b, size_t m0, size_t s0, size_t s1, const panels *pn, size_t p0,
                                 size_t p1) {
-  int32_t cbuf[32][32] __attribute__((aligned(64)));
+  int32_t cbuf[2][32][32] __attribute__((aligned(64)));
   const size_t nr = pn->nr;
   for (size_t p = p0; p < p1; p += 2) {
     const int8_t *w0 = (const int8_t *)pn->packed + (p - pn->p0) * pn->panel_bytes;
     const int8_t *w1 = p + 1 < p1 ? w0 + pn->panel_bytes : NULL;
     const size_t n0 = p * nr, nc0 = pn->n - n0 < nr ? pn->n - n0 : nr;
     const size_t nc1 = w1 ? (pn->n - n0 - nc0 < nr ? pn->n - n0 - nc0 : nr) : 0;
+    int8_t *c = pn->c + m0 * pn->c_stride + n0;
     fx_c4v_out os[2];
     os[0] = fx_c4v_out_of((const int32_t *)(w0 + pn->rq_at), pn->o);
     if (w1) os[1] = fx_c4v_out_of((const int32_t *)(w1 + pn->rq_at), pn->o);
-    for (size_t s = s0; s < s1; s += 32) {
+    pending d = {0, 0};
+    int cur = 0;
+    for (size_t s = s0; s < s1; s += 32, cur ^= 1) {
       const size_t rows = s1 - s < 32 ? s1 - s : 32;
-      step(b, s, w0, w1, rows > 16, cbuf);
-      finish(cbuf, rows, b->corr ? b->corr + s : NULL, os, nc0, nc1, pn->c + (m0 + s) * pn->c_stride + n0,
-             pn->c_stride);
+      compute(b, s, w0, w1, rows > 16);
+      if (d.rows) finish(b, &d, cbuf[cur ^ 1], os, nc0, nc1, c, pn->c_stride);
+      store(cbuf[cur], w1 != NULL, rows > 16);
+      d = (pending){s, rows};
     }
+    finish(b, &d, cbuf[cur ^ 1], os, nc0, nc1, c, pn->c_stride);
   }
 }
 
