@@ -43,7 +43,9 @@ if engine == "litert_warm":
 else:
     from flexdelegate import load_flex
     from flexdelegate.run import make_interpreter, random_inputs
+    from flexdelegate.runtime import detect
     import flexdelegate._native  # the native module loads before timing, as LiteRT's does
+    detect()  # and the runtime's Interpreter module, as an app imports it before loading a model
 if len(sys.argv) > 5:  # PSS sharing test: report ready, wait for the go signal
     print(json.dumps({"pid": os.getpid()}), flush=True)
     while not os.path.exists(sys.argv[5]): time.sleep(0.005)
