@@ -269,7 +269,7 @@ def test_quantize_ties_at_many_scales():
 def test_the_testers_refuse_op_codes_past_their_enums():
     """flex_testing.h's FLEX_BINARY_* / FLEX_LUT_* are the only codes the testers take; the
     Python names come from them, and a code past either enum is refused, not indexed."""
-    assert set(_qs8.BINARY_OPS) == {"ADD", "SUB", "MUL"}
+    assert set(_qs8.BINARY_OPS) == {"ADD", "SUB", "MUL", "PRELU"}
     assert {"REQUANTIZE", "RELU6", "GELU_APPROX", "CONCAT_REQUANT"} <= set(_qs8.LUT_KINDS)
     lib, ffi = testing.lib, testing.ffi
     x = np.zeros(8, np.int8)

@@ -75,15 +75,21 @@ const char *fx_infer_qelem(fx_graph *g, fx_node *n) {
   switch (q->kind) {
     case FX_QOP_ADD:
     case FX_QOP_SUB:
-    case FX_QOP_MUL: {
+    case FX_QOP_MUL:
+    case FX_QOP_PRELU: {
       const fx_tensor *b = T(g, n->in[1]);
       fx_qs8_shape sa, sb;
       if ((e = fx_infer_binary(g, n))) return e;
-      if (to_qs8_shape(&x->shape, &sa) || to_qs8_shape(&b->shape, &sb)) return "integer ADD / MUL of rank > 6";
-      const int op = q->kind == FX_QOP_ADD ? FX_QS8_ADD : q->kind == FX_QOP_SUB ? FX_QS8_SUB : FX_QS8_MUL;
+      if (to_qs8_shape(&x->shape, &sa) || to_qs8_shape(&b->shape, &sb)) return "integer ADD / MUL / PRELU of rank > 6";
+      const int op = q->kind == FX_QOP_ADD   ? FX_QS8_ADD
+                     : q->kind == FX_QOP_SUB ? FX_QS8_SUB
+                     : q->kind == FX_QOP_MUL ? FX_QS8_MUL
+                                             : FX_QS8_PRELU;
       if (fx_qs8_binary_prepare(op, u8, si, zi, b->quant.scale,
                                 b->quant.zero_point, so, zo, q->act, &sa, &sb, q->stock, &q->k.bin))
-        return "quantization parameters stock's integer ADD / MUL refuses or these kernels do not reproduce";
+        return op == FX_QS8_PRELU
+                   ? "integer PRELU parameters not reproduced (or beyond 4-D with alpha broadcast: tflite-runtime 2.14 aborts)"
+                   : "quantization parameters stock's integer ADD / MUL refuses or these kernels do not reproduce";
       return NULL;
     }
     case FX_QOP_MUL_LOGISTIC: { /* MUL(x, LOGISTIC(x)): x is in[param], the other the sigmoid's */
@@ -184,7 +190,8 @@ int fx_run_qelem(fx_graph *g, fx_node *n, fx_pool *pool) {
   switch (n->qop->kind) {
     case FX_QOP_ADD:
     case FX_QOP_SUB:
-    case FX_QOP_MUL: fx_parallel_for(pool, t.n, 1 << 12, binary_part, &t); break;
+    case FX_QOP_MUL:
+    case FX_QOP_PRELU: fx_parallel_for(pool, t.n, 1 << 12, binary_part, &t); break;
     case FX_QOP_MEAN:
       if (n->qop->general) {
         fx_parallel_for(pool, t.n, 256, mean_any_part, &t);

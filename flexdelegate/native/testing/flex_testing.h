@@ -93,9 +93,9 @@ int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int m
  * On QS8_OPS variant `variant`. `stock`: the arithmetic to reproduce (FLEX_STOCK_*); `chunk` > 0
  * runs the output in pieces of that many elements (rows, pixels), as a thread split would. -1
  * also where the kernels refuse the op (stock's refusals, unreproduced paths). */
-enum { FLEX_BINARY_ADD = 0, FLEX_BINARY_SUB = 1, FLEX_BINARY_MUL = 2 };
+enum { FLEX_BINARY_ADD = 0, FLEX_BINARY_SUB = 1, FLEX_BINARY_MUL = 2, FLEX_BINARY_PRELU = 3 };
 /* op (FLEX_BINARY_*) of a [ra dims da] and b [rb dims db] with broadcasting into y (the
- * broadcast shape), fused act 0..3 (NONE, RELU, RELU_N1_TO_1, RELU6). */
+ * broadcast shape), fused act 0..3 (NONE, RELU, RELU_N1_TO_1, RELU6). PRELU: a is x, b alpha. */
 int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2, int z2, float so,
                         int zo, int act, int ra, const int *da, int rb, const int *db,
                         const void *a, const void *b, void *y, int stock, int chunk, int iters,

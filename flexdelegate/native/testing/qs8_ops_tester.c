@@ -71,8 +71,8 @@ int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2,
   fx_qs8_shape sa, sb;
   fx_qs8_binary_op bop;
   static const int kernel_op[] = {[FLEX_BINARY_ADD] = FX_QS8_ADD, [FLEX_BINARY_SUB] = FX_QS8_SUB,
-                                  [FLEX_BINARY_MUL] = FX_QS8_MUL};
-  if (!v || op < 0 || op > FLEX_BINARY_MUL || shape_of(ra, da, &sa) || shape_of(rb, db, &sb) ||
+                                  [FLEX_BINARY_MUL] = FX_QS8_MUL, [FLEX_BINARY_PRELU] = FX_QS8_PRELU};
+  if (!v || op < 0 || op > FLEX_BINARY_PRELU || shape_of(ra, da, &sa) || shape_of(rb, db, &sb) ||
       fx_qs8_binary_prepare(kernel_op[op], u8, s1, z1, s2, z2, so, zo, act, &sa, &sb, stock, &bop)) return -1;
   ops_case run = {.v = v, .op = &bop, .a = a, .b = b, .y = y, .part = binary_part};
   return time_chunks(&run, fx_qs8_numel(&bop.bc.out), chunk, iters, seconds);

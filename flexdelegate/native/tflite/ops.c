@@ -320,10 +320,11 @@ static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) 
   return n->n_in > 3 ? need_const(g, n, 3, 1) : NULL;
 }
 
-/* int8 / uint8 ADD, MUL, MEAN, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU on the qs8-ops
- * kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output of one type, one
- * scale and zero point each. ADD, MUL and MEAN compute differently on tflite-runtime and LiteRT
- * (kernels/qs8-ops/NOTES.md): their "_rounding" entry names stock's arithmetic (FLEX_STOCK_*).
+/* int8 / uint8 ADD, SUB, MUL, PRELU, MEAN, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU on the
+ * qs8-ops kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output of one type,
+ * one scale and zero point each. ADD, MUL and MEAN compute differently on tflite-runtime and
+ * LiteRT (kernels/qs8-ops/NOTES.md): their "_rounding" entry names stock's arithmetic
+ * (FLEX_STOCK_*); PRELU's only matters beyond 4-D (only LiteRT runs those).
  * Parameters the stock kernel refuses, or that these kernels do not reproduce, are found when
  * the node is prepared for its shapes (fx_infer_qelem) and leave the node to stock. */
 static const char *read_qelem(fx_graph *g, fx_node *n, int kind, int n_data, int tfl_act, float param) {
@@ -434,6 +435,14 @@ static const char *read_leaky_relu(fx_graph *g, fx_node *n, const void *bd) {
   n->p.un.alpha = bd ? ((const TfLiteLeakyReluParams *)bd)->alpha : 0.2f;
   if (is_q8(g->tensors[n->in[0]].dtype)) return read_qelem(g, n, FX_QOP_LEAKY_RELU, 1, kTfLiteActNone, n->p.un.alpha);
   return need_f32(g, n, 1);
+}
+
+/* PRELU: on int8 / uint8 (read_qelem) x and alpha of the output's type (stock reads alpha as
+ * the input's type, whatever it is), each with one scale and zero point. */
+static const char *read_prelu(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  if (is_q8(g->tensors[n->in[0]].dtype)) return read_qelem(g, n, FX_QOP_PRELU, 2, kTfLiteActNone, 0.0f);
+  return need_f32(g, n, 3);
 }
 
 static const char *read_gelu(fx_graph *g, fx_node *n, const void *bd) {
@@ -771,7 +780,7 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinDiv, FX_OP_BINARY, FX_B_DIV, read_arith, 2, 0, 0, 2, 2},
     {kTfLiteBuiltinMaximum, FX_OP_BINARY, FX_B_MAX, read_f32_binary, 2, 0, 0, 2, 2},
     {kTfLiteBuiltinMinimum, FX_OP_BINARY, FX_B_MIN, read_f32_binary, 2, 0, 0, 2, 2},
-    {kTfLiteBuiltinPrelu, FX_OP_BINARY, FX_B_PRELU, read_f32_binary, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinPrelu, FX_OP_BINARY, FX_B_PRELU, read_prelu, 2, 0, 0, 2, 2},
     {kTfLiteBuiltinSquaredDifference, FX_OP_BINARY, FX_B_SQDIFF, read_f32_binary, 2, 0, 0, 2, 2},
     {kTfLiteBuiltinPow, FX_OP_BINARY, FX_B_POW, read_f32_binary, 2, 0, 0, 2, 2},
     {kTfLiteBuiltinRelu, FX_OP_UNARY, FX_U_RELU, read_relu, 1, 0, 0, 1, 1},

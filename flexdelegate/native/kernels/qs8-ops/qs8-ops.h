@@ -107,14 +107,18 @@ typedef struct {
 } fx_qs8_bcast;
 int fx_qs8_bcast_plan(const fx_qs8_shape *a, const fx_qs8_shape *b, fx_qs8_bcast *bc);
 
-enum { FX_QS8_ADD = 0, FX_QS8_SUB = 1, FX_QS8_MUL = 2 };
+/* PRELU: the first input x, the second alpha (s2, z2), no fused activation. */
+enum { FX_QS8_ADD = 0, FX_QS8_SUB = 1, FX_QS8_MUL = 2, FX_QS8_PRELU = 3 };
 typedef struct {
   int32_t op, stock;
-  fx_qs8_add_params add; /* ADD, SUB */
-  fx_qs8_mul_params mul; /* MUL */
+  fx_qs8_add_params add;     /* ADD, SUB */
+  fx_qs8_mul_params mul;     /* MUL */
+  fx_qs8_prelu_params prelu; /* PRELU */
   fx_qs8_bcast bc;
 } fx_qs8_binary_op;
-/* act: the fused activation (0..3 as fx_qs8_act_range_of). */
+/* act: the fused activation (0..3 as fx_qs8_act_range_of). PRELU's output must have x's shape
+ * (stock checks it); tflite-runtime 2.14's PRELU aborts beyond 4-D where alpha's shape is not
+ * x's (BroadcastPrelu4DSlow), so such a PRELU is refused unless stock is FLEX_STOCK_NEON. */
 int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_t z2, float so,
                           int32_t zo, int act, const fx_qs8_shape *a, const fx_qs8_shape *b,
                           int stock, fx_qs8_binary_op *bop);

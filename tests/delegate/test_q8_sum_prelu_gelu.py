@@ -1,0 +1,71 @@
+"""PRELU on int8 / uint8 through the delegate (ir/qop.c on kernels/qs8-ops), bit for bit against
+the stock reference of the runtime in use, every node delegated: alpha per channel, shared, of
+x's shape or broadcast in the middle, constant or an input, through both its multipliers; zero
+points at the ends of the type; and what stays with stock."""
+import numpy as np
+import pytest
+
+from flexdelegate import load_flex
+from flexdelegate.run import make_interpreter
+from qopcheck import Q, QModel, check_exact
+
+S8, U8 = np.int8, np.uint8
+
+
+def ends(dtype):
+    return (-128, 127) if dtype == S8 else (0, 255)
+
+
+def prelu_model(x_shape, a_shape, dtype, qx, qa, qo, alpha_input, seed=0):
+    lo, hi = ends(dtype)
+    m = QModel()
+    x = m.input(x_shape, qx)
+    if alpha_input:
+        a = m.input(a_shape, qa)
+    else:
+        a = m.const(np.random.default_rng(seed).integers(lo, hi + 1, a_shape).astype(dtype), qa)
+    y = m.tensor(x_shape, qo)
+    m.op("PRELU", [x, a], [y])
+    return m.build(y)
+
+
+PRELUS = [((1, 8, 8, 16), (1, 1, 16)), ((1, 8, 8, 16), (16,)), ((2, 5, 5, 3), (1, 1, 1)), ((2, 5, 5, 3), (1,)),
+          ((2, 7, 9), (2, 7, 9)), ((3, 4, 5, 6), (4, 1, 6)), ((37,), (37,))]
+# (x, alpha, output scales): the identity multiplier below 1, above 1 (a left shift), exactly a
+# power of two (ties in both multipliers' roundings), and a tiny alpha scale
+PRELU_SCALES = {"small": (0.05, 0.01, 0.07), "left-shift": (0.3, 0.02, 0.004), "ties": (0.5, 0.25, 0.125),
+                "tiny-alpha": (0.02, 1e-5, 0.01)}
+
+
+@pytest.mark.parametrize("scales", list(PRELU_SCALES))
+@pytest.mark.parametrize("shapes", PRELUS, ids=[f"{a}x{b}" for a, b in PRELUS])
+@pytest.mark.parametrize("dtype", [S8, U8], ids=["int8", "uint8"])
+def test_prelu(dtype, shapes, scales):
+    lo, hi = ends(dtype)
+    sx, sa, so = PRELU_SCALES[scales]
+    zx, za, zo = (lo, hi, lo) if scales in ("small", "ties") else (hi, lo, hi) if scales == "left-shift" else (3, 5, -7) \
+        if dtype == S8 else (130, 120, 110)
+    for alpha_input in (False, True):
+        model = prelu_model(*shapes, dtype, Q(dtype, sx, zx), Q(dtype, sa, za), Q(dtype, so, zo), alpha_input)
+        stats = check_exact(model, seeds=(0, 1), num_threads=2)
+        assert [o["kernel"] for o in stats["ops"]] == ["elementwise_q8"], stats["ops"]
+
+
+def test_prelu_beyond_4d():
+    """Alpha of x's very shape runs element-wise on every rank; a broadcast alpha beyond 4-D goes
+    to stock's BroadcastPrelu4DSlow, which LiteRT runs (delegated here, bit-exact) and
+    tflite-runtime 2.14 aborts in (left to it, with the reason; never invoked here)."""
+    q = (Q(S8, 0.05, -128), Q(S8, 0.02, 127), Q(S8, 0.03, 4))
+    check_exact(prelu_model((2, 3, 2, 2, 4), (2, 3, 2, 2, 4), S8, *q, alpha_input=False))
+    from flexdelegate.runtime import detect
+    broadcast = prelu_model((2, 3, 2, 2, 4), (1, 1, 1, 1, 4), S8, *q, alpha_input=False)
+    if detect(None).name == "ai_edge_litert":
+        check_exact(broadcast)
+        check_exact(prelu_model((1, 2, 3, 2, 2, 5), (2, 1, 2, 1, 5), S8, *q, alpha_input=True))
+    else:
+        delegate = load_flex()
+        make_interpreter(broadcast, delegate=delegate)
+        stats = delegate.stats()
+        assert stats["nodes_delegated"] == 0 and "aborts" in stats["fallback"][0]["reason"], stats
+
+
