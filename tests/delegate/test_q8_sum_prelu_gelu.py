@@ -1,7 +1,8 @@
-"""PRELU on int8 / uint8 through the delegate (ir/qop.c on kernels/qs8-ops), bit for bit against
-the stock reference of the runtime in use, every node delegated: alpha per channel, shared, of
-x's shape or broadcast in the middle, constant or an input, through both its multipliers; zero
-points at the ends of the type; and what stays with stock."""
+"""PRELU and GELU on int8 / uint8 through the delegate (ir/qop.c on kernels/qs8-ops), bit for bit
+against the stock reference of the runtime in use, every node delegated: PRELU with alpha per
+channel, shared, of x's shape or broadcast in the middle, constant or an input, through both its
+multipliers; GELU exact and approximate over every input value; zero points at the ends of the
+type; and what stays with stock."""
 import numpy as np
 import pytest
 
@@ -69,3 +70,24 @@ def test_prelu_beyond_4d():
         assert stats["nodes_delegated"] == 0 and "aborts" in stats["fallback"][0]["reason"], stats
 
 
+GELU_Q = [((0.03, "hi"), (5e-7, "hi")), ((0.1, "lo"), (0.02, "lo")), ((0.02, "hi"), (0.05, "hi")),
+          ((1e-3, "mid"), (1e-4, "lo")), ((0.3, "mid"), (0.1, "mid"))]
+
+
+@pytest.mark.parametrize("approximate", [False, True])
+@pytest.mark.parametrize("qi,qo", GELU_Q, ids=[f"{a[0]}-{b[0]}" for a, b in GELU_Q])
+@pytest.mark.parametrize("dtype", [S8, U8], ids=["int8", "uint8"])
+def test_gelu(dtype, qi, qo, approximate):
+    """stock's 256-entry table (LUTPopulate of the erfc form or the tanh form): every input value,
+    output scales down to 5e-7 (where 0.5 x (1 + erf(x / sqrt 2)) would differ), zero points at
+    the ends."""
+    lo, hi = ends(dtype)
+    zp = {"lo": lo, "hi": hi, "mid": (lo + hi) // 2 + 1}
+    m = QModel()
+    x = m.input((3, 256), Q(dtype, qi[0], zp[qi[1]]))
+    y = m.tensor((3, 256), Q(dtype, qo[0], zp[qo[1]]))
+    m.op("GELU", [x], [y], approximate=approximate)
+    every = lambda it, seed: [np.resize(np.random.default_rng(seed).permutation(256).astype(np.uint8),  # noqa: E731
+                                        (3, 256)).view(dtype)]
+    stats = check_exact(m.build(y), inputs=every)
+    assert [o["kernel"] for o in stats["ops"]] == ["elementwise_q8"], stats["ops"]

@@ -137,6 +137,8 @@ const char *fx_infer_qelem(fx_graph *g, fx_node *n) {
       else if (q->kind == FX_QOP_RELU) rc = fx_qs8_relu_prepare((int)q->param, u8, si, zi, so, zo, &q->k.lut);
       else if (q->kind == FX_QOP_HARD_SWISH) rc = fx_qs8_hard_swish_prepare(u8, si, zi, so, zo, &q->k.lut);
       else if (q->kind == FX_QOP_LEAKY_RELU) rc = fx_qs8_leaky_relu_prepare(u8, q->param, si, zi, so, zo, &q->k.lut);
+      else if (q->kind == FX_QOP_GELU)
+        rc = fx_qs8_curve_prepare(q->param != 0 ? FX_QS8_GELU_TANH : FX_QS8_GELU, u8, si, zi, so, zo, &q->k.lut);
       else rc = fx_qs8_curve_prepare(q->kind == FX_QOP_TANH ? FX_QS8_TANH : FX_QS8_LOGISTIC, u8, si, zi, so, zo, &q->k.lut);
       return rc ? "quantization parameters stock refuses or these kernels do not reproduce" : NULL;
     }

@@ -320,9 +320,9 @@ static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) 
   return n->n_in > 3 ? need_const(g, n, 3, 1) : NULL;
 }
 
-/* int8 / uint8 ADD, SUB, MUL, PRELU, MEAN, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU on the
- * qs8-ops kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output of one type,
- * one scale and zero point each. ADD, MUL and MEAN compute differently on tflite-runtime and
+/* int8 / uint8 ADD, SUB, MUL, PRELU, MEAN, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, GELU
+ * on the qs8-ops kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output of one
+ * type, one scale and zero point each. ADD, MUL and MEAN compute differently on tflite-runtime and
  * LiteRT (kernels/qs8-ops/NOTES.md): their "_rounding" entry names stock's arithmetic
  * (FLEX_STOCK_*); PRELU's only matters beyond 4-D (only LiteRT runs those).
  * Parameters the stock kernel refuses, or that these kernels do not reproduce, are found when
@@ -445,8 +445,11 @@ static const char *read_prelu(fx_graph *g, fx_node *n, const void *bd) {
   return need_f32(g, n, 3);
 }
 
+/* GELU: on int8 / uint8 stock's 256-entry table of the exact (erfc) or tanh form. */
 static const char *read_gelu(fx_graph *g, fx_node *n, const void *bd) {
-  if (bd && ((const TfLiteGeluParams *)bd)->approximate) n->p.un.kind = FX_U_GELU_TANH;
+  const int approximate = bd && ((const TfLiteGeluParams *)bd)->approximate;
+  if (approximate) n->p.un.kind = FX_U_GELU_TANH;
+  if (is_q8(g->tensors[n->in[0]].dtype)) return read_qelem(g, n, FX_QOP_GELU, 1, kTfLiteActNone, (float)approximate);
   return need_f32(g, n, 1);
 }
 
