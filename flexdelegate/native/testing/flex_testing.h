@@ -120,10 +120,13 @@ int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int3
                          int naxes, float si, int zi, float so, int zo, const void *x, void *y,
                          int stock, int stock_threads, int chunk, int iters, double *seconds);
 /* MEAN on stock's general path: x (int8/uint8) of rank r dims d over the axes in axis_mask
- * (adjacent) into y (the kept dimensions, in order). */
+ * into y (the kept dimensions, in order). */
 int flex_qs8_mean_run(int variant, int u8, int r, const int *d, unsigned axis_mask, float si,
                       int zi, float so, int zo, const void *x, void *y, int chunk, int iters,
                       double *seconds);
+/* SUM likewise (stock's float rescale). */
+int flex_qs8_sum_run(int variant, int u8, int r, const int *d, unsigned axis_mask, float si, int zi,
+                     float so, int zo, const void *x, void *y, int chunk, int iters, double *seconds);
 /* AVERAGE_POOL_2D of x [n,h,w,c] (int8/uint8) with window kh x kw, strides, leading pads pt/pl
  * into y [n,oh,ow,c], clamped to [lo, hi]. */
 int flex_qs8_avgpool_run(int variant, int u8, int n, int h, int w, int c, int kh, int kw, int sh,

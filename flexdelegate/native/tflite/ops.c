@@ -320,11 +320,11 @@ static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) 
   return n->n_in > 3 ? need_const(g, n, 3, 1) : NULL;
 }
 
-/* int8 / uint8 ADD, SUB, MUL, PRELU, MEAN, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, GELU
- * on the qs8-ops kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output of one
- * type, one scale and zero point each. ADD, MUL and MEAN compute differently on tflite-runtime and
- * LiteRT (kernels/qs8-ops/NOTES.md): their "_rounding" entry names stock's arithmetic
- * (FLEX_STOCK_*); PRELU's only matters beyond 4-D (only LiteRT runs those).
+/* int8 / uint8 ADD, SUB, MUL, PRELU, MEAN, SUM, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU,
+ * GELU on the qs8-ops kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output
+ * of one type, one scale and zero point each. ADD, MUL and MEAN compute differently on
+ * tflite-runtime and LiteRT (kernels/qs8-ops/NOTES.md): their "_rounding" entry names stock's
+ * arithmetic (FLEX_STOCK_*); PRELU's only matters beyond 4-D (only LiteRT runs those).
  * Parameters the stock kernel refuses, or that these kernels do not reproduce, are found when
  * the node is prepared for its shapes (fx_infer_qelem) and leave the node to stock. */
 static const char *read_qelem(fx_graph *g, fx_node *n, int kind, int n_data, int tfl_act, float param) {
@@ -648,7 +648,8 @@ static const char *read_cast(fx_graph *g, fx_node *n, const void *bd) {
 }
 
 /* SUM, REDUCE_MAX / MIN / PROD (the node becomes REDUCE): float32, int32 or int64 data, a
- * constant int32 axis list (any order, repeats, negative axes); quantized data stays with stock. */
+ * constant int32 axis list (any order, repeats, negative axes); int8 / uint8 SUM becomes QELEM
+ * (read_qelem), other quantized reductions stay with stock. */
 /* Reductions and CUMSUM: float32, int32 or int64 data of one type in and out, and input 1 (the
  * axes) a constant int32 tensor. */
 static const char *wide_data_const_axis(fx_graph *g, const fx_node *n) {
@@ -660,7 +661,12 @@ static const char *wide_data_const_axis(fx_graph *g, const fx_node *n) {
 }
 
 static const char *read_reduce(fx_graph *g, fx_node *n, const void *bd) {
+  const char *e;
   n->p.mean.keep_dims = bd ? ((const TfLiteReducerParams *)bd)->keep_dims : 0;
+  if (is_q8(g->tensors[n->in[0]].dtype) && n->p.mean.op == FX_RED_SUM) { /* SUM on the qs8-ops kernels */
+    if (g->tensors[n->in[1]].dtype != FX_I32) return "axis must be int32";
+    return (e = need_const(g, n, 1, 0)) ? e : read_qelem(g, n, FX_QOP_SUM, 1, kTfLiteActNone, 0.0f);
+  }
   return wide_data_const_axis(g, n);
 }
 

@@ -148,6 +148,9 @@ typedef struct fx_qs8_quant_params {
 static inline int32_t fxq_cvt_trunc_d(double v) {
   return (v > -2147483649.0 && v < 2147483648.0) ? (int32_t)v : INT32_MIN;
 }
+static inline int32_t fxq_cvt_trunc_f(float v) { /* cvttss2si: C's (int32_t) cast in range */
+  return (v >= -2147483648.0f && v < 2147483648.0f) ? (int32_t)v : INT32_MIN;
+}
 static inline int32_t fxq_cvt_rne_f(float v) {
   const float r = rintf(v); /* the default rounding mode: to nearest even */
   return (r >= -2147483648.0f && r < 2147483648.0f) ? (int32_t)r : INT32_MIN;
