@@ -594,18 +594,20 @@ static const char *read_strided_slice(fx_graph *g, fx_node *n, const void *bd) {
   return NULL;
 }
 
-/* RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR: their params have the same layout. */
+/* RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR: their params have the same layout. Bilinear also
+ * on int8 / uint8 (stock's integer arithmetic, kernels/ops/resize.c), which stock computes on
+ * the stored values whatever the tensors' quantization says (it checks none), as here. */
 static const char *read_resize(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteResizeBilinearParams *p = bd;
   const char *e;
   n->p.resize.align_corners = p->align_corners;
   n->p.resize.half_pixel = p->half_pixel_centers;
+  const int dt = g->tensors[n->out[0]].dtype;
   if (n->kind == FX_OP_RESIZE_NEAREST) {
     /* moves elements, of the types stock's kernel takes (it refuses int32 at invoke) */
-    const int dt = g->tensors[n->out[0]].dtype;
     e = dt == FX_F32 || dt == FX_U8 || dt == FX_I8 || dt == FX_I16 ? same_dtype(g, n, 1) : "non-float32 output";
   } else {
-    e = need_f32(g, n, 1);
+    e = is_q8(dt) ? same_dtype(g, n, 1) : need_f32(g, n, 1);
   }
   return e ? e : need_const(g, n, 1, 0);
 }
