@@ -48,7 +48,9 @@ SUM_SCALES = {"rescale": (0.05, 0.37), "same": (0.05, 0.05), "ties": (0.25, 0.5)
 def test_sum(dtype, shape, axes, keep, scales):
     lo, hi = ends(dtype)
     si, so = SUM_SCALES[scales]
-    zi, zo = (lo, hi) if scales in ("rescale", "ties", "huge") else (hi, lo) if scales == "tiny" else (lo + 3, lo + 3)
+    mid = (lo + hi) // 2 + 1
+    # the ends where they leave outputs unsaturated: past int32 upward (tiny) must give the low end
+    zi, zo = {"rescale": (lo, hi), "same": (lo + 3, lo + 3), "ties": (mid, mid), "tiny": (lo, hi), "huge": (hi, lo)}[scales]
     stats = check_exact(sum_model(shape, axes, keep, Q(dtype, si, zi), Q(dtype, so, zo)), seeds=(0, 1, 2),
                         num_threads=2)
     assert [o["kernel"] for o in stats["ops"]] == ["elementwise_q8"], stats["ops"]
@@ -100,9 +102,11 @@ def prelu_model(x_shape, a_shape, dtype, qx, qa, qo, alpha_input, seed=0):
 
 PRELUS = [((1, 8, 8, 16), (1, 1, 16)), ((1, 8, 8, 16), (16,)), ((2, 5, 5, 3), (1, 1, 1)), ((2, 5, 5, 3), (1,)),
           ((2, 7, 9), (2, 7, 9)), ((3, 4, 5, 6), (4, 1, 6)), ((37,), (37,))]
-# (x, alpha, output scales): the identity multiplier below 1, above 1 (a left shift), exactly a
-# power of two (ties in both multipliers' roundings), and a tiny alpha scale
-PRELU_SCALES = {"small": (0.05, 0.01, 0.07), "left-shift": (0.3, 0.02, 0.004), "ties": (0.5, 0.25, 0.125),
+# (x, alpha, output scales): the identity multiplier below 1, above 1 (a left shift), both powers
+# of two below 1 (ties: the alpha path's negative products round them away from zero), a tiny alpha
+# scale; zero points: x's at the low end (the identity path only), the high end (the alpha one
+# only), or inside with alpha's above and below
+PRELU_SCALES = {"small": (0.05, 0.01, 0.07), "left-shift": (0.3, 0.02, 0.004), "ties": (0.125, 0.25, 0.5),
                 "tiny-alpha": (0.02, 1e-5, 0.01)}
 
 
@@ -112,8 +116,9 @@ PRELU_SCALES = {"small": (0.05, 0.01, 0.07), "left-shift": (0.3, 0.02, 0.004), "
 def test_prelu(dtype, shapes, scales):
     lo, hi = ends(dtype)
     sx, sa, so = PRELU_SCALES[scales]
-    zx, za, zo = (lo, hi, lo) if scales in ("small", "ties") else (hi, lo, hi) if scales == "left-shift" else (3, 5, -7) \
-        if dtype == S8 else (130, 120, 110)
+    mid = (lo + hi) // 2 + 1
+    zx, za, zo = {"small": (lo, hi, lo), "left-shift": (hi, lo, hi), "ties": (mid, lo + 40, mid),
+                  "tiny-alpha": (mid + 3, hi - 20, mid - 7)}[scales]
     for alpha_input in (False, True):
         model = prelu_model(*shapes, dtype, Q(dtype, sx, zx), Q(dtype, sa, za), Q(dtype, so, zo), alpha_input)
         stats = check_exact(model, seeds=(0, 1), num_threads=2)
