@@ -98,6 +98,9 @@ def load_flex(*, runtime: str | None = None, **options):
 
 
 _roundings: dict = {}
+# The version of the ops option_text() covers: bumped when quant_rounding gains entries (2: PRELU),
+# so a rounding.json written before is asked again.
+_ROUNDING_ENTRIES = 2
 
 # Prints the "_rounding" option text for the runtime named argv[1] (run in a child process).
 _DETECT = ("import sys; from flexdelegate import quant_rounding as q; from flexdelegate.runtime import detect; "
@@ -123,7 +126,8 @@ def _stored_rounding(rt) -> str:
     module = sys.modules.get(RUNTIMES[rt.name])
     file = getattr(module, "__file__", None) or ""
     st = os.stat(file) if file else None
-    key = f"{rt.name} {file} {st.st_size if st else 0} {st.st_mtime_ns if st else 0} {sys.version.split()[0]}"
+    key = (f"{rt.name} {file} {st.st_size if st else 0} {st.st_mtime_ns if st else 0} {sys.version.split()[0]}"
+           f" v{_ROUNDING_ENTRIES}")
     from .paths import default_dir
     path = os.path.join(default_dir(), "rounding.json")
     try:

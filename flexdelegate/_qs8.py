@@ -154,15 +154,25 @@ def softmax(x, q_in, beta: float, q_out, *, chunk: int = 0, iters: int = 1, time
                 float(beta), *_q(q_out), x.size // max(cols, 1), cols, _ptr(x), _ptr(y), chunk)
 
 
-def mean(variant: int, x, axes, q_in, q_out, *, chunk: int = 0, iters: int = 1, timed: bool = False):
-    """MEAN on stock's general path over adjacent `axes` (keep_dims is only a reshape) into y
-    with the reduced dimensions dropped."""
+def _reduction(entry, name: str, variant: int, x, axes, q_in, q_out, chunk: int, iters: int, timed: bool):
+    """A reduction entry over `axes` (any order, negative, repeated; keep_dims is only a reshape)
+    into y with the reduced dimensions dropped."""
     x = np.ascontiguousarray(x)
     resolved = sorted({a % x.ndim for a in axes})
     y = np.empty([d for i, d in enumerate(x.shape) if i not in resolved], x.dtype)
     d = ffi.new("int[]", list(x.shape) or [1])
-    return _run(lib.flex_qs8_mean_run, "qs8 MEAN", y, iters, timed, variant, int(x.dtype == np.uint8), x.ndim, d,
+    return _run(entry, name, y, iters, timed, variant, int(x.dtype == np.uint8), x.ndim, d,
                 sum(1 << a for a in resolved), *_q(q_in), *_q(q_out), _ptr(x), _ptr(y), chunk)
+
+
+def mean(variant: int, x, axes, q_in, q_out, *, chunk: int = 0, iters: int = 1, timed: bool = False):
+    """MEAN on stock's general path (reference_ops::QuantizedMeanOrSum)."""
+    return _reduction(lib.flex_qs8_mean_run, "qs8 MEAN", variant, x, axes, q_in, q_out, chunk, iters, timed)
+
+
+def reduce_sum(variant: int, x, axes, q_in, q_out, *, chunk: int = 0, iters: int = 1, timed: bool = False):
+    """SUM (stock's float rescale of the int32 sums)."""
+    return _reduction(lib.flex_qs8_sum_run, "qs8 SUM", variant, x, axes, q_in, q_out, chunk, iters, timed)
 
 
 def avgpool(variant: int, x, k, stride, pads, out_hw, lo: int, hi: int, *, chunk: int = 0,

@@ -253,10 +253,11 @@ def option_text(found: dict) -> str:
 
 
 STOCK_PORTABLE, STOCK_NEON = lib.FLEX_STOCK_PORTABLE, lib.FLEX_STOCK_NEON  # kernels/qs8-ops' arithmetic
-# The element-wise integer ops whose arithmetic differs between the two stock builds: their
-# "_rounding" entry carries stock_arithmetic() (tflite/ops.c read_qelem).
+# The element-wise integer ops whose arithmetic (or, for PRELU, what the kernel accepts: beyond 4-D
+# only LiteRT's runs) differs between the two stock builds: their "_rounding" entry carries
+# stock_arithmetic() (tflite/ops.c read_qelem).
 ELEMENTWISE = [("ADD", "int8"), ("ADD", "uint8"), ("MUL", "int8"), ("MUL", "uint8"), ("MEAN", "int8"),
-               ("MEAN", "uint8")]
+               ("MEAN", "uint8"), ("PRELU", "int8"), ("PRELU", "uint8")]
 
 
 def stock_arithmetic(found: dict | None = None) -> int | None:

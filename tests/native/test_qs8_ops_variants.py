@@ -154,8 +154,9 @@ def test_mul_at_every_shift():
 @pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
 def test_pool_and_mean_variants_equal_scalar(dtype):
-    """AVERAGE_POOL_2D and both MEAN paths (the sum_rows microkernel) on every variant, channel
-    counts around the 8- and 32-lane steps and the 256-channel tranches."""
+    """AVERAGE_POOL_2D, both MEAN paths and SUM (the sum_rows microkernel; the general reduction
+    walks it over strided rows: axes not adjacent, a reduced last dimension) on every variant,
+    channel counts around the 8- and 32-lane steps and the 256-channel tranches."""
     rng = np.random.default_rng(3 + (dtype == np.uint8))
     info = np.iinfo(dtype)
     for i, c in enumerate([1, 7, 8, 31, 32, 33, 96, 257, 520]):
@@ -169,6 +170,10 @@ def test_pool_and_mean_variants_equal_scalar(dtype):
         for v in VARIANTS:
             assert np.array_equal(_qs8.avgpool(v, x, (k, k), (s, s), (p, p), (oh, ow), lo, hi, chunk=i % 3), want)
             assert np.array_equal(_qs8.mean(v, x, [1, 2], qi, qo, chunk=i % 5), mean_want)
+            for axes in ([0, 2], [3, 1], [-1]):
+                assert np.array_equal(_qs8.mean(v, x, axes, qi, qo, chunk=i % 4), _qs8.mean(0, x, axes, qi, qo))
+                assert np.array_equal(_qs8.reduce_sum(v, x, axes, qi, qo, chunk=i % 6),
+                                      _qs8.reduce_sum(0, x, axes, qi, qo))
             if dtype == np.int8:
                 assert np.array_equal(_qs8.mean_hw(v, x, qi, qo, stock=_qs8.STOCK_NEON, stock_threads=2),
                                       _qs8.mean_hw(0, x, qi, qo, stock=_qs8.STOCK_NEON, stock_threads=2))
@@ -269,7 +274,7 @@ def test_quantize_ties_at_many_scales():
 def test_the_testers_refuse_op_codes_past_their_enums():
     """flex_testing.h's FLEX_BINARY_* / FLEX_LUT_* are the only codes the testers take; the
     Python names come from them, and a code past either enum is refused, not indexed."""
-    assert set(_qs8.BINARY_OPS) == {"ADD", "SUB", "MUL"}
+    assert set(_qs8.BINARY_OPS) == {"ADD", "SUB", "MUL", "PRELU"}
     assert {"REQUANTIZE", "RELU6", "GELU_APPROX", "CONCAT_REQUANT"} <= set(_qs8.LUT_KINDS)
     lib, ffi = testing.lib, testing.ffi
     x = np.zeros(8, np.int8)

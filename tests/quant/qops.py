@@ -23,12 +23,13 @@ def run_stock_inputs(data, xs, threads=None):
 
 
 def binary_model(op, a_shape, b_shape, dtype, qa, qb, qo, act="NONE"):
+    """op of two inputs into their broadcast shape; act None: an op without options (PRELU)."""
     b = ModelBuilder()
     ta = b.input(a_shape, dtype=dtype, scale=[qa[0]], zero_point=[qa[1]])
     tb = b.input(b_shape, dtype=dtype, scale=[qb[0]], zero_point=[qb[1]])
     out = b.tensor(np.broadcast_shapes(a_shape, b_shape), dtype=dtype, scale=[qo[0]],
                    zero_point=[qo[1]])
-    b.op(op, [ta, tb], [out], fused_activation_function=act)
+    b.op(op, [ta, tb], [out], **({} if act is None else {"fused_activation_function": act}))
     b.output(out)
     return b.build()
 

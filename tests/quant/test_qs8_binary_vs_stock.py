@@ -79,3 +79,58 @@ def test_binary_matches_stock_bit_for_bit(op, dtype):
                                    f"want {want.ravel()[bad[:8]]}")
         checked += 1
     assert checked >= 3 * len(SHAPES) - 4
+
+
+# PRELU (x, alpha): alpha per channel, shared, of x's shape, broadcast in the middle; beyond 4-D
+# (LiteRT only where alpha broadcasts: tflite-runtime 2.14 aborts there, kernels/qs8-ops/NOTES.md)
+PRELU_SHAPES = [((1, 7, 9, 40), (40,)), ((1, 7, 9, 40), (1, 1, 40)), ((2, 5, 6, 3), (1, 1, 1)), ((2, 5, 6, 3), (1,)),
+                ((3, 4, 5, 6), (4, 1, 6)), ((2, 7, 9), (2, 7, 9)), ((37,), (37,)), ((2, 3, 4, 5), (3, 1, 1)),
+                ((2, 3, 2, 2, 4), (2, 3, 2, 2, 4)), ((2, 3, 2, 2, 4), (1, 1, 1, 1, 4)), ((1, 2, 3, 2, 2, 5), (2, 1, 2, 1, 5))]
+
+
+def prelu_case(rng, dtype, i):
+    """Random quantization; every third case the output scale a power of two off the input's
+    (the identity multiplier exact: ties), every fourth a tiny output scale (multipliers above 1,
+    saturation), every fifth zero points at the ends of the type."""
+    lo, hi = INFO_OF[dtype]
+    qx, qa = rand_q(rng, dtype, 1e-3, 0.5), rand_q(rng, dtype, 1e-3, 0.5)
+    qo = rand_q(rng, dtype, qx[0] * 0.05, qx[0] * 4)
+    if i % 3 == 0:
+        qo = (float(np.float32(qx[0] * 2.0 ** int(rng.integers(-6, 4)))), qo[1])
+    if i % 4 == 1:
+        qo = (float(np.float32(qx[0] * 2.0 ** -rng.uniform(4, 14))), qo[1])
+    if i % 5 == 2:
+        qx, qa, qo = (qx[0], hi), (qa[0], lo), (qo[0], lo if i % 2 else hi)
+    return qx, qa, qo
+
+
+INFO_OF = {np.int8: (-128, 127), np.uint8: (0, 255)}
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
+def test_prelu_matches_stock_bit_for_bit(dtype):
+    """PRELU (reference_ops::Prelu / BroadcastPrelu4DSlow on both wheels): MultiplyByQuantized-
+    Multiplier by sx / so for x >= zx ("identity"), of (x - zx)(alpha - za) by sx * sa / so below
+    ("alpha"), both multipliers float expressions; every alpha broadcast, random quantization."""
+    rng = np.random.default_rng(31 + (dtype == np.uint8))
+    checked = 0
+    for i in range(4 * len(PRELU_SHAPES)):
+        x_shape, a_shape = PRELU_SHAPES[i % len(PRELU_SHAPES)]
+        qx, qa, qo = prelu_case(rng, dtype, i)
+        x, alpha = rand_data(rng, x_shape, dtype), rand_data(rng, a_shape, dtype)
+        aborts = RUNTIME == "tflite-runtime" and len(x_shape) > 4 and x_shape != a_shape
+        try:
+            ours = {v: _qs8.binary(v, "PRELU", x, alpha, qx, qa, qo, stock=STOCK, chunk=[0, 7, 16][v % 3])
+                    for v in variants()}
+        except ValueError:
+            assert aborts, (x_shape, a_shape, qx, qa, qo)  # the only PRELU these kernels refuse here
+            continue
+        assert not aborts
+        want = run_stock_inputs(binary_model("PRELU", x_shape, a_shape, dtype, qx, qa, qo, act=None), [x, alpha])
+        for v, got in ours.items():
+            bad = np.flatnonzero(got.ravel() != want.ravel())
+            assert bad.size == 0, (f"{RUNTIME} PRELU {np.dtype(dtype).name} {x_shape}x{a_shape} q={qx},{qa},{qo} "
+                                   f"variant {v}: {bad.size} differ, first at {bad[:8]}: x {x.ravel()[bad[:8]]} "
+                                   f"got {got.ravel()[bad[:8]]} want {want.ravel()[bad[:8]]}")
+        checked += 1
+    assert checked >= 4 * len(PRELU_SHAPES) - (8 if RUNTIME == "tflite-runtime" else 0)

@@ -1,4 +1,5 @@
-"""MEAN over H, W with keep_dims (stock's fast path; axis tensors it takes and ones it does not) and SOFTMAX (kernels/qs8-ops): every variant
+"""MEAN over H, W with keep_dims (stock's fast path; axis tensors it takes and ones it does not), MEAN
+on stock's general path, SUM and SOFTMAX (kernels/qs8-ops): every variant
 this CPU runs, in any split, reproduces the stock interpreter bit for bit on random single-op
 models from our writer; MEAN also under a 2-thread interpreter (stock splits channels per thread,
 which moves LiteRT's NEON blocks), with channel counts around the 16-blocks and ties."""
@@ -69,14 +70,35 @@ def test_softmax_matches_stock_bit_for_bit(dtype):
                                f"at {bad[:8]}: got {got.ravel()[bad[:8]]} want {want.ravel()[bad[:8]]}")
 
 
+def reduced_shape(shape, axes, keep):
+    res = {a % len(shape) for a in axes}
+    return tuple(1 if j in res else d for j, d in enumerate(shape)) if keep else \
+        tuple(d for j, d in enumerate(shape) if j not in res)
+
+
+def check_reduction(op, x, axes, keep, qi, qo, chunk):
+    """MEAN (general path) or SUM of x on every variant against the stock interpreter."""
+    model = unary_model(op, x.shape, x.dtype.type, qi, qo, extra=[np.array(axes, np.int32)], keep_dims=keep,
+                        out_shape=reduced_shape(x.shape, axes, keep))
+    want = run_stock_inputs(model, [x]).reshape(-1)
+    for v in variants():
+        got = (_qs8.mean if op == "MEAN" else _qs8.reduce_sum)(v, x, axes, qi, qo, chunk=chunk).reshape(-1)
+        bad = np.flatnonzero(got != want)
+        assert bad.size == 0, (f"{RUNTIME} {op} {x.dtype.name} {x.shape} axes={axes} keep={keep} q={qi},{qo} "
+                               f"variant {v}: {bad.size} differ at {bad[:8]}: got {got[bad[:8]]} want {want[bad[:8]]}")
+
+
 GENERAL = [((1, 7, 7, 40), [1, 2], False), ((2, 5, 5, 17), [-3, -2], True), ((3, 10, 6), [2], False),
            ((4, 9, 5), [0, 1], True), ((1, 7, 7, 1280), [1, 2], False), ((6, 7), [1], False),
-           ((2, 3, 4, 5, 6), [1, 2, 3], False), ((1, 16, 16, 8), [1, 2], False)]
+           ((2, 3, 4, 5, 6), [1, 2, 3], False), ((1, 16, 16, 8), [1, 2], False),
+           # axes that are not adjacent (one walk over alternating kept and reduced groups)
+           ((3, 4, 5), [0, 2], False), ((2, 6, 5, 7), [0, 2], True), ((2, 3, 1, 4, 5), [3, 1, -4], False),
+           ((2, 3, 4, 5), [3, 0, -3], False)]
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
 def test_mean_general_matches_stock_bit_for_bit(dtype):
-    """stock's general path (QuantizedMeanOrSum): no keep_dims, other axes, uint8."""
+    """stock's general path (QuantizedMeanOrSum): no keep_dims, other axes (adjacent or not), uint8."""
     rng = np.random.default_rng(21 + (dtype == np.uint8))
     ran = 0
     for i in range(3 * len(GENERAL)):
@@ -89,17 +111,39 @@ def test_mean_general_matches_stock_bit_for_bit(dtype):
         if i % 3 == 0:
             qo = (qi[0], qo[1])
         x = rand_data(rng, shape, dtype)
-        res = sorted({a % len(shape) for a in axes})
-        out_shape = tuple(1 if j in res else d for j, d in enumerate(shape)) if keep else \
-            tuple(d for j, d in enumerate(shape) if j not in res)
-        model = unary_model("MEAN", shape, dtype, qi, qo, extra=[np.array(axes, np.int32)],
-                            keep_dims=keep, out_shape=out_shape)
-        want = run_stock_inputs(model, [x]).reshape(-1)
-        for v in variants():
-            got = _qs8.mean(v, x, axes, qi, qo, chunk=i % 4 * 3).reshape(-1)
-            bad = np.flatnonzero(got != want)
-            assert bad.size == 0, (f"{RUNTIME} MEAN {np.dtype(dtype).name} {shape} axes={axes} keep={keep} "
-                                   f"q={qi},{qo} variant {v}: {bad.size} differ at {bad[:8]}: "
-                                   f"got {got[bad[:8]]} want {want[bad[:8]]}")
+        check_reduction("MEAN", x, axes, keep, qi, qo, chunk=i % 4 * 3)
         ran += 1
     assert ran >= 2 * len(GENERAL)
+
+
+SUMS = [((2, 5, 6, 7), [1, 2], True), ((3, 4, 5), [0, 2], False), ((4, 9), [-1, -1], True),
+        ((2, 3, 4, 5), [3, 0, -3], False), ((1, 7, 7, 40), [1, 2], False), ((2, 3, 1, 4, 5), [1, 3], False),
+        ((6, 7), [0, 1], True), ((5, 1, 3), [1], False), ((1, 300, 33), [1], True), ((7,), [0], False),
+        ((2, 9, 4, 3), [2, 1, 3, 0], True)]
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
+def test_sum_matches_stock_bit_for_bit(dtype):
+    """SUM (optimized_ops::QuantizedMeanOrSum on both wheels): the int32 sum times si / so plus
+    -zi * (si / so) * count, in float, rounded half away, converted (x86's INT32_MIN past int32),
+    + zo, clamped. Equal scales (the rescale by 1.0), output scales a power of two off (ties),
+    tiny output scales (values past int32: INT32_MIN, so the low end, not the high one), huge ones,
+    zero points at the ends; any axes, keep_dims or not."""
+    rng = np.random.default_rng(41 + (dtype == np.uint8))
+    lo, hi = (0, 255) if dtype == np.uint8 else (-128, 127)
+    for i in range(4 * len(SUMS)):
+        shape, axes, keep = SUMS[i % len(SUMS)]
+        count = int(np.prod([shape[a % len(shape)] for a in set(a % len(shape) for a in axes)]))
+        qi = rand_q(rng, dtype, 1e-3, 0.5)
+        qo = rand_q(rng, dtype, qi[0] * 0.5, qi[0] * count * 4)
+        if i % 4 == 0:
+            qo = (qi[0], qo[1])
+        elif i % 4 == 1:
+            qo = (float(np.float32(qi[0] * 2.0 ** int(rng.integers(-3, 3)))), qo[1])
+        elif i % 8 == 2:
+            qo = (float(np.float32(qi[0] * 1e-6)), qo[1])
+        elif i % 8 == 6:
+            qo = (float(np.float32(qi[0] * 1e4)), qo[1])
+        if i % 3 == 2:
+            qi, qo = (qi[0], [lo, hi][i % 2]), (qo[0], [hi, lo][i % 2])
+        check_reduction("SUM", rand_data(rng, shape, dtype), axes, keep, qi, qo, chunk=i % 4 * 3)

@@ -313,8 +313,25 @@ int fx_run_strided_slice(fx_graph *g, fx_node *n, fx_pool *pool) {
   return 0;
 }
 
+typedef struct {
+  const fx_tensor *x, *y;
+  int align_corners, half_pixel;
+} resize_task;
+
+static void resize_q8_rows(void *ctx, size_t r0, size_t r1) {
+  const resize_task *t = ctx;
+  fx_resize_bilinear_q8(t->x->dtype == FX_U8, t->x->ptr, &t->x->shape, t->y->ptr, &t->y->shape, t->align_corners,
+                        t->half_pixel, r0, r1);
+}
+
 int fx_run_resize_bilinear(fx_graph *g, fx_node *n, fx_pool *pool) {
-  (void)pool;
+  if (is_q8(XT->dtype)) { /* output rows over the pool */
+    resize_task t = {XT, YT, n->p.resize.align_corners, n->p.resize.half_pixel};
+    const size_t rows = (size_t)YT->shape.d[0] * (size_t)YT->shape.d[1];
+    const size_t row_bytes = (size_t)YT->shape.d[2] * (size_t)YT->shape.d[3];
+    fx_parallel_for(pool, rows, 1 + (1 << 14) / (row_bytes + 1), resize_q8_rows, &t);
+    return 0;
+  }
   fx_resize_bilinear_f32(XT->ptr, &XT->shape, YT->ptr, &YT->shape, n->p.resize.align_corners, n->p.resize.half_pixel);
   return 0;
 }

@@ -16,6 +16,7 @@ struct fx_qop {
     fx_qs8_binary_op bin;
     fx_qs8_mean_op mean;       /* stock's fast path (general = 0) */
     fx_qs8_mean_any_op mean_any; /* its general path (general = 1) */
+    fx_qs8_sum_op sum;
     fx_qs8_softmax_op softmax;
     fx_qs8_lut_op lut;
   } k;
@@ -75,15 +76,21 @@ const char *fx_infer_qelem(fx_graph *g, fx_node *n) {
   switch (q->kind) {
     case FX_QOP_ADD:
     case FX_QOP_SUB:
-    case FX_QOP_MUL: {
+    case FX_QOP_MUL:
+    case FX_QOP_PRELU: {
       const fx_tensor *b = T(g, n->in[1]);
       fx_qs8_shape sa, sb;
       if ((e = fx_infer_binary(g, n))) return e;
-      if (to_qs8_shape(&x->shape, &sa) || to_qs8_shape(&b->shape, &sb)) return "integer ADD / MUL of rank > 6";
-      const int op = q->kind == FX_QOP_ADD ? FX_QS8_ADD : q->kind == FX_QOP_SUB ? FX_QS8_SUB : FX_QS8_MUL;
+      if (to_qs8_shape(&x->shape, &sa) || to_qs8_shape(&b->shape, &sb)) return "integer ADD / MUL / PRELU of rank > 6";
+      const int op = q->kind == FX_QOP_ADD   ? FX_QS8_ADD
+                     : q->kind == FX_QOP_SUB ? FX_QS8_SUB
+                     : q->kind == FX_QOP_MUL ? FX_QS8_MUL
+                                             : FX_QS8_PRELU;
       if (fx_qs8_binary_prepare(op, u8, si, zi, b->quant.scale,
                                 b->quant.zero_point, so, zo, q->act, &sa, &sb, q->stock, &q->k.bin))
-        return "quantization parameters stock's integer ADD / MUL refuses or these kernels do not reproduce";
+        return op == FX_QS8_PRELU
+                   ? "integer PRELU parameters not reproduced (or beyond 4-D with alpha broadcast: tflite-runtime 2.14 aborts)"
+                   : "quantization parameters stock's integer ADD / MUL refuses or these kernels do not reproduce";
       return NULL;
     }
     case FX_QOP_MUL_LOGISTIC: { /* MUL(x, LOGISTIC(x)): x is in[param], the other the sigmoid's */
@@ -116,7 +123,15 @@ const char *fx_infer_qelem(fx_graph *g, fx_node *n) {
                                       q->stock_threads, &q->k.mean) ? "integer MEAN parameters not reproduced" : NULL;
       }
       if (to_qs8_shape(s, &sx) || fx_qs8_mean_prepare(u8, &sx, (uint32_t)n->pads[0], si, zi, so, zo, &q->k.mean_any))
-        return "integer MEAN over axes that are not adjacent, or parameters not reproduced";
+        return "integer MEAN parameters not reproduced (an empty input, over 2^23 values a mean)";
+      return NULL;
+    }
+    case FX_QOP_SUM: {
+      fx_qs8_shape sx;
+      if ((e = fx_infer_mean(g, n))) return e;
+      if (to_qs8_shape(&x->shape, &sx) || fx_qs8_sum_prepare(u8, &sx, (uint32_t)n->pads[0], si, zi, so, zo, &q->k.sum))
+        return "integer SUM parameters not reproduced (an empty input, stock leaves its output unwritten; over "
+               "2^23 values a sum)";
       return NULL;
     }
     case FX_QOP_SOFTMAX:
@@ -131,6 +146,8 @@ const char *fx_infer_qelem(fx_graph *g, fx_node *n) {
       else if (q->kind == FX_QOP_RELU) rc = fx_qs8_relu_prepare((int)q->param, u8, si, zi, so, zo, &q->k.lut);
       else if (q->kind == FX_QOP_HARD_SWISH) rc = fx_qs8_hard_swish_prepare(u8, si, zi, so, zo, &q->k.lut);
       else if (q->kind == FX_QOP_LEAKY_RELU) rc = fx_qs8_leaky_relu_prepare(u8, q->param, si, zi, so, zo, &q->k.lut);
+      else if (q->kind == FX_QOP_GELU)
+        rc = fx_qs8_curve_prepare(q->param != 0 ? FX_QS8_GELU_TANH : FX_QS8_GELU, u8, si, zi, so, zo, &q->k.lut);
       else rc = fx_qs8_curve_prepare(q->kind == FX_QOP_TANH ? FX_QS8_TANH : FX_QS8_LOGISTIC, u8, si, zi, so, zo, &q->k.lut);
       return rc ? "quantization parameters stock refuses or these kernels do not reproduce" : NULL;
     }
@@ -168,12 +185,15 @@ static void mean_part(void *ctx, size_t u0, size_t u1) {
   fx_qs8_mean_hw_run(t->v, &t->q->k.mean, t->a, t->y, t->c, u0, u1, sums);
 }
 
-/* Outputs [o0, o1) of a general-path MEAN, sums in a stack buffer 256 at a time. */
-static void mean_any_part(void *ctx, size_t o0, size_t o1) {
+/* Outputs [o0, o1) of a general-path MEAN or a SUM, sums in a stack buffer 256 at a time. */
+static void reduce_part(void *ctx, size_t o0, size_t o1) {
   const qtask *t = ctx;
   int32_t sums[256];
-  for (size_t o = o0; o < o1; o += 256)
-    fx_qs8_mean_run(t->v, &t->q->k.mean_any, t->a, t->y, o, o1 - o < 256 ? o1 : o + 256, sums);
+  for (size_t o = o0; o < o1; o += 256) {
+    const size_t e = o1 - o < 256 ? o1 : o + 256;
+    if (t->q->kind == FX_QOP_SUM) fx_qs8_sum_run(t->v, &t->q->k.sum, t->a, t->y, o, e, sums);
+    else fx_qs8_mean_run(t->v, &t->q->k.mean_any, t->a, t->y, o, e, sums);
+  }
 }
 
 int fx_run_qelem(fx_graph *g, fx_node *n, fx_pool *pool) {
@@ -184,10 +204,12 @@ int fx_run_qelem(fx_graph *g, fx_node *n, fx_pool *pool) {
   switch (n->qop->kind) {
     case FX_QOP_ADD:
     case FX_QOP_SUB:
-    case FX_QOP_MUL: fx_parallel_for(pool, t.n, 1 << 12, binary_part, &t); break;
+    case FX_QOP_MUL:
+    case FX_QOP_PRELU: fx_parallel_for(pool, t.n, 1 << 12, binary_part, &t); break;
+    case FX_QOP_SUM: fx_parallel_for(pool, t.n, 256, reduce_part, &t); break;
     case FX_QOP_MEAN:
       if (n->qop->general) {
-        fx_parallel_for(pool, t.n, 256, mean_any_part, &t);
+        fx_parallel_for(pool, t.n, 256, reduce_part, &t);
         break;
       }
       t.c = MEAN_CHUNK;

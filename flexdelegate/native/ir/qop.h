@@ -1,5 +1,5 @@
-/* The integer element-wise ops of the IR (kind QELEM): ADD, SUB, MUL, MEAN, SOFTMAX and the
- * table ops (LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU) on int8 / uint8 data, run by
+/* The integer element-wise ops of the IR (kind QELEM): ADD, SUB, MUL, PRELU, MEAN, SUM, SOFTMAX
+ * and the table ops (LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU, GELU) on int8 / uint8 data, run by
  * kernels/qs8-ops bit-exactly as the stock kernel in use computes them. The reader
  * (tflite/ops.c) makes the node's fx_qop with what the TFLite node says; shape inference
  * (fx_infer_qelem) prepares the kernel for the current shapes (multipliers, tables, the
@@ -9,12 +9,13 @@
 #include "graph.h"
 
 enum { FX_QOP_ADD, FX_QOP_SUB, FX_QOP_MUL, FX_QOP_MEAN, FX_QOP_SOFTMAX, FX_QOP_LOGISTIC, FX_QOP_TANH,
-       FX_QOP_HARD_SWISH, FX_QOP_LEAKY_RELU, FX_QOP_RELU, FX_QOP_REQUANTIZE,
-       FX_QOP_MUL_LOGISTIC /* made by fx_qop_fuse_swish only */ };
+       FX_QOP_HARD_SWISH, FX_QOP_LEAKY_RELU, FX_QOP_RELU, FX_QOP_REQUANTIZE, FX_QOP_PRELU, FX_QOP_GELU,
+       FX_QOP_SUM, FX_QOP_MUL_LOGISTIC /* made by fx_qop_fuse_swish only */ };
 
 /* Makes n's fx_qop (freed with the node): kind FX_QOP_*, stock the arithmetic to reproduce
  * (qs8-ops.h FLEX_STOCK_*; the delegate's "_rounding" entry for the op), act the TFLite fused
- * activation, param beta (SOFTMAX), alpha (LEAKY_RELU) or which RELU (qs8-ops.h FX_QS8_RELU*), stock_threads the interpreter's
+ * activation, param beta (SOFTMAX), alpha (LEAKY_RELU), which RELU (qs8-ops.h FX_QS8_RELU*) or
+ * GELU's approximate (0 or 1), stock_threads the interpreter's
  * thread count (MEAN on LiteRT splits by it). NULL ok, or why not. */
 const char *fx_qop_make(fx_node *n, int kind, int stock, int act, float param, int stock_threads);
 void fx_qop_free(struct fx_qop *q);

@@ -340,6 +340,8 @@ const char *fx_infer_resize(fx_graph *g, fx_node *n) {
   if (nv != 2 || x->rank != 4 || v[0] <= 0 || v[1] <= 0) return "size must be 2 positive ints on 4-D input";
   if (!x->d[1] || !x->d[2]) return "resizing an empty input";
   *Y_SHAPE = (fx_shape){4, {x->d[0], v[0], v[1], x->d[3]}};
+  if (n->kind == FX_OP_RESIZE_BILINEAR && T(g, n->in[0])->dtype == FX_I8 && !fx_resize_bilinear_q8_fits(x, Y_SHAPE))
+    return "integer RESIZE_BILINEAR beyond 2^20 pixels a side (stock's 10-bit positions overflow int32)";
   return NULL;
 }
 

@@ -93,9 +93,9 @@ int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int m
  * On QS8_OPS variant `variant`. `stock`: the arithmetic to reproduce (FLEX_STOCK_*); `chunk` > 0
  * runs the output in pieces of that many elements (rows, pixels), as a thread split would. -1
  * also where the kernels refuse the op (stock's refusals, unreproduced paths). */
-enum { FLEX_BINARY_ADD = 0, FLEX_BINARY_SUB = 1, FLEX_BINARY_MUL = 2 };
+enum { FLEX_BINARY_ADD = 0, FLEX_BINARY_SUB = 1, FLEX_BINARY_MUL = 2, FLEX_BINARY_PRELU = 3 };
 /* op (FLEX_BINARY_*) of a [ra dims da] and b [rb dims db] with broadcasting into y (the
- * broadcast shape), fused act 0..3 (NONE, RELU, RELU_N1_TO_1, RELU6). */
+ * broadcast shape), fused act 0..3 (NONE, RELU, RELU_N1_TO_1, RELU6). PRELU: a is x, b alpha. */
 int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2, int z2, float so,
                         int zo, int act, int ra, const int *da, int rb, const int *db,
                         const void *a, const void *b, void *y, int stock, int chunk, int iters,
@@ -120,10 +120,13 @@ int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int3
                          int naxes, float si, int zi, float so, int zo, const void *x, void *y,
                          int stock, int stock_threads, int chunk, int iters, double *seconds);
 /* MEAN on stock's general path: x (int8/uint8) of rank r dims d over the axes in axis_mask
- * (adjacent) into y (the kept dimensions, in order). */
+ * into y (the kept dimensions, in order). */
 int flex_qs8_mean_run(int variant, int u8, int r, const int *d, unsigned axis_mask, float si,
                       int zi, float so, int zo, const void *x, void *y, int chunk, int iters,
                       double *seconds);
+/* SUM likewise (stock's float rescale). */
+int flex_qs8_sum_run(int variant, int u8, int r, const int *d, unsigned axis_mask, float si, int zi,
+                     float so, int zo, const void *x, void *y, int chunk, int iters, double *seconds);
 /* AVERAGE_POOL_2D of x [n,h,w,c] (int8/uint8) with window kh x kw, strides, leading pads pt/pl
  * into y [n,oh,ow,c], clamped to [lo, hi]. */
 int flex_qs8_avgpool_run(int variant, int u8, int n, int h, int w, int c, int kh, int kw, int sh,

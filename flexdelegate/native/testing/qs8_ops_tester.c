@@ -49,6 +49,9 @@ static void mean_hw_part(const ops_case *c, size_t lo, size_t hi) {
 static void mean_part(const ops_case *c, size_t lo, size_t hi) {
   fx_qs8_mean_run(c->v, c->op, c->a, c->y, lo, hi, c->scratch);
 }
+static void sum_part(const ops_case *c, size_t lo, size_t hi) {
+  fx_qs8_sum_run(c->v, c->op, c->a, c->y, lo, hi, c->scratch);
+}
 static void avgpool_part(const ops_case *c, size_t lo, size_t hi) {
   fx_qs8_avgpool_rows(c->v, c->op, c->a, c->y, lo, hi);
 }
@@ -71,8 +74,8 @@ int flex_qs8_binary_run(int variant, int op, int u8, float s1, int z1, float s2,
   fx_qs8_shape sa, sb;
   fx_qs8_binary_op bop;
   static const int kernel_op[] = {[FLEX_BINARY_ADD] = FX_QS8_ADD, [FLEX_BINARY_SUB] = FX_QS8_SUB,
-                                  [FLEX_BINARY_MUL] = FX_QS8_MUL};
-  if (!v || op < 0 || op > FLEX_BINARY_MUL || shape_of(ra, da, &sa) || shape_of(rb, db, &sb) ||
+                                  [FLEX_BINARY_MUL] = FX_QS8_MUL, [FLEX_BINARY_PRELU] = FX_QS8_PRELU};
+  if (!v || op < 0 || op > FLEX_BINARY_PRELU || shape_of(ra, da, &sa) || shape_of(rb, db, &sb) ||
       fx_qs8_binary_prepare(kernel_op[op], u8, s1, z1, s2, z2, so, zo, act, &sa, &sb, stock, &bop)) return -1;
   ops_case run = {.v = v, .op = &bop, .a = a, .b = b, .y = y, .part = binary_part};
   return time_chunks(&run, fx_qs8_numel(&bop.bc.out), chunk, iters, seconds);
@@ -139,6 +142,16 @@ int flex_qs8_mean_hw_run(int variant, int batch, int h, int w, int c, const int3
   return 0;
 }
 
+/* A reduction's run (MEAN's general path, SUM) over its n outputs, a scratch of n sums. */
+static int reduction_chunks(ops_case *run, size_t n, int chunk, int iters, double *seconds) {
+  int32_t *scratch = malloc(sizeof(int32_t) * (n + 1));
+  if (!scratch) return -1;
+  run->scratch = scratch;
+  time_chunks(run, n, chunk, iters, seconds);
+  free(scratch);
+  return 0;
+}
+
 int flex_qs8_mean_run(int variant, int u8, int r, const int *d, unsigned axis_mask, float si,
                       int zi, float so, int zo, const void *x, void *y, int chunk, int iters,
                       double *seconds) {
@@ -146,13 +159,18 @@ int flex_qs8_mean_run(int variant, int u8, int r, const int *d, unsigned axis_ma
   fx_qs8_shape s;
   fx_qs8_mean_any_op op;
   if (!v || shape_of(r, d, &s) || fx_qs8_mean_prepare(u8, &s, axis_mask, si, zi, so, zo, &op)) return -1;
-  const size_t n = fx_qs8_mean_outputs(&op);
-  int32_t *scratch = malloc(sizeof(int32_t) * ((size_t)op.inner + 1));
-  if (!scratch) return -1;
-  ops_case run = {.v = v, .op = &op, .a = x, .y = y, .scratch = scratch, .part = mean_part};
-  time_chunks(&run, n, chunk, iters, seconds);
-  free(scratch);
-  return 0;
+  ops_case run = {.v = v, .op = &op, .a = x, .y = y, .part = mean_part};
+  return reduction_chunks(&run, (size_t)op.g.outputs, chunk, iters, seconds);
+}
+
+int flex_qs8_sum_run(int variant, int u8, int r, const int *d, unsigned axis_mask, float si, int zi,
+                     float so, int zo, const void *x, void *y, int chunk, int iters, double *seconds) {
+  const fx_qs8_ops_config *v = fx_qs8_ops_config_at(variant);
+  fx_qs8_shape s;
+  fx_qs8_sum_op op;
+  if (!v || shape_of(r, d, &s) || fx_qs8_sum_prepare(u8, &s, axis_mask, si, zi, so, zo, &op)) return -1;
+  ops_case run = {.v = v, .op = &op, .a = x, .y = y, .part = sum_part};
+  return reduction_chunks(&run, (size_t)op.g.outputs, chunk, iters, seconds);
 }
 
 int flex_qs8_avgpool_run(int variant, int u8, int n, int h, int w, int c, int kh, int kw, int sh,

@@ -320,10 +320,11 @@ static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) 
   return n->n_in > 3 ? need_const(g, n, 3, 1) : NULL;
 }
 
-/* int8 / uint8 ADD, MUL, MEAN, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU on the qs8-ops
- * kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output of one type, one
- * scale and zero point each. ADD, MUL and MEAN compute differently on tflite-runtime and LiteRT
- * (kernels/qs8-ops/NOTES.md): their "_rounding" entry names stock's arithmetic (FLEX_STOCK_*).
+/* int8 / uint8 ADD, SUB, MUL, PRELU, MEAN, SUM, SOFTMAX, LOGISTIC, TANH, HARD_SWISH, LEAKY_RELU,
+ * GELU on the qs8-ops kernels (ir/qop.h; the node becomes QELEM): the data inputs and the output
+ * of one type, one scale and zero point each. ADD, MUL and MEAN compute differently on
+ * tflite-runtime and LiteRT (kernels/qs8-ops/NOTES.md): their "_rounding" entry names stock's
+ * arithmetic (FLEX_STOCK_*); PRELU's only matters beyond 4-D (only LiteRT runs those).
  * Parameters the stock kernel refuses, or that these kernels do not reproduce, are found when
  * the node is prepared for its shapes (fx_infer_qelem) and leave the node to stock. */
 static const char *read_qelem(fx_graph *g, fx_node *n, int kind, int n_data, int tfl_act, float param) {
@@ -436,8 +437,19 @@ static const char *read_leaky_relu(fx_graph *g, fx_node *n, const void *bd) {
   return need_f32(g, n, 1);
 }
 
+/* PRELU: on int8 / uint8 (read_qelem) x and alpha of the output's type (stock reads alpha as
+ * the input's type, whatever it is), each with one scale and zero point. */
+static const char *read_prelu(fx_graph *g, fx_node *n, const void *bd) {
+  (void)bd;
+  if (is_q8(g->tensors[n->in[0]].dtype)) return read_qelem(g, n, FX_QOP_PRELU, 2, kTfLiteActNone, 0.0f);
+  return need_f32(g, n, 3);
+}
+
+/* GELU: on int8 / uint8 stock's 256-entry table of the exact (erfc) or tanh form. */
 static const char *read_gelu(fx_graph *g, fx_node *n, const void *bd) {
-  if (bd && ((const TfLiteGeluParams *)bd)->approximate) n->p.un.kind = FX_U_GELU_TANH;
+  const int approximate = bd && ((const TfLiteGeluParams *)bd)->approximate;
+  if (approximate) n->p.un.kind = FX_U_GELU_TANH;
+  if (is_q8(g->tensors[n->in[0]].dtype)) return read_qelem(g, n, FX_QOP_GELU, 1, kTfLiteActNone, (float)approximate);
   return need_f32(g, n, 1);
 }
 
@@ -582,18 +594,20 @@ static const char *read_strided_slice(fx_graph *g, fx_node *n, const void *bd) {
   return NULL;
 }
 
-/* RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR: their params have the same layout. */
+/* RESIZE_BILINEAR / RESIZE_NEAREST_NEIGHBOR: their params have the same layout. Bilinear also
+ * on int8 / uint8 (stock's integer arithmetic, kernels/ops/resize.c), which stock computes on
+ * the stored values whatever the tensors' quantization says (it checks none), as here. */
 static const char *read_resize(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteResizeBilinearParams *p = bd;
   const char *e;
   n->p.resize.align_corners = p->align_corners;
   n->p.resize.half_pixel = p->half_pixel_centers;
+  const int dt = g->tensors[n->out[0]].dtype;
   if (n->kind == FX_OP_RESIZE_NEAREST) {
     /* moves elements, of the types stock's kernel takes (it refuses int32 at invoke) */
-    const int dt = g->tensors[n->out[0]].dtype;
     e = dt == FX_F32 || dt == FX_U8 || dt == FX_I8 || dt == FX_I16 ? same_dtype(g, n, 1) : "non-float32 output";
   } else {
-    e = need_f32(g, n, 1);
+    e = is_q8(dt) ? same_dtype(g, n, 1) : need_f32(g, n, 1);
   }
   return e ? e : need_const(g, n, 1, 0);
 }
@@ -636,7 +650,8 @@ static const char *read_cast(fx_graph *g, fx_node *n, const void *bd) {
 }
 
 /* SUM, REDUCE_MAX / MIN / PROD (the node becomes REDUCE): float32, int32 or int64 data, a
- * constant int32 axis list (any order, repeats, negative axes); quantized data stays with stock. */
+ * constant int32 axis list (any order, repeats, negative axes); int8 / uint8 SUM becomes QELEM
+ * (read_qelem), other quantized reductions stay with stock. */
 /* Reductions and CUMSUM: float32, int32 or int64 data of one type in and out, and input 1 (the
  * axes) a constant int32 tensor. */
 static const char *wide_data_const_axis(fx_graph *g, const fx_node *n) {
@@ -648,7 +663,12 @@ static const char *wide_data_const_axis(fx_graph *g, const fx_node *n) {
 }
 
 static const char *read_reduce(fx_graph *g, fx_node *n, const void *bd) {
+  const char *e;
   n->p.mean.keep_dims = bd ? ((const TfLiteReducerParams *)bd)->keep_dims : 0;
+  if (is_q8(g->tensors[n->in[0]].dtype) && n->p.mean.op == FX_RED_SUM) { /* SUM on the qs8-ops kernels */
+    if (g->tensors[n->in[1]].dtype != FX_I32) return "axis must be int32";
+    return (e = need_const(g, n, 1, 0)) ? e : read_qelem(g, n, FX_QOP_SUM, 1, kTfLiteActNone, 0.0f);
+  }
   return wide_data_const_axis(g, n);
 }
 
@@ -771,7 +791,7 @@ static const builtin_op k_builtins[] = {
     {kTfLiteBuiltinDiv, FX_OP_BINARY, FX_B_DIV, read_arith, 2, 0, 0, 2, 2},
     {kTfLiteBuiltinMaximum, FX_OP_BINARY, FX_B_MAX, read_f32_binary, 2, 0, 0, 2, 2},
     {kTfLiteBuiltinMinimum, FX_OP_BINARY, FX_B_MIN, read_f32_binary, 2, 0, 0, 2, 2},
-    {kTfLiteBuiltinPrelu, FX_OP_BINARY, FX_B_PRELU, read_f32_binary, 2, 0, 0, 2, 2},
+    {kTfLiteBuiltinPrelu, FX_OP_BINARY, FX_B_PRELU, read_prelu, 2, 0, 0, 2, 2},
     {kTfLiteBuiltinSquaredDifference, FX_OP_BINARY, FX_B_SQDIFF, read_f32_binary, 2, 0, 0, 2, 2},
     {kTfLiteBuiltinPow, FX_OP_BINARY, FX_B_POW, read_f32_binary, 2, 0, 0, 2, 2},
     {kTfLiteBuiltinRelu, FX_OP_UNARY, FX_U_RELU, read_relu, 1, 0, 0, 1, 1},

@@ -106,6 +106,12 @@ void fx_resize_bilinear_f32(const float *x, const fx_shape *xs, float *y, const 
                             int align_corners, int half_pixel_centers);
 void fx_resize_nearest(const void *x, const fx_shape *xs, void *y, const fx_shape *ys, size_t esize,
                        int align_corners, int half_pixel_centers);
+/* RESIZE_BILINEAR on int8 (or uint8: is_unsigned) as stock computes it (resize.c: int8 in 10-bit
+ * fixed point, uint8 in float); output rows [r0, r1) of batch x height. int8 sizes up to 2^20 a
+ * side (fx_resize_bilinear_q8_fits: stock's int8 positions overflow int32 beyond). */
+void fx_resize_bilinear_q8(int is_unsigned, const void *x, const fx_shape *xs, void *y, const fx_shape *ys,
+                           int align_corners, int half_pixel_centers, size_t r0, size_t r1);
+int fx_resize_bilinear_q8_fits(const fx_shape *xs, const fx_shape *ys);
 
 /* ---- reductions / normalisation ---- */
 /* MEAN over the axes whose flag is set in axis_mask (bit i = dim i); y has the kept-dims layout. */

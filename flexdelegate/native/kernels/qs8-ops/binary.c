@@ -1,4 +1,5 @@
-/* ADD and MUL with broadcasting, walking the output the way stock does (NOTES.md "ADD, MUL"):
+/* ADD, SUB, MUL and PRELU with broadcasting, walking the output the way stock does (NOTES.md
+ * "ADD, MUL"; PRELU's one arithmetic makes its walk indifferent, it shares ADD's):
  * equal shapes are one element-wise loop; broadcasts that fold into five dimensions
  * (ProcessBroadcastShapes) are runs of d[4] element-wise pairs, or, when d[4] == 1, runs of d[3]
  * elements against one broadcast scalar; any other broadcast goes an element at a time. On
@@ -49,6 +50,18 @@ int fx_qs8_bcast_plan(const fx_qs8_shape *a, const fx_qs8_shape *b, fx_qs8_bcast
 static int32_t type_lo(int u8) { return u8 ? 0 : -128; }
 static int32_t type_hi(int u8) { return u8 ? 255 : 127; }
 
+/* PRELU's output is its input's shape (stock checks it); an alpha not of x's very shape goes to
+ * BroadcastPrelu4DSlow, which tflite-runtime 2.14 aborts in beyond 4-D (LiteRT runs it). */
+static int prelu_shapes_ok(const fx_qs8_shape *x, const fx_qs8_shape *alpha, const fx_qs8_bcast *bc, int stock) {
+  int same = alpha->rank == x->rank;
+  if (bc->out.rank != x->rank) return 0;
+  for (int i = 0; i < x->rank; i++) {
+    if (bc->out.d[i] != x->d[i]) return 0;
+    same = same && alpha->d[i] == x->d[i];
+  }
+  return same || x->rank <= 4 || stock == FLEX_STOCK_NEON;
+}
+
 /* QuantizeMultiplierSmallerThanOneExp: stock aborts on a multiplier >= 1; refused here. */
 static int smaller_than_one(double real, int32_t *m, int32_t *shift) {
   fx_quantize_multiplier(real, 0, m, shift);
@@ -59,7 +72,8 @@ int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_
                           int32_t zo, int act, const fx_qs8_shape *a, const fx_qs8_shape *b,
                           int stock, fx_qs8_binary_op *bop) {
   memset(bop, 0, sizeof *bop);
-  if (op != FX_QS8_ADD && op != FX_QS8_SUB && op != FX_QS8_MUL) return -1;
+  if (op != FX_QS8_ADD && op != FX_QS8_SUB && op != FX_QS8_MUL && op != FX_QS8_PRELU) return -1;
+  if (op == FX_QS8_PRELU && act != 0) return -1;
   if (!(s1 > 0) || !(s2 > 0) || !(so > 0)) return -1;
   const int32_t lo_t = type_lo(u8), hi_t = type_hi(u8);
   if (z1 < lo_t || z1 > hi_t || z2 < lo_t || z2 > hi_t || zo < lo_t || zo > hi_t) return -1;
@@ -69,9 +83,18 @@ int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_
   /* tflite-runtime 2.14's MUL aborts on generic broadcasts of rank > 4 (NOTES.md "MUL") */
   if (op == FX_QS8_MUL && stock == FLEX_STOCK_PORTABLE && bop->bc.kind == FX_BC_GENERIC && bop->bc.out.rank > 4)
     return -1;
+  if (op == FX_QS8_PRELU && !prelu_shapes_ok(a, b, &bop->bc, stock)) return -1;
   bop->op = op;
   bop->stock = stock;
-  if (op == FX_QS8_ADD || op == FX_QS8_SUB) {
+  if (op == FX_QS8_PRELU) {
+    fx_qs8_prelu_params *p = &bop->prelu;
+    /* stock's real multipliers are float expressions, widened (PreluPrepare) */
+    const float identity = s1 / so, alpha = s1 * s2 / so;
+    fx_quantize_multiplier((double)identity, 0, &p->m1, &p->s1);
+    fx_quantize_multiplier((double)alpha, 0, &p->m2, &p->s2);
+    if (p->s1 > 30 || p->s2 > 30) return -1;
+    p->zx = z1, p->za = z2, p->zo = zo, p->u8 = u8;
+  } else if (op == FX_QS8_ADD || op == FX_QS8_SUB) {
     fx_qs8_add_params *p = &bop->add;
     const double twice_max = 2.0 * (double)(s1 > s2 ? s1 : s2);
     const float out_den = (float)(1 << 20) * so; /* stock: (1 << left_shift) * scale, in float */
@@ -94,7 +117,7 @@ int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_
  * scalar-broadcast loop (scalar = 1); block 0: all portable. */
 static void neon_loop(const fx_qs8_binary_op *bop, int scalar, int *block, int *form) {
   const int u8 = bop->op == FX_QS8_MUL ? bop->mul.u8 : bop->add.u8;
-  if (bop->stock != FLEX_STOCK_NEON || bop->op == FX_QS8_SUB) {
+  if (bop->stock != FLEX_STOCK_NEON || bop->op == FX_QS8_SUB || bop->op == FX_QS8_PRELU) {
     *block = 0;
     *form = 0;
   } else if (bop->op == FX_QS8_ADD) {
@@ -123,22 +146,38 @@ int fx_qs8_mul_of_table_prepare(const fx_qs8_binary_op *mul, const fx_qs8_lut_op
   return 0;
 }
 
+/* The per-op parameters of one walk (the inputs exchanged or not). */
+typedef struct {
+  fx_qs8_add_params add;
+  fx_qs8_mul_params mul;
+  fx_qs8_prelu_params prelu;
+} walk_params;
+
 /* The params with the inputs exchanged (the walk's `a` is the fastest-broadcast input). */
-static void swapped(const fx_qs8_binary_op *bop, fx_qs8_add_params *ap, fx_qs8_mul_params *mp) {
-  *ap = bop->add;
-  *mp = bop->mul;
+static void swapped(const fx_qs8_binary_op *bop, walk_params *wp) {
+  *wp = (walk_params){bop->add, bop->mul, bop->prelu};
   if (!bop->bc.swap) return;
+  fx_qs8_add_params *ap = &wp->add;
   ap->z1 = bop->add.z2, ap->z2 = bop->add.z1, ap->m1 = bop->add.m2, ap->m2 = bop->add.m1;
   ap->s1 = bop->add.s2, ap->s2 = bop->add.s1;
   if (ap->sub) ap->sub = 3 - ap->sub; /* a - b with the inputs exchanged is b - a */
-  mp->z1 = bop->mul.z2, mp->z2 = bop->mul.z1;
+  wp->mul.z1 = bop->mul.z2, wp->mul.z2 = bop->mul.z1;
+  wp->prelu.alpha_first = 1;
+}
+
+/* PRELU on n elements (a portable loop: PRELU is not on the models' hot paths). */
+static void prelu_loop(size_t n, const uint8_t *a, size_t a_step, const uint8_t *b, uint8_t *y,
+                       const fx_qs8_prelu_params *p) {
+  for (size_t i = 0; i < n; i++) {
+    const int32_t va = p->u8 ? a[i * a_step] : (int8_t)a[i * a_step], vb = p->u8 ? b[i] : (int8_t)b[i];
+    y[i] = (uint8_t)(p->alpha_first ? fxq_prelu_one(vb, va, p) : fxq_prelu_one(va, vb, p));
+  }
 }
 
 /* Elements [r0, r1) of one stock loop of `len` elements whose NEON part is its first
  * floor(len / block) * block; a, b, y at the loop's element 0. */
-static void run_loop(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop,
-                     const fx_qs8_add_params *ap, const fx_qs8_mul_params *mp, size_t len,
-                     int block, int form, const uint8_t *a, size_t a_step, const uint8_t *b,
+static void run_loop(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop, const walk_params *wp,
+                     size_t len, int block, int form, const uint8_t *a, size_t a_step, const uint8_t *b,
                      uint8_t *y, size_t r0, size_t r1) {
   size_t mid = block ? len / (size_t)block * (size_t)block : 0;
   mid = mid < r0 ? r0 : mid > r1 ? r1 : mid;
@@ -146,8 +185,9 @@ static void run_loop(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop,
     const size_t s = part ? mid : r0, e = part ? r1 : mid;
     const int f = part ? 0 : form; /* 0: the portable form of both ops */
     if (e <= s) continue;
-    if (bop->op != FX_QS8_MUL) v->add(e - s, a + s * a_step, a_step, b + s, y + s, ap, f);
-    else v->mul(e - s, a + s * a_step, a_step, b + s, y + s, mp, f);
+    if (bop->op == FX_QS8_PRELU) prelu_loop(e - s, a + s * a_step, a_step, b + s, y + s, &wp->prelu);
+    else if (bop->op != FX_QS8_MUL) v->add(e - s, a + s * a_step, a_step, b + s, y + s, &wp->add, f);
+    else v->mul(e - s, a + s * a_step, a_step, b + s, y + s, &wp->mul, f);
   }
 }
 
@@ -169,22 +209,21 @@ void fx_qs8_binary_run(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop, 
   const uint8_t *pa = a, *pb = b;
   uint8_t *py = y;
   int block, form;
-  fx_qs8_add_params ap;
-  fx_qs8_mul_params mp;
+  const walk_params plain = {bop->add, bop->mul, bop->prelu}; /* the inputs as given */
+  walk_params wp;
   if (bc->kind == FX_BC_NONE) {
     neon_loop(bop, 0, &block, &form);
-    run_loop(v, bop, &bop->add, &bop->mul, fx_qs8_numel(&bc->out), block, form, pa, 1, pb, py,
-             e0, e1);
+    run_loop(v, bop, &plain, fx_qs8_numel(&bc->out), block, form, pa, 1, pb, py, e0, e1);
     return;
   }
   if (bc->kind == FX_BC_GENERIC) { /* BroadcastAdd6DSlow / BroadcastMul6DSlow: portable */
     for (size_t e = e0; e < e1; e++) {
       const size_t oa = generic_offset(&bc->out, &bc->a, e), ob = generic_offset(&bc->out, &bc->b, e);
-      run_loop(v, bop, &bop->add, &bop->mul, 1, 0, 0, pa + oa, 0, pb + ob, py + e, 0, 1);
+      run_loop(v, bop, &plain, 1, 0, 0, pa + oa, 0, pb + ob, py + e, 0, 1);
     }
     return;
   }
-  swapped(bop, &ap, &mp);
+  swapped(bop, &wp);
   const uint8_t *fa = bc->swap ? pb : pa, *fb = bc->swap ? pa : pb; /* fa broadcasts fastest */
   const int64_t *d = bc->d;
   const int scalar = d[4] == 1;
@@ -219,13 +258,12 @@ void fx_qs8_binary_run(const fx_qs8_ops_config *v, const fx_qs8_binary_op *bop, 
           tiled_off = a_off;
           for (size_t j = 0; j + len <= sizeof tiled; j += len) memcpy(tiled + j, fa + a_off, len);
         }
-        run_loop(v, bop, &ap, &mp, k * len, block, form, tiled, 1, fb + b_off, py + e, 0, k * len);
+        run_loop(v, bop, &wp, k * len, block, form, tiled, 1, fb + b_off, py + e, 0, k * len);
         e += k * len;
         continue;
       }
     }
-    run_loop(v, bop, &ap, &mp, len, block, form, fa + a_off, scalar ? 0 : 1, fb + b_off,
-             py + (e - r0), r0, r1);
+    run_loop(v, bop, &wp, len, block, form, fa + a_off, scalar ? 0 : 1, fb + b_off, py + (e - r0), r0, r1);
     e += r1 - r0;
   }
 }

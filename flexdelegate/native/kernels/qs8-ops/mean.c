@@ -3,7 +3,10 @@
  * MultiplyByQuantizedMultiplier by si / (H*W*so) plus a float-rounded zero-point bias, clamped
  * to int8. On LiteRT the NEON loop takes whole blocks of 16 channels from the start of each of
  * stock's thread ranges and rounds ties up (MultiplyByQuantizedMultiplier4Rows); the rest, and
- * every channel on tflite-runtime, round them away from zero. */
+ * every channel on tflite-runtime, round them away from zero.
+ * Every other MEAN (stock's general path) and SUM: int32 sums over any axes (one walk for both),
+ * then MEAN's integer rescale or SUM's float one. */
+#include <math.h>
 #include <string.h>
 #include "qs8-ops.h"
 #include "kernels/simd/nofuse.h"
@@ -99,57 +102,124 @@ void fx_qs8_mean_hw_run(const fx_qs8_ops_config *v, const fx_qs8_mean_op *op, co
   }
 }
 
-/* ---- stock's general path (reference_ops::QuantizedMeanOrSum, both wheels) ---- */
+/* ---- the sums of any reduction: alternating groups of kept and reduced dimensions ---- */
+int fx_qs8_reduce_geom_of(int u8, const fx_qs8_shape *in, uint32_t axis_mask, fx_qs8_reduce_geom *g) {
+  memset(g, 0, sizeof *g);
+  if (in->rank < 0 || in->rank > FX_QS8_MAX_RANK || (axis_mask >> in->rank)) return -1;
+  g->u8 = u8, g->count = 1, g->outputs = 1, g->inner_red = -1;
+  for (int i = 0; i < in->rank; i++) {
+    const int64_t d = in->d[i];
+    const uint32_t r = (axis_mask >> i) & 1u;
+    if (d <= 0) return -1;
+    if (r && (g->count *= d) > (1 << 23)) return -1;
+    if (!r && (g->outputs *= d) > INT32_MAX) return -1;
+    if (d == 1) continue;
+    if (g->ng && ((g->red >> (g->ng - 1)) & 1u) == r) {
+      g->n[g->ng - 1] *= d;
+    } else {
+      g->red |= r << g->ng;
+      g->n[g->ng++] = d;
+    }
+  }
+  for (int k = g->ng - 1; k >= 0; k--) {
+    g->stride[k] = k == g->ng - 1 ? 1 : g->stride[k + 1] * g->n[k + 1];
+    if (((g->red >> k) & 1u) && g->inner_red < 0) g->inner_red = k;
+  }
+  g->inner = g->ng && !((g->red >> (g->ng - 1)) & 1u) ? g->n[g->ng - 1] : 1;
+  return 0;
+}
+
+void fx_qs8_reduce_sums(const fx_qs8_ops_config *v, const fx_qs8_reduce_geom *g, const void *x,
+                        size_t o0, size_t o1, int32_t *sums) {
+  const uint8_t *px = x;
+  const size_t inner = (size_t)g->inner;
+  const int ri = g->inner_red, kept_last = g->ng && !((g->red >> (g->ng - 1)) & 1u);
+  const size_t rows = ri >= 0 ? (size_t)g->n[ri] : 1, row_stride = ri >= 0 ? (size_t)g->stride[ri] : 0;
+  memset(sums, 0, (o1 - o0) * sizeof *sums);
+  for (size_t o = o0; o < o1;) {
+    const size_t j0 = o % inner, j1 = inner < j0 + (o1 - o) ? inner : j0 + (o1 - o);
+    /* the input offset of output o's kept indices but a kept last group's (j0..j1) */
+    size_t base = 0, q = o / inner;
+    for (int k = g->ng - 1 - kept_last; k >= 0; k--) {
+      if ((g->red >> k) & 1u) continue;
+      base += q % (size_t)g->n[k] * (size_t)g->stride[k];
+      q /= (size_t)g->n[k];
+    }
+    /* the innermost reduced group in one call per combination of the outer reduced ones */
+    size_t idx[FX_QS8_MAX_RANK] = {0}, off = base;
+    for (;;) {
+      v->sum_rows(j1 - j0, rows, px + off + j0, row_stride, g->u8, sums + (o - o0));
+      int k = ri - 1;
+      for (; k >= 0; k--) {
+        if (!((g->red >> k) & 1u)) continue;
+        off += (size_t)g->stride[k];
+        if (++idx[k] < (size_t)g->n[k]) break;
+        off -= idx[k] * (size_t)g->stride[k];
+        idx[k] = 0;
+      }
+      if (k < 0) break;
+    }
+    o += j1 - j0;
+  }
+}
+
+/* ---- MEAN on stock's general path (reference_ops::QuantizedMeanOrSum, both wheels) ---- */
 int fx_qs8_mean_prepare(int u8, const fx_qs8_shape *in, uint32_t axis_mask, float si, int32_t zi,
                         float so, int32_t zo, fx_qs8_mean_any_op *op) {
   memset(op, 0, sizeof *op);
-  if (!(si > 0) || !(so > 0) || in->rank > FX_QS8_MAX_RANK || in->rank < 1) return -1;
+  if (!(si > 0) || !(so > 0) || in->rank < 1) return -1;
   if (zi < (u8 ? 0 : -128) || zi > (u8 ? 255 : 127) || zo < (u8 ? 0 : -128) || zo > (u8 ? 255 : 127)) return -1;
-  int first = -1, last = -1;
-  int64_t outer = 1, red = 1, inner = 1;
-  for (int i = 0; i < in->rank; i++) {
-    if (!((axis_mask >> i) & 1)) continue;
-    if (first < 0) first = i;
-    else if (last != i - 1) return -1; /* reduced axes must be adjacent here */
-    last = i;
-  }
-  if (first < 0 || (axis_mask >> in->rank)) return -1;
-  for (int i = 0; i < in->rank; i++) {
-    int64_t *f = i < first ? &outer : i <= last ? &red : &inner;
-    *f *= in->d[i];
-  }
-  if (red <= 0 || red > (1 << 23) || outer * inner > INT32_MAX || red * inner > INT32_MAX) return -1;
+  if (!axis_mask || fx_qs8_reduce_geom_of(u8, in, axis_mask, &op->g)) return -1;
   int32_t m, shift;
   fx_quantize_multiplier((double)si / (double)so, 0, &m, &shift);
   if (shift > 30) return -1;
   /* the 1/count folded into the multiplier as stock does: floor(log2 count) more bits, capped */
-  int sh = 63 - __builtin_clzll((unsigned long long)red);
+  const int64_t count = op->g.count;
+  int sh = 63 - __builtin_clzll((unsigned long long)count);
   sh = sh < 32 ? sh : 32;
   sh = sh < 31 + shift ? sh : 31 + shift;
-  op->m = (int32_t)(((int64_t)m << sh) / red);
+  op->m = (int32_t)(((int64_t)m << sh) / count);
   op->shift = shift - sh;
-  op->outer = (int32_t)outer, op->red = (int32_t)red, op->inner = (int32_t)inner;
-  op->zi = zi, op->zo = zo, op->u8 = u8;
+  op->zi = zi, op->zo = zo;
   return 0;
 }
 
-size_t fx_qs8_mean_outputs(const fx_qs8_mean_any_op *op) { return (size_t)op->outer * (size_t)op->inner; }
-
 void fx_qs8_mean_run(const fx_qs8_ops_config *v, const fx_qs8_mean_any_op *op, const void *x,
                      void *y, size_t o0, size_t o1, int32_t *scratch) {
-  const size_t inner = (size_t)op->inner, red = (size_t)op->red, es = 1;
-  const int32_t lo = op->u8 ? 0 : -128, hi = op->u8 ? 255 : 127;
-  const uint32_t bias = (uint32_t)op->zi * (uint32_t)op->red; /* zi * count in int32, wrapping */
-  for (size_t o = o0; o < o1;) {
-    const size_t row = o / inner, j0 = o % inner;
-    const size_t j1 = inner < j0 + (o1 - o) ? inner : j0 + (o1 - o);
-    memset(scratch, 0, (j1 - j0) * sizeof *scratch);
-    v->sum_rows(j1 - j0, red, (const uint8_t *)x + (row * red * inner + j0) * es, inner, op->u8, scratch);
-    for (size_t j = j0; j < j1; j++) {
-      const int32_t s = (int32_t)((uint32_t)scratch[j - j0] - bias);
-      const int32_t r = (int32_t)((uint32_t)fxq_mbqm(s, op->m, op->shift, FLEX_RQ_AWAY) + (uint32_t)op->zo);
-      ((uint8_t *)y)[row * inner + j] = (uint8_t)fxq_sat(r, lo, hi);
-    }
-    o += j1 - j0;
+  const int32_t lo = op->g.u8 ? 0 : -128, hi = op->g.u8 ? 255 : 127;
+  const uint32_t bias = (uint32_t)op->zi * (uint32_t)op->g.count; /* zi * count in int32, wrapping */
+  fx_qs8_reduce_sums(v, &op->g, x, o0, o1, scratch);
+  for (size_t o = o0; o < o1; o++) {
+    const int32_t s = (int32_t)((uint32_t)scratch[o - o0] - bias);
+    const int32_t r = (int32_t)((uint32_t)fxq_mbqm(s, op->m, op->shift, FLEX_RQ_AWAY) + (uint32_t)op->zo);
+    ((uint8_t *)y)[o] = (uint8_t)fxq_sat(r, lo, hi);
+  }
+}
+
+/* ---- SUM: optimized_ops::QuantizedMeanOrSum's float output stage (both wheels) ---- */
+int fx_qs8_sum_prepare(int u8, const fx_qs8_shape *in, uint32_t axis_mask, float si, int32_t zi,
+                       float so, int32_t zo, fx_qs8_sum_op *op) {
+  memset(op, 0, sizeof *op);
+  if (!(si > 0) || !(so > 0)) return -1;
+  if (zi < (u8 ? 0 : -128) || zi > (u8 ? 255 : 127) || zo < (u8 ? 0 : -128) || zo > (u8 ? 255 : 127)) return -1;
+  if (fx_qs8_reduce_geom_of(u8, in, axis_mask, &op->g)) return -1;
+  op->scale = si / so;
+  float bias = (float)-zi * op->scale;
+  FX_NOFUSE(bias);
+  op->bias = bias * (float)op->g.count;
+  op->zo = zo;
+  return 0;
+}
+
+void fx_qs8_sum_run(const fx_qs8_ops_config *v, const fx_qs8_sum_op *op, const void *x, void *y,
+                    size_t o0, size_t o1, int32_t *scratch) {
+  const int32_t lo = op->g.u8 ? 0 : -128, hi = op->g.u8 ? 255 : 127;
+  fx_qs8_reduce_sums(v, &op->g, x, o0, o1, scratch);
+  for (size_t o = o0; o < o1; o++) {
+    float f = (float)scratch[o - o0] * op->scale;
+    FX_NOFUSE(f); /* two roundings, as stock's x86 builds */
+    f = f + op->bias;
+    const int32_t r = (int32_t)((uint32_t)fxq_cvt_trunc_f(roundf(f)) + (uint32_t)op->zo);
+    ((uint8_t *)y)[o] = (uint8_t)fxq_sat(r, lo, hi);
   }
 }

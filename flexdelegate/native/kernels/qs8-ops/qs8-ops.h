@@ -107,14 +107,18 @@ typedef struct {
 } fx_qs8_bcast;
 int fx_qs8_bcast_plan(const fx_qs8_shape *a, const fx_qs8_shape *b, fx_qs8_bcast *bc);
 
-enum { FX_QS8_ADD = 0, FX_QS8_SUB = 1, FX_QS8_MUL = 2 };
+/* PRELU: the first input x, the second alpha (s2, z2), no fused activation. */
+enum { FX_QS8_ADD = 0, FX_QS8_SUB = 1, FX_QS8_MUL = 2, FX_QS8_PRELU = 3 };
 typedef struct {
   int32_t op, stock;
-  fx_qs8_add_params add; /* ADD, SUB */
-  fx_qs8_mul_params mul; /* MUL */
+  fx_qs8_add_params add;     /* ADD, SUB */
+  fx_qs8_mul_params mul;     /* MUL */
+  fx_qs8_prelu_params prelu; /* PRELU */
   fx_qs8_bcast bc;
 } fx_qs8_binary_op;
-/* act: the fused activation (0..3 as fx_qs8_act_range_of). */
+/* act: the fused activation (0..3 as fx_qs8_act_range_of). PRELU's output must have x's shape
+ * (stock checks it); tflite-runtime 2.14's PRELU aborts beyond 4-D where alpha's shape is not
+ * x's (BroadcastPrelu4DSlow), so such a PRELU is refused unless stock is FLEX_STOCK_NEON. */
 int fx_qs8_binary_prepare(int op, int u8, float s1, int32_t z1, float s2, int32_t z2, float so,
                           int32_t zo, int act, const fx_qs8_shape *a, const fx_qs8_shape *b,
                           int stock, fx_qs8_binary_op *bop);
@@ -155,19 +159,47 @@ void fx_qs8_mean_hw_run(const fx_qs8_ops_config *v, const fx_qs8_mean_op *op, co
  * here: such a MEAN stays with stock); else its general path (fx_qs8_mean_prepare). */
 int fx_qs8_mean_fast_path(int rank, int keep_dims, const int32_t *axes, int naxes, int stock);
 
-/* ---- MEAN on stock's general path (any adjacent axes, keep_dims or not; int8, uint8) ---- */
+/* ---- the int32 sums of a reduction over any axes (MEAN's general path, SUM) ---- */
+/* The input as groups of adjacent dimensions, kept and reduced alternately (dimensions of 1
+ * dropped), outputs in the kept dimensions' row-major order. */
 typedef struct {
-  int32_t outer, red, inner; /* the input as [outer][red][inner] */
-  int32_t m, shift;          /* QuantizeMultiplier(si / so) with 1/red folded in, as stock */
-  int32_t zi, zo, u8;
+  int32_t ng, u8;
+  int64_t n[FX_QS8_MAX_RANK], stride[FX_QS8_MAX_RANK]; /* group sizes, input strides */
+  uint32_t red;          /* bit k: group k is reduced */
+  int32_t inner_red;     /* the innermost reduced group, -1 for none */
+  int64_t inner;         /* the last group's size if it is kept, else 1 */
+  int64_t count, outputs; /* elements summed per output; outputs */
+} fx_qs8_reduce_geom;
+/* axis_mask: the resolved axes (bit i: dimension i). -1 for an empty input (stock leaves its
+ * output unwritten) or over 2^23 elements per sum (int32 sums of 8-bit values stay exact). */
+int fx_qs8_reduce_geom_of(int u8, const fx_qs8_shape *in, uint32_t axis_mask, fx_qs8_reduce_geom *g);
+/* sums[o - o0] = the sum of output o's elements, o in [o0, o1). */
+void fx_qs8_reduce_sums(const fx_qs8_ops_config *v, const fx_qs8_reduce_geom *g, const void *x,
+                        size_t o0, size_t o1, int32_t *sums);
+
+/* ---- MEAN on stock's general path (any axes, keep_dims or not; int8, uint8) ---- */
+typedef struct {
+  fx_qs8_reduce_geom g;
+  int32_t m, shift;          /* QuantizeMultiplier(si / so) with 1/count folded in, as stock */
+  int32_t zi, zo;
 } fx_qs8_mean_any_op;
-/* axis_mask: the resolved axes (bit i: dimension i); -1 unless they are adjacent. */
 int fx_qs8_mean_prepare(int u8, const fx_qs8_shape *in, uint32_t axis_mask, float si, int32_t zi,
                         float so, int32_t zo, fx_qs8_mean_any_op *op);
-size_t fx_qs8_mean_outputs(const fx_qs8_mean_any_op *op);
-/* Outputs [o0, o1) in row-major order; scratch: 4 * min(o1 - o0, inner) bytes. */
+/* Outputs [o0, o1) in row-major order; scratch: 4 * (o1 - o0) bytes. */
 void fx_qs8_mean_run(const fx_qs8_ops_config *v, const fx_qs8_mean_any_op *op, const void *x,
                      void *y, size_t o0, size_t o1, int32_t *scratch);
+
+/* ---- SUM (int8, uint8; optimized_ops::QuantizedMeanOrSum, both wheels): float arithmetic ---- */
+typedef struct {
+  fx_qs8_reduce_geom g;
+  float scale, bias;         /* si / so; -zi * scale * count, in float as stock */
+  int32_t zo;
+} fx_qs8_sum_op;
+int fx_qs8_sum_prepare(int u8, const fx_qs8_shape *in, uint32_t axis_mask, float si, int32_t zi,
+                       float so, int32_t zo, fx_qs8_sum_op *op);
+/* Outputs [o0, o1); scratch: 4 * (o1 - o0) bytes. */
+void fx_qs8_sum_run(const fx_qs8_ops_config *v, const fx_qs8_sum_op *op, const void *x, void *y,
+                    size_t o0, size_t o1, int32_t *scratch);
 
 /* ---- AVERAGE_POOL_2D (NHWC, int8 / uint8; stock requires equal input and output quantization) ---- */
 typedef struct {

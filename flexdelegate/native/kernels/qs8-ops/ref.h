@@ -114,6 +114,25 @@ static inline int32_t fxq_mul_one(int32_t a, int32_t b, const fx_qs8_mul_params 
   return fxq_sat(r, p->lo, p->hi);
 }
 
+/* ---- PRELU (reference_ops::Prelu / BroadcastPrelu4DSlow: the same loop on both wheels) ---- */
+typedef struct fx_qs8_prelu_params {
+  int32_t zx, za, zo;          /* input, alpha and output zero points */
+  int32_t m1, s1;              /* x >= zx: (sx / so in float) as QuantizeMultiplier ("identity") */
+  int32_t m2, s2;              /* x < zx: (sx * sa / so in float) ("alpha") */
+  int32_t u8;
+  int32_t alpha_first;         /* the walk's first operand is alpha (inputs exchanged) */
+} fx_qs8_prelu_params;
+
+/* x >= zx: MBQM(x - zx) by the identity multiplier, else MBQM((x - zx)(alpha - za)) by the
+ * alpha one (ties away both), + zo in int32, saturated to the type. */
+static inline int32_t fxq_prelu_one(int32_t x, int32_t alpha, const fx_qs8_prelu_params *p) {
+  const int32_t xv = x - p->zx;
+  const int32_t r = xv >= 0 ? fxq_mbqm(xv, p->m1, p->s1, FLEX_RQ_AWAY)
+                            : fxq_mbqm(xv * (alpha - p->za), p->m2, p->s2, FLEX_RQ_AWAY);
+  const int32_t v = (int32_t)((uint32_t)r + (uint32_t)p->zo);
+  return p->u8 ? fxq_sat(v, 0, 255) : fxq_sat(v, -128, 127);
+}
+
 /* ---- QUANTIZE float -> int8 / uint8 ---- */
 typedef struct fx_qs8_quant_params {
   double scale;                /* the output scale (float) as a double */
@@ -128,6 +147,9 @@ typedef struct fx_qs8_quant_params {
 /* x86's conversions to int32 (cvttsd2si, cvtps2dq): out of range and NaN give INT32_MIN. */
 static inline int32_t fxq_cvt_trunc_d(double v) {
   return (v > -2147483649.0 && v < 2147483648.0) ? (int32_t)v : INT32_MIN;
+}
+static inline int32_t fxq_cvt_trunc_f(float v) { /* cvttss2si: C's (int32_t) cast in range */
+  return (v >= -2147483648.0f && v < 2147483648.0f) ? (int32_t)v : INT32_MIN;
 }
 static inline int32_t fxq_cvt_rne_f(float v) {
   const float r = rintf(v); /* the default rounding mode: to nearest even */
