@@ -108,3 +108,25 @@ def check_exact(model: bytes, *, inputs=None, seeds=(0, 1), num_threads=None, fl
         assert stats["nodes_total"] > 0 and stats["fallback"] == [], stats
         assert stats["nodes_delegated"] == stats["nodes_total"], stats
     return stats
+
+
+# Scales whose product s_in * s_w rounded to float32 gives a Q31 multiplier 123 units off the
+# double product's (2081595313 vs 2081595436, shift -16): what tells stock's legacy multiplier
+# (GetQuantizedConvolutionMultipler: uint8 layers, int8 per-tensor FULLY_CONNECTED) apart.
+LEGACY_SCALES = (0.036698252, 0.003332639, 8.268888)
+
+
+def legacy_product_accumulators(rounding: int, scales=LEGACY_SCALES) -> np.ndarray:
+    """Accumulators that requantize (requant.h's rule `rounding`) to different values in
+    [-120, 120] under the float product's multiplier and the double product's: near each
+    rounding boundary of the output, a few accumulators on either side."""
+    from flexdelegate import _qs8, quant_rounding
+    s_in, s_w, s_out = (np.float32(s) for s in scales)
+    m_double, shift = _qs8.quantize_multiplier(float(s_in) * float(s_w) / float(s_out))
+    m_float, shift_f = _qs8.quantize_multiplier(float(s_in * s_w) / float(s_out))
+    assert shift == shift_f and m_float != m_double
+    real = m_double * 2.0 ** (shift - 31)
+    edges = np.round((np.arange(-120, 120) + 0.5) / real).astype(np.int64)
+    acc = np.unique((edges[:, None] + np.arange(-3, 4)).ravel())
+    requant = quant_rounding.requant
+    return acc[requant(acc, m_double, shift, rounding) != requant(acc, m_float, shift, rounding)]

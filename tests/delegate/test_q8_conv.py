@@ -83,6 +83,26 @@ def test_fully_connected(act, batch, k, n, keep):
     check_exact(m.build(y))
 
 
+def test_fully_connected_per_tensor_takes_the_legacy_float_product():
+    """Stock's int8 FULLY_CONNECTED with per-tensor weights requantizes with
+    GetQuantizedConvolutionMultipler's multiplier, whose s_in * s_w is a float product (the
+    per-channel form and the convs take the double product): accumulators near the output's
+    rounding boundaries, where the two multipliers disagree, give stock's bytes."""
+    from flexdelegate import quant_rounding
+    from qopcheck import LEGACY_SCALES, legacy_product_accumulators
+    s_in, s_w, s_out = LEGACY_SCALES
+    acc = legacy_product_accumulators(quant_rounding.detect()[("FULLY_CONNECTED", "int8")].rounding)
+    assert acc.size > 40
+    m = QModel()
+    x = m.input((256, 1), Q(S8, s_in, 0))
+    y = m.tensor((256, acc.size), Q(S8, s_out, 0))
+    w = m.const(np.ones((acc.size, 1), np.int8), Q(S8, s_w, 0))
+    b = m.const((acc - 100).astype(np.int32), Q(np.int32, float(np.float32(s_in) * np.float32(s_w)), 0))
+    m.op("FULLY_CONNECTED", [x, w, b], [y])
+    every = np.arange(-128, 128, dtype=np.int8).reshape(256, 1)  # row 228 (x = 100) hits acc
+    check_exact(m.build(y), inputs=[every], seeds=(0,))
+
+
 @pytest.mark.parametrize("threads", [2, 3])
 @pytest.mark.parametrize("hw,k,stride,cin,cout", [
     (7, 1, 1, 40, 200), (14, 1, 1, 24, 72), (7, 3, 1, 16, 90), (9, 3, 2, 3, 40), (33, 1, 1, 9, 33)])

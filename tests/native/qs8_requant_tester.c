@@ -84,14 +84,23 @@ static void check_quantize_multiplier(void) {
   /* per-channel parameters from float32 scales: the double product of the floats */
   const float sw[3] = {0.013f, 2.5e-4f, 7.0f};
   int32_t pm[3], ps[3];
-  EXPECT(fx_qs8_requant_params(3, 0.0157f, sw, 1, 0.031f, 0, pm, ps) == 0, "requant_params rc\n");
+  EXPECT(fx_qs8_requant_params(3, 0.0157f, sw, FX_QS8_SCALES_PER_CHANNEL, 0.031f, 0, pm, ps) == 0,
+         "requant_params rc\n");
   for (int c = 0; c < 3; c++) {
     fx_quantize_multiplier((double)0.0157f * (double)sw[c] / (double)0.031f, 0, &m, &s);
     EXPECT(pm[c] == m && ps[c] == s, "requant_params[%d] = %d %d, want %d %d\n", c, pm[c], ps[c], m, s);
   }
-  EXPECT(fx_qs8_requant_params(3, 1.0f, sw, 0, 1e-9f, 0, pm, ps) == 0 && pm[2] == pm[0], "per-tensor\n");
+  EXPECT(fx_qs8_requant_params(3, 1.0f, sw, FX_QS8_SCALES_PER_TENSOR, 1e-9f, 0, pm, ps) == 0 && pm[2] == pm[0],
+         "per-tensor\n");
+  /* the legacy multiplier: s_in * s_w rounded to float first (stock's uint8 layers give these
+   * exact pairs; the double product would be 2081595436) */
+  const float lw = 0.003332639f;
+  EXPECT(fx_qs8_requant_params(1, 0.036698252f, &lw, FX_QS8_SCALES_LEGACY, 8.268888f, 0, pm, ps) == 0 &&
+             pm[0] == 2081595313 && ps[0] == -16,
+         "legacy requant_params = %d %d\n", pm[0], ps[0]);
   const float huge = 1e10f;
-  EXPECT(fx_qs8_requant_params(1, 1.0f, &huge, 0, 1.0f, 0, pm, ps) == -1, "M >= 2^30 must be refused\n");
+  EXPECT(fx_qs8_requant_params(1, 1.0f, &huge, FX_QS8_SCALES_PER_TENSOR, 1.0f, 0, pm, ps) == -1,
+         "M >= 2^30 must be refused\n");
   printf("quantize_multiplier edges: %s\n", fails ? "FAIL" : "pass");
 }
 

@@ -75,15 +75,25 @@ static int out_channels(const fx_graph *g, const fx_node *n) {
   return n->kind == FX_OP_QDEPTHWISE ? w->d[3] : w->d[0];
 }
 
+/* Which multipliers stock's kernel runs (requant.h's FX_QS8_SCALES_*): the one legacy
+ * multiplier of GetQuantizedConvolutionMultipler for int8 FULLY_CONNECTED with per-tensor
+ * weights, else the per-channel arrays. */
+static int scales_mode(const fx_graph *g, const fx_node *n) {
+  const fx_quant *qw = &T(g, n->in[1])->quant;
+  if (n->kind == FX_OP_QFC && qw->n <= 1) return FX_QS8_SCALES_LEGACY;
+  return qw->n > 1 ? FX_QS8_SCALES_PER_CHANNEL : FX_QS8_SCALES_PER_TENSOR;
+}
+
 /* The per-channel multipliers and shifts (2 * cout int32, malloc'd), or NULL with *why. */
 static int32_t *requant_of(const fx_graph *g, const fx_node *n, const char **why) {
   const int cout = out_channels(g, n);
   const fx_quant *qx = &T(g, n->in[0])->quant, *qw = &T(g, n->in[1])->quant, *qy = &T(g, n->out[0])->quant;
   int32_t *ms = malloc(sizeof(int32_t) * 2 * (size_t)(cout > 0 ? cout : 1));
   if (!ms) { *why = "out of memory"; return NULL; }
-  const float one = qw->scale;
-  if (fx_qs8_requant_params(cout, qx->scale, qw->n > 1 ? qw->scales : &one, qw->n > 1, qy->scale,
-                            n->qout.rounding == FLEX_RQ_SINGLE, ms, ms + cout)) {
+  const int mode = scales_mode(g, n);
+  const float one = qw->scale; /* the tensor's legacy scale: what the per-tensor forms read */
+  if (fx_qs8_requant_params(cout, qx->scale, mode == FX_QS8_SCALES_PER_CHANNEL ? qw->scales : &one, mode,
+                            qy->scale, n->qout.rounding == FLEX_RQ_SINGLE, ms, ms + cout)) {
     *why = "a requantization multiplier of 2^30 or more (left to the stock kernel)";
     free(ms);
     return NULL;

@@ -27,11 +27,20 @@ void fx_quantize_multiplier(double real, int single_rounding, int32_t *multiplie
   *shift = e;
 }
 
-int fx_qs8_requant_params(int n, float s_in, const float *s_w, int per_channel, float s_out,
+/* Channel c's real multiplier under `mode` (requant.h). */
+static double real_multiplier(float s_in, const float *s_w, int mode, float s_out, int c) {
+  if (mode == FX_QS8_SCALES_LEGACY) {
+    const float product = s_in * s_w[0]; /* a float: C++'s float * float, stored */
+    return (double)product / (double)s_out;
+  }
+  return (double)s_in * (double)s_w[mode == FX_QS8_SCALES_PER_CHANNEL ? c : 0] / (double)s_out;
+}
+
+int fx_qs8_requant_params(int n, float s_in, const float *s_w, int mode, float s_out,
                           int single_rounding, int32_t *m, int32_t *shift) {
   int rc = 0;
   for (int c = 0; c < n; c++) {
-    const double real = (double)s_in * (double)s_w[per_channel ? c : 0] / (double)s_out;
+    const double real = real_multiplier(s_in, s_w, mode, s_out, c);
     fx_quantize_multiplier(real, single_rounding, &m[c], &shift[c]);
     if (shift[c] > 30) rc = -1;
   }

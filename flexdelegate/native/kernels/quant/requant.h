@@ -45,11 +45,19 @@ typedef struct fx_qs8_out {
  * single_rounding shifts above 30 saturate to (2^31 - 1, 30). */
 void fx_quantize_multiplier(double real, int single_rounding, int32_t *multiplier, int32_t *shift);
 
-/* Per-channel requant parameters from TFLite's float32 scales, as its kernels compute them:
- * M[c] = (double)s_in * (double)s_w[per_channel ? c : 0] / (double)s_out, then
- * fx_quantize_multiplier. Returns -1 if a multiplier needs a shift above 30 (M >= 2^30; the
- * kernels do not take it: leave such a layer to the stock kernel), else 0. */
-int fx_qs8_requant_params(int n, float s_in, const float *s_w, int per_channel, float s_out,
+/* How stock derives a layer's real multipliers M from its float32 scales (NOTES.md):
+ * PER_TENSOR / PER_CHANNEL, PopulateConvolutionQuantizationParams' per-channel arrays (int8
+ * CONV_2D, DEPTHWISE_CONV_2D, per-channel FULLY_CONNECTED): M = (double)s_in * (double)s_w /
+ * (double)s_out, one weight scale broadcast or one per channel; LEGACY, the one multiplier of
+ * GetQuantizedConvolutionMultipler (every uint8 layer, int8 FULLY_CONNECTED with per-tensor
+ * weights): the product s_in * s_w rounded to float first, then / (double)s_out. */
+enum { FX_QS8_SCALES_PER_TENSOR = 0, FX_QS8_SCALES_PER_CHANNEL = 1, FX_QS8_SCALES_LEGACY = 2 };
+
+/* Per-channel requant parameters from TFLite's float32 scales, as its kernels compute them: M[c]
+ * by `mode` (FX_QS8_SCALES_*), then fx_quantize_multiplier. Returns -1 if a multiplier needs a
+ * shift above 30 (M >= 2^30; the kernels do not take it: leave such a layer to the stock
+ * kernel), else 0. */
+int fx_qs8_requant_params(int n, float s_in, const float *s_w, int mode, float s_out,
                           int single_rounding, int32_t *m, int32_t *shift);
 
 /* CalculateActivationRangeQuantized for act in NONE/RELU/RELU_N1_TO_1/RELU6 (0..3, the TFLite
