@@ -1,5 +1,7 @@
 """Models whose weights dwarf their activations, so budgets force slicing and streaming, and
 what every budget test asks of them."""
+import contextlib
+
 import numpy as np
 
 from flexdelegate import BudgetError, load_flex
@@ -68,27 +70,33 @@ def winograd_model(seed=0, size=40, cin=16, cout=192) -> bytes:
     return b.build()
 
 
-def _q8_layers(seed):
+def _q8_layers(seed, dtype=np.int8):
     """A QModel and its layer(op, x, (scale, zp) of x, weight shape, channel axis, output shape,
     per_channel, **options) -> (y, (scale, zp) of y): random int8 weights and int32 bias, output
     scales that keep the accumulators' spread at a few dozen steps, so outputs span the int8
-    range rather than saturate (a wrong channel shows)."""
+    range rather than saturate (a wrong channel shows). dtype uint8: uint8 weights around a random
+    zero point (per tensor, as uint8 layers must be) and uint8 activations around 128."""
     from qopcheck import Q, QModel  # tests/ is on the path wherever budgetcheck is imported
 
     rng = np.random.default_rng(seed)
     m = QModel()
+    u8 = dtype == np.uint8
 
     def layer(op, x, xq, wshape, axis, out_shape, per_channel=True, **opts):
         cout, k = wshape[axis], int(np.prod(wshape)) // wshape[axis]
-        scales = 0.01 * rng.uniform(0.5, 1.5, cout if per_channel else 1)
+        scales = 0.01 * rng.uniform(0.5, 1.5, 1 if u8 or not per_channel else cout)
         zeros = (0,) * len(scales)
-        w = m.const(rng.integers(-127, 128, wshape).astype(np.int8),
-                    Q(np.int8, tuple(float(s) for s in scales), zeros, axis))
+        if u8:
+            zw = int(rng.integers(0, 256))
+            w = m.const(np.clip(rng.integers(-127, 128, wshape) + zw, 0, 255), Q(np.uint8, float(scales[0]), zw))
+        else:
+            w = m.const(rng.integers(-127, 128, wshape).astype(np.int8),
+                        Q(np.int8, tuple(float(s) for s in scales), zeros, axis))
         b = m.const(rng.integers(-2000, 2000, cout).astype(np.int32),
                     Q(np.int32, tuple(float(xq[0] * s) for s in scales), zeros, 0))
         # |x - zp| ~ 50 and |w| ~ 73 rms: an accumulator spread of ~40 output steps
-        yq = (float(xq[0] * 0.01 * 50 * 73 * np.sqrt(k) / 40), int(rng.integers(-20, 20)))
-        y = m.tensor(out_shape, Q(np.int8, *yq))
+        yq = (float(xq[0] * 0.01 * 50 * 73 * np.sqrt(k) / 40), int(rng.integers(-20, 20)) + (128 if u8 else 0))
+        y = m.tensor(out_shape, Q(dtype, *yq))
         m.op(op, [x, w, b], [y], **opts)
         return y, yq
 
@@ -124,16 +132,16 @@ def q8_heavy_model(seed=0, fc=1024, size=16, c=32) -> bytes:
     return m.build(*outs[1:])  # the second FC's too: its channels are the ones sliced most
 
 
-def q8_conv_model(seed=0, size=8, c=256) -> bytes:
+def q8_conv_model(seed=0, size=8, c=256, dtype=np.int8) -> bytes:
     """int8 convolutions whose weights dwarf their activations, one per driver path: CONV 3x3 on
     3 channels (im2col rows) -> CONV 3x3 c (IGEMM) -> CONV 3x3 stride 2 -> CONV 1x1 (pointwise
     GEMM) -> DEPTHWISE 3x3 -> RESHAPE to (pixels, c) -> FC(c) over those rows. Both the last CONV's
-    and the FC's outputs are model outputs."""
+    and the FC's outputs are model outputs. dtype uint8: the same on uint8 (_q8_layers)."""
     from qopcheck import Q
 
-    m, layer = _q8_layers(seed)
-    xq = (0.05, 1)
-    x = m.input((1, size, size, 3), Q(np.int8, *xq))
+    m, layer = _q8_layers(seed, dtype)
+    xq = (0.05, 1 if dtype == np.int8 else 129)
+    x = m.input((1, size, size, 3), Q(dtype, *xq))
     h, hq = layer("CONV_2D", x, xq, (c // 4, 3, 3, 3), 0, (1, size, size, c // 4), padding="SAME", stride_w=1,
                   stride_h=1, fused_activation_function="RELU6")
     h, hq = layer("CONV_2D", h, hq, (c, 3, 3, c // 4), 0, (1, size, size, c), padding="SAME", stride_w=1, stride_h=1,
@@ -143,7 +151,7 @@ def q8_conv_model(seed=0, size=8, c=256) -> bytes:
     conv, hq = layer("CONV_2D", h, hq, (c, 1, 1, c), 0, (1, half, half, c), padding="VALID", stride_w=1, stride_h=1)
     h, hq = layer("DEPTHWISE_CONV_2D", conv, hq, (1, 3, 3, c), 3, (1, half, half, c), padding="SAME", stride_w=1,
                   stride_h=1, depth_multiplier=1)
-    rows = m.tensor((half * half, c), Q(np.int8, *hq))
+    rows = m.tensor((half * half, c), Q(dtype, *hq))
     m.op("RESHAPE", [h, m.const(np.array([half * half, c], np.int32))], [rows], new_shape=[half * half, c])
     fc, _ = layer("FULLY_CONNECTED", rows, hq, (c, c), 0, (half * half, c), per_channel=False)
     return m.build(conv, fc)
@@ -194,3 +202,24 @@ def change_cache_file(cache, change: str) -> None:
         with open(cache, "r+b") as f:
             f.seek(4096)
             f.write(b"\x55" * (size - 8192))
+
+
+@contextlib.contextmanager
+def scratch_shrunk(monkeypatch, pick):
+    """While inside, the planner hands the runtime plans whose first step `pick(step)` accepts
+    (a flex_step_plan tuple, bridge._steps) has 64 bytes less scratch, still aligned: what the C
+    loader must refuse."""
+    from flexdelegate.planner import bridge
+    steps = bridge._steps
+
+    def shrunk(p):
+        out = steps(p)
+        i = next(i for i, s in enumerate(out) if pick(s))
+        out[i] = out[i][:11] + (out[i][11] - 64,) + out[i][12:]  # s_bytes
+        return out
+    monkeypatch.setattr(bridge, "_steps", shrunk)
+    bridge._memo.clear()
+    try:
+        yield
+    finally:
+        bridge._memo.clear()

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from budgetcheck import min_budget, stock_reference, winograd_model
+from budgetcheck import min_budget, scratch_shrunk, stock_reference, winograd_model
 from flexdelegate import load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error
 
@@ -153,18 +153,6 @@ def test_the_runtime_refuses_a_winograd_step_with_too_small_a_scratch(tmp_path, 
     cache = tmp_path / "rt.fxc"
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     make_interpreter(model, delegate=load_flex(cache_path=str(cache), num_threads=1))
-    steps = bridge._steps
     rt = bridge.KERNELS["winograd-rt"]
-
-    def shrunk(p):
-        out = steps(p)
-        i = next(i for i, s in enumerate(out) if s[2] == rt)
-        out[i] = out[i][:11] + (out[i][11] - 64,) + out[i][12:]  # s_bytes, still aligned
-        return out
-    monkeypatch.setattr(bridge, "_steps", shrunk)
-    bridge._memo.clear()
-    try:
-        with pytest.raises(ValueError, match="scratch slot too small"):
-            make_interpreter(model, delegate=load_flex(budget=5, cache_path=str(cache), num_threads=1))
-    finally:
-        bridge._memo.clear()
+    with scratch_shrunk(monkeypatch, lambda s: s[2] == rt), pytest.raises(ValueError, match="scratch slot too small"):
+        make_interpreter(model, delegate=load_flex(budget=5, cache_path=str(cache), num_threads=1))

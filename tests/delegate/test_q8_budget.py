@@ -1,6 +1,6 @@
-"""int8 conv / depthwise / FC layers under a memory budget: their packed panels sliced by output
-channels (requantization parameters inside each panel) and streamed from the cache file like
-the FP32 ones, bit-identical to the stock interpreter at every feasible budget down to the
+"""int8 (and uint8) conv / depthwise / FC layers under a memory budget: their packed panels sliced
+by output channels (requantization parameters inside each panel) and streamed from the cache file
+like the FP32 ones, bit-identical to the stock interpreter at every feasible budget down to the
 minimum, cold and warm, and a measured peak within the budget."""
 import json
 import os
@@ -19,9 +19,11 @@ from sanitizers import ASAN
 
 MB = 2**20
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # budgetcheck.py
-MODELS = {"fc": q8_heavy_model, "conv": q8_conv_model}
+# "conv-u8": the conv model on uint8 (each step flips the layer's input into its scratch slot)
+MODELS = {"fc": q8_heavy_model, "conv": q8_conv_model, "conv-u8": lambda: q8_conv_model(dtype=np.uint8)}
 # The layers whose weights dominate each model: what the smallest budget must slice.
-SLICED = {"fc": {"fully_connected_q8"}, "conv": {"conv2d_q8", "fully_connected_q8"}}
+SLICED = {"fc": {"fully_connected_q8"}, "conv": {"conv2d_q8", "fully_connected_q8"},
+          "conv-u8": {"conv2d_q8", "fully_connected_q8"}}
 
 
 @pytest.fixture(scope="module", params=sorted(MODELS))

@@ -172,11 +172,13 @@ int fx_fuse_node(fx_graph *g, fx_node *n);
  * Called once at init, before weights are packed. Returns -1 when out of memory. */
 int fx_choose_winograd(fx_graph *g, int mode);
 
-/* An int8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D node (QCONV, QFC, QDEPTHWISE): whether
- * its parameters give requantization the kernels take (NULL, or why not), and its packing at
- * init (qlayer.c: the packed panels are content-addressed blobs of the weight store, so a warm load
- * maps them from the cache file; NULL or why it failed). */
+/* An int8 / uint8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D node (QCONV, QFC, QDEPTHWISE):
+ * whether its parameters give requantization the kernels take (NULL, or why not), and its
+ * packing at init (qlayer.c: the packed panels are content-addressed blobs of the weight store,
+ * so a warm load maps them from the cache file; NULL or why it failed). */
 const char *fx_qlayer_check(const fx_graph *g, const fx_node *n);
+/* Its scratch (n->scratch): a uint8 layer's input flipped to int8 for the kernels, else 0. */
+size_t fx_qlayer_scratch_bytes(const fx_graph *g, const fx_node *n);
 const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store);
 void fx_qlayer_free(struct fx_qlayer *q);
 size_t fx_qlayer_bytes(const struct fx_qlayer *q);

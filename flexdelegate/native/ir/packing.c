@@ -96,6 +96,8 @@ size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads) {
     fx_node_tconv_geom(g, n, &geo);
     return fx_tconv_packed_floats(&geo, NULL) * sizeof(float);
   }
+  if (n->kind == FX_OP_QCONV || n->kind == FX_OP_QFC || n->kind == FX_OP_QDEPTHWISE)
+    return fx_qlayer_scratch_bytes(g, n);
   if (n->kind == FX_OP_BATCH_MATMUL) /* B packed per run, A's rows transposed with adj_x */
     return fx_node_bmm_plan(g, n, &bmm) ? 0 : fx_bmm_scratch_floats(&bmm, NULL, threads, 0) * sizeof(float);
   if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) return 0;

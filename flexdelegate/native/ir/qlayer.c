@@ -1,10 +1,15 @@
-/* int8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D: requantization parameters as stock TFLite
- * computes them (kernels/quant/requant.h), the weights packed once at init into the QS8 kernels'
- * panels (kernels/quant/pack.h), and the runs over the whole-layer drivers, split across the
- * pool by output pixels and, for layers with few of them, GEMM panels too (run_grid), or
- * depthwise rows. A budget plan (plan/budget.c) runs a GEMM layer a panel range at a time from
- * its streamed slice (fx_qlayer_run_part). The tflite reader (read_qconv) has checked dtypes,
- * zero points, the channel axis and the rounding. */
+/* int8 / uint8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D: requantization parameters as stock
+ * TFLite computes them (kernels/quant/requant.h), the weights packed once at init into the QS8
+ * kernels' panels (kernels/quant/pack.h), and the runs over the whole-layer drivers, split
+ * across the pool by output pixels and, for layers with few of them, GEMM panels too
+ * (run_grid), or depthwise rows. A budget plan (plan/budget.c) runs a GEMM layer a panel range
+ * at a time from its streamed slice (fx_qlayer_run_part). The tflite reader (read_qconv) has
+ * checked dtypes, zero points, the channel axis and the rounding.
+ *
+ * uint8 layers (QU8) run on the same int8 kernels in the int8 domain (quant/pack.h): the
+ * input flipped (x ^ 0x80) into the node's scratch before a run, the weight zero point packed
+ * into the bias and a per-row correction, output zero point and clamps moved by -128, and each
+ * output region flipped back to uint8 as soon as the kernels wrote it. */
 #include <stdlib.h>
 #include <string.h>
 #include "conv/conv.h"
@@ -23,9 +28,11 @@ typedef struct {
   int dw;                /* depthwise panels, else GEMM panels */
   fx_qs8_gemm_geom geom; /* GEMM */
   int cout, taps, ct;    /* depthwise */
-  const int8_t *w;
+  const void *w;         /* int8, or uint8 (u8) */
   const int32_t *bias;
   int32_t zx;
+  int u8;                /* uint8 input, weights and output */
+  int32_t zw;            /* uint8 weights' zero point */
   const int32_t *ms;     /* cout multipliers then cout shifts (owned by the layer) */
   size_t wbytes;         /* the int8 weights read (dropped from RSS once packed) */
 } qpack_args;
@@ -37,7 +44,9 @@ struct fx_qlayer {
   qpack_args args;
   int32_t *ms;
   fx_wref *ref;     /* the packed weights, in the cache file or in memory */
-  int8_t *zero_row; /* cin bytes of the input zero point: the padding taps */
+  int8_t *zero_row; /* cin bytes of the input zero point (int8 domain): the padding taps */
+  fx_qs8_out out;   /* the output stage the kernels run: the node's, in the int8 domain */
+  int32_t row_factor; /* uint8 GEMM layers: fx_qu8_row_factor of the weight zero point */
 };
 
 /* GEMM panels [lo, hi) of NR output channels: the blob is panel-major and a panel depends only
@@ -48,13 +57,17 @@ struct fx_qlayer {
 static int pack_qweights(void *ctx, const void *src, void *dst, size_t lo, size_t hi) {
   const qpack_args *a = ctx;
   const int32_t *m = a->ms, *shift = a->ms + a->cout;
-  if (a->dw) return fx_qs8_pack_dw(a->cout, a->taps, a->ct, a->w, a->bias, a->zx, m, shift, dst);
+  if (a->dw)
+    return a->u8 ? fx_qu8_pack_dw(a->cout, a->taps, a->ct, a->w, a->zw, a->bias, a->zx, m, shift, dst)
+                 : fx_qs8_pack_dw(a->cout, a->taps, a->ct, a->w, a->bias, a->zx, m, shift, dst);
   const int c0 = (int)lo * a->geom.nr, c1 = (int)hi * a->geom.nr < a->cout ? (int)hi * a->geom.nr : a->cout;
   fx_qs8_gemm_geom part = a->geom;
   part.n = c1 - c0;
   const size_t k = (size_t)a->geom.ks * (size_t)a->geom.kc;
-  const int8_t *w = src ? (const int8_t *)src : a->w + (size_t)c0 * k;
-  return fx_qs8_pack_gemm(&part, w, a->bias ? a->bias + c0 : NULL, a->zx, m + c0, shift + c0, dst);
+  const uint8_t *w = src ? (const uint8_t *)src : (const uint8_t *)a->w + (size_t)c0 * k; /* one byte a weight */
+  const int32_t *bias = a->bias ? a->bias + c0 : NULL;
+  return a->u8 ? fx_qu8_pack_gemm(&part, w, a->zw, bias, a->zx, m + c0, shift + c0, dst)
+               : fx_qs8_pack_gemm(&part, (const int8_t *)w, bias, a->zx, m + c0, shift + c0, dst);
 }
 
 static fx_pack_desc qpack_desc(const qpack_args *a) {
@@ -75,30 +88,55 @@ static int out_channels(const fx_graph *g, const fx_node *n) {
   return n->kind == FX_OP_QDEPTHWISE ? w->d[3] : w->d[0];
 }
 
+static int is_u8(const fx_graph *g, const fx_node *n) { return T(g, n->in[0])->dtype == FX_U8; }
+
 /* Which multipliers stock's kernel runs (requant.h's FX_QS8_SCALES_*): the one legacy
- * multiplier of GetQuantizedConvolutionMultipler for int8 FULLY_CONNECTED with per-tensor
- * weights, else the per-channel arrays. */
+ * multiplier of GetQuantizedConvolutionMultipler for uint8 layers and for int8
+ * FULLY_CONNECTED with per-tensor weights, else the per-channel arrays. */
 static int scales_mode(const fx_graph *g, const fx_node *n) {
   const fx_quant *qw = &T(g, n->in[1])->quant;
-  if (n->kind == FX_OP_QFC && qw->n <= 1) return FX_QS8_SCALES_LEGACY;
+  if (is_u8(g, n) || (n->kind == FX_OP_QFC && qw->n <= 1)) return FX_QS8_SCALES_LEGACY;
   return qw->n > 1 ? FX_QS8_SCALES_PER_CHANNEL : FX_QS8_SCALES_PER_TENSOR;
+}
+
+/* A uint8 layer runs with output zero point zy - 128 where stock adds zy, both in wrapping int32:
+ * they clamp alike unless the requantized value comes within 2^8 of an int32 limit, which takes
+ * no right shift (shift >= 0) and, as |value| <= m under double rounding, a multiplier within
+ * 2^8 of 2^31 (any multiplier under single rounding, whose int64 result is truncated). */
+static int u8_zero_point_may_wrap(int cout, const int32_t *m, const int32_t *shift, int single) {
+  for (int c = 0; c < cout; c++)
+    if (shift[c] >= 0 && (single || m[c] > INT32_MAX - 255)) return 1;
+  return 0;
 }
 
 /* The per-channel multipliers and shifts (2 * cout int32, malloc'd), or NULL with *why. */
 static int32_t *requant_of(const fx_graph *g, const fx_node *n, const char **why) {
-  const int cout = out_channels(g, n);
+  const int cout = out_channels(g, n), single = n->qout.rounding == FLEX_RQ_SINGLE;
   const fx_quant *qx = &T(g, n->in[0])->quant, *qw = &T(g, n->in[1])->quant, *qy = &T(g, n->out[0])->quant;
   int32_t *ms = malloc(sizeof(int32_t) * 2 * (size_t)(cout > 0 ? cout : 1));
   if (!ms) { *why = "out of memory"; return NULL; }
   const int mode = scales_mode(g, n);
   const float one = qw->scale; /* the tensor's legacy scale: what the per-tensor forms read */
   if (fx_qs8_requant_params(cout, qx->scale, mode == FX_QS8_SCALES_PER_CHANNEL ? qw->scales : &one, mode,
-                            qy->scale, n->qout.rounding == FLEX_RQ_SINGLE, ms, ms + cout)) {
+                            qy->scale, single, ms, ms + cout)) {
     *why = "a requantization multiplier of 2^30 or more (left to the stock kernel)";
     free(ms);
     return NULL;
   }
+  if (is_u8(g, n) && u8_zero_point_may_wrap(cout, ms, ms + cout, single)) {
+    *why = "uint8 requantized values may reach the int32 limits, where stock's zero point wraps (a "
+           "multiplier just below a power of two >= 1): left to the stock kernel";
+    free(ms);
+    return NULL;
+  }
   return ms;
+}
+
+/* The node's output stage as the kernels run it: uint8 in the int8 domain (x - 128). */
+static fx_qs8_out kernel_out(const fx_graph *g, const fx_node *n) {
+  fx_qs8_out o = n->qout;
+  if (is_u8(g, n)) o.zp -= 128, o.lo -= 128, o.hi -= 128;
+  return o;
 }
 
 const char *fx_qlayer_check(const fx_graph *g, const fx_node *n) {
@@ -134,10 +172,12 @@ const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
     return "out of memory";
   }
   q->ms = ms;
+  q->out = kernel_out(g, n);
   qpack_args *a = &q->args;
   *a = (qpack_args){.w = w->cdata, .bias = b ? b->cdata : NULL, .zx = T(g, n->in[0])->quant.zero_point,
-                    .ms = ms, .cout = cout};
-  if (q->zero_row) memset(q->zero_row, (int8_t)a->zx, (size_t)cin);
+                    .ms = ms, .cout = cout, .u8 = is_u8(g, n), .zw = w->quant.zero_point};
+  if (a->u8) q->row_factor = fx_qu8_row_factor(a->zw);
+  if (q->zero_row) memset(q->zero_row, (int8_t)(a->u8 ? a->zx - 128 : a->zx), (size_t)cin);
   uint32_t algo;
   size_t bytes;
   if (n->kind == FX_OP_QDEPTHWISE) {
@@ -172,6 +212,10 @@ const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
     fx_store_hash(store, &h, a->w, wbytes);
     if (a->bias) fx_store_hash(store, &h, a->bias, sizeof(int32_t) * (size_t)cout);
     fx_hasher_update(&h, ms, sizeof(int32_t) * 2 * (size_t)cout);
+    if (a->u8) { /* (int8 layers' keys stay what they were: their cached blobs still serve) */
+      const int32_t qu8[2] = {1, a->zw};
+      fx_hasher_update(&h, qu8, sizeof qu8);
+    }
     fx_hasher_final(&h, key);
   }
   a->wbytes = wbytes;
@@ -234,11 +278,29 @@ typedef struct {
   size_t m, k, cout, p0, p1, panel_bytes;
   int mult;
   int a_direct; /* x is the GEMM's A (FULLY_CONNECTED, a pointwise conv): no gather */
+  int u8;               /* uint8: each region a task wrote is flipped back (x ^ 0x80) */
   const fx_node *swish; /* a fused swish's MUL (fuse.c): its table on each region a task wrote */
   size_t total;          /* elements of the output */
   const fx_qs8_out *o;
   int failed;
 } qrun;
+
+/* Elements [e0, e1) of the output, just written by the kernels (in L1): back to uint8 for a
+ * uint8 layer, then through a fused swish's table (which reads the layer's own type). */
+static void finish_span(const qrun *r, size_t e0, size_t e1) {
+  if (r->u8) fx_qu8_flip((const uint8_t *)r->y + e0, r->y + e0, e1 - e0);
+  if (r->swish) fx_qop_table_range(r->swish, r->y, r->total, e0, e1);
+}
+
+/* Channels [c0, c1) of output rows [m0, m1) (pixels; FULLY_CONNECTED rows): whole rows in one span. */
+static void finish_region(const qrun *r, size_t m0, size_t m1, size_t c0, size_t c1) {
+  if (!r->u8 && !r->swish) return;
+  if (c0 == 0 && c1 == r->cout) {
+    finish_span(r, m0 * r->cout, m1 * r->cout);
+    return;
+  }
+  for (size_t m = m0; m < m1; m++) finish_span(r, m * r->cout + c0, m * r->cout + c1);
+}
 
 /* A GEMM layer's work as a grid of tasks: row chunks (output pixels; FULLY_CONNECTED rows) x
  * panel chunks. Rows alone when there are enough chunks to balance the threads; a layer with
@@ -257,19 +319,15 @@ static void grid_task(void *ctx, int tid, size_t t) {
   const size_t m0 = rc * gd->rows, m1 = m0 + gd->rows < r->m ? m0 + gd->rows : r->m;
   const size_t b = pc * gd->panel_chunk, e = b + gd->panel_chunk < gd->panels ? b + gd->panel_chunk : gd->panels;
   const uint8_t *w = r->w + b * r->panel_bytes;
+  const int32_t row_factor = r->q->row_factor;
   if (r->a_direct)
     fx_qs8_gemm_run(r->q->gemm, m1 - m0, r->cout, r->k, r->x + m0 * r->k, r->k, w, r->y + m0 * r->cout, r->cout,
-                    0, r->o, r->p0 + b, r->p0 + e);
-  else if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->q->form, r->x, r->q->zero_row, w, r->y, 0, r->o, m0, m1,
-                           r->p0 + b, r->p0 + e))
+                    row_factor, r->o, r->p0 + b, r->p0 + e);
+  else if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->q->form, r->x, r->q->zero_row, w, r->y, row_factor, r->o, m0,
+                           m1, r->p0 + b, r->p0 + e))
     r->failed = 1;
-  if (r->swish) { /* channels [c0, c1) of rows [m0, m1), just written; whole rows in one run */
-    const size_t nr = (size_t)r->q->gemm->nr, c0 = (r->p0 + b) * nr, end = (r->p0 + e) * nr;
-    const size_t c1 = end < r->cout ? end : r->cout;
-    if (c0 == 0 && c1 == r->cout) fx_qop_table_range(r->swish, r->y, r->total, m0 * r->cout, m1 * r->cout);
-    else
-      for (size_t m = m0; m < m1; m++) fx_qop_table_range(r->swish, r->y, r->total, m * r->cout + c0, m * r->cout + c1);
-  }
+  const size_t nr = (size_t)r->q->gemm->nr, c0 = (r->p0 + b) * nr, end = (r->p0 + e) * nr;
+  finish_region(r, m0, m1, c0, end < r->cout ? end : r->cout);
 }
 
 /* `want` tasks: equal row chunks of whole MR tiles, of at least about `grain` rows; where that
@@ -298,28 +356,58 @@ static void dw_rows(void *ctx, size_t begin, size_t end) {
   qrun *r = ctx;
   if (fx_qs8_dwconv_run(r->q->dw, &r->cg, r->mult, r->x, r->q->zero_row, r->w, r->y, r->o, begin, end))
     r->failed = 1;
-  if (r->swish) {
-    const size_t row = (size_t)r->cg.ow * (size_t)r->cg.cout;
-    fx_qop_table_range(r->swish, r->y, r->total, begin * row, end * row);
-  }
+  const size_t ow = (size_t)r->cg.ow;
+  finish_region(r, begin * ow, end * ow, 0, r->cout);
 }
 
-/* A fused swish (fuse.c), its MUL node. */
-static void with_swish(fx_graph *g, const fx_node *n, qrun *r) {
+/* What every run shares: the output stage and what follows the kernels (a fused swish: fuse.c,
+ * its MUL node). */
+static void finish_setup(fx_graph *g, const fx_node *n, qrun *r) {
+  r->o = &n->qlayer->out;
+  r->u8 = n->qlayer->args.u8;
   r->swish = n->post_table ? &g->nodes[n->post_table - 1] : NULL;
   r->total = fx_shape_numel(&T(g, n->out[0])->shape);
 }
 
+size_t fx_qlayer_scratch_bytes(const fx_graph *g, const fx_node *n) {
+  const fx_tensor *x = T(g, n->in[0]);
+  return x->dtype == FX_U8 ? fx_shape_numel(&x->shape) : 0;
+}
+
+typedef struct {
+  const uint8_t *x;
+  int8_t *y;
+} flip_job;
+
+static void flip_range(void *ctx, size_t begin, size_t end) {
+  const flip_job *j = ctx;
+  fx_qu8_flip(j->x + begin, j->y + begin, end - begin);
+}
+
+/* The input the kernels read into *x: a uint8 layer's flipped into the node's scratch (its slot
+ * in a budget step), in 64 KB pieces across the pool. -1 if that scratch is missing. */
+static int kernel_input(fx_graph *g, const fx_node *n, fx_pool *pool, const int8_t **x) {
+  const size_t bytes = fx_qlayer_scratch_bytes(g, n);
+  *x = T(g, n->in[0])->ptr;
+  if (!bytes) return 0;
+  flip_job j = {T(g, n->in[0])->ptr, n->scratch >= 0 ? g->tensors[n->scratch].ptr : NULL};
+  if (!j.y) return -1;
+  fx_parallel_for(pool, bytes, (size_t)1 << 16, flip_range, &j);
+  *x = j.y;
+  return 0;
+}
+
 static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels, int p0, int p1) {
   const fx_tensor *x = T(g, n->in[0]), *w = T(g, n->in[1]), *y = T(g, n->out[0]);
-  qrun r = {.q = n->qlayer, .x = x->ptr, .y = y->ptr, .o = &n->qout, .w = panels, .p0 = (size_t)p0, .p1 = (size_t)p1,
+  qrun r = {.q = n->qlayer, .y = y->ptr, .w = panels, .p0 = (size_t)p0, .p1 = (size_t)p1,
             .panel_bytes = fx_qs8_gemm_panel_bytes(&n->qlayer->args.geom)};
+  if (kernel_input(g, n, pool, &r.x)) return -1;
+  finish_setup(g, n, &r);
   r.cout = (size_t)w->shape.d[0];
   if (n->kind == FX_OP_QFC) {
     r.k = fx_shape_numel(&w->shape) / r.cout;
     r.m = fx_shape_numel(&x->shape) / r.k;
     r.a_direct = 1;
-    with_swish(g, n, &r);
     run_grid(pool, &r, (size_t)r.q->gemm->mr);
     return r.failed ? -1 : 0;
   }
@@ -327,16 +415,16 @@ static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels,
   r.m = (size_t)r.cg.batch * r.cg.oh * r.cg.ow;
   r.k = (size_t)r.cg.cin;
   r.a_direct = r.q->form == FX_QS8_CONV_GEMM;
-  with_swish(g, n, &r);
   run_grid(pool, &r, (size_t)r.q->gemm->mr * (r.a_direct ? 8 : 4));
   return r.failed ? -1 : 0;
 }
 
 static int run_qdepthwise(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels) {
-  qrun r = {.q = n->qlayer, .x = T(g, n->in[0])->ptr, .y = T(g, n->out[0])->ptr, .o = &n->qout, .w = panels,
-            .mult = n->p.conv.mult};
+  qrun r = {.q = n->qlayer, .y = T(g, n->out[0])->ptr, .w = panels, .mult = n->p.conv.mult};
+  if (kernel_input(g, n, pool, &r.x)) return -1;
+  finish_setup(g, n, &r);
   r.cg = conv_geom(g, n);
-  with_swish(g, n, &r);
+  r.cout = (size_t)r.cg.cout;
   fx_parallel_for(pool, (size_t)r.cg.batch * r.cg.oh, 1, dw_rows, &r);
   return r.failed ? -1 : 0;
 }

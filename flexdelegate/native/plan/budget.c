@@ -55,16 +55,18 @@ static size_t raw_weight_bytes(const fx_graph *g, const fx_node *n) {
   return n->kind == FX_OP_DEPTHWISE ? fx_shape_numel(&g->tensors[n->in[1]].shape) * sizeof(float) : 0;
 }
 
-/* An int8 conv / FC / depthwise (ir/qlayer.c): its packed panels, in a slot, by output-channel
- * panels (their requantization parameters are inside each panel: quant/pack.h) as GEMM, or
- * whole as the node's own kernel (depthwise). No scratch in the arena: the drivers' indirection
- * buffers are a few KB on the stack. */
-static int qkernel_of(const fx_node *n, int threads, flex_kernel_desc *k) {
+/* An int8 / uint8 conv / FC / depthwise (ir/qlayer.c): its packed panels, in a slot, by
+ * output-channel panels (their requantization parameters are inside each panel: quant/pack.h)
+ * as GEMM, or whole as the node's own kernel (depthwise). Scratch: a uint8 layer's flipped
+ * input, whole at each step (every panel reads all of it); the drivers' indirection buffers are
+ * a few KB on the stack. */
+static int qkernel_of(const fx_graph *g, const fx_node *n, int threads, flex_kernel_desc *k) {
   fx_qlayer_layout l;
   fx_qlayer_get_layout(n->qlayer, &l);
   const uint64_t bytes = (uint64_t)l.panels * l.panel_bytes;
   k[0] = (flex_kernel_desc){.kernel = l.sliceable ? FLEX_KERNEL_GEMM : FLEX_KERNEL_NODE,
                             .slicing = l.sliceable ? FLEX_SLICE_WEIGHTS : FLEX_SLICE_NONE, .weight_bytes = bytes,
+                            .scratch_bytes = fx_qlayer_scratch_bytes(g, n),
                             .compute_us = fx_conv_qs8_cost_us(n->flops > 0 ? n->flops : 1, threads),
                             .load_us = (double)bytes / LOAD_BYTES_PER_US,
                             .out_channels = l.sliceable ? l.panels * l.nr : 0, .simd = l.sliceable ? l.nr : 1};
@@ -75,7 +77,7 @@ static int qkernel_of(const fx_node *n, int threads, flex_kernel_desc *k) {
  * form whose packing ran out of memory is not offered. Returns how many (>= 1 unless none). */
 static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_kernel_desc *k) {
   const double flops = n->flops > 0 ? n->flops : 1;
-  if (n->qlayer) return qkernel_of(n, threads, k);
+  if (n->qlayer) return qkernel_of(g, n, threads, k);
   if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) {
     const size_t raw = raw_weight_bytes(g, n);
     k[0] = (flex_kernel_desc){.kernel = FLEX_KERNEL_NODE, .slicing = FLEX_SLICE_NONE, .weight_bytes = raw,
@@ -214,8 +216,9 @@ static void step_panels(int nr, int panels, int slicing, int64_t start, int64_t 
   if (*pan1 > panels) *pan1 = panels;
 }
 
-/* An int8 layer's step: whole panels of its channels, in a slot that holds them. */
-static const char *check_qstep(const fx_node *n, const flex_step_plan *s) {
+/* An int8 / uint8 layer's step: whole panels of its channels, in a slot that holds them, and a
+ * scratch slot for all of a uint8 layer's flipped input. */
+static const char *check_qstep(const fx_graph *g, const fx_node *n, const flex_step_plan *s) {
   fx_qlayer_layout l;
   fx_qlayer_get_layout(n->qlayer, &l);
   int pan0 = 0, pan1 = l.panels;
@@ -225,6 +228,7 @@ static const char *check_qstep(const fx_node *n, const flex_step_plan *s) {
   } else if (s->slicing != FLEX_SLICE_NONE) {
     return "plan slices a layer its kernel cannot slice so";
   }
+  if (s->s_bytes < fx_qlayer_scratch_bytes(g, n)) return "scratch slot too small";
   return s->w_bytes < (uint64_t)(pan1 - pan0) * l.panel_bytes ? "weight slot too small" : NULL;
 }
 
@@ -242,7 +246,7 @@ static const char *check_step(const fx_graph *g, const flex_step_plan *s, const 
     if (offered[i].kernel == s->kernel) k = &offered[i];
   if (!k) return "plan names a kernel the layer does not offer";
   if (s->slicing != FLEX_SLICE_NONE && s->slicing != k->slicing) return "plan slices a layer its kernel cannot slice so";
-  if (n->qlayer) return check_qstep(n, s);
+  if (n->qlayer) return check_qstep(g, n, s);
   const fx_conv_pack *p = fx_node_pack(n, s->kernel);
   if (!p) return s->w_bytes < k->weight_bytes ? "weight slot too small" : NULL;
   fx_conv_geom geo;
@@ -374,8 +378,9 @@ static const char *take_offsets(fx_mem_plan *out, const fx_graph *g, const parti
   return NULL;
 }
 
-/* A scratch tensor for each node its own kernel runs with scratch (BATCH_MATMUL): outside the
- * plan's tensors, it points at the step's scratch slot while the step runs (budget_run). */
+/* A scratch tensor for each node its own kernel runs with scratch (BATCH_MATMUL, a uint8
+ * layer's flipped input): outside the plan's tensors, it points at the step's scratch slot
+ * while the step runs (budget_run, run_qlayer_step). */
 static const char *add_node_scratch(fx_graph *g, int threads) {
   for (int i = 0; i < g->n_nodes; i++) {
     fx_node *n = &g->nodes[i];
@@ -472,6 +477,7 @@ static int run_qlayer_step(const fx_step *s, fx_graph *g, fx_node *n, fx_pool *p
   fx_qlayer_get_layout(n->qlayer, &l);
   int pan0, pan1;
   step_panels(l.nr, l.panels, s->slicing, s->start, s->count, &pan0, &pan1);
+  if (n->scratch >= 0) g->tensors[n->scratch].ptr = s->s_bytes ? arena + s->s_off : NULL; /* uint8: flipped input */
   return fx_qlayer_run_part(g, n, pool, arena + s->w_off, pan0, pan1);
 }
 

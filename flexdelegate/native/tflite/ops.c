@@ -231,35 +231,50 @@ static const char *conv_tensors(fx_graph *g, fx_node *n) {
   return n->n_in > 2 ? need_const(g, n, 2, 1) : NULL;
 }
 
-/* int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (the node becomes QCONV / QDEPTHWISE /
- * QFC): int8 input, weights and output, int32 bias, per-tensor or per-channel weight scales
- * along the output channels with zero points 0 (what stock's int8 kernels accept), a fused
- * activation with a quantized range, and the stock rounding known for this op. uint8 layers
- * stay with the stock kernel for now. */
-static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
-  const fx_tensor *x = &g->tensors[n->in[0]], *w = &g->tensors[n->in[1]], *y = &g->tensors[n->out[0]];
-  const fx_tensor *b = n->n_in > 2 && n->in[2] >= 0 ? &g->tensors[n->in[2]] : NULL;
-  const char *e;
-  if (x->dtype != FX_I8) return "uint8 convolutions are left to the stock kernel";
-  if (w->dtype != FX_I8 || y->dtype != FX_I8) return "int8 input with weights or output of another type";
-  if (b && b->dtype != FX_I32) return "int8 layer with a bias that is not int32";
-  if ((e = need_const(g, n, 1, 0)) || (e = need_const(g, n, 2, 1))) return e;
-  if (!x->quant.n || !w->quant.n || !y->quant.n) return "int8 tensor without quantization";
-  if (x->quant.n > 1 || y->quant.n > 1) return "per-channel activations";
-  const int axis = qkind == FX_OP_QDEPTHWISE ? 3 : 0;
-  if (w->shape.rank < 2 || (qkind == FX_OP_QDEPTHWISE && w->shape.rank != 4)) return "unexpected weight rank";
+/* The weight quantization stock's integer kernels take: int8, per-tensor or per-channel scales
+ * along the output channels (axis) with zero points 0; uint8 (QU8), one scale, and every zero
+ * point inside uint8 (what the int8-domain kernels reproduce: ir/qlayer.c). */
+static const char *qweight_params(const fx_tensor *x, const fx_tensor *w, const fx_tensor *y, int axis) {
+  if (x->dtype == FX_U8) {
+    if (w->quant.n > 1) return "uint8 weights with per-channel scales (stock's uint8 kernels take one scale)";
+    const int32_t z[3] = {x->quant.zero_point, w->quant.zero_point, y->quant.zero_point};
+    for (int i = 0; i < 3; i++)
+      if (z[i] < 0 || z[i] > 255) return "uint8 zero point outside 0..255";
+    return NULL;
+  }
   if (w->quant.n > 1 && (w->quant.axis != axis || w->quant.n != w->shape.d[axis]))
     return "per-channel weight scales not along the output channels";
   for (int c = 0; c < w->quant.n; c++)
     if (w->quant.zero_points[c] != 0) return "int8 weights with a nonzero zero point";
-  if (n->qout.rounding < 0) return "stock's rounding for this int8 op unknown (no rounding table)";
-  /* stock FULLY_CONNECTED refuses a bias scale off input x weight scale by over 2% of the output
-   * scale (GetQuantizedConvolutionMultipler; int8 convs check only uint8): so do we */
-  if (qkind == FX_OP_QFC && b) {
-    const double product = (double)x->quant.scale * (double)w->quant.scale;
-    const double diff = product > b->quant.scale ? product - b->quant.scale : b->quant.scale - product;
-    if (!(diff / (double)y->quant.scale <= 0.02)) return "bias scale is not input scale x weight scale (stock refuses it)";
-  }
+  return NULL;
+}
+
+/* Stock refuses a bias scale off input x weight scale by over 2% of the output scale
+ * (GetQuantizedConvolutionMultipler: FULLY_CONNECTED always, convs on uint8 only): so do we. */
+static const char *bias_scale(const fx_tensor *x, const fx_tensor *w, const fx_tensor *b, const fx_tensor *y) {
+  const double product = (double)x->quant.scale * (double)w->quant.scale;
+  const double diff = product > b->quant.scale ? product - b->quant.scale : b->quant.scale - product;
+  return diff / (double)y->quant.scale <= 0.02 ? NULL : "bias scale is not input scale x weight scale (stock refuses it)";
+}
+
+/* int8 / uint8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (the node becomes QCONV / QDEPTHWISE
+ * / QFC): input, weights and output of one of the two types, int32 bias, weights quantized as
+ * stock takes them (qweight_params), a fused activation with a quantized range, and the stock
+ * rounding known for this op and type. */
+static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
+  const fx_tensor *x = &g->tensors[n->in[0]], *w = &g->tensors[n->in[1]], *y = &g->tensors[n->out[0]];
+  const fx_tensor *b = n->n_in > 2 && n->in[2] >= 0 ? &g->tensors[n->in[2]] : NULL;
+  const char *e;
+  if (w->dtype != x->dtype || y->dtype != x->dtype) return "quantized input with weights or output of another type";
+  if (b && b->dtype != FX_I32) return "quantized layer with a bias that is not int32";
+  if ((e = need_const(g, n, 1, 0)) || (e = need_const(g, n, 2, 1))) return e;
+  if (!x->quant.n || !w->quant.n || !y->quant.n) return "quantized layer with a tensor without quantization";
+  if (x->quant.n > 1 || y->quant.n > 1) return "per-channel activations";
+  const int axis = qkind == FX_OP_QDEPTHWISE ? 3 : 0;
+  if (w->shape.rank < 2 || (qkind == FX_OP_QDEPTHWISE && w->shape.rank != 4)) return "unexpected weight rank";
+  if ((e = qweight_params(x, w, y, axis))) return e;
+  if (n->qout.rounding < 0) return "stock's rounding for this integer op unknown (no rounding table)";
+  if ((qkind == FX_OP_QFC || x->dtype == FX_U8) && b && (e = bias_scale(x, w, b, y))) return e;
   n->kind = qkind;
   if ((e = q8_out(g, n, tfl_act))) return e;
   if (qkind != FX_OP_QDEPTHWISE || n->qout.tail_from) n->qout.tail_from = INT32_MAX;

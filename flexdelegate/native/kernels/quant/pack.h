@@ -19,8 +19,8 @@
  *   int32 multiplier[CT], int32 shift[CT]
  *
  * QU8 (uint8 activations and weights, per-tensor zero points): the kernels stay int8. Bytes
- * are moved to int8 by x ^ 0x80 (= x - 128); activations are xor-ed at the edges of a graph
- * (fx_qu8_flip), zero points and clamps shift by -128. The depthwise weights become w - zw in
+ * are moved to int8 by x ^ 0x80 (= x - 128); activations are xor-ed on the way into and out of
+ * each layer (fx_qu8_flip; ir/qlayer.c), zero points and clamps shift by -128. The depthwise weights become w - zw in
  * int16. The GEMM weights become w8 = w - 128 with zero point zw8 = zw - 128, and
  *   sum_k (a8 - zx8)(w8 - zw8) = sum a8*w8 - zx8 sum w8 + K zx8 zw8 - zw8 sum_k a8,
  * so the packed bias takes the constant terms and the kernels add -zw8 * (row sum of a8) per
