@@ -63,9 +63,11 @@ static const char *kernel_name(const fx_graph *g, const fx_node *n, const struct
     snprintf(buf, len, "fused %s", n->fused == FX_FUSED_SKIP ? "(skipped)" : "(copy)");
     return buf;
   }
+  /* a conv's in[3] is a fused residual ADD (a TRANSPOSE_CONV's is its bias) */
   const char *curve = n->act == FLEX_ACT_SWISH ? " +swish" : n->act == FLEX_ACT_SIGMOID ? " +sigmoid"
                       : n->act == FLEX_ACT_GELU || n->act == FLEX_ACT_GELU_TANH ? " +gelu"
-                      : n->n_in > 3 && n->in[3] >= 0 ? " +add" : n->post_table ? " +swish" : "";
+                      : n->kind == FX_OP_CONV && n->n_in > 3 && n->in[3] >= 0 ? " +add"
+                      : n->post_table ? " +swish" : "";
   if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && pack) {
     fx_conv_geom geo;
     conv_geom((fx_graph *)g, n, &geo);

@@ -104,7 +104,7 @@ typedef struct {
    * rounding < 0 when the delegate does not know the stock rule for this op and type;
    * tail_from == 0 before the reader resolves a split8 rule to C - C % 8. */
   fx_qs8_out qout;
-  struct fx_qlayer *qlayer;    /* int8 conv / FC / depthwise: packed at init (qlayer.c) */
+  struct fx_qlayer *qlayer;    /* int8 conv / FC / depthwise / transpose conv: packed at init (qlayer.c) */
   struct fx_qop *qop;          /* QELEM: made by the reader, prepared at shape inference (qop.h) */
   /* Filled at prepare/init by the kernels that need them. */
   struct fx_conv_pack *pack;   /* packed weights for conv / fc */
@@ -172,7 +172,8 @@ int fx_fuse_node(fx_graph *g, fx_node *n);
  * Called once at init, before weights are packed. Returns -1 when out of memory. */
 int fx_choose_winograd(fx_graph *g, int mode);
 
-/* An int8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D node (QCONV, QFC, QDEPTHWISE): whether
+/* An int8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D / TRANSPOSE_CONV node (QCONV, QFC,
+ * QDEPTHWISE, QTRANSPOSE_CONV: its inputs stay TFLite's output_shape, weights, x, bias): whether
  * its parameters give requantization the kernels take (NULL, or why not), and its packing at
  * init (qlayer.c: the packed panels are content-addressed blobs of the weight store, so a warm load
  * maps them from the cache file; NULL or why it failed). */

@@ -1,9 +1,10 @@
-/* int8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D: requantization parameters as stock TFLite
- * computes them (kernels/quant/requant.h), the weights packed once at init into the QS8 kernels'
- * panels (kernels/quant/pack.h), and the runs over the whole-layer drivers, split across the
- * pool by output pixels and, for layers with few of them, GEMM panels too (run_grid), or
- * depthwise rows. A budget plan (plan/budget.c) runs a GEMM layer a panel range at a time from
- * its streamed slice (fx_qlayer_run_part). The tflite reader (read_qconv) has checked dtypes,
+/* int8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D / TRANSPOSE_CONV: requantization
+ * parameters as stock TFLite computes them (kernels/quant/requant.h), the weights packed once at
+ * init into the QS8 kernels' panels (kernels/quant/pack.h; a TRANSPOSE_CONV's as a
+ * FULLY_CONNECTED's of K = kh * kw * cin: kernels/transpose-conv), and the runs over the
+ * whole-layer drivers, split across the pool by output pixels and, for layers with few of them,
+ * GEMM panels too (run_grid), or depthwise rows. A budget plan (plan/budget.c) runs a GEMM layer
+ * a panel range at a time from its streamed slice (fx_qlayer_run_part). The tflite reader (read_qconv) has checked dtypes,
  * zero points, the channel axis and the rounding. */
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,14 @@ static fx_pack_desc qpack_desc(const qpack_args *a) {
 
 static const fx_tensor *T(const fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
 
+/* The data input and the bias (-1: none): TRANSPOSE_CONV's inputs are output_shape, weights,
+ * x[, bias], the others' x, weights[, bias]. */
+static int x_of(const fx_node *n) { return n->in[n->kind == FX_OP_QTRANSPOSE_CONV ? 2 : 0]; }
+static int bias_of(const fx_node *n) {
+  const int i = n->kind == FX_OP_QTRANSPOSE_CONV ? 3 : 2;
+  return n->n_in > i ? n->in[i] : -1;
+}
+
 static int out_channels(const fx_graph *g, const fx_node *n) {
   const fx_shape *w = &T(g, n->in[1])->shape;
   return n->kind == FX_OP_QDEPTHWISE ? w->d[3] : w->d[0];
@@ -78,7 +87,7 @@ static int out_channels(const fx_graph *g, const fx_node *n) {
 /* The per-channel multipliers and shifts (2 * cout int32, malloc'd), or NULL with *why. */
 static int32_t *requant_of(const fx_graph *g, const fx_node *n, const char **why) {
   const int cout = out_channels(g, n);
-  const fx_quant *qx = &T(g, n->in[0])->quant, *qw = &T(g, n->in[1])->quant, *qy = &T(g, n->out[0])->quant;
+  const fx_quant *qx = &T(g, x_of(n))->quant, *qw = &T(g, n->in[1])->quant, *qy = &T(g, n->out[0])->quant;
   int32_t *ms = malloc(sizeof(int32_t) * 2 * (size_t)(cout > 0 ? cout : 1));
   if (!ms) { *why = "out of memory"; return NULL; }
   const float one = qw->scale;
@@ -110,22 +119,23 @@ static fx_qs8_conv_geom conv_geom(const fx_graph *g, const fx_node *n) {
 }
 
 const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
-  const fx_tensor *w = T(g, n->in[1]), *b = n->n_in > 2 ? T(g, n->in[2]) : NULL;
+  const fx_tensor *w = T(g, n->in[1]), *b = T(g, bias_of(n)), *x = T(g, x_of(n));
   if (!w->cdata || (b && !b->cdata)) return "weights are not constant";
   const int cout = out_channels(g, n);
   const char *why = NULL;
   int32_t *ms = requant_of(g, n, &why);
   if (!ms) return why;
   struct fx_qlayer *q = calloc(1, sizeof *q);
-  const int cin = T(g, n->in[0])->shape.d[T(g, n->in[0])->shape.rank - 1];
-  if (!q || (n->kind != FX_OP_QFC && !(q->zero_row = malloc((size_t)(cin > 0 ? cin : 1))))) {
+  const int cin = x->shape.d[x->shape.rank - 1];
+  const int padded = n->kind == FX_OP_QCONV || n->kind == FX_OP_QDEPTHWISE; /* taps read a zero-point row */
+  if (!q || (padded && !(q->zero_row = malloc((size_t)(cin > 0 ? cin : 1))))) {
     free(ms);
     fx_qlayer_free(q);
     return "out of memory";
   }
   q->ms = ms;
   qpack_args *a = &q->args;
-  *a = (qpack_args){.w = w->cdata, .bias = b ? b->cdata : NULL, .zx = T(g, n->in[0])->quant.zero_point,
+  *a = (qpack_args){.w = w->cdata, .bias = b ? b->cdata : NULL, .zx = x->quant.zero_point,
                     .ms = ms, .cout = cout};
   if (q->zero_row) memset(q->zero_row, (int8_t)a->zx, (size_t)cin);
   uint32_t algo;
@@ -143,7 +153,7 @@ const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
       const fx_qs8_conv_geom cg = conv_geom(g, n);
       q->form = fx_conv_choose_qs8_form(q->gemm, &cg);
       a->geom = fx_qs8_conv_pack_geom(q->gemm, &cg, q->form);
-    } else {
+    } else { /* FULLY_CONNECTED, TRANSPOSE_CONV: [cout][K] */
       a->geom = fx_qs8_gemm_geom_of(q->gemm, cout, 1, (int)(fx_shape_numel(&w->shape) / (size_t)cout));
     }
     bytes = fx_qs8_gemm_packed_bytes(&a->geom);
@@ -227,6 +237,7 @@ typedef struct {
   const fx_node *swish; /* a fused swish's MUL (fuse.c): its table on each region a task wrote */
   size_t total;          /* elements of the output */
   const fx_qs8_out *o;
+  const fx_tconv_geom *tconv; /* TRANSPOSE_CONV: its taps gathered per output pixel */
   int failed;
 } qrun;
 
@@ -250,7 +261,11 @@ static void grid_task(void *ctx, int tid, size_t t) {
   if (r->a_direct)
     fx_qs8_gemm_run(r->q->gemm, m1 - m0, r->cout, r->k, r->x + m0 * r->k, r->k, w, r->y + m0 * r->cout, r->cout,
                     0, r->o, r->p0 + b, r->p0 + e);
-  else if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->q->form, r->x, r->q->zero_row, w, r->y, 0, r->o, m0, m1,
+  else if (r->tconv) {
+    if (fx_tconv_qs8_run(r->q->gemm, r->tconv, r->x, (int8_t)r->q->args.zx, w, r->y, r->o, m0, m1, r->p0 + b,
+                         r->p0 + e))
+      r->failed = 1;
+  } else if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->q->form, r->x, r->q->zero_row, w, r->y, 0, r->o, m0, m1,
                            r->p0 + b, r->p0 + e))
     r->failed = 1;
   if (r->swish) { /* channels [c0, c1) of rows [m0, m1), just written; whole rows in one run */
@@ -301,7 +316,7 @@ static void with_swish(fx_graph *g, const fx_node *n, qrun *r) {
 }
 
 static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels, int p0, int p1) {
-  const fx_tensor *x = T(g, n->in[0]), *w = T(g, n->in[1]), *y = T(g, n->out[0]);
+  const fx_tensor *x = T(g, x_of(n)), *w = T(g, n->in[1]), *y = T(g, n->out[0]);
   qrun r = {.q = n->qlayer, .x = x->ptr, .y = y->ptr, .o = &n->qout, .w = panels, .p0 = (size_t)p0, .p1 = (size_t)p1,
             .panel_bytes = fx_qs8_gemm_panel_bytes(&n->qlayer->args.geom)};
   r.cout = (size_t)w->shape.d[0];
@@ -311,6 +326,14 @@ static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels,
     r.a_direct = 1;
     with_swish(g, n, &r);
     run_grid(pool, &r, (size_t)r.q->gemm->mr);
+    return r.failed ? -1 : 0;
+  }
+  if (n->kind == FX_OP_QTRANSPOSE_CONV) {
+    fx_tconv_geom tg;
+    fx_node_tconv_geom(g, n, &tg);
+    r.tconv = &tg;
+    r.m = (size_t)tg.batch * (size_t)tg.oh * (size_t)tg.ow;
+    run_grid(pool, &r, (size_t)r.q->gemm->mr * 4);
     return r.failed ? -1 : 0;
   }
   r.cg = conv_geom(g, n);

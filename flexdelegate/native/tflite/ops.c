@@ -231,19 +231,22 @@ static const char *conv_tensors(fx_graph *g, fx_node *n) {
   return n->n_in > 2 ? need_const(g, n, 2, 1) : NULL;
 }
 
-/* int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (the node becomes QCONV / QDEPTHWISE /
- * QFC): int8 input, weights and output, int32 bias, per-tensor or per-channel weight scales
- * along the output channels with zero points 0 (what stock's int8 kernels accept), a fused
- * activation with a quantized range, and the stock rounding known for this op. uint8 layers
- * stay with the stock kernel for now. */
+/* int8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED / TRANSPOSE_CONV (the node becomes QCONV /
+ * QDEPTHWISE / QFC / QTRANSPOSE_CONV): int8 input, weights and output, int32 bias, per-tensor or
+ * per-channel weight scales along the output channels with zero points 0 (what stock's int8
+ * kernels accept), a fused activation with a quantized range, and the stock rounding known for
+ * this op. uint8 layers stay with the stock kernel for now. */
 static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
-  const fx_tensor *x = &g->tensors[n->in[0]], *w = &g->tensors[n->in[1]], *y = &g->tensors[n->out[0]];
-  const fx_tensor *b = n->n_in > 2 && n->in[2] >= 0 ? &g->tensors[n->in[2]] : NULL;
+  const int xi = qkind == FX_OP_QTRANSPOSE_CONV ? 2 : 0, bi = xi + 2; /* TRANSPOSE_CONV: shape, w, x, bias */
+  const fx_tensor *x = &g->tensors[n->in[xi]], *w = &g->tensors[n->in[1]], *y = &g->tensors[n->out[0]];
+  const fx_tensor *b = n->n_in > bi && n->in[bi] >= 0 ? &g->tensors[n->in[bi]] : NULL;
   const char *e;
   if (x->dtype != FX_I8) return "uint8 convolutions are left to the stock kernel";
   if (w->dtype != FX_I8 || y->dtype != FX_I8) return "int8 input with weights or output of another type";
   if (b && b->dtype != FX_I32) return "int8 layer with a bias that is not int32";
-  if ((e = need_const(g, n, 1, 0)) || (e = need_const(g, n, 2, 1))) return e;
+  if (qkind == FX_OP_QTRANSPOSE_CONV && b && b->quant.zero_point)
+    return "int8 TRANSPOSE_CONV bias with a nonzero zero point (stock refuses it)";
+  if ((e = need_const(g, n, 1, 0)) || (e = need_const(g, n, bi, 1))) return e;
   if (!x->quant.n || !w->quant.n || !y->quant.n) return "int8 tensor without quantization";
   if (x->quant.n > 1 || y->quant.n > 1) return "per-channel activations";
   const int axis = qkind == FX_OP_QDEPTHWISE ? 3 : 0;
@@ -262,8 +265,9 @@ static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
   }
   n->kind = qkind;
   if ((e = q8_out(g, n, tfl_act))) return e;
-  if (qkind != FX_OP_QDEPTHWISE || n->qout.tail_from) n->qout.tail_from = INT32_MAX;
-  else n->qout.tail_from = w->shape.d[3] - w->shape.d[3] % 8; /* split8: the last C % 8 channels */
+  /* split8 (LiteRT's NEON Quantize loop after an int32 map): the last C % 8 channels */
+  if ((qkind != FX_OP_QDEPTHWISE && qkind != FX_OP_QTRANSPOSE_CONV) || n->qout.tail_from) n->qout.tail_from = INT32_MAX;
+  else n->qout.tail_from = w->shape.d[axis] - w->shape.d[axis] % 8;
   return fx_qlayer_check(g, n);
 }
 
@@ -316,6 +320,9 @@ static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) 
   if (n->n_in < 3) return "missing inputs";
   conv_params(n, p->padding, p->stride_width, p->stride_height, 1, 1);
   if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  /* int8: stock applies the fused activation (op version 4) on both runtimes, as for float */
+  if (is_q8(g->tensors[n->in[2]].dtype))
+    return (e = need_const(g, n, 0, 0)) ? e : read_qconv(g, n, p->activation, FX_OP_QTRANSPOSE_CONV);
   if ((e = need_f32(g, n, 0xE)) || (e = need_const(g, n, 0, 0)) || (e = need_const(g, n, 1, 0))) return e;
   return n->n_in > 3 ? need_const(g, n, 3, 1) : NULL;
 }
