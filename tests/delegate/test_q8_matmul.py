@@ -1,7 +1,8 @@
-"""int8 TRANSPOSE_CONV through the delegate, bit for bit against the stock reference of the
-runtime in use (its rounding found by quant_rounding.detect(): tflite-runtime 2.14 requantizes
-half away, LiteRT 2.3 the first C - C % 8 channels half up and the rest half away), every node
-delegated; and the variants stock computes otherwise, left to it with a reason."""
+"""int8 TRANSPOSE_CONV and BATCH_MATMUL through the delegate, bit for bit against the stock
+reference of the runtime in use (its rounding found by quant_rounding.detect(): tflite-runtime
+2.14 requantizes TRANSPOSE_CONV half away, BATCH_MATMUL half up (ruy); LiteRT 2.3 the first
+C - C % 8 channels of TRANSPOSE_CONV half up and the rest half away, BATCH_MATMUL half away),
+every node delegated; and the variants stock computes otherwise, left to it with a reason."""
 import numpy as np
 import pytest
 
@@ -142,3 +143,137 @@ def test_transpose_conv_with_nonzero_weight_zero_point_stays_with_stock():
     xs = random_input(ref, 0)
     got = make_interpreter(model, delegate=load_flex())
     assert np.array_equal(invoke(ref, xs)[0], invoke(got, xs)[0])
+
+
+# ---- BATCH_MATMUL ----
+
+def bmm_model(a_shape, b_shape, *, adj_x=False, adj_y=False, const_b=False, aq=Q(S8, 0.05, 3), bq=Q(S8, 0.03, -7),
+              yq=Q(S8, 0.2, 5), seed=0):
+    m = QModel()
+    a = m.input(a_shape, aq)
+    b = m.const(weights(b_shape, seed), bq) if const_b else m.input(b_shape, bq)
+    A = np.zeros(a_shape)[..., :, :]
+    A = np.swapaxes(A, -1, -2) if adj_x else A
+    B = np.swapaxes(np.zeros(b_shape), -1, -2) if adj_y else np.zeros(b_shape)
+    y = m.tensor(np.matmul(A, B).shape, yq)
+    m.op("BATCH_MATMUL", [a, b], [y], adj_x=adj_x, adj_y=adj_y)
+    return m.build(y)
+
+
+@pytest.mark.parametrize("const_b", [False, True])
+@pytest.mark.parametrize("adj_x,adj_y", [(False, False), (True, False), (False, True), (True, True)])
+@pytest.mark.parametrize("a_shape,b_shape", [
+    ((7, 33), (33, 12)), ((3, 7, 33), (3, 33, 12)), ((2, 3, 5, 40), (2, 3, 40, 21)), ((2, 1, 9, 16), (1, 3, 16, 8)),
+    ((4, 6, 20), (20, 17)), ((6, 20), (2, 20, 5)), ((1, 2, 1, 3, 4), (2, 3, 4, 9)), ((2, 1, 3, 3, 4), (3, 4, 9)),
+    ((1, 7, 33), (1, 33, 12)), ((2, 1, 7, 33), (1, 33, 12))])
+def test_batch_matmul(const_b, adj_x, adj_y, a_shape, b_shape):
+    """adj_x / adj_y (the shapes given before adjoint: swapped here where adj asks), broadcast
+    batch dims both ways, ranks 2-5, both operands at run time or B a constant; columns across
+    panels and with N % 8 tails; both zero points nonzero. (A B batch dim of 1 right before the
+    matrix with adj_x stays with stock when A's is not 1: the test below.)"""
+    if adj_x:
+        a_shape = a_shape[:-2] + (a_shape[-1], a_shape[-2])
+    if adj_y:
+        b_shape = b_shape[:-2] + (b_shape[-1], b_shape[-2])
+    stats = check_exact(bmm_model(a_shape, b_shape, adj_x=adj_x, adj_y=adj_y, const_b=const_b))
+    assert kernels(stats) == ["batch_matmul_q8"], stats["ops"]
+
+
+@pytest.mark.parametrize("za,zb,zy,sy", [(-128, 127, -128, 0.2), (127, -128, 127, 0.2), (0, 0, 0, 1e3),
+                                         (-3, 5, 7, 1e-5), (-128, -128, 127, 3e-3)])
+def test_batch_matmul_saturation_edges(za, zb, zy, sy):
+    """Zero points at the ends (B's as the row correction), saturating outputs, a multiplier
+    that flushes to 0 and one of 2^17 whose left shift wraps int32 accumulators."""
+    check_exact(bmm_model((2, 9, 70), (2, 70, 19), aq=Q(S8, 0.5, za), bq=Q(S8, 0.25, zb), yq=Q(S8, sy, zy)))
+
+
+def test_batch_matmul_multiplier_from_the_float32_product():
+    """Stock multiplies the two scales in float32 before the division in double: with these
+    scales that gives Q31 multiplier 1420405235 (the double product 1420405170), and for these
+    sums of 3000 products the two round to different outputs (a search over every sum the
+    outputs can hold found them)."""
+    sa, sb, sy = 0.09059034287929535, 0.088497593998909, 99.29352569580078
+    k, accs = 3000, [687385, 724541, 761697, 5]
+    m = QModel()
+    a = m.input((1, len(accs), k), Q(S8, sa, -128))
+    y = m.tensor((1, len(accs), 1), Q(S8, sy, 0))
+    m.op("BATCH_MATMUL", [a, m.const(np.ones((k, 1), np.int8), Q(S8, sb, 0))], [y])
+    rows = np.full((1, len(accs), k), -128, np.int8)  # a - za = 0
+    for i, acc in enumerate(accs):  # acc = sum (a + 128) * 1
+        rows[0, i, :acc // 255] = 127
+        rows[0, i, acc // 255] = acc % 255 - 128
+    check_exact(m.build(y), inputs=[rows], seeds=(0,))
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("a_shape,b_shape,adj_x", [((1, 3, 300), (300, 200), False), ((8, 100, 32), (8, 32, 64), False),
+                                                   ((2, 2, 130, 48), (2, 2, 48, 40), False),
+                                                   ((2, 48, 130), (2, 48, 40), True)])
+def test_batch_matmul_split_between_threads(threads, a_shape, b_shape, adj_x):
+    """Few rows split panels, many rows split rows (in groups of 64: adj_x transposes each
+    group's rows of A); attention-like shapes."""
+    check_exact(bmm_model(a_shape, b_shape, adj_x=adj_x), num_threads=threads)
+
+
+def test_batch_matmul_attention_scores():
+    """Q x K^T (adj_y) of 2 heads, run-time operands, as a transformer's scores."""
+    check_exact(bmm_model((1, 2, 24, 16), (1, 2, 24, 16), adj_y=True), num_threads=2)
+
+
+@pytest.mark.parametrize("a_shape,b_shape", [((4, 33, 7), (1, 33, 12)), ((2, 4, 33, 7), (2, 1, 33, 12)),
+                                             ((1, 2, 3, 5, 6), (1, 5, 8))])
+def test_batch_matmul_adj_x_with_a_broadcast_b_batch_stays_with_stock(a_shape, b_shape):
+    """tflite-runtime 2.14 folds A's last batch dim into its rows when B's is 1, which with adj_x
+    mixes A's depth into its rows where that dim of A is above 1 (its answer then even depends on
+    memory past A): such a node is left to stock on either runtime."""
+    _stats_left(bmm_model(a_shape, b_shape, adj_x=True), "adj_x")
+
+
+@pytest.mark.parametrize("per", ["a", "b"])
+def test_batch_matmul_per_channel_operand_stays_with_stock(per):
+    chan = Q(S8, tuple(0.01 * (i + 1) for i in range(12)), (0,) * 12, 1)
+    model = bmm_model((3, 33), (33, 12), const_b=True, bq=chan) if per == "b" else \
+        bmm_model((12, 33), (33, 5), aq=Q(S8, tuple(0.01 * (i + 1) for i in range(12)), (0,) * 12, 0))
+    _stats_left(model, "per-channel")
+
+
+@pytest.mark.parametrize("op", ["TRANSPOSE_CONV", "BATCH_MATMUL"])
+def test_multiplier_of_2_to_the_30_or_more_stays_with_stock(op):
+    """A real multiplier >= 2^30 needs a left shift past 30, which the output stages do not take."""
+    yq = Q(S8, 1e-9, 0)
+    model = tconv_model((1, 3, 3, 4), 5, 3, 2, "SAME", xq=Q(S8, 2.0, 0), sw=2.0, yq=yq) if op == "TRANSPOSE_CONV" \
+        else bmm_model((3, 8), (8, 4), aq=Q(S8, 2.0, 0), bq=Q(S8, 2.0, 0), yq=yq)
+    _stats_left(model, "2^30 or more")
+
+
+def test_batch_matmul_to_int32_stays_with_stock():
+    m = QModel()
+    a = m.input((3, 8), Q(S8, 0.05, 0))
+    b = m.input((8, 4), Q(S8, 0.05, 0))
+    y = m.tensor((3, 4), Q(np.int32, None))
+    m.op("BATCH_MATMUL", [a, b], [y])
+    _stats_left(m.build(y), "non-int8 output")
+
+
+def test_rounding_answer_stored_by_other_probes_is_not_reused(tmp_path, monkeypatch):
+    """load_flex keeps quant_rounding.detect()'s answer per runtime build (rounding.json); one
+    stored when detect() probed other ops (an older version's: no TRANSPOSE_CONV or
+    BATCH_MATMUL entry) is not taken for this version's, which would leave these ops to stock."""
+    import json
+
+    import flexdelegate
+    from flexdelegate.paths import default_dir
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(flexdelegate, "_roundings", {})
+    monkeypatch.setattr(flexdelegate, "_ROUNDING_ENTRIES", flexdelegate._ROUNDING_ENTRIES - 1)
+    load_flex()  # detects and stores under the other probes' key
+    path = f"{default_dir()}/rounding.json"
+    stored = json.load(open(path))
+    older = {key: ",".join(e for e in text.split(",") if not e.startswith(("TRANSPOSE_CONV.", "BATCH_MATMUL.")))
+             for key, text in stored.items()}
+    json.dump(older, open(path, "w"))
+    monkeypatch.undo()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(flexdelegate, "_roundings", {})
+    check_exact(tconv_model((1, 4, 4, 8), 12, 3, 2, "SAME"))
+    check_exact(bmm_model((3, 7, 33), (3, 33, 12)))

@@ -73,7 +73,7 @@ typedef struct {
     struct { int op; } bin;
     struct { int kind; float alpha; } un;
     struct { int keep_num_dims; } fc;
-    struct { int adj_x, adj_y; } bmm;
+    struct { int adj_x, adj_y; int32_t qm, qshift; } bmm; /* QBATCH_MATMUL: stock's one multiplier */
     struct { int op; } cmp;                             /* COMPARE (FX_CMP_*), LOGICAL (FX_LOGIC_*) */
     struct { int v2; } select;                          /* SELECT_V2 broadcasts all three */
     /* LAYERNORM (fuse.c): in = x, gamma, beta (-1: absent); over the last of `rank` axes */

@@ -633,11 +633,42 @@ static const char *read_gather(fx_graph *g, fx_node *n, const void *bd) {
   return same_dtype(g, n, 1);
 }
 
+/* int8 BATCH_MATMUL (the node becomes QBATCH_MATMUL): int8 operands (both run-time, or B
+ * constant) and output, one scale and zero point each (stock reads the per-tensor ones),
+ * requantized by one multiplier from the float32 product of the operand scales
+ * (GetQuantizedConvolutionMultipler) with the stock rounding known for the op; no activation. */
+static const char *read_qbatch_matmul(fx_graph *g, fx_node *n) {
+  const fx_tensor *a = &g->tensors[n->in[0]], *b = &g->tensors[n->in[1]], *y = &g->tensors[n->out[0]];
+  if (a->dtype != FX_I8) return "uint8 BATCH_MATMUL (the stock kernel refuses it)";
+  if (b->dtype != FX_I8) return "int8 BATCH_MATMUL with a right-hand side of another type";
+  if (y->dtype != FX_I8) return "int8 BATCH_MATMUL to a non-int8 output (left to the stock kernel)";
+  if (!a->quant.n || !b->quant.n || !y->quant.n) return "int8 tensor without quantization";
+  if (a->quant.n > 1 || b->quant.n > 1 || y->quant.n > 1)
+    return "int8 BATCH_MATMUL with per-channel scales (stock applies one per tensor)";
+  if (n->qout.rounding < 0) return "stock's rounding for this int8 op unknown (no rounding table)";
+  /* tflite-runtime 2.14 folds A's last batch dim into its rows when B's is 1, which with adj_x
+   * (and that dim of A above 1) mixes A's depth into its rows (LiteRT 2.3 computes it): such a
+   * node stays with stock */
+  if (n->p.bmm.adj_x && a->shape.rank > 2 && b->shape.rank > 2 && b->shape.d[b->shape.rank - 3] == 1 &&
+      a->shape.d[a->shape.rank - 3] != 1)
+    return "int8 BATCH_MATMUL with adj_x, A batched and a right-hand batch dim of 1 before the matrix "
+           "(tflite-runtime 2.14's stock kernel folds it into the rows)";
+  const double real = (double)(a->quant.scale * b->quant.scale) / (double)y->quant.scale;
+  if (!(real >= 0)) return "negative or undefined requantization multiplier";
+  fx_quantize_multiplier(real, n->qout.rounding == FLEX_RQ_SINGLE, &n->p.bmm.qm, &n->p.bmm.qshift);
+  if (n->p.bmm.qshift > 30) return "a requantization multiplier of 2^30 or more (left to the stock kernel)";
+  n->kind = FX_OP_QBATCH_MATMUL;
+  const char *e = q8_out(g, n, kTfLiteActNone);
+  if (!n->qout.tail_from) return e; /* split8: resolved per run, from B's columns (ir/exec.c) */
+  n->qout.tail_from = INT32_MAX;
+  return e;
+}
+
 static const char *read_batch_matmul(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteBatchMatMulParams *p = bd;
   n->p.bmm.adj_x = p ? p->adj_x : 0;
   n->p.bmm.adj_y = p ? p->adj_y : 0;
-  return need_f32(g, n, 3);
+  return is_q8(g->tensors[n->in[0]].dtype) ? read_qbatch_matmul(g, n) : need_f32(g, n, 3);
 }
 
 static const char *read_shape(fx_graph *g, fx_node *n, const void *bd) {
