@@ -19,6 +19,11 @@ from .tflite.writer import ModelBuilder
 # The "_rounding" option's values (flex_api.h): requantization rules (kernels/quant/requant.h)
 AWAY, UP, SINGLE, AWAY_SAT = lib.FLEX_RQ_AWAY, lib.FLEX_RQ_UP, lib.FLEX_RQ_SINGLE, lib.FLEX_RQ_AWAY_SAT
 OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")  # and QUANTIZE from float (AWAY or None)
+# Probed on int8 only (stock's uint8 TRANSPOSE_CONV stays with it; its BATCH_MATMUL has none):
+# an int32 map requantized per channel (TRANSPOSE_CONV: a split rule, like the depthwise), or
+# one multiplier through the GEMM library (BATCH_MATMUL).
+INT8_OPS = ("TRANSPOSE_CONV", "BATCH_MATMUL")
+# (Adding to these: bump flexdelegate._ROUNDING_ENTRIES, which keys load_flex's stored answers.)
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,8 @@ KNOWN_X86 = {
         ("DEPTHWISE_CONV_2D", "int8"): Rounding(AWAY),
         ("CONV_2D", "uint8"): Rounding(AWAY_SAT), ("FULLY_CONNECTED", "uint8"): Rounding(AWAY_SAT),
         ("DEPTHWISE_CONV_2D", "uint8"): Rounding(AWAY),
+        # TRANSPOSE_CONV: TFLite's scalar per-channel Quantize; BATCH_MATMUL: ruy's x86 kernel
+        ("TRANSPOSE_CONV", "int8"): Rounding(AWAY), ("BATCH_MATMUL", "int8"): Rounding(UP),
         ("QUANTIZE", "int8"): Rounding(AWAY), ("QUANTIZE", "uint8"): Rounding(AWAY),
         ("DEQUANTIZE", "int8"): Rounding(AWAY), ("DEQUANTIZE", "uint8"): Rounding(AWAY),
     },
@@ -52,6 +59,9 @@ KNOWN_X86 = {
         ("DEPTHWISE_CONV_2D", "int8"): Rounding(UP, AWAY, True),
         ("CONV_2D", "uint8"): Rounding(UP), ("FULLY_CONNECTED", "uint8"): Rounding(UP),
         ("DEPTHWISE_CONV_2D", "uint8"): Rounding(AWAY),
+        # TRANSPOSE_CONV: the NEON Quantize loop, as the int8 depthwise; BATCH_MATMUL: TFLite's
+        # MultiplyByQuantizedMultiplier (not ruy's rounding)
+        ("TRANSPOSE_CONV", "int8"): Rounding(UP, AWAY, True), ("BATCH_MATMUL", "int8"): Rounding(AWAY),
         # QUANTIZE / DEQUANTIZE: the NEON loop (Q_RECIP_EVEN / DQ_MUL_SUB) on whole groups of 8,
         # the scalar one on the tail
         ("QUANTIZE", "int8"): _NEON8_QUANT, ("QUANTIZE", "uint8"): _NEON8_QUANT,
@@ -97,6 +107,17 @@ def _probe(op: str, dtype, real: float) -> tuple[bytes, np.ndarray, np.ndarray, 
         ins = [x, b.const(one.reshape(1, 1), scale=[real], zero_point=[z]),
                b.const(np.zeros(1, np.int32), scale=[real], zero_point=[0])]
         b.op(op, ins, [y])
+    elif op == "TRANSPOSE_CONV":  # 1x1 stride 1: channel c of x through an identity filter
+        xv = np.stack([np.roll(vals, 29 * c) for c in range(9)], -1).reshape(1, 16, 16, 9).astype(dtype)
+        x, y = b.input(xv.shape, dtype=dtype, **q), b.tensor(xv.shape, dtype=dtype, **q)
+        w = np.eye(9, dtype=np.int64).reshape(9, 1, 1, 9) * int(one)
+        ins = [b.const(np.array(xv.shape, np.int32)), b.const(w.astype(dtype), scale=[real] * 9, zero_point=[0] * 9),
+               x, b.const(np.zeros(9, np.int32), scale=[real] * 9, zero_point=[0] * 9)]
+        b.op(op, ins, [y], padding="VALID", stride_w=1, stride_h=1)
+    elif op == "BATCH_MATMUL":  # 256 rows of 9 columns times a constant identity
+        xv = np.stack([np.roll(vals, 29 * c) for c in range(9)], -1).reshape(1, 256, 9).astype(dtype)
+        x, y = b.input(xv.shape, dtype=dtype, **q), b.tensor(xv.shape, dtype=dtype, **q)
+        b.op(op, [x, b.const(np.eye(9, dtype=dtype), scale=[real], zero_point=[z])], [y])
     elif op == "CONV_2D":
         xv = vals.reshape(1, 16, 16, 1).astype(dtype)
         x, y = b.input(xv.shape, dtype=dtype, **q), b.tensor(xv.shape, dtype=dtype, **q)
@@ -227,8 +248,8 @@ def detect(interpreter_cls=None, resolver_type=None) -> dict:
     found = {}
     for dtype, name in ((np.int8, "int8"), (np.uint8, "uint8")):
         lo, hi = (0, 255) if dtype == np.uint8 else (-128, 127)
-        for op in OPS:
-            cands = _CANDIDATES if op == "DEPTHWISE_CONV_2D" else _CANDIDATES[:4]
+        for op in OPS + (INT8_OPS if dtype == np.int8 else ()):
+            cands = _CANDIDATES if op in ("DEPTHWISE_CONV_2D", *INT8_OPS) else _CANDIDATES[:4]
             for real, m, shift in _PROBES:
                 model, xv, acc, zp = _probe(op, dtype, real)
                 got = _stock_run(interpreter_cls, resolver_type, model, xv).astype(np.int64).reshape(acc.shape)

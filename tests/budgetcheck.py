@@ -157,6 +157,46 @@ def q8_conv_model(seed=0, size=8, c=256, dtype=np.int8) -> bytes:
     return m.build(conv, fc)
 
 
+def q8_matmul_model(seed=0, size=6, c=64) -> bytes:
+    """int8 TRANSPOSE_CONV 3x3 stride 2 (c -> 6c, RELU) -> TRANSPOSE_CONV 2x2 stride 2 (6c -> 96)
+    -> RESHAPE to rows -> BATCH_MATMUL by a constant (96 x 40) -> BATCH_MATMUL of that with
+    itself (adj_x, both operands at run time: 40 x 40). The transpose convolutions' packed
+    weights (~370 KB) dwarf the activations; the BATCH_MATMULs pack B per run into scratch."""
+    from qopcheck import Q, QModel
+
+    rng = np.random.default_rng(seed)
+    m = QModel()
+
+    def qscale(xs, k):  # |x - zp| ~ 50, |w| ~ 73 rms: an accumulator spread of ~40 output steps
+        return float(xs * 0.01 * 50 * 73 * np.sqrt(k) / 40)
+
+    def tconv(x, xs, cin, cout, k, s, out_hw, padding, act="NONE"):
+        scales = tuple(float(v) for v in 0.01 * rng.uniform(0.5, 1.5, cout))
+        w = m.const(rng.integers(-127, 128, (cout, k, k, cin)).astype(np.int8), Q(np.int8, scales, (0,) * cout, 0))
+        b = m.const(rng.integers(-2000, 2000, cout).astype(np.int32),
+                    Q(np.int32, tuple(xs * v for v in scales), (0,) * cout, 0))
+        ys = qscale(xs, cin * ((k + s - 1) // s) ** 2)  # the taps an output sums
+        y = m.tensor((1, out_hw, out_hw, cout), Q(np.int8, ys, int(rng.integers(-20, 20))))
+        shape = m.const(np.array([1, out_hw, out_hw, cout], np.int32))
+        m.op("TRANSPOSE_CONV", [shape, w, x, b], [y], padding=padding, stride_w=s, stride_h=s,
+             fused_activation_function=act)
+        return y, ys
+
+    x = m.input((1, size, size, c), Q(np.int8, 0.05, -3))
+    h, hs = tconv(x, 0.05, c, 6 * c, 3, 2, 2 * size, "SAME", "RELU")
+    h, hs = tconv(h, hs, 6 * c, 96, 2, 2, 4 * size, "VALID")
+    rows = (4 * size) ** 2
+    r = m.tensor((1, rows, 96), Q(np.int8, hs, 0))
+    m.op("RESHAPE", [h, m.const(np.array([1, rows, 96], np.int32))], [r], new_shape=[1, rows, 96])
+    bq = Q(np.int8, 0.01, 3)
+    y1s = qscale(hs, 96)
+    y1 = m.tensor((1, rows, 40), Q(np.int8, y1s, -5))
+    m.op("BATCH_MATMUL", [r, m.const(rng.integers(-127, 128, (96, 40)).astype(np.int8), bq)], [y1])
+    y2 = m.tensor((1, 40, 40), Q(np.int8, float(y1s * y1s * 50 * 50 * np.sqrt(rows) / 40), 2))
+    m.op("BATCH_MATMUL", [y1, y1], [y2], adj_x=True)
+    return m.build(y2)
+
+
 _WARM_LOAD = """
 import json, sys
 import numpy as np

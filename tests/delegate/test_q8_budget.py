@@ -1,7 +1,8 @@
-"""int8 (and uint8) conv / depthwise / FC layers under a memory budget: their packed panels sliced
-by output channels (requantization parameters inside each panel) and streamed from the cache file
-like the FP32 ones, bit-identical to the stock interpreter at every feasible budget down to the
-minimum, cold and warm, and a measured peak within the budget."""
+"""int8 (and uint8) conv / depthwise / FC and int8 TRANSPOSE_CONV layers under a memory budget:
+their packed panels sliced by output channels (requantization parameters inside each panel) and
+streamed from the cache file like the FP32 ones (BATCH_MATMUL packs its B per run into a scratch
+slot), bit-identical to the stock interpreter at every feasible budget down to the minimum, cold
+and warm, and a measured peak within the budget."""
 import json
 import os
 import subprocess
@@ -11,7 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from budgetcheck import change_cache_file, min_budget, q8_conv_model, q8_heavy_model
+from budgetcheck import change_cache_file, min_budget, q8_conv_model, q8_heavy_model, q8_matmul_model
 from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter
 from qopcheck import check_exact, random_input
@@ -20,10 +21,11 @@ from sanitizers import ASAN
 MB = 2**20
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # budgetcheck.py
 # "conv-u8": the conv model on uint8 (each step flips the layer's input into its scratch slot)
-MODELS = {"fc": q8_heavy_model, "conv": q8_conv_model, "conv-u8": lambda: q8_conv_model(dtype=np.uint8)}
+MODELS = {"fc": q8_heavy_model, "conv": q8_conv_model, "conv-u8": lambda: q8_conv_model(dtype=np.uint8),
+          "matmul": q8_matmul_model}
 # The layers whose weights dominate each model: what the smallest budget must slice.
 SLICED = {"fc": {"fully_connected_q8"}, "conv": {"conv2d_q8", "fully_connected_q8"},
-          "conv-u8": {"conv2d_q8", "fully_connected_q8"}}
+          "conv-u8": {"conv2d_q8", "fully_connected_q8"}, "matmul": {"transpose_conv_q8"}}
 
 
 @pytest.fixture(scope="module", params=sorted(MODELS))

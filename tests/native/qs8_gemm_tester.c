@@ -4,7 +4,10 @@
  * random NHWC convolutions through the conv driver in both its forms, IGEMM and im2col GEMM
  * (padding, strides, dilations), zero points
  * at both ends, tiny and huge multipliers, every clamp and every rounding, and the QU8 path
- * (uint8 data, weight zero point). Prints one line per group and "ALL PASS".
+ * (uint8 data, weight zero point); and the run-time B of an int8 BATCH_MATMUL (int8 weights with
+ * a zero point, read through strides: fx_qs8_pack_gemm_zw) under a split rounding rule
+ * (fx_qs8_gemm_run_split), whole and over split panel ranges. Prints one line per group and
+ * "ALL PASS".
  *   qs8_gemm_tester [cases]      (FLEXDELEGATE_ISA narrows nothing here: all variants run) */
 #include <string.h>
 #include "kernels/qs8-gemm/qs8-run.h"
@@ -98,6 +101,51 @@ static int check_slicing(const fx_qs8_gemm_config *g, const problem *p, int form
                                          pr[j + 1]); /* packed: from panel pr[j] on, as a budget step streams it */
   bad |= memcmp(whole, split, ny) != 0;
   free(a); free(b); free(whole); free(split); free(zero);
+  return bad;
+}
+
+/* A x B of m x k int8 rows (zero point za) by int8 B (zero point zb; [n][k] or, transposed,
+ * [k][n]) packed per run, one multiplier, o's tail rule (any tail_from): whole, then as two
+ * panel ranges (what a BATCH_MATMUL task takes), on every variant against the definition.
+ * Returns the number of variants that failed. */
+static int check_bmm(size_t m, size_t n, size_t k) {
+  int8_t *a = malloc(m * k + 1), *b = malloc(n * k + 1), *want = malloc(m * n + 1), *got = malloc(m * n + 1);
+  int32_t *ms = malloc(sizeof(int32_t) * 2 * n);
+  const int za = rnd_zp(-128, 127), zb = rnd_zp(-128, 127), transposed = rnd_in(0, 1);
+  rnd_i8(a, m * k, -128, 127);
+  rnd_i8(b, n * k, -128, 127);
+  fx_qs8_out o = rnd_out((int)n, 1);
+  if (o.rounding < FLEX_RQ_SINGLE && rnd_in(0, 1)) o.tail_from = rnd_in(0, (int)n); /* any split point */
+  rnd_requant(1, 128.0 * 100 * sqrt((double)k), o.rounding, ms, ms + n);
+  for (size_t j = 1; j < n; j++) ms[j] = ms[0], ms[n + j] = ms[n];
+  const size_t cs = transposed ? 1 : k, ks = transposed ? n : 1;
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      uint32_t acc = 0;
+      for (size_t q = 0; q < k; q++) acc += (uint32_t)((a[i * k + q] - za) * (b[j * cs + q * ks] - zb));
+      want[i * n + j] = fx_qs8_out_one((int32_t)acc, ms[j], ms[n + j], fx_qs8_rounding_of(&o, j), &o);
+    }
+  int bad = 0;
+  const fx_qs8_gemm_config *v;
+  for (int vi = 0; (v = fx_qs8_gemm_config_at(vi)); vi++) {
+    const fx_qs8_gemm_geom geom = fx_qs8_gemm_geom_of(v, (int)n, 1, (int)k);
+    const size_t panels = (n + v->nr - 1) / v->nr, pb = fx_qs8_gemm_panel_bytes(&geom), mid = panels / 2;
+    uint8_t *packed = malloc(fx_qs8_gemm_packed_bytes(&geom));
+    int rc = fx_qs8_pack_gemm_zw(&geom, b, cs, ks, zb, za, ms, ms + n, packed);
+    memset(got, 0x55, m * n);
+    fx_qs8_gemm_run_split(v, m, n, k, a, k, packed, got, n, -zb, &o, 0, panels);
+    int fail = rc || memcmp(got, want, m * n);
+    memset(got, 0x55, m * n);
+    fx_qs8_gemm_run_split(v, m, n, k, a, k, packed, got, n, -zb, &o, 0, mid);
+    fx_qs8_gemm_run_split(v, m, n, k, a, k, packed + mid * pb, got, n, -zb, &o, mid, panels);
+    fail |= memcmp(got, want, m * n) != 0;
+    if (fail)
+      fprintf(stderr, "FAIL %s bmm: %zux%zux%zu za=%d zb=%d transposed=%d rnd=%d tail=%d from %d\n", v->name, m, n,
+              k, za, zb, transposed, o.rounding, o.tail_rounding, o.tail_from);
+    bad += fail;
+    free(packed);
+  }
+  free(a); free(b); free(want); free(got); free(ms);
   return bad;
 }
 
@@ -201,6 +249,15 @@ int main(int argc, char **argv) {
       }
   printf("gemm shapes (m x n x k, int8 and uint8): %d/%d pass\n", shapes - shapes_bad, shapes);
   total += shapes; failed += shapes_bad;
+  int bmms = 0, bmms_bad = 0;
+  for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
+    for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
+      for (size_t c = 0; c < sizeof ksz / sizeof *ksz; c += 2) {
+        bmms++;
+        bmms_bad += check_bmm((size_t)ms[a], (size_t)ns[b], (size_t)ksz[c]) != 0;
+      }
+  printf("run-time int8 B (zero point, strides) under split roundings: %d/%d pass\n", bmms - bmms_bad, bmms);
+  total += bmms; failed += bmms_bad;
   /* Random convolutions in both driver forms (and 1x1 ones through the GEMM as well). */
   int convs = 0, convs_bad = 0, slices = 0, slices_bad = 0;
   for (int i = 0; i < cases; i++) {

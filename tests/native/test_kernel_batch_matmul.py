@@ -9,6 +9,7 @@ import pytest
 import kernel_build as kb
 
 RANK = 6
+SOURCES = ("batch-matmul", "qs8-gemm", "qs8-igemm", "quant")  # the int8 form runs on qs8-gemm's drivers
 
 
 def _ok(run):
@@ -18,14 +19,14 @@ def _ok(run):
 
 
 def test_every_kernel_here(tmp_path):
-    exe = kb.build("bmm_check.c", kb.sources("batch-matmul", gemm=True, pool=True), tmp_path / "bmm_check")
+    exe = kb.build("bmm_check.c", kb.sources(*SOURCES, gemm=True, pool=True), tmp_path / "bmm_check")
     out = _ok(exe.run())
     if "avx2" in open("/proc/cpuinfo").read():
         assert "f32-gemm-6x16-avx2: max" in out, out
 
 
 def test_neon_under_qemu(tmp_path):
-    exe = kb.build("bmm_check.c", kb.sources("batch-matmul", gemm=True, pool=True), tmp_path / "bmm_a64", aarch64=True)
+    exe = kb.build("bmm_check.c", kb.sources(*SOURCES, gemm=True, pool=True), tmp_path / "bmm_a64", aarch64=True)
     assert "f32-gemm-8x8-neon: max" in _ok(exe.run("quick"))
 
 
@@ -37,7 +38,7 @@ class Plan(ctypes.Structure):
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory):
-    so = kb.shared_library(kb.sources("batch-matmul", gemm=True, pool=True), tmp_path_factory.mktemp("bmm") / "lib.so")
+    so = kb.shared_library(kb.sources(*SOURCES, gemm=True, pool=True), tmp_path_factory.mktemp("bmm") / "lib.so")
     so.fx_pool_new.restype = ctypes.c_void_p
     so.fx_pool_new.argtypes = [ctypes.c_int]
     so.fx_pool_free.argtypes = [ctypes.c_void_p]

@@ -3,8 +3,8 @@ NEON under qemu) against a float64 scatter reference (tests/native/tconv_check.c
 TFLite: tests/delegate/test_ops.py's TRANSPOSE_CONV cases."""
 import kernel_build as kb
 
-# fx_act_bounds / fx_apply_act (kernels/ops) and what they call
-SOURCES = ("transpose-conv", "ops", "dwconv", "vsigmoid", "vgelu")
+# fx_act_bounds / fx_apply_act (kernels/ops) and what they call; the int8 form's qs8-gemm drivers
+SOURCES = ("transpose-conv", "ops", "dwconv", "vsigmoid", "vgelu", "qs8-gemm", "qs8-igemm", "quant")
 
 
 def _ok(run):

@@ -9,6 +9,7 @@
 #include "band.h"
 #include "graph.h"
 #include "kernels/layernorm/layernorm.h"
+#include "kernels/qs8-gemm/qs8-gemm.h"
 #include "kernels/qs8-ops/qs8-ops.h"
 #include "runtime/clock.h"
 #include "runtime/pool.h"
@@ -63,9 +64,11 @@ static const char *kernel_name(const fx_graph *g, const fx_node *n, const struct
     snprintf(buf, len, "fused %s", n->fused == FX_FUSED_SKIP ? "(skipped)" : "(copy)");
     return buf;
   }
+  /* a conv's in[3] is a fused residual ADD (a TRANSPOSE_CONV's is its bias) */
   const char *curve = n->act == FLEX_ACT_SWISH ? " +swish" : n->act == FLEX_ACT_SIGMOID ? " +sigmoid"
                       : n->act == FLEX_ACT_GELU || n->act == FLEX_ACT_GELU_TANH ? " +gelu"
-                      : n->n_in > 3 && n->in[3] >= 0 ? " +add" : n->post_table ? " +swish" : "";
+                      : n->kind == FX_OP_CONV && n->n_in > 3 && n->in[3] >= 0 ? " +add"
+                      : n->post_table ? " +swish" : "";
   if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && pack) {
     fx_conv_geom geo;
     conv_geom((fx_graph *)g, n, &geo);
@@ -249,6 +252,19 @@ int fx_run_batch_matmul(fx_graph *g, fx_node *n, fx_pool *pool) {
   const fx_tensor *s = n->scratch >= 0 ? T(g, n->scratch) : NULL;
   if (need && (!s || !s->ptr || fx_shape_numel(&s->shape) < need)) return -1; /* never past the slot */
   return fx_bmm_f32(pool, &p, NULL, F(g, n->in[0]), F(g, n->in[1]), NULL, YT->ptr, s ? s->ptr : NULL);
+}
+
+int fx_run_qbatch_matmul(fx_graph *g, fx_node *n, fx_pool *pool) {
+  fx_bmm_plan p;
+  if (fx_node_bmm_plan(g, n, &p)) return -1;
+  const fx_qs8_gemm_config *uk = fx_qs8_gemm_config_get();
+  const size_t need = fx_bmm_qs8_scratch_bytes(&p, uk, pool ? fx_pool_threads(pool) : 1);
+  const fx_tensor *s = n->scratch >= 0 ? T(g, n->scratch) : NULL, *b = T(g, n->in[1]);
+  if (need && (!s || !s->ptr || fx_shape_numel(&s->shape) * sizeof(float) < need)) return -1; /* never past the slot */
+  fx_qs8_out o = n->qout;
+  if (!o.tail_from) o.tail_from = p.n - p.n % 8; /* a split rule: the last N % 8 columns */
+  return fx_bmm_qs8(pool, &p, uk, XT->ptr, XT->quant.zero_point, b->ptr, b->quant.zero_point, n->p.bmm.qm,
+                    n->p.bmm.qshift, &o, YT->ptr, s ? s->ptr : NULL);
 }
 
 int fx_run_mean(fx_graph *g, fx_node *n, fx_pool *pool) {

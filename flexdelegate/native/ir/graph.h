@@ -73,7 +73,7 @@ typedef struct {
     struct { int op; } bin;
     struct { int kind; float alpha; } un;
     struct { int keep_num_dims; } fc;
-    struct { int adj_x, adj_y; } bmm;
+    struct { int adj_x, adj_y; int32_t qm, qshift; } bmm; /* QBATCH_MATMUL: stock's one multiplier */
     struct { int op; } cmp;                             /* COMPARE (FX_CMP_*), LOGICAL (FX_LOGIC_*) */
     struct { int v2; } select;                          /* SELECT_V2 broadcasts all three */
     /* LAYERNORM (fuse.c): in = x, gamma, beta (-1: absent); over the last of `rank` axes */
@@ -104,7 +104,7 @@ typedef struct {
    * rounding < 0 when the delegate does not know the stock rule for this op and type;
    * tail_from == 0 before the reader resolves a split8 rule to C - C % 8. */
   fx_qs8_out qout;
-  struct fx_qlayer *qlayer;    /* int8 conv / FC / depthwise: packed at init (qlayer.c) */
+  struct fx_qlayer *qlayer;    /* int8 conv / FC / depthwise / transpose conv: packed at init (qlayer.c) */
   struct fx_qop *qop;          /* QELEM: made by the reader, prepared at shape inference (qop.h) */
   /* Filled at prepare/init by the kernels that need them. */
   struct fx_conv_pack *pack;   /* packed weights for conv / fc */
@@ -172,8 +172,9 @@ int fx_fuse_node(fx_graph *g, fx_node *n);
  * Called once at init, before weights are packed. Returns -1 when out of memory. */
 int fx_choose_winograd(fx_graph *g, int mode);
 
-/* An int8 / uint8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D node (QCONV, QFC, QDEPTHWISE):
- * whether its parameters give requantization the kernels take (NULL, or why not), and its
+/* An int8 / uint8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D or int8 TRANSPOSE_CONV node
+ * (QCONV, QFC, QDEPTHWISE, QTRANSPOSE_CONV: its inputs stay TFLite's output_shape, weights, x,
+ * bias): whether its parameters give requantization the kernels take (NULL, or why not), and its
  * packing at init (qlayer.c: the packed panels are content-addressed blobs of the weight store,
  * so a warm load maps them from the cache file; NULL or why it failed). */
 const char *fx_qlayer_check(const fx_graph *g, const fx_node *n);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include "conv/conv.h"
 #include "graph.h"
+#include "kernels/qs8-gemm/qs8-gemm.h"
 #include "qop.h"
 
 static const fx_tensor *T(const fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
@@ -59,7 +60,8 @@ done:
 }
 
 const char *fx_prepare_node_weights(fx_graph *g, fx_node *n, struct fx_store *store) {
-  if (n->kind == FX_OP_QCONV || n->kind == FX_OP_QFC || n->kind == FX_OP_QDEPTHWISE)
+  if (n->kind == FX_OP_QCONV || n->kind == FX_OP_QFC || n->kind == FX_OP_QDEPTHWISE ||
+      n->kind == FX_OP_QTRANSPOSE_CONV)
     return n->qlayer ? NULL : fx_qlayer_pack(g, n, store);
   if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC) return NULL;
   if (n->pack) return NULL;
@@ -100,6 +102,8 @@ size_t fx_node_scratch_bytes(const fx_graph *g, const fx_node *n, int threads) {
     return fx_qlayer_scratch_bytes(g, n);
   if (n->kind == FX_OP_BATCH_MATMUL) /* B packed per run, A's rows transposed with adj_x */
     return fx_node_bmm_plan(g, n, &bmm) ? 0 : fx_bmm_scratch_floats(&bmm, NULL, threads, 0) * sizeof(float);
+  if (n->kind == FX_OP_QBATCH_MATMUL) /* the same in int8, B's panels with their requantization */
+    return fx_node_bmm_plan(g, n, &bmm) ? 0 : fx_bmm_qs8_scratch_bytes(&bmm, fx_qs8_gemm_config_get(), threads);
   if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) return 0;
   fx_conv_geom geo;
   fx_node_conv_geom(g, n, &geo);

@@ -1,10 +1,11 @@
-/* int8 / uint8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D: requantization parameters as stock
- * TFLite computes them (kernels/quant/requant.h), the weights packed once at init into the QS8
- * kernels' panels (kernels/quant/pack.h), and the runs over the whole-layer drivers, split
- * across the pool by output pixels and, for layers with few of them, GEMM panels too
- * (run_grid), or depthwise rows. A budget plan (plan/budget.c) runs a GEMM layer a panel range
- * at a time from its streamed slice (fx_qlayer_run_part). The tflite reader (read_qconv) has
- * checked dtypes, zero points, the channel axis and the rounding.
+/* int8 / uint8 CONV_2D / FULLY_CONNECTED / DEPTHWISE_CONV_2D and int8 TRANSPOSE_CONV:
+ * requantization parameters as stock TFLite computes them (kernels/quant/requant.h), the weights
+ * packed once at init into the QS8 kernels' panels (kernels/quant/pack.h; a TRANSPOSE_CONV's as a
+ * FULLY_CONNECTED's of K = kh * kw * cin: kernels/transpose-conv), and the runs over the
+ * whole-layer drivers, split across the pool by output pixels and, for layers with few of them,
+ * GEMM panels too (run_grid), or depthwise rows. A budget plan (plan/budget.c) runs a GEMM layer
+ * a panel range at a time from its streamed slice (fx_qlayer_run_part). The tflite reader
+ * (read_qconv) has checked dtypes, zero points, the channel axis and the rounding.
  *
  * uint8 layers (QU8) run on the same int8 kernels in the int8 domain (quant/pack.h): the
  * input flipped (x ^ 0x80) into the node's scratch before a run, the weight zero point packed
@@ -83,12 +84,20 @@ static fx_pack_desc qpack_desc(const qpack_args *a) {
 
 static const fx_tensor *T(const fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
 
+/* The data input and the bias (-1: none): TRANSPOSE_CONV's inputs are output_shape, weights,
+ * x[, bias], the others' x, weights[, bias]. */
+static int x_of(const fx_node *n) { return n->in[n->kind == FX_OP_QTRANSPOSE_CONV ? 2 : 0]; }
+static int bias_of(const fx_node *n) {
+  const int i = n->kind == FX_OP_QTRANSPOSE_CONV ? 3 : 2;
+  return n->n_in > i ? n->in[i] : -1;
+}
+
 static int out_channels(const fx_graph *g, const fx_node *n) {
   const fx_shape *w = &T(g, n->in[1])->shape;
   return n->kind == FX_OP_QDEPTHWISE ? w->d[3] : w->d[0];
 }
 
-static int is_u8(const fx_graph *g, const fx_node *n) { return T(g, n->in[0])->dtype == FX_U8; }
+static int is_u8(const fx_graph *g, const fx_node *n) { return T(g, x_of(n))->dtype == FX_U8; }
 
 /* Which multipliers stock's kernel runs (requant.h's FX_QS8_SCALES_*): the one legacy
  * multiplier of GetQuantizedConvolutionMultipler for uint8 layers and for int8
@@ -112,7 +121,7 @@ static int u8_zero_point_may_wrap(int cout, const int32_t *m, const int32_t *shi
 /* The per-channel multipliers and shifts (2 * cout int32, malloc'd), or NULL with *why. */
 static int32_t *requant_of(const fx_graph *g, const fx_node *n, const char **why) {
   const int cout = out_channels(g, n), single = n->qout.rounding == FLEX_RQ_SINGLE;
-  const fx_quant *qx = &T(g, n->in[0])->quant, *qw = &T(g, n->in[1])->quant, *qy = &T(g, n->out[0])->quant;
+  const fx_quant *qx = &T(g, x_of(n))->quant, *qw = &T(g, n->in[1])->quant, *qy = &T(g, n->out[0])->quant;
   int32_t *ms = malloc(sizeof(int32_t) * 2 * (size_t)(cout > 0 ? cout : 1));
   if (!ms) { *why = "out of memory"; return NULL; }
   const int mode = scales_mode(g, n);
@@ -158,15 +167,16 @@ static fx_qs8_conv_geom conv_geom(const fx_graph *g, const fx_node *n) {
 }
 
 const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
-  const fx_tensor *w = T(g, n->in[1]), *b = n->n_in > 2 ? T(g, n->in[2]) : NULL;
+  const fx_tensor *w = T(g, n->in[1]), *b = T(g, bias_of(n)), *x = T(g, x_of(n));
   if (!w->cdata || (b && !b->cdata)) return "weights are not constant";
   const int cout = out_channels(g, n);
   const char *why = NULL;
   int32_t *ms = requant_of(g, n, &why);
   if (!ms) return why;
   struct fx_qlayer *q = calloc(1, sizeof *q);
-  const int cin = T(g, n->in[0])->shape.d[T(g, n->in[0])->shape.rank - 1];
-  if (!q || (n->kind != FX_OP_QFC && !(q->zero_row = malloc((size_t)(cin > 0 ? cin : 1))))) {
+  const int cin = x->shape.d[x->shape.rank - 1];
+  const int padded = n->kind == FX_OP_QCONV || n->kind == FX_OP_QDEPTHWISE; /* taps read a zero-point row */
+  if (!q || (padded && !(q->zero_row = malloc((size_t)(cin > 0 ? cin : 1))))) {
     free(ms);
     fx_qlayer_free(q);
     return "out of memory";
@@ -174,7 +184,7 @@ const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
   q->ms = ms;
   q->out = kernel_out(g, n);
   qpack_args *a = &q->args;
-  *a = (qpack_args){.w = w->cdata, .bias = b ? b->cdata : NULL, .zx = T(g, n->in[0])->quant.zero_point,
+  *a = (qpack_args){.w = w->cdata, .bias = b ? b->cdata : NULL, .zx = x->quant.zero_point,
                     .ms = ms, .cout = cout, .u8 = is_u8(g, n), .zw = w->quant.zero_point};
   if (a->u8) q->row_factor = fx_qu8_row_factor(a->zw);
   if (q->zero_row) memset(q->zero_row, (int8_t)(a->u8 ? a->zx - 128 : a->zx), (size_t)cin);
@@ -193,7 +203,7 @@ const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
       const fx_qs8_conv_geom cg = conv_geom(g, n);
       q->form = fx_conv_choose_qs8_form(q->gemm, &cg);
       a->geom = fx_qs8_conv_pack_geom(q->gemm, &cg, q->form);
-    } else {
+    } else { /* FULLY_CONNECTED, TRANSPOSE_CONV: [cout][K] */
       a->geom = fx_qs8_gemm_geom_of(q->gemm, cout, 1, (int)(fx_shape_numel(&w->shape) / (size_t)cout));
     }
     bytes = fx_qs8_gemm_packed_bytes(&a->geom);
@@ -282,6 +292,7 @@ typedef struct {
   const fx_node *swish; /* a fused swish's MUL (fuse.c): its table on each region a task wrote */
   size_t total;          /* elements of the output */
   const fx_qs8_out *o;
+  const fx_tconv_geom *tconv; /* TRANSPOSE_CONV: its taps gathered per output pixel */
   int failed;
 } qrun;
 
@@ -323,8 +334,12 @@ static void grid_task(void *ctx, int tid, size_t t) {
   if (r->a_direct)
     fx_qs8_gemm_run(r->q->gemm, m1 - m0, r->cout, r->k, r->x + m0 * r->k, r->k, w, r->y + m0 * r->cout, r->cout,
                     row_factor, r->o, r->p0 + b, r->p0 + e);
-  else if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->q->form, r->x, r->q->zero_row, w, r->y, row_factor, r->o, m0,
-                           m1, r->p0 + b, r->p0 + e))
+  else if (r->tconv) { /* int8 only: uint8 TRANSPOSE_CONV stays with stock */
+    if (fx_tconv_qs8_run(r->q->gemm, r->tconv, r->x, (int8_t)r->q->args.zx, w, r->y, r->o, m0, m1, r->p0 + b,
+                         r->p0 + e))
+      r->failed = 1;
+  } else if (fx_qs8_conv_run(r->q->gemm, &r->cg, r->q->form, r->x, r->q->zero_row, w, r->y, row_factor, r->o, m0,
+                             m1, r->p0 + b, r->p0 + e))
     r->failed = 1;
   const size_t nr = (size_t)r->q->gemm->nr, c0 = (r->p0 + b) * nr, end = (r->p0 + e) * nr;
   finish_region(r, m0, m1, c0, end < r->cout ? end : r->cout);
@@ -370,7 +385,7 @@ static void finish_setup(fx_graph *g, const fx_node *n, qrun *r) {
 }
 
 size_t fx_qlayer_scratch_bytes(const fx_graph *g, const fx_node *n) {
-  const fx_tensor *x = T(g, n->in[0]);
+  const fx_tensor *x = T(g, x_of(n));
   return x->dtype == FX_U8 ? fx_shape_numel(&x->shape) : 0;
 }
 
@@ -388,9 +403,9 @@ static void flip_range(void *ctx, size_t begin, size_t end) {
  * in a budget step), in 64 KB pieces across the pool. -1 if that scratch is missing. */
 static int kernel_input(fx_graph *g, const fx_node *n, fx_pool *pool, const int8_t **x) {
   const size_t bytes = fx_qlayer_scratch_bytes(g, n);
-  *x = T(g, n->in[0])->ptr;
+  *x = T(g, x_of(n))->ptr;
   if (!bytes) return 0;
-  flip_job j = {T(g, n->in[0])->ptr, n->scratch >= 0 ? g->tensors[n->scratch].ptr : NULL};
+  flip_job j = {T(g, x_of(n))->ptr, n->scratch >= 0 ? g->tensors[n->scratch].ptr : NULL};
   if (!j.y) return -1;
   fx_parallel_for(pool, bytes, (size_t)1 << 16, flip_range, &j);
   *x = j.y;
@@ -398,7 +413,7 @@ static int kernel_input(fx_graph *g, const fx_node *n, fx_pool *pool, const int8
 }
 
 static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels, int p0, int p1) {
-  const fx_tensor *x = T(g, n->in[0]), *w = T(g, n->in[1]), *y = T(g, n->out[0]);
+  const fx_tensor *x = T(g, x_of(n)), *w = T(g, n->in[1]), *y = T(g, n->out[0]);
   qrun r = {.q = n->qlayer, .y = y->ptr, .w = panels, .p0 = (size_t)p0, .p1 = (size_t)p1,
             .panel_bytes = fx_qs8_gemm_panel_bytes(&n->qlayer->args.geom)};
   if (kernel_input(g, n, pool, &r.x)) return -1;
@@ -409,6 +424,14 @@ static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels,
     r.m = fx_shape_numel(&x->shape) / r.k;
     r.a_direct = 1;
     run_grid(pool, &r, (size_t)r.q->gemm->mr);
+    return r.failed ? -1 : 0;
+  }
+  if (n->kind == FX_OP_QTRANSPOSE_CONV) {
+    fx_tconv_geom tg;
+    fx_node_tconv_geom(g, n, &tg);
+    r.tconv = &tg;
+    r.m = (size_t)tg.batch * (size_t)tg.oh * (size_t)tg.ow;
+    run_grid(pool, &r, (size_t)r.q->gemm->mr * 4);
     return r.failed ? -1 : 0;
   }
   r.cg = conv_geom(g, n);

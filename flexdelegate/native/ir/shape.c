@@ -499,6 +499,15 @@ const char *fx_infer_batch_matmul(fx_graph *g, fx_node *n) {
   return NULL;
 }
 
+/* int8: stock's GEMM of an empty contraction is its own affair (the output would be the zero
+ * point's requantization); such a node stays with it. */
+const char *fx_infer_qbatch_matmul(fx_graph *g, fx_node *n) {
+  const char *e = fx_infer_batch_matmul(g, n);
+  fx_bmm_plan p;
+  if (!e && !fx_node_bmm_plan(g, n, &p) && !p.k) return "int8 BATCH_MATMUL over an empty depth";
+  return e;
+}
+
 const char *fx_infer_shape(fx_graph *g, fx_node *n) {
   *Y_SHAPE = (fx_shape){1, {X_SHAPE->rank}};
   return NULL;

@@ -257,17 +257,21 @@ static const char *bias_scale(const fx_tensor *x, const fx_tensor *w, const fx_t
   return diff / (double)y->quant.scale <= 0.02 ? NULL : "bias scale is not input scale x weight scale (stock refuses it)";
 }
 
-/* int8 / uint8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED (the node becomes QCONV / QDEPTHWISE
- * / QFC): input, weights and output of one of the two types, int32 bias, weights quantized as
- * stock takes them (qweight_params), a fused activation with a quantized range, and the stock
- * rounding known for this op and type. */
+/* int8 / uint8 CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED and int8 TRANSPOSE_CONV (the node
+ * becomes QCONV / QDEPTHWISE / QFC / QTRANSPOSE_CONV): input, weights and output of one of the
+ * two types, int32 bias, weights quantized as stock takes them (qweight_params), a fused
+ * activation with a quantized range, and the stock rounding known for this op and type. */
 static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
-  const fx_tensor *x = &g->tensors[n->in[0]], *w = &g->tensors[n->in[1]], *y = &g->tensors[n->out[0]];
-  const fx_tensor *b = n->n_in > 2 && n->in[2] >= 0 ? &g->tensors[n->in[2]] : NULL;
+  const int xi = qkind == FX_OP_QTRANSPOSE_CONV ? 2 : 0, bi = xi + 2; /* TRANSPOSE_CONV: shape, w, x, bias */
+  const fx_tensor *x = &g->tensors[n->in[xi]], *w = &g->tensors[n->in[1]], *y = &g->tensors[n->out[0]];
+  const fx_tensor *b = n->n_in > bi && n->in[bi] >= 0 ? &g->tensors[n->in[bi]] : NULL;
   const char *e;
+  if (qkind == FX_OP_QTRANSPOSE_CONV && x->dtype != FX_I8) return "uint8 TRANSPOSE_CONV is left to the stock kernel";
   if (w->dtype != x->dtype || y->dtype != x->dtype) return "quantized input with weights or output of another type";
   if (b && b->dtype != FX_I32) return "quantized layer with a bias that is not int32";
-  if ((e = need_const(g, n, 1, 0)) || (e = need_const(g, n, 2, 1))) return e;
+  if (qkind == FX_OP_QTRANSPOSE_CONV && b && b->quant.zero_point)
+    return "int8 TRANSPOSE_CONV bias with a nonzero zero point (stock refuses it)";
+  if ((e = need_const(g, n, 1, 0)) || (e = need_const(g, n, bi, 1))) return e;
   if (!x->quant.n || !w->quant.n || !y->quant.n) return "quantized layer with a tensor without quantization";
   if (x->quant.n > 1 || y->quant.n > 1) return "per-channel activations";
   const int axis = qkind == FX_OP_QDEPTHWISE ? 3 : 0;
@@ -277,8 +281,9 @@ static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
   if ((qkind == FX_OP_QFC || x->dtype == FX_U8) && b && (e = bias_scale(x, w, b, y))) return e;
   n->kind = qkind;
   if ((e = q8_out(g, n, tfl_act))) return e;
-  if (qkind != FX_OP_QDEPTHWISE || n->qout.tail_from) n->qout.tail_from = INT32_MAX;
-  else n->qout.tail_from = w->shape.d[3] - w->shape.d[3] % 8; /* split8: the last C % 8 channels */
+  /* split8 (LiteRT's NEON Quantize loop after an int32 map): the last C % 8 channels */
+  if ((qkind != FX_OP_QDEPTHWISE && qkind != FX_OP_QTRANSPOSE_CONV) || n->qout.tail_from) n->qout.tail_from = INT32_MAX;
+  else n->qout.tail_from = w->shape.d[axis] - w->shape.d[axis] % 8;
   return fx_qlayer_check(g, n);
 }
 
@@ -331,6 +336,9 @@ static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) 
   if (n->n_in < 3) return "missing inputs";
   conv_params(n, p->padding, p->stride_width, p->stride_height, 1, 1);
   if ((e = check_window(n, p->padding)) || (e = map_act(p->activation, &n->act))) return e;
+  /* int8: stock applies the fused activation (op version 4) on both runtimes, as for float */
+  if (is_q8(g->tensors[n->in[2]].dtype))
+    return (e = need_const(g, n, 0, 0)) ? e : read_qconv(g, n, p->activation, FX_OP_QTRANSPOSE_CONV);
   if ((e = need_f32(g, n, 0xE)) || (e = need_const(g, n, 0, 0)) || (e = need_const(g, n, 1, 0))) return e;
   return n->n_in > 3 ? need_const(g, n, 3, 1) : NULL;
 }
@@ -641,11 +649,42 @@ static const char *read_gather(fx_graph *g, fx_node *n, const void *bd) {
   return same_dtype(g, n, 1);
 }
 
+/* int8 BATCH_MATMUL (the node becomes QBATCH_MATMUL): int8 operands (both run-time, or B
+ * constant) and output, one scale and zero point each (stock reads the per-tensor ones),
+ * requantized by one multiplier from the float32 product of the operand scales
+ * (GetQuantizedConvolutionMultipler) with the stock rounding known for the op; no activation. */
+static const char *read_qbatch_matmul(fx_graph *g, fx_node *n) {
+  const fx_tensor *a = &g->tensors[n->in[0]], *b = &g->tensors[n->in[1]], *y = &g->tensors[n->out[0]];
+  if (a->dtype != FX_I8) return "uint8 BATCH_MATMUL (the stock kernel refuses it)";
+  if (b->dtype != FX_I8) return "int8 BATCH_MATMUL with a right-hand side of another type";
+  if (y->dtype != FX_I8) return "int8 BATCH_MATMUL to a non-int8 output (left to the stock kernel)";
+  if (!a->quant.n || !b->quant.n || !y->quant.n) return "int8 tensor without quantization";
+  if (a->quant.n > 1 || b->quant.n > 1 || y->quant.n > 1)
+    return "int8 BATCH_MATMUL with per-channel scales (stock applies one per tensor)";
+  if (n->qout.rounding < 0) return "stock's rounding for this int8 op unknown (no rounding table)";
+  /* tflite-runtime 2.14 folds A's last batch dim into its rows when B's is 1, which with adj_x
+   * (and that dim of A above 1) mixes A's depth into its rows (LiteRT 2.3 computes it): such a
+   * node stays with stock */
+  if (n->p.bmm.adj_x && a->shape.rank > 2 && b->shape.rank > 2 && b->shape.d[b->shape.rank - 3] == 1 &&
+      a->shape.d[a->shape.rank - 3] != 1)
+    return "int8 BATCH_MATMUL with adj_x, A batched and a right-hand batch dim of 1 before the matrix "
+           "(tflite-runtime 2.14's stock kernel folds it into the rows)";
+  const double real = (double)(a->quant.scale * b->quant.scale) / (double)y->quant.scale;
+  if (!(real >= 0)) return "negative or undefined requantization multiplier";
+  fx_quantize_multiplier(real, n->qout.rounding == FLEX_RQ_SINGLE, &n->p.bmm.qm, &n->p.bmm.qshift);
+  if (n->p.bmm.qshift > 30) return "a requantization multiplier of 2^30 or more (left to the stock kernel)";
+  n->kind = FX_OP_QBATCH_MATMUL;
+  const char *e = q8_out(g, n, kTfLiteActNone);
+  if (!n->qout.tail_from) return e; /* split8: resolved per run, from B's columns (ir/exec.c) */
+  n->qout.tail_from = INT32_MAX;
+  return e;
+}
+
 static const char *read_batch_matmul(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteBatchMatMulParams *p = bd;
   n->p.bmm.adj_x = p ? p->adj_x : 0;
   n->p.bmm.adj_y = p ? p->adj_y : 0;
-  return need_f32(g, n, 3);
+  return is_q8(g->tensors[n->in[0]].dtype) ? read_qbatch_matmul(g, n) : need_f32(g, n, 3);
 }
 
 static const char *read_shape(fx_graph *g, fx_node *n, const void *bd) {

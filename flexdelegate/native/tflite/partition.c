@@ -19,11 +19,12 @@ void fx_add_fallback(fx_subgraph *sg, int node, int builtin, const char *why) {
 }
 
 /* A node whose inputs are all constant is evaluated now; SHAPE only needs the input's shape.
- * CONV/FC are left to run (they would need packing and scratch just to fold). */
+ * CONV/FC and the int8 GEMM layers are left to run (they would need packing and scratch just to
+ * fold). */
 static const char *try_fold(fx_graph *g, fx_node *n, fx_blob **out) {
   *out = NULL;
   if (n->kind == FX_OP_CONV || n->kind == FX_OP_FC || n->kind == FX_OP_QCONV || n->kind == FX_OP_QFC ||
-      n->kind == FX_OP_QDEPTHWISE)
+      n->kind == FX_OP_QDEPTHWISE || n->kind == FX_OP_QTRANSPOSE_CONV || n->kind == FX_OP_QBATCH_MATMUL)
     return NULL;
   int shape_dependent = n->kind == FX_OP_SHAPE;
   for (int i = 0; i < n->n_in; i++) {

@@ -6,8 +6,6 @@
 #include "runtime/pool.h"
 #include "batch_matmul.h"
 
-/* Rows of A per task at most (their transposed copy with adj_x stays in L2: 64 rows x K). */
-#define FX_BMM_ROWS 64
 
 int fx_bmm_plan_init(fx_bmm_plan *p, const int *a_dims, int a_rank, const int *b_dims, int b_rank, int adj_x,
                      int adj_y) {
@@ -85,7 +83,7 @@ typedef struct {
   const float *a, *b;
   const float *packed;
   float *c, *packing, *at; /* B packed here per invoke; per-thread transposed A rows */
-  size_t rows, row_groups, panels_per_group, panel_groups;
+  fx_bmm_tasks grid;
   fx_gemm_out none;
 } bmm_job;
 
@@ -96,8 +94,7 @@ static void pack_task(void *arg, int tid, size_t task) {
   pack_matrix(p, j->uk->nr, j->b + task * (size_t)p->k * (size_t)p->n, j->packing + task * matrix_floats(p, j->uk->nr));
 }
 
-/* The A and B matrix indices of C batch ob. */
-static void operands(const fx_bmm_plan *p, size_t ob, size_t *ai, size_t *bi) {
+void fx_bmm_operands(const fx_bmm_plan *p, size_t ob, size_t *ai, size_t *bi) {
   size_t a = 0, b = 0;
   for (int i = p->rank - 3; i >= 0; i--) {
     const size_t d = (size_t)p->dims[i], x = ob % d;
@@ -107,34 +104,59 @@ static void operands(const fx_bmm_plan *p, size_t ob, size_t *ai, size_t *bi) {
   *ai = a, *bi = b;
 }
 
+size_t fx_bmm_grid(const fx_bmm_plan *p, size_t mr, size_t all, int threads, fx_bmm_tasks *t) {
+  const size_t m = (size_t)p->m, n = (size_t)p->n, want = (size_t)threads * 4;
+  t->rows = m < FX_BMM_ROWS ? m : FX_BMM_ROWS;
+  t->panels_per_group = all;
+  if (threads > 1 && p->batches * ((m + t->rows - 1) / t->rows) < want) {
+    const size_t per_batch = (want + p->batches - 1) / p->batches;
+    if (n > m) {
+      const size_t per = all / per_batch;
+      t->panels_per_group = per ? per : 1;
+    } else {
+      size_t rows = (m + per_batch - 1) / per_batch;
+      rows = (rows + mr - 1) / mr * mr;
+      if (rows < t->rows) t->rows = rows;
+    }
+  }
+  t->row_groups = (m + t->rows - 1) / t->rows;
+  t->panel_groups = (all + t->panels_per_group - 1) / t->panels_per_group;
+  return p->batches * t->row_groups * t->panel_groups;
+}
+
+void fx_bmm_task_of(const fx_bmm_plan *p, const fx_bmm_tasks *g, size_t all, size_t task, fx_bmm_task *t) {
+  const size_t rg = task % g->row_groups, pg = task / g->row_groups % g->panel_groups;
+  t->ob = task / g->row_groups / g->panel_groups;
+  fx_bmm_operands(p, t->ob, &t->ai, &t->bi);
+  t->m0 = rg * g->rows;
+  t->rows = (size_t)p->m - t->m0 < g->rows ? (size_t)p->m - t->m0 : g->rows;
+  t->pan0 = pg * g->panels_per_group;
+  t->pan1 = t->pan0 + g->panels_per_group < all ? t->pan0 + g->panels_per_group : all;
+}
+
 static void bmm_task(void *arg, int tid, size_t task) {
   const bmm_job *j = arg;
   const fx_bmm_plan *p = j->p;
   const fx_gemm_config *uk = j->uk;
   const size_t m = (size_t)p->m, k = (size_t)p->k, n = (size_t)p->n, mr = (size_t)uk->mr, nr = (size_t)uk->nr;
-  const size_t rg = task % j->row_groups, pg = task / j->row_groups % j->panel_groups;
-  const size_t ob = task / j->row_groups / j->panel_groups;
-  size_t ai, bi;
-  operands(p, ob, &ai, &bi);
-  const size_t m0 = rg * j->rows, rows = m - m0 < j->rows ? m - m0 : j->rows;
-  const size_t pan0 = pg * j->panels_per_group, all = panels(p, uk->nr);
-  const size_t pan1 = pan0 + j->panels_per_group < all ? pan0 + j->panels_per_group : all;
-  const float *a = j->a + ai * m * k, *w = j->packed + bi * matrix_floats(p, uk->nr);
+  fx_bmm_task t;
+  fx_bmm_task_of(p, &j->grid, panels(p, uk->nr), task, &t);
+  const float *a = j->a + t.ai * m * k, *w = j->packed + t.bi * matrix_floats(p, uk->nr);
   size_t as = k;
   if (p->adj_x) { /* A is [K][M]: this task's rows, transposed */
-    float *t = j->at + (size_t)tid * j->rows * k;
+    float *at = j->at + (size_t)tid * j->grid.rows * k;
     for (size_t kk = 0; kk < k; kk++)
-      for (size_t i = 0; i < rows; i++) t[i * k + kk] = a[kk * m + m0 + i];
-    a = t;
+      for (size_t i = 0; i < t.rows; i++) at[i * k + kk] = a[kk * m + t.m0 + i];
+    a = at;
   } else {
-    a += m0 * k;
+    a += t.m0 * k;
   }
-  float *c = j->c + ob * m * n + m0 * n;
-  for (size_t pan = pan0; pan < pan1; pan++) {
+  float *c = j->c + t.ob * m * n + t.m0 * n;
+  for (size_t pan = t.pan0; pan < t.pan1; pan++) {
     const size_t n0 = pan * nr, nc = n - n0 < nr ? n - n0 : nr;
     const float *wp = w + pan * nr * (k + 1);
-    for (size_t r = 0; r < rows; r += mr)
-      uk->fn(rows - r < mr ? rows - r : mr, nc, k, a + r * as, as, wp, c + r * n + n0, n, NULL, &j->none);
+    for (size_t r = 0; r < t.rows; r += mr)
+      uk->fn(t.rows - r < mr ? t.rows - r : mr, nc, k, a + r * as, as, wp, c + r * n + n0, n, NULL, &j->none);
   }
 }
 
@@ -167,25 +189,7 @@ int fx_bmm_f32(fx_pool *pool, const fx_bmm_plan *p, const fx_gemm_config *uk, co
   }
   if (p->adj_x && !scratch) return -1;
   j.packed = b_packed;
-  /* >= 4 tasks per thread where the work allows: rows in whole microkernel tiles of at most
-   * FX_BMM_ROWS; when one batch's weights outweigh its rows (N > M), split the panels instead */
-  const size_t mr = (size_t)uk->mr, all = panels(p, uk->nr), want = (size_t)threads * 4;
-  j.rows = m < FX_BMM_ROWS ? m : FX_BMM_ROWS;
-  j.panels_per_group = all;
-  if (threads > 1 && p->batches * ((m + j.rows - 1) / j.rows) < want) {
-    const size_t per_batch = (want + p->batches - 1) / p->batches;
-    if (n > m) {
-      const size_t per = all / per_batch;
-      j.panels_per_group = per ? per : 1;
-    } else {
-      size_t rows = (m + per_batch - 1) / per_batch;
-      rows = (rows + mr - 1) / mr * mr;
-      if (rows < j.rows) j.rows = rows;
-    }
-  }
-  j.row_groups = (m + j.rows - 1) / j.rows;
-  j.panel_groups = (all + j.panels_per_group - 1) / j.panels_per_group;
-  const size_t tasks = p->batches * j.row_groups * j.panel_groups;
+  const size_t tasks = fx_bmm_grid(p, (size_t)uk->mr, panels(p, uk->nr), threads, &j.grid);
   if (pool) fx_parallel_tasks(pool, tasks, bmm_task, &j);
   else
     for (size_t t = 0; t < tasks; t++) bmm_task(&j, 0, t);

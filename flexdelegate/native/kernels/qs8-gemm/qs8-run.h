@@ -17,10 +17,33 @@ static inline size_t fx_qs8_row_block(const fx_qs8_gemm_config *g, size_t kc, si
 
 /* C[m][n] = out(A[m][kc] x panels [p0, p1)), `packed` pointing at panel p0 (the whole blob when
  * p0 is 0; a budget plan's streamed slice otherwise); row_factor != 0 adds row_factor * (row sum
- * of A) per row (QU8: fx_qu8_row_factor). */
+ * of A) per row (QU8: fx_qu8_row_factor). o->rounding on every channel (the GEMM kernels have
+ * no tail: requant.h). */
 void fx_qs8_gemm_run(const fx_qs8_gemm_config *g, size_t m, size_t n, size_t kc, const int8_t *a,
                      size_t a_stride, const void *packed, int8_t *c, size_t c_stride,
                      int32_t row_factor, const fx_qs8_out *o, size_t p0, size_t p1);
+/* The same under o's whole rule: channels from o->tail_from on round under o->tail_rounding
+ * (LiteRT's split8, requant.h), which costs the panels holding them (at most two) a second run,
+ * a block of rows at a time through a small buffer. */
+void fx_qs8_gemm_run_split(const fx_qs8_gemm_config *g, size_t m, size_t n, size_t kc, const int8_t *a,
+                           size_t a_stride, const void *packed, int8_t *c, size_t c_stride, int32_t row_factor,
+                           const fx_qs8_out *o, size_t p0, size_t p1);
+
+/* Where gathered A rows come from: fill(geom, x, zx, row, count, rows) writes `count` A rows
+ * (kc bytes each, back to back) of GEMM rows [row, row + count) from input x of a layer of
+ * geometry geom (its own type), zx its zero point (the bytes of taps that read nothing). */
+typedef struct {
+  void (*fill)(const void *geom, const int8_t *x, int8_t zx, size_t row, size_t count, int8_t *rows);
+  const void *geom;
+  const int8_t *x;
+  int8_t zx;
+} fx_qs8_gather;
+/* Rows [m0, m1) of C[.][n] (c_stride n) = out(A x panels [p0, p1)) as fx_qs8_gemm_run (split:
+ * fx_qs8_gemm_run_split), the A rows gathered on the fly a block at a time (im2col): MR rows, or
+ * a whole-panel or range kernel's row block. 0, or -1 when the block cannot be allocated. */
+int fx_qs8_gather_run(const fx_qs8_gemm_config *g, size_t kc, size_t n, const fx_qs8_gather *src, const void *packed,
+                      int8_t *y, int32_t row_factor, const fx_qs8_out *o, int split, size_t m0, size_t m1, size_t p0,
+                      size_t p1);
 
 /* An NHWC convolution: input [batch][h][w][cin], output [batch][oh][ow][cout], window
  * kh x kw, strides, dilations, top/left padding (bottom/right follow from the sizes). */

@@ -77,8 +77,8 @@ static void tested_row(const fx_qs8_conv_geom *cg, const int8_t *line, int8_t zx
  * (dilation 1: columns [in_lo, in_hi)) is one run of kw * cin bytes (adjacent pixels are
  * adjacent in NHWC). With a 27-byte row (a 3-channel stem) the gather cost about what the GEMM
  * it feeds did, so nothing per pixel is computed twice. */
-static void gather_rows(const fx_qs8_conv_geom *cg, const int8_t *x, int8_t zx, size_t pix, size_t count,
-                        int8_t *rows) {
+static void gather_rows(const void *geom, const int8_t *x, int8_t zx, size_t pix, size_t count, int8_t *rows) {
+  const fx_qs8_conv_geom *cg = geom;
   /* the geometry in locals: the byte stores below may alias *cg, which would be read again */
   const int h = cg->h, w = cg->w, oh = cg->oh, ow = cg->ow, kh = cg->kh, kw = cg->kw;
   const int sh = cg->sh, sw = cg->sw, dh = cg->dh, dw = cg->dw, pt = cg->pt, pl = cg->pl;
@@ -162,17 +162,9 @@ static int run_igemm(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, co
 static int run_im2col(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x, int8_t zx,
                       const void *packed, int8_t *y, int32_t row_factor, const fx_qs8_out *o, size_t m0,
                       size_t m1, size_t p0, size_t p1) {
-  const size_t K = (size_t)cg->kh * (size_t)cg->kw * (size_t)cg->cin, n = (size_t)cg->cout;
-  const size_t step = g->range || (g->gemm_rows && !row_factor) ? fx_qs8_row_block(g, K, p1 - p0) : (size_t)g->mr;
-  int8_t *rows = (int8_t *)malloc(step * K);
-  if (!rows) return -1;
-  for (size_t pix = m0; pix < m1; pix += step) {
-    const size_t mr = m1 - pix < step ? m1 - pix : step;
-    gather_rows(cg, x, zx, pix, mr, rows);
-    fx_qs8_gemm_run(g, mr, n, K, rows, K, packed, y + pix * n, n, row_factor, o, p0, p1);
-  }
-  free(rows);
-  return 0;
+  const fx_qs8_gather src = {gather_rows, cg, x, zx};
+  return fx_qs8_gather_run(g, (size_t)cg->kh * (size_t)cg->kw * (size_t)cg->cin, (size_t)cg->cout, &src, packed, y,
+                           row_factor, o, 0, m0, m1, p0, p1);
 }
 
 int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form, const int8_t *x,

@@ -34,23 +34,26 @@ static int requant_ok(int n, const int32_t *m, const int32_t *shift) {
 
 static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
 
-/* Where the int8 weights come from: int8 as they are, or uint8 flipped to int8. */
+/* Where the int8 weights come from: int8 as they are, or uint8 flipped to int8; weight (c, k)
+ * at w[c * cs + k * ks] (cs = K, ks = 1: the row-major [n][K] of a layer). */
 typedef struct {
   const void *w;
   int flip;          /* uint8 weights: w ^ 0x80 */
+  size_t cs, ks;
 } wsrc;
 
-static inline int8_t wget(const wsrc *s, size_t i) {
+static inline int8_t wget(const wsrc *s, size_t c, size_t k) {
+  const size_t i = c * s->cs + k * s->ks;
   return s->flip ? (int8_t)(((const uint8_t *)s->w)[i] ^ 0x80) : ((const int8_t *)s->w)[i];
 }
 
 static uint32_t wsum(const wsrc *s, size_t c, size_t K) {
   uint32_t sum = 0;
-  for (size_t k = 0; k < K; k++) sum += (uint32_t)(int32_t)wget(s, c * K + k);
+  for (size_t k = 0; k < K; k++) sum += (uint32_t)(int32_t)wget(s, c, k);
   return sum;
 }
 
-/* zp8 / zw8: the int8-domain input and weight zero points (zw8 = 0 for int8 weights). */
+/* zp8 / zw8: the int8-domain input and weight zero points (zw8 = 0 for int8 layer weights). */
 static void pack_gemm_body(const fx_qs8_gemm_geom *g, const wsrc *s, const int32_t *bias,
                            int32_t zp8, int32_t zw8, const int32_t *m, const int32_t *shift,
                            uint8_t *dst) {
@@ -70,7 +73,7 @@ static void pack_gemm_body(const fx_qs8_gemm_geom *g, const wsrc *s, const int32
       put32(rq + 4 * (nr + j), (uint32_t)shift[c]);
       for (size_t t = 0; t < ks; t++)
         for (size_t k = 0; k < kc; k++)
-          wp[((t * kg + k / kr) * nr + j) * kr + k % kr] = wget(s, c * K + t * kc + k);
+          wp[((t * kg + k / kr) * nr + j) * kr + k % kr] = wget(s, c, t * kc + k);
     }
   }
 }
@@ -82,15 +85,23 @@ static int pack_gemm(const fx_qs8_gemm_geom *g, const wsrc *s, const int32_t *bi
   return 0;
 }
 
+static size_t depth(const fx_qs8_gemm_geom *g) { return g ? (size_t)g->ks * (size_t)g->kc : 0; }
+
 int fx_qs8_pack_gemm(const fx_qs8_gemm_geom *g, const int8_t *w, const int32_t *bias,
                      int32_t zp_in, const int32_t *m, const int32_t *shift, void *dst) {
-  const wsrc s = {w, 0};
+  const wsrc s = {w, 0, depth(g), 1};
   return pack_gemm(g, &s, bias, zp_in, 0, m, shift, dst);
+}
+
+int fx_qs8_pack_gemm_zw(const fx_qs8_gemm_geom *g, const int8_t *w, size_t c_stride, size_t k_stride, int32_t zw,
+                        int32_t zp_in, const int32_t *m, const int32_t *shift, void *dst) {
+  const wsrc s = {w, 0, c_stride, k_stride};
+  return pack_gemm(g, &s, NULL, zp_in, zw, m, shift, dst);
 }
 
 int fx_qu8_pack_gemm(const fx_qs8_gemm_geom *g, const uint8_t *w, int32_t zw, const int32_t *bias,
                      int32_t zx, const int32_t *m, const int32_t *shift, void *dst) {
-  const wsrc s = {w, 1};
+  const wsrc s = {w, 1, depth(g), 1};
   return pack_gemm(g, &s, bias, zx - 128, zw - 128, m, shift, dst);
 }
 

@@ -45,6 +45,11 @@ size_t fx_qs8_gemm_packed_bytes(const fx_qs8_gemm_geom *g);
  * Returns 0, or -1 for bad geometry, m < 0 or a shift outside [-31, 30]. */
 int fx_qs8_pack_gemm(const fx_qs8_gemm_geom *g, const int8_t *w, const int32_t *bias,
                      int32_t zp_in, const int32_t *m, const int32_t *shift, void *dst);
+/* int8 weights with a zero point zw, weight (c, k) at w[c * c_stride + k * k_stride] (a run-time
+ * BATCH_MATMUL right-hand side: [n][K] with adj_y, else [K][n]), no bias; the kernels then take
+ * row_corr = -zw * rowsum (row_factor -zw): sum_k (a - zp_in)(w - zw) in all. */
+int fx_qs8_pack_gemm_zw(const fx_qs8_gemm_geom *g, const int8_t *w, size_t c_stride, size_t k_stride, int32_t zw,
+                        int32_t zp_in, const int32_t *m, const int32_t *shift, void *dst);
 /* The same for uint8 weights with zero point zw and a uint8 input zero point zx; the kernels
  * then take row_corr = -(zw - 128) * rowsum (fx_qu8_row_factor). */
 int fx_qu8_pack_gemm(const fx_qs8_gemm_geom *g, const uint8_t *w, int32_t zw, const int32_t *bias,

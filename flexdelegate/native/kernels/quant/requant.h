@@ -29,8 +29,9 @@
 #include "flex_api.h"
 
 /* The output stage of a layer. Channels c < tail_from use `rounding`, the others
- * `tail_rounding` (LiteRT's int8 depthwise: UP on the first 8*floor(C/8) channels, AWAY on the
- * rest); only the depthwise kernels look at the tail, the GEMMs use `rounding` throughout.
+ * `tail_rounding` (LiteRT's int8 depthwise and TRANSPOSE_CONV: UP on the first 8*floor(C/8)
+ * channels, AWAY on the rest); only the depthwise kernels look at the tail, the GEMMs use
+ * `rounding` throughout (fx_qs8_gemm_run_split, qs8-run.h, runs a GEMM's tail panels again).
  * A tail may only mix AWAY and UP (FLEX_RQ_SINGLE and FLEX_RQ_AWAY_SAT are all or nothing). */
 typedef struct fx_qs8_out {
   int32_t zp;             /* output zero point */
