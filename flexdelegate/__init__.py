@@ -119,6 +119,19 @@ def _rounding_option(rt) -> str:
     return _roundings[rt.name]
 
 
+def _usable_rounding(text) -> bool:
+    """A stored answer the plugin takes (one written by another version of this package, or
+    damaged, is asked again rather than failing the load)."""
+    from . import _native
+    if not isinstance(text, str):
+        return False
+    try:
+        _native.check_option("_rounding", text)
+    except ValueError:
+        return False
+    return True
+
+
 def _stored_rounding(rt) -> str:
     import json
     import sys
@@ -133,8 +146,9 @@ def _stored_rounding(rt) -> str:
     try:
         with open(path) as f:
             known = json.load(f)
-        if isinstance(known, dict) and isinstance(known.get(key), str):
+        if isinstance(known, dict) and _usable_rounding(known.get(key)):
             return known[key]
+        known = known if isinstance(known, dict) else {}
     except (OSError, ValueError):
         known = {}
     import subprocess  # only now: what a warm load imports counts against its budget

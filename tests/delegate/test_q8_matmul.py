@@ -277,3 +277,21 @@ def test_rounding_answer_stored_by_other_probes_is_not_reused(tmp_path, monkeypa
     monkeypatch.setattr(flexdelegate, "_roundings", {})
     check_exact(tconv_model((1, 4, 4, 8), 12, 3, 2, "SAME"))
     check_exact(bmm_model((3, 7, 33), (3, 33, 12)))
+
+
+def test_a_stored_rounding_answer_the_plugin_refuses_is_asked_again(tmp_path, monkeypatch):
+    """A rounding.json entry under this version's key that the plugin cannot parse (written by
+    another build of the package, or damaged) is detected again and replaced, not a failed load."""
+    import json
+
+    import flexdelegate
+    from flexdelegate.paths import default_dir
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(flexdelegate, "_roundings", {})
+    load_flex()  # detects and stores
+    path = f"{default_dir()}/rounding.json"
+    stored = json.load(open(path))
+    json.dump({key: text + ",NOT_AN_OP.f32=0" for key, text in stored.items()}, open(path, "w"))
+    monkeypatch.setattr(flexdelegate, "_roundings", {})
+    check_exact(tconv_model((1, 4, 4, 8), 12, 3, 2, "SAME"))
+    assert json.load(open(path)) == stored
