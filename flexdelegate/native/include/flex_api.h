@@ -32,7 +32,9 @@ enum {
  * the stock arithmetic the delegate reproduces. Requantizing layers: a FLEX_RQ_* rule
  * (kernels/quant/requant.h says what each computes); QUANTIZE / DEQUANTIZE to or from float:
  * FLEX_QUANT_AWAY (TFLite's scalar loop) or FLEX_QUANT_RECIP_EVEN (its NEON loop, ir/exec.c);
- * the element-wise ops ADD / MUL / MEAN: FLEX_STOCK_* (kernels/qs8-ops/qs8-ops.h). */
+ * the element-wise ops ADD / MUL / MEAN: FLEX_STOCK_* (kernels/qs8-ops/qs8-ops.h); the
+ * dynamic-range ("hybrid") CONV_2D and FULLY_CONNECTED's quantization of their float input,
+ * "OP.f32": FLEX_STOCK_* too (kernels/quant/dynamic.h). */
 enum { FLEX_RQ_AWAY = 0, FLEX_RQ_UP = 1, FLEX_RQ_SINGLE = 2, FLEX_RQ_AWAY_SAT = 3 };
 enum { FLEX_QUANT_AWAY = 0, FLEX_QUANT_RECIP_EVEN = 1 };
 enum { FLEX_STOCK_PORTABLE = 0, FLEX_STOCK_NEON = 1 };
@@ -68,8 +70,10 @@ const char *flex_check_budget(double mb);
 /* Packing algorithm families: the high byte of a cache blob's algo (store/store.h builds the
  * rest: GEMM panels = nr; Winograd = tile << 8 | nr; int8 GEMM = kg_align << 17 | a_offset << 16 |
  * kr << 8 | nr;
- * int8 depthwise = ct). `flexdelegate cache info` names them. */
-enum { FLEX_PACK_GEMM_PANELS = 1, FLEX_PACK_WINOGRAD = 2, FLEX_PACK_QS8_GEMM = 3, FLEX_PACK_QS8_DW = 4 };
+ * int8 depthwise = ct; a hybrid layer's int8 GEMM panels, as int8 GEMM's). `flexdelegate cache
+ * info` names them. */
+enum { FLEX_PACK_GEMM_PANELS = 1, FLEX_PACK_WINOGRAD = 2, FLEX_PACK_QS8_GEMM = 3, FLEX_PACK_QS8_DW = 4,
+       FLEX_PACK_QS8_HYBRID = 5 };
 
 /* ---- a running delegate ---- */
 /* Why a call failed; for an infeasible budget also the smallest feasible one and the node it is

@@ -54,6 +54,10 @@ typedef struct fx_wref {
   (((uint32_t)FLEX_PACK_QS8_GEMM << 24) | ((uint32_t)((kg_align) > 1 ? (kg_align) : 0) << 17) |      \
    ((uint32_t)((a_offset) != 0) << 16) | ((uint32_t)(kr) << 8) | (uint32_t)(nr))
 #define FX_ALGO_QS8_DW(ct) (((uint32_t)FLEX_PACK_QS8_DW << 24) | (uint32_t)(ct))
+/* A hybrid layer's int8 panels (float activations): the int8 GEMM's layout and parameters,
+ * bias 0 and the weight sums where the requantization goes (quant/pack.h). */
+#define FX_ALGO_QS8_HYBRID(nr, kr, a_offset, kg_align) \
+  ((FX_ALGO_QS8_GEMM(nr, kr, a_offset, kg_align) & 0xFFFFFFu) | ((uint32_t)FLEX_PACK_QS8_HYBRID << 24))
 
 typedef struct fx_store fx_store;
 

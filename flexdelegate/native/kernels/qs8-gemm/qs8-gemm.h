@@ -45,6 +45,30 @@ typedef void (*fx_qs8_gemm_range_fn)(size_t m, size_t n, size_t kc, const int8_t
                                      const void *packed, size_t panel_bytes, int8_t *c, size_t c_stride,
                                      int32_t row_factor, const fx_qs8_out *o, size_t p0, size_t p1);
 
+/* A hybrid layer's float output stage (its float activations quantized per row or per image,
+ * quant/dynamic.h; its panels quant/pack.h's hybrid ones), in stock's float operations, each
+ * rounded (no fused multiply-add): for row i of the call and channel c,
+ *   y = min(max(float(acc - zp_i * wsum[c]) * (x_scale_i * w_scale[c]) + bias[c], lo), hi)
+ * and with a residual r (a fused ADD): y = min(max(y + r[i][c], res_lo), res_hi). Row i's scale and
+ * zero point are x_scale[i * x_step], x_zp[i * x_step] (x_step 0: one for all rows, a conv's image;
+ * x_zp NULL: symmetric, zero points 0); w_scale and bias by absolute output channel. */
+typedef struct {
+  const float *x_scale;
+  const int32_t *x_zp;
+  size_t x_step;
+  const float *w_scale, *bias;
+  float lo, hi;
+  const float *res; /* NULL: none; else res_stride floats between rows */
+  size_t res_stride;
+  float res_lo, res_hi;
+  float *range; /* non-NULL: the least and greatest value stored, merged into range[0], range[1] */
+} fx_qs8_f32_out;
+
+/* The range kernel's hybrid form: C[m][n] floats through fx_qs8_f32_out, no row factor. */
+typedef void (*fx_qs8_gemm_range_f32_fn)(size_t m, size_t n, size_t kc, const int8_t *a, size_t a_stride,
+                                         const void *packed, size_t panel_bytes, float *c, size_t c_stride,
+                                         const fx_qs8_f32_out *o, size_t p0, size_t p1);
+
 typedef struct fx_qs8_gemm_config {
   const char *name;       /* "qs8-gemm-<tile>-<isa>" */
   const char *igemm_name; /* "qs8-igemm-<tile>-<isa>" */
@@ -54,6 +78,7 @@ typedef struct fx_qs8_gemm_config {
   fx_qs8_gemm_rows_fn gemm_rows; /* NULL: the driver calls gemm per tile */
   fx_qs8_igemm_tiles_fn igemm_tiles; /* NULL: the driver calls igemm per tile */
   fx_qs8_gemm_range_fn range;    /* non-NULL: it runs every GEMM (rows, panels, row factor) */
+  fx_qs8_gemm_range_f32_fn range_f32; /* non-NULL: hybrid layers can run on it (conv/choose.c) */
 } fx_qs8_gemm_config;
 
 /* The variants of qs8-gemm.inc (config.c). */
@@ -101,17 +126,21 @@ static inline uint64_t fx_qs8_load_tail(const int8_t *p, size_t n) {
 #define FX_QS8_GEMM_RANGE_ARGS                                                                       \
   size_t m, size_t n, size_t kc, const int8_t *a, size_t a_stride, const void *packed, size_t panel_bytes, \
       int8_t *c, size_t c_stride, int32_t row_factor, const fx_qs8_out *o, size_t p0, size_t p1
+#define FX_QS8_GEMM_RANGE_F32_ARGS                                                                 \
+  size_t m, size_t n, size_t kc, const int8_t *a, size_t a_stride, const void *packed, size_t panel_bytes, \
+      float *c, size_t c_stride, const fx_qs8_f32_out *o, size_t p0, size_t p1
 #if defined(__x86_64__)
 void fx_qs8_gemm_rows_3x8c8__avx2(FX_QS8_GEMM_ROWS_ARGS);
 void fx_qs8_gemm_rows_8x16c4__avx512vnni(FX_QS8_GEMM_ROWS_ARGS);
 void fx_qs8_igemm_tiles_8x16c4__avx512vnni(FX_QS8_IGEMM_TILES_ARGS);
 void fx_qs8_gemm_range_32x32c4__amx(FX_QS8_GEMM_RANGE_ARGS);
+void fx_qs8_gemm_range_f32_32x32c4__amx(FX_QS8_GEMM_RANGE_F32_ARGS);
 #endif
 
 /* The per-tile kernels of the variants that have them (tiled 1), and NULL for the others. */
 #define FX_QS8_TILED_1(name, args) void name(args);
 #define FX_QS8_TILED_0(name, args)
-#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, KGA, TILED, ROWS, TILES, RANGE) \
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, KGA, TILED, ROWS, TILES, RANGE, RANGE_F32) \
   FX_QS8_TILED_##TILED(fx_qs8_gemm_##tile##__##suffix, FX_QS8_GEMM_ARGS)                \
   FX_QS8_TILED_##TILED(fx_qs8_igemm_##tile##__##suffix, FX_QS8_IGEMM_ARGS)
 #include "qs8-gemm.inc"

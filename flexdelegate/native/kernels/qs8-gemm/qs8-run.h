@@ -79,4 +79,22 @@ fx_qs8_gemm_geom fx_qs8_conv_pack_geom(const fx_qs8_gemm_config *g, const fx_qs8
 int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form, const int8_t *x,
                      const int8_t *zero_row, const void *packed, int8_t *y, int32_t row_factor,
                      const fx_qs8_out *o, size_t m0, size_t m1, size_t p0, size_t p1);
+
+/* A fused curve on float outputs, in place: apply(act, y, n) (the delegate's fx_apply_act for
+ * SIGMOID / SWISH / GELU; the kernels do not link the op kernels). */
+typedef struct {
+  void (*apply)(int act, float *y, size_t n);
+  int act;
+} fx_qs8_curve;
+
+/* A hybrid layer (float activations the caller quantized to x: quant/dynamic.h) on a variant with
+ * range_f32: output rows [m0, m1) x panels [p0, p1) of n channels (`packed` at panel p0) as
+ * floats into y ([rows][n]) through o, whose rows (scales, zero points, residual) count from row
+ * 0 of the layer. cg NULL: x is the GEMM's A, rows of k bytes (FULLY_CONNECTED, a pointwise
+ * conv); else a conv in `form`, rows [m0, m1) within one image whose padding reads zx, its im2col
+ * rows gathered (k unused). curve (NULL: none) is applied to each chunk of rows while it is in
+ * cache (o->range then covers what it leaves). 0, or -1 when the im2col rows cannot be allocated. */
+int fx_qs8_hybrid_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form, const int8_t *x, int8_t zx,
+                      size_t k, size_t n, const void *packed, float *y, const fx_qs8_f32_out *o,
+                      const fx_qs8_curve *curve, size_t m0, size_t m1, size_t p0, size_t p1);
 #endif

@@ -1,9 +1,11 @@
 /* Drives a QS8 IGEMM microkernel over an NHWC convolution (qs8-run.h): per tile of MR output
  * pixels, an indirection buffer of ks x MR row pointers (the zero row for taps in the padding),
  * the panels of the range over blocks of tiles; or, in the im2col form, gathered im2col rows
- * through the GEMM (conv/choose.c decides which). */
+ * through the GEMM (conv/choose.c decides which). Hybrid layers (float outputs) run through the
+ * range kernel's float form, the same im2col rows gathered from their quantized input. */
 #include <stdlib.h>
 #include <string.h>
+#include "../quant/dynamic.h"
 #include "../qs8-gemm/qs8-run.h"
 
 fx_qs8_gemm_geom fx_qs8_conv_pack_geom(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form) {
@@ -174,4 +176,50 @@ int fx_qs8_conv_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int
     return run_im2col(g, cg, x, zero_row[0], packed, y, row_factor, o, m0, m1, p0, p1);
   const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg, form);
   return run_igemm(g, cg, x, zero_row, packed, fx_qs8_gemm_panel_bytes(&geom), y, row_factor, o, m0, m1, p0, p1);
+}
+
+/* Rows of a hybrid chunk: its A rows (K bytes) and float outputs within ~64 KB, whole steps of
+ * the range kernel's MR. */
+static size_t hybrid_chunk(const fx_qs8_gemm_config *g, size_t K, size_t channels) {
+  const size_t mr = (size_t)g->mr, rows = 65536 / (K + channels * sizeof(float)) / mr * mr;
+  return rows < mr ? mr : rows;
+}
+
+/* The curve on channels [c0, c1) of rows [0, rows) of y (n floats a row), one run when whole,
+ * and the range of what it leaves (range NULL: not wanted). */
+static void hybrid_curve(const fx_qs8_curve *curve, float *y, size_t rows, size_t n, size_t c0, size_t c1,
+                         float *range) {
+  const int whole = c0 == 0 && c1 == n;
+  for (size_t i = 0; i < (whole ? 1 : rows); i++) {
+    float *row = y + i * n + c0;
+    const size_t len = whole ? rows * n : c1 - c0;
+    curve->apply(curve->act, row, len);
+    if (range) fx_dynq_minmax(row, len, &range[0], &range[1]);
+  }
+}
+
+int fx_qs8_hybrid_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form, const int8_t *x, int8_t zx,
+                      size_t k, size_t n, const void *packed, float *y, const fx_qs8_f32_out *o,
+                      const fx_qs8_curve *curve, size_t m0, size_t m1, size_t p0, size_t p1) {
+  const int gather = cg && (form != FX_QS8_CONV_GEMM);
+  const size_t K = cg ? (gather ? (size_t)cg->kh * (size_t)cg->kw : 1) * (size_t)cg->cin : k, nr = (size_t)g->nr;
+  const size_t c0 = p0 * nr, c1 = p1 * nr < n ? p1 * nr : n;
+  const size_t step = gather || curve ? hybrid_chunk(g, K, c1 - c0) : m1 - m0;
+  int8_t *rows = gather ? (int8_t *)malloc(step * K) : NULL;
+  if (gather && !rows) return -1;
+  for (size_t pix = m0; pix < m1; pix += step) {
+    const size_t mr = m1 - pix < step ? m1 - pix : step;
+    fx_qs8_f32_out oc = *o; /* o's rows from this chunk's first; the range after the curve */
+    oc.x_scale += pix * o->x_step;
+    if (oc.x_zp) oc.x_zp += pix * o->x_step;
+    if (oc.res) oc.res += pix * o->res_stride;
+    if (curve) oc.range = NULL;
+    if (gather) gather_rows(cg, x, zx, pix, mr, rows);
+    const int8_t *a = gather ? rows : x + pix * K;
+    const fx_qs8_gemm_geom geom = fx_qs8_gemm_geom_of(g, (int)n, 1, (int)K);
+    g->range_f32(mr, n, K, a, K, packed, fx_qs8_gemm_panel_bytes(&geom), y + pix * n, n, &oc, p0, p1);
+    if (curve) hybrid_curve(curve, y + pix * n, mr, n, c0, c1, o->range);
+  }
+  free(rows);
+  return 0;
 }

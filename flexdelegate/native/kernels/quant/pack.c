@@ -53,7 +53,8 @@ static uint32_t wsum(const wsrc *s, size_t c, size_t K) {
   return sum;
 }
 
-/* zp8 / zw8: the int8-domain input and weight zero points (zw8 = 0 for int8 layer weights). */
+/* zp8 / zw8: the int8-domain input and weight zero points (zw8 = 0 for int8 layer weights); m
+ * and shift NULL: a hybrid panel (the weight sums in the requantization slots). */
 static void pack_gemm_body(const fx_qs8_gemm_geom *g, const wsrc *s, const int32_t *bias,
                            int32_t zp8, int32_t zw8, const int32_t *m, const int32_t *shift,
                            uint8_t *dst) {
@@ -66,11 +67,10 @@ static void pack_gemm_body(const fx_qs8_gemm_geom *g, const wsrc *s, const int32
     uint8_t *rq = dst + nr * 4 + panel_kgroups(g) * nr * kr;
     for (size_t j = 0; j < cols; j++) {
       const size_t c = n0 + j;
-      const uint32_t b = bias ? (uint32_t)bias[c] : 0u;
-      put32(dst + 4 * j, b - (uint32_t)(zp8 + g->a_offset) * wsum(s, c, K) +
-                             (uint32_t)K * (uint32_t)zp8 * (uint32_t)zw8);
-      put32(rq + 4 * j, (uint32_t)m[c]);
-      put32(rq + 4 * (nr + j), (uint32_t)shift[c]);
+      const uint32_t b = bias ? (uint32_t)bias[c] : 0u, sum = wsum(s, c, K);
+      put32(dst + 4 * j, b - (uint32_t)(zp8 + g->a_offset) * sum + (uint32_t)K * (uint32_t)zp8 * (uint32_t)zw8);
+      put32(rq + 4 * j, m ? (uint32_t)m[c] : sum); /* hybrid (m NULL): the weight sum */
+      put32(rq + 4 * (nr + j), shift ? (uint32_t)shift[c] : 0u);
       for (size_t t = 0; t < ks; t++)
         for (size_t k = 0; k < kc; k++)
           wp[((t * kg + k / kr) * nr + j) * kr + k % kr] = wget(s, c, t * kc + k);
@@ -97,6 +97,13 @@ int fx_qs8_pack_gemm_zw(const fx_qs8_gemm_geom *g, const int8_t *w, size_t c_str
                         int32_t zp_in, const int32_t *m, const int32_t *shift, void *dst) {
   const wsrc s = {w, 0, c_stride, k_stride};
   return pack_gemm(g, &s, NULL, zp_in, zw, m, shift, dst);
+}
+
+int fx_qs8_pack_hybrid(const fx_qs8_gemm_geom *g, const int8_t *w, void *dst) {
+  const wsrc s = {w, 0, depth(g), 1};
+  if (!geom_ok(g) || !w || !dst) return -1;
+  pack_gemm_body(g, &s, NULL, 0, 0, NULL, NULL, (uint8_t *)dst);
+  return 0;
 }
 
 int fx_qu8_pack_gemm(const fx_qs8_gemm_geom *g, const uint8_t *w, int32_t zw, const int32_t *bias,

@@ -12,6 +12,12 @@
  * A K of ks taps x kc channels pads every tap to whole k-groups, so the IGEMM can read tap t's
  * run of a row pointer on its own; FULLY_CONNECTED and 1x1 convs are ks = 1.
  *
+ * Hybrid GEMM panel (float activations quantized on the fly, dynamic.h): the same with no bias
+ * and input zero point 0 (bias[c] = -a_offset * sum_k w[c][k]: 0 on AMX, the one variant that
+ * runs them), and in the requantization slots int32 wsum[NR] = sum_k w[c][k] then NR zeros: the
+ * float output stage subtracts zp_row * wsum[c] of an asymmetrically quantized row. The float
+ * bias and weight scales stay beside the panels (the layer's). 
+ *
  * Depthwise panel of CT channels (qs8-dwconv.h):
  *   int32 bias[CT]      bias[c] - zp_in * sum_t w[t][c]
  *   int16 w[T][CT]      tap t = ky*kw + kx; int16 so that uint8 weights minus their zero point
@@ -50,6 +56,8 @@ int fx_qs8_pack_gemm(const fx_qs8_gemm_geom *g, const int8_t *w, const int32_t *
  * row_corr = -zw * rowsum (row_factor -zw): sum_k (a - zp_in)(w - zw) in all. */
 int fx_qs8_pack_gemm_zw(const fx_qs8_gemm_geom *g, const int8_t *w, size_t c_stride, size_t k_stride, int32_t zw,
                         int32_t zp_in, const int32_t *m, const int32_t *shift, void *dst);
+/* Hybrid panels of int8 weights w ([n][ks][kc]). Returns 0, or -1 for bad geometry. */
+int fx_qs8_pack_hybrid(const fx_qs8_gemm_geom *g, const int8_t *w, void *dst);
 /* The same for uint8 weights with zero point zw and a uint8 input zero point zx; the kernels
  * then take row_corr = -(zw - 128) * rowsum (fx_qu8_row_factor). */
 int fx_qu8_pack_gemm(const fx_qs8_gemm_geom *g, const uint8_t *w, int32_t zw, const int32_t *bias,
