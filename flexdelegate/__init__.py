@@ -99,8 +99,9 @@ def load_flex(*, runtime: str | None = None, **options):
 
 _roundings: dict = {}
 # The version of the ops option_text() covers: bumped when quant_rounding gains entries (2: PRELU;
-# 3: TRANSPOSE_CONV and BATCH_MATMUL), so a rounding.json written before is asked again.
-_ROUNDING_ENTRIES = 3
+# 3: TRANSPOSE_CONV and BATCH_MATMUL; 4: the hybrid layers' f32), so a rounding.json written before
+# is asked again.
+_ROUNDING_ENTRIES = 4
 
 # Prints the "_rounding" option text for the runtime named argv[1] (run in a child process).
 _DETECT = ("import sys; from flexdelegate import quant_rounding as q; from flexdelegate.runtime import detect; "

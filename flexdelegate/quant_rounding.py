@@ -269,7 +269,7 @@ def option_text(found: dict) -> str:
             parts.append(f"{op}.{dtype}={r.rounding}" + (f":{r.tail_rounding}" if r.split8 else ""))
     stock = stock_arithmetic(found)  # the element-wise ops: the number is qs8-ops' FLEX_STOCK_*
     if stock is not None:
-        parts += [f"{op}.{dtype}={stock}" for op, dtype in ELEMENTWISE]
+        parts += [f"{op}.{dtype}={stock}" for op, dtype in ELEMENTWISE + HYBRID]
     return ",".join(parts)
 
 
@@ -279,6 +279,10 @@ STOCK_PORTABLE, STOCK_NEON = lib.FLEX_STOCK_PORTABLE, lib.FLEX_STOCK_NEON  # ker
 # stock_arithmetic() (tflite/ops.c read_qelem).
 ELEMENTWISE = [("ADD", "int8"), ("ADD", "uint8"), ("MUL", "int8"), ("MUL", "uint8"), ("MEAN", "int8"),
                ("MEAN", "uint8"), ("PRELU", "int8"), ("PRELU", "uint8")]
+# The dynamic-range ("hybrid") layers' quantization of their float input (tensor_utils'
+# Symmetric/AsymmetricQuantizeFloats: portable or NEON loops, the same build-wide switch;
+# native/kernels/quant/dynamic.h): their "_rounding" entry, type f32, carries it too.
+HYBRID = [("CONV_2D", "f32"), ("FULLY_CONNECTED", "f32")]
 
 
 def stock_arithmetic(found: dict | None = None) -> int | None:

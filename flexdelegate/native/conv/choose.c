@@ -1,12 +1,14 @@
 /* How every convolution runs: the one file that chooses among the algorithm bodies of conv/
  * (im2col GEMM, direct conv, Winograd pre-transformed, Winograd at run time), with every
- * measured table and cost constant those choices use. Three decisions, and an order:
+ * measured table and cost constant those choices use. Four decisions, and an order:
  *
  *   at init, per partition: which stride-1 3x3 convs pack Winograd weights, and which run
  *     Winograd from their plain weights instead (fx_conv_choose_winograd);
  *   at init, per GEMM-packed conv: run-time Winograd, stem conv, direct conv or im2col
  *     (fx_conv_choose_form);
  *   at init, per int8 conv: GEMM, im2col GEMM or IGEMM (fx_conv_choose_qs8_form);
+ *   at load, per CPU: dynamic-range convs and FCs on the int8 GEMM or the FP32 one
+ *     (fx_conv_choose_hybrid);
  *   under a budget: the time each way of running a layer is estimated at (fx_conv_cost_us,
  *     fx_conv_qs8_cost_us), so the planner can rank them. */
 #include <stdlib.h>
@@ -214,6 +216,15 @@ int fx_conv_choose_qs8_form(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom 
   if (cg->kh * cg->kw > 1 && cg->cin % g->kr != 0 && cg->cin < 2 * g->kr) return FX_QS8_CONV_IM2COL;
   return FX_QS8_CONV_IGEMM;
 }
+
+/* ---- hybrid layers, on the int8 GEMM or the FP32 one ----
+ * A dynamic-range CONV_2D / FULLY_CONNECTED (float activations, int8 weights) computes as stock's
+ * hybrid kernels do where the int8 variant has a float output stage (range_f32: AMX): its input
+ * quantized per image / row, the int8 GEMM, stock's float epilogue; 1 thread, per CPU time,
+ * against the FP32 kernels from the weights dequantized at pack time, which every other variant
+ * keeps (their int8 GEMMs run at about the FP32 GEMM's speed, and the input's quantization and
+ * the float outputs would cost on top). */
+int fx_conv_choose_hybrid(const fx_qs8_gemm_config *g) { return g->range_f32 != NULL; }
 
 /* ---- panel order, per GEMM run ----
  * A GEMM runs every row tile against one weight panel (nr columns, L1-resident) before the

@@ -150,6 +150,9 @@ double fx_conv_cost_us(int kernel, double flops, int threads, const fx_conv_geom
 double fx_conv_winograd_slice_us(const fx_conv_geom *g, int tile, int threads);
 /* How an int8 conv runs on QS8 GEMM variant g (FX_QS8_CONV_*; packing and runs follow it). */
 int fx_conv_choose_qs8_form(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg);
+/* Whether dynamic-range (hybrid) convs and FCs run on QS8 GEMM variant g (its float output
+ * stage), rather than on the FP32 kernels from dequantized weights. */
+int fx_conv_choose_hybrid(const fx_qs8_gemm_config *g);
 /* Estimated microseconds of an int8 conv / FC's `flops` on `threads` threads (any form). */
 double fx_conv_qs8_cost_us(double flops, int threads);
 #endif

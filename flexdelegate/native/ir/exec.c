@@ -64,10 +64,11 @@ static const char *kernel_name(const fx_graph *g, const fx_node *n, const struct
     snprintf(buf, len, "fused %s", n->fused == FX_FUSED_SKIP ? "(skipped)" : "(copy)");
     return buf;
   }
-  /* a conv's in[3] is a fused residual ADD (a TRANSPOSE_CONV's is its bias) */
+  /* a conv's in[3] is a fused residual ADD, a hybrid one's too (a TRANSPOSE_CONV's is its bias) */
+  const int conv = n->kind == FX_OP_CONV || (n->kind == FX_OP_QCONV && fx_qlayer_is_hybrid(n->qlayer));
   const char *curve = n->act == FLEX_ACT_SWISH ? " +swish" : n->act == FLEX_ACT_SIGMOID ? " +sigmoid"
                       : n->act == FLEX_ACT_GELU || n->act == FLEX_ACT_GELU_TANH ? " +gelu"
-                      : n->kind == FX_OP_CONV && n->n_in > 3 && n->in[3] >= 0 ? " +add"
+                      : conv && n->n_in > 3 && n->in[3] >= 0 ? " +add"
                       : n->post_table ? " +swish" : "";
   if ((n->kind == FX_OP_CONV || n->kind == FX_OP_FC) && pack) {
     fx_conv_geom geo;
@@ -84,7 +85,7 @@ static const char *kernel_name(const fx_graph *g, const fx_node *n, const struct
   } else if (n->kind == FX_OP_ATTENTION) {
     snprintf(buf, len, "attention%s", n->p.attn.causal ? " +causal" : n->in[3] >= 0 ? " +mask" : "");
   } else {
-    snprintf(buf, len, "%s%s", fx_op_name(n->kind), curve);
+    snprintf(buf, len, "%s%s%s", fx_qlayer_is_hybrid(n->qlayer) ? "hybrid " : "", fx_op_name(n->kind), curve);
   }
   return buf;
 }

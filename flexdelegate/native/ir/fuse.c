@@ -46,14 +46,6 @@ static int is_mul_of(const fx_node *m, int a, int b) {
          ((m->in[0] == a && m->in[1] == b) || (m->in[0] == b && m->in[1] == a)) && !m->at_prepare && !m->fused;
 }
 
-/* Index of the node writing tensor t, or -1 (a partition input). */
-static int producer(const fx_graph *g, int t) {
-  for (int i = 0; i < g->n_nodes; i++)
-    for (int k = 0; k < g->nodes[i].n_out; k++)
-      if (g->nodes[i].out[k] == t) return i;
-  return -1;
-}
-
 static int fuse_residual(fx_graph *g, fx_node *n, fx_node *add) {
   const int y = n->out[0];
   if (add->kind != FX_OP_BINARY || add->p.bin.op != FX_B_ADD || add->n_in != 2 || add->at_prepare || add->fused)
@@ -62,7 +54,7 @@ static int fuse_residual(fx_graph *g, fx_node *n, fx_node *add) {
   if (r == y || r < 0 || g->tensors[r].dtype != FX_F32 || g->tensors[r].storage == FX_ST_CONST) return 0;
   const fx_shape *ys = &g->tensors[y].shape;
   if (!fx_shape_equal(&g->tensors[r].shape, ys) || !fx_shape_equal(&g->tensors[add->out[0]].shape, ys)) return 0;
-  if (producer(g, r) > (int)(n - g->nodes)) return 0; /* the shortcut must exist when n runs */
+  if (fx_graph_producer(g, r) > (int)(n - g->nodes)) return 0; /* the shortcut must exist when n runs */
   int *in = realloc(n->in, 4 * sizeof *in);
   if (!in) return -1;
   for (int k = n->n_in; k < 3; k++) in[k] = -1; /* no bias */
@@ -269,7 +261,7 @@ static int is_transpose(const fx_node *m, int p0, int p1, int p2, int p3) {
 
 /* t's producer if it is a 4-D TRANSPOSE by perm (p0..p3) read only by `by`, else NULL. */
 static fx_node *transpose_into(fx_graph *g, int t, const fx_node *by, int p0, int p1, int p2, int p3) {
-  const int i = producer(g, t);
+  const int i = fx_graph_producer(g, t);
   if (i < 0 || g->tensors[t].shape.rank != 4 || sole_reader(g, t) != by) return NULL;
   fx_node *m = &g->nodes[i];
   return is_transpose(m, p0, p1, p2, p3) ? m : NULL;
@@ -393,7 +385,7 @@ static int fuse_qswish(fx_graph *g, fx_node *lg) {
   /* An int8 conv / FC / depthwise producing x for these two alone takes the table too: it
    * looks up each output tile while it is in L1 instead of a pass over the map (EfficientNet-B0
    * INT8: 0.9 of its 7 ms). */
-  const int pi = producer(g, x);
+  const int pi = fx_graph_producer(g, x);
   fx_node *p = pi >= 0 ? &g->nodes[pi] : NULL, *xr[2];
   if (p && (p->kind == FX_OP_QCONV || p->kind == FX_OP_QFC || p->kind == FX_OP_QDEPTHWISE) && !p->at_prepare &&
       !p->fused && !p->post_table && p->n_out == 1 && g->tensors[x].storage == FX_ST_ARENA && readers(g, x, xr) == 2) {
@@ -404,17 +396,23 @@ static int fuse_qswish(fx_graph *g, fx_node *lg) {
   return 0;
 }
 
+/* A hybrid conv / FC (float activations on the int8 GEMM: qlayer.c) fuses as its FP32 form. */
+static int hybrid_layer(const fx_graph *g, const fx_node *n) {
+  return (n->kind == FX_OP_QCONV || n->kind == FX_OP_QFC) && g->tensors[n->in[0]].dtype == FX_F32;
+}
+
 int fx_fuse_node(fx_graph *g, fx_node *n) {
   if (n->kind == FX_OP_QELEM) return fuse_qswish(g, n);
   if (n->kind == FX_OP_MEAN) return fuse_layernorm(g, n);
   if (n->kind == FX_OP_BATCH_MATMUL) return fuse_attention(g, n);
-  if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC && n->kind != FX_OP_DEPTHWISE) return 0;
+  if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC && n->kind != FX_OP_DEPTHWISE && !hybrid_layer(g, n)) return 0;
   if (n->at_prepare) return 0;
   const int y = n->out[0];
   if (!is_f32_arena(g, y)) return 0; /* a partition output must be written as computed */
   fx_node *who[2];
   const int uses = readers(g, y, who);
-  if (n->kind == FX_OP_CONV && uses == 1 && !fx_act_is_curve(n->act) && n->n_in <= 3) {
+  const int conv = n->kind == FX_OP_CONV || (n->kind == FX_OP_QCONV && hybrid_layer(g, n));
+  if (conv && uses == 1 && !fx_act_is_curve(n->act) && n->n_in <= 3) {
     if (fuse_residual(g, n, who[0])) return -1;
     if (who[0]->fused) return 0;
   }
@@ -422,7 +420,8 @@ int fx_fuse_node(fx_graph *g, fx_node *n) {
    * as the curve kernels' bounds do). */
   if (n->act != FLEX_ACT_NONE) return 0;
   fx_node *gl = uses == 1 ? who[0] : NULL;
-  if (n->kind == FX_OP_FC && gl && gl->kind == FX_OP_UNARY && gl->in[0] == y && !gl->at_prepare && !gl->fused &&
+  const int fc = n->kind == FX_OP_FC || n->kind == FX_OP_QFC;
+  if (fc && gl && gl->kind == FX_OP_UNARY && gl->in[0] == y && !gl->at_prepare && !gl->fused &&
       (gl->p.un.kind == FX_U_GELU || gl->p.un.kind == FX_U_GELU_TANH)) { /* Dense(activation="gelu") */
     n->act = gl->p.un.kind == FX_U_GELU ? FLEX_ACT_GELU : FLEX_ACT_GELU_TANH;
     gl->fused = FX_FUSED_COPY;

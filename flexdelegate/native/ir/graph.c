@@ -40,6 +40,13 @@ fx_node *fx_graph_add_node(fx_graph *g, int kind, int n_in, int n_out) {
   return n;
 }
 
+int fx_graph_producer(const fx_graph *g, int t) {
+  for (int i = 0; t >= 0 && i < g->n_nodes; i++)
+    for (int k = 0; k < g->nodes[i].n_out; k++)
+      if (g->nodes[i].out[k] == t) return i;
+  return -1;
+}
+
 int fx_quant_equal(const fx_quant *a, const fx_quant *b) {
   if (a->n != b->n || a->scale != b->scale || a->zero_point != b->zero_point) return 0;
   if (a->n <= 1) return 1;

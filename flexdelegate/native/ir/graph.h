@@ -72,7 +72,7 @@ typedef struct {
     struct { int same, stride_h, stride_w, dil_h, dil_w, mult, kh, kw, is_max; } conv;
     struct { int op; } bin;
     struct { int kind; float alpha; } un;
-    struct { int keep_num_dims; } fc;
+    struct { int keep_num_dims, asym_inputs; } fc; /* asym_inputs: a hybrid FC's asymmetric_quantize_inputs */
     struct { int adj_x, adj_y; int32_t qm, qshift; } bmm; /* QBATCH_MATMUL: stock's one multiplier */
     struct { int op; } cmp;                             /* COMPARE (FX_CMP_*), LOGICAL (FX_LOGIC_*) */
     struct { int v2; } select;                          /* SELECT_V2 broadcasts all three */
@@ -102,7 +102,9 @@ typedef struct {
   /* Integer ops: the output zero point, the fused activation's quantized range [lo, hi] and
    * the stock kernel's rounding (kernels/quant/requant.h), set when the node is read:
    * rounding < 0 when the delegate does not know the stock rule for this op and type;
-   * tail_from == 0 before the reader resolves a split8 rule to C - C % 8. */
+   * tail_from == 0 before the reader resolves a split8 rule to C - C % 8. A hybrid conv / FC
+   * (float activations, int8 weights) keeps in rounding the stock loops its input quantization
+   * runs (FLEX_STOCK_*, < 0: unknown; kernels/quant/dynamic.h). */
   fx_qs8_out qout;
   struct fx_qlayer *qlayer;    /* int8 conv / FC / depthwise / transpose conv: packed at init (qlayer.c) */
   struct fx_qop *qop;          /* QELEM: made by the reader, prepared at shape inference (qop.h) */
@@ -158,6 +160,8 @@ extern const fx_op_def fx_op_defs[FX_OP_COUNT];
 
 int fx_graph_add_tensor(fx_graph *g, const fx_tensor *t);  /* returns id or -1 */
 fx_node *fx_graph_add_node(fx_graph *g, int kind, int n_in, int n_out);
+/* Index of the node writing tensor t, or -1 (a partition input). */
+int fx_graph_producer(const fx_graph *g, int t);
 void fx_graph_free(fx_graph *g);
 
 /* If n is a conv / FC / depthwise whose output feeds only LOGISTIC (and MUL by itself), turns
@@ -178,7 +182,8 @@ int fx_choose_winograd(fx_graph *g, int mode);
  * packing at init (qlayer.c: the packed panels are content-addressed blobs of the weight store,
  * so a warm load maps them from the cache file; NULL or why it failed). */
 const char *fx_qlayer_check(const fx_graph *g, const fx_node *n);
-/* Its scratch (n->scratch): a uint8 layer's input flipped to int8 for the kernels, else 0. */
+/* Its scratch (n->scratch): a uint8 layer's input flipped to int8 for the kernels, a hybrid
+ * layer's quantized input and its rows' scales and zero points, else 0. */
 size_t fx_qlayer_scratch_bytes(const fx_graph *g, const fx_node *n);
 const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store);
 void fx_qlayer_free(struct fx_qlayer *q);
@@ -198,6 +203,11 @@ typedef struct {
   int panels, nr, sliceable;
 } fx_qlayer_layout;
 void fx_qlayer_get_layout(const struct fx_qlayer *q, fx_qlayer_layout *out);
+/* Dynamic-range ("hybrid") CONV_2D / FULLY_CONNECTED (float activations, int8 weights): whether
+ * they run as QCONV / QFC on this CPU's int8 GEMM (conv/choose.c), else on the FP32 kernels from
+ * dequantized weights; and whether a packed layer is one. */
+int fx_qlayer_hybrid_on(void);
+int fx_qlayer_is_hybrid(const struct fx_qlayer *q);
 /* Runs node n's output channels of panels [p0, p1) from `panels` (pointing at panel p0: a
  * budget plan's slot), bit-identical to those channels of the whole run. 0, or -1. */
 int fx_qlayer_run_part(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels, int p0, int p1);

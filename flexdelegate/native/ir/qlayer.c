@@ -10,12 +10,21 @@
  * uint8 layers (QU8) run on the same int8 kernels in the int8 domain (quant/pack.h): the
  * input flipped (x ^ 0x80) into the node's scratch before a run, the weight zero point packed
  * into the bias and a per-row correction, output zero point and clamps moved by -128, and each
- * output region flipped back to uint8 as soon as the kernels wrote it. */
+ * output region flipped back to uint8 as soon as the kernels wrote it.
+ *
+ * Dynamic-range ("hybrid") CONV_2D / FULLY_CONNECTED (float activations, int8 weights; where
+ * conv/choose.c runs them here) are the same GEMM layers with a float output stage: each run
+ * quantizes the input per image / batch row as stock does (kernels/quant/dynamic.h) into the
+ * node's scratch, then the GEMM's int32 sums leave as stock's floats (qs8-gemm.h
+ * fx_qs8_f32_out), with the fused activation, residual ADD or curve (fuse.c) of an FP32 conv. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "conv/conv.h"
+#include "flex_api.h"
 #include "graph.h"
 #include "kernels/qs8-dwconv/qs8-dwconv.h"
+#include "kernels/quant/dynamic.h"
 #include "kernels/quant/pack.h"
 #include "qop.h"
 #include "runtime/pool.h"
@@ -33,6 +42,7 @@ typedef struct {
   const int32_t *bias;
   int32_t zx;
   int u8;                /* uint8 input, weights and output */
+  int hybrid;            /* hybrid GEMM panels (no bias, no requantization: quant/pack.h) */
   int32_t zw;            /* uint8 weights' zero point */
   const int32_t *ms;     /* cout multipliers then cout shifts (owned by the layer) */
   size_t wbytes;         /* the int8 weights read (dropped from RSS once packed) */
@@ -48,6 +58,16 @@ struct fx_qlayer {
   int8_t *zero_row; /* cin bytes of the input zero point (int8 domain): the padding taps */
   fx_qs8_out out;   /* the output stage the kernels run: the node's, in the int8 domain */
   int32_t row_factor; /* uint8 GEMM layers: fx_qu8_row_factor of the weight zero point */
+  /* hybrid: how its input is quantized (quant/dynamic.h), and the weight scales and float
+   * biases by output channel (malloc'd together) */
+  int hybrid, asymmetric, stock;
+  float *w_scale, *bias;
+  /* A hybrid conv whose output another hybrid conv reads records each image's range (least,
+   * greatest) as its output stage writes it (range_images of them at its last run), and that
+   * reader (src) quantizes from it without a pass of its own over the map. */
+  float *range;
+  int range_cap, range_images;
+  const struct fx_qlayer *src;
 };
 
 /* GEMM panels [lo, hi) of NR output channels: the blob is panel-major and a panel depends only
@@ -57,7 +77,7 @@ struct fx_qlayer {
  * blob (a few KB) is packed whole. */
 static int pack_qweights(void *ctx, const void *src, void *dst, size_t lo, size_t hi) {
   const qpack_args *a = ctx;
-  const int32_t *m = a->ms, *shift = a->ms + a->cout;
+  const int32_t *m = a->ms, *shift = m ? m + a->cout : NULL;
   if (a->dw)
     return a->u8 ? fx_qu8_pack_dw(a->cout, a->taps, a->ct, a->w, a->zw, a->bias, a->zx, m, shift, dst)
                  : fx_qs8_pack_dw(a->cout, a->taps, a->ct, a->w, a->bias, a->zx, m, shift, dst);
@@ -66,6 +86,7 @@ static int pack_qweights(void *ctx, const void *src, void *dst, size_t lo, size_
   part.n = c1 - c0;
   const size_t k = (size_t)a->geom.ks * (size_t)a->geom.kc;
   const uint8_t *w = src ? (const uint8_t *)src : (const uint8_t *)a->w + (size_t)c0 * k; /* one byte a weight */
+  if (a->hybrid) return fx_qs8_pack_hybrid(&part, (const int8_t *)w, dst);
   const int32_t *bias = a->bias ? a->bias + c0 : NULL;
   return a->u8 ? fx_qu8_pack_gemm(&part, w, a->zw, bias, a->zx, m + c0, shift + c0, dst)
                : fx_qs8_pack_gemm(&part, (const int8_t *)w, bias, a->zx, m + c0, shift + c0, dst);
@@ -166,28 +187,99 @@ static fx_qs8_conv_geom conv_geom(const fx_graph *g, const fx_node *n) {
   return cg;
 }
 
+/* An int8 / uint8 layer's requantization (ms), output stage and, for the convs whose taps read
+ * one, the zero-point row of the padding (zero_row). */
+static const char *int8_params(const fx_graph *g, const fx_node *n, struct fx_qlayer *q) {
+  const char *why = NULL;
+  if (!(q->ms = requant_of(g, n, &why))) return why;
+  q->out = kernel_out(g, n);
+  if (n->kind != FX_OP_QCONV && n->kind != FX_OP_QDEPTHWISE) return NULL;
+  const fx_tensor *x = T(g, x_of(n));
+  const int cin = x->shape.d[x->shape.rank - 1];
+  if (!(q->zero_row = malloc((size_t)(cin > 0 ? cin : 1)))) return "out of memory";
+  memset(q->zero_row, (int8_t)(is_u8(g, n) ? x->quant.zero_point - 128 : x->quant.zero_point), (size_t)cin);
+  return NULL;
+}
+
+/* The node writing tensor t, through a fused ADD's or swish's copy of a conv's output (fuse.c). */
+static fx_node *writer_of(const fx_graph *g, int t) {
+  int i = fx_graph_producer(g, t);
+  if (i >= 0 && g->nodes[i].fused == FX_FUSED_COPY) i = fx_graph_producer(g, g->nodes[i].fuse_from);
+  return i >= 0 ? &g->nodes[i] : NULL;
+}
+
+/* A hybrid conv reading a hybrid conv's output (packed before it: node order) takes that map's
+ * range from it. In ResNet-50 every conv but the stem and the first after the max pool. */
+static void link_source(const fx_graph *g, const fx_node *n, struct fx_qlayer *q) {
+  const fx_node *p = writer_of(g, n->in[0]);
+  if (n->kind != FX_OP_QCONV || !p || p->kind != FX_OP_QCONV || !fx_qlayer_is_hybrid(p->qlayer)) return;
+  struct fx_qlayer *pq = p->qlayer;
+  const int images = T(g, n->in[0])->shape.d[0];
+  if (!pq->range && images > 0) {
+    if (!(pq->range = malloc(2 * sizeof(float) * (size_t)images))) return; /* then it makes its own pass */
+    pq->range_cap = images;
+  }
+  q->src = pq;
+}
+
+/* Whether stock quantizes a hybrid layer's input asymmetrically: FULLY_CONNECTED when its
+ * asymmetric_quantize_inputs says so; CONV_2D when its weights have per-channel scales that
+ * differ (stock's EvalHybridPerChannel; equal ones take the per-tensor, symmetric kernel). */
+static int hybrid_asymmetric(const fx_node *n, const fx_quant *qw) {
+  if (n->kind == FX_OP_QFC) return n->p.fc.asym_inputs;
+  for (int c = 1; c < qw->n; c++)
+    if (qw->scales[c] != qw->scales[0]) return 1;
+  return 0;
+}
+
+/* A hybrid layer's weight scales and float biases (0 without a bias), and its quantization. */
+static const char *hybrid_params(const fx_graph *g, const fx_node *n, struct fx_qlayer *q) {
+  const fx_quant *qw = &T(g, n->in[1])->quant;
+  const fx_tensor *b = n->n_in > 2 ? T(g, n->in[2]) : NULL;
+  const int cout = out_channels(g, n);
+  if (!(q->w_scale = calloc(2 * (size_t)(cout > 0 ? cout : 1), sizeof(float)))) return "out of memory";
+  q->bias = q->w_scale + cout;
+  for (int c = 0; c < cout; c++) q->w_scale[c] = qw->scales[qw->n > 1 ? c : 0];
+  if (b) memcpy(q->bias, b->cdata, sizeof(float) * (size_t)cout);
+  q->hybrid = 1;
+  q->asymmetric = hybrid_asymmetric(n, qw);
+  /* unknown (a host without Python's detection): ai-edge-litert's, the newer build */
+  q->stock = n->qout.rounding >= 0 ? n->qout.rounding : FLEX_STOCK_NEON;
+  link_source(g, n, q);
+  return NULL;
+}
+
+/* The GEMM form, geometry and algo of a conv / FC (hybrid: its own algo, the same panels). */
+static uint32_t gemm_layout(const fx_graph *g, const fx_node *n, struct fx_qlayer *q, int cout, size_t *bytes) {
+  qpack_args *a = &q->args;
+  q->gemm = fx_qs8_gemm_config_get();
+  if (n->kind == FX_OP_QCONV) {
+    const fx_qs8_conv_geom cg = conv_geom(g, n);
+    q->form = fx_conv_choose_qs8_form(q->gemm, &cg);
+    a->geom = fx_qs8_conv_pack_geom(q->gemm, &cg, q->form);
+  } else { /* FULLY_CONNECTED, TRANSPOSE_CONV: [cout][K] */
+    a->geom = fx_qs8_gemm_geom_of(q->gemm, cout, 1, (int)(fx_shape_numel(&T(g, n->in[1])->shape) / (size_t)cout));
+  }
+  *bytes = fx_qs8_gemm_packed_bytes(&a->geom);
+  return q->hybrid ? FX_ALGO_QS8_HYBRID(a->geom.nr, a->geom.kr, a->geom.a_offset, a->geom.kg_align)
+                   : FX_ALGO_QS8_GEMM(a->geom.nr, a->geom.kr, a->geom.a_offset, a->geom.kg_align);
+}
+
 const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
   const fx_tensor *w = T(g, n->in[1]), *b = T(g, bias_of(n)), *x = T(g, x_of(n));
   if (!w->cdata || (b && !b->cdata)) return "weights are not constant";
   const int cout = out_channels(g, n);
-  const char *why = NULL;
-  int32_t *ms = requant_of(g, n, &why);
-  if (!ms) return why;
   struct fx_qlayer *q = calloc(1, sizeof *q);
-  const int cin = x->shape.d[x->shape.rank - 1];
-  const int padded = n->kind == FX_OP_QCONV || n->kind == FX_OP_QDEPTHWISE; /* taps read a zero-point row */
-  if (!q || (padded && !(q->zero_row = malloc((size_t)(cin > 0 ? cin : 1))))) {
-    free(ms);
+  if (!q) return "out of memory";
+  const char *why = x->dtype == FX_F32 ? hybrid_params(g, n, q) : int8_params(g, n, q);
+  if (why) {
     fx_qlayer_free(q);
-    return "out of memory";
+    return why;
   }
-  q->ms = ms;
-  q->out = kernel_out(g, n);
   qpack_args *a = &q->args;
-  *a = (qpack_args){.w = w->cdata, .bias = b ? b->cdata : NULL, .zx = x->quant.zero_point,
-                    .ms = ms, .cout = cout, .u8 = is_u8(g, n), .zw = w->quant.zero_point};
+  *a = (qpack_args){.w = w->cdata, .bias = b && !q->hybrid ? b->cdata : NULL, .zx = x->quant.zero_point,
+                    .ms = q->ms, .cout = cout, .u8 = is_u8(g, n), .zw = w->quant.zero_point, .hybrid = q->hybrid};
   if (a->u8) q->row_factor = fx_qu8_row_factor(a->zw);
-  if (q->zero_row) memset(q->zero_row, (int8_t)(a->u8 ? a->zx - 128 : a->zx), (size_t)cin);
   uint32_t algo;
   size_t bytes;
   if (n->kind == FX_OP_QDEPTHWISE) {
@@ -198,19 +290,11 @@ const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
     bytes = fx_qs8_dw_packed_bytes(cout, a->taps, a->ct);
     algo = FX_ALGO_QS8_DW(a->ct);
   } else {
-    q->gemm = fx_qs8_gemm_config_get();
-    if (n->kind == FX_OP_QCONV) {
-      const fx_qs8_conv_geom cg = conv_geom(g, n);
-      q->form = fx_conv_choose_qs8_form(q->gemm, &cg);
-      a->geom = fx_qs8_conv_pack_geom(q->gemm, &cg, q->form);
-    } else { /* FULLY_CONNECTED, TRANSPOSE_CONV: [cout][K] */
-      a->geom = fx_qs8_gemm_geom_of(q->gemm, cout, 1, (int)(fx_shape_numel(&w->shape) / (size_t)cout));
-    }
-    bytes = fx_qs8_gemm_packed_bytes(&a->geom);
-    algo = FX_ALGO_QS8_GEMM(a->geom.nr, a->geom.kr, a->geom.a_offset, a->geom.kg_align);
+    algo = gemm_layout(g, n, q, cout, &bytes);
   }
   /* The key: everything the packed bytes depend on (geometry, weights, bias, input zero point,
-   * requantization: the scales and the rounding's QuantizeMultiplier variant). */
+   * requantization: the scales and the rounding's QuantizeMultiplier variant; a hybrid layer's
+   * panels only on the geometry and weights). */
   const size_t wbytes = fx_shape_numel(&w->shape);
   uint64_t key[2];
   if (!fx_store_replay(store, algo, FX_QS8_PACK_VERSION, bytes, key)) {
@@ -221,7 +305,7 @@ const char *fx_qlayer_pack(fx_graph *g, fx_node *n, struct fx_store *store) {
     fx_hasher_update(&h, dims, sizeof dims);
     fx_store_hash(store, &h, a->w, wbytes);
     if (a->bias) fx_store_hash(store, &h, a->bias, sizeof(int32_t) * (size_t)cout);
-    fx_hasher_update(&h, ms, sizeof(int32_t) * 2 * (size_t)cout);
+    if (q->ms) fx_hasher_update(&h, q->ms, sizeof(int32_t) * 2 * (size_t)cout);
     if (a->u8) { /* (int8 layers' keys stay what they were: their cached blobs still serve) */
       const int32_t qu8[2] = {1, a->zw};
       fx_hasher_update(&h, qu8, sizeof qu8);
@@ -244,6 +328,8 @@ void fx_qlayer_free(struct fx_qlayer *q) {
   if (q->ref) fx_wref_unref(q->ref);
   free(q->ms);
   free(q->zero_row);
+  free(q->w_scale);
+  free(q->range);
   free(q);
 }
 
@@ -267,6 +353,10 @@ int fx_qlayer_check_unmapped(struct fx_qlayer *q) {
   const fx_pack_desc d = qpack_desc(&q->args);
   return fx_wref_check(&q->ref, &d, 1);
 }
+
+int fx_qlayer_hybrid_on(void) { return fx_conv_choose_hybrid(fx_qs8_gemm_config_get()); }
+
+int fx_qlayer_is_hybrid(const struct fx_qlayer *q) { return q && q->hybrid; }
 
 void fx_qlayer_get_layout(const struct fx_qlayer *q, fx_qlayer_layout *out) {
   const qpack_args *a = &q->args;
@@ -294,7 +384,51 @@ typedef struct {
   const fx_qs8_out *o;
   const fx_tconv_geom *tconv; /* TRANSPOSE_CONV: its taps gathered per output pixel */
   int failed;
+  /* hybrid: float outputs through fo (rows from the layer's first), the rows' scales and zero
+   * points per image (conv: rows_per_image) or per row (FC), a fused curve */
+  float *yf;
+  fx_qs8_f32_out fo;
+  const float *x_scale;
+  const int32_t *x_zp;
+  size_t rows_per_image;
+  fx_qs8_curve curve;
 } qrun;
+
+/* into[0] = min(into[0], r[0]), into[1] = max(into[1], r[1]), as tasks of other threads may too. */
+static void merge_range(float *into, const float r[2]) {
+  float cur;
+  __atomic_load(&into[0], &cur, __ATOMIC_RELAXED);
+  while (r[0] < cur && !__atomic_compare_exchange(&into[0], &cur, &r[0], 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+  __atomic_load(&into[1], &cur, __ATOMIC_RELAXED);
+  while (r[1] > cur && !__atomic_compare_exchange(&into[1], &cur, &r[1], 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+/* A hybrid layer's rows [m0, m1) x panels [pb, pe): FULLY_CONNECTED rows at once, a conv image
+ * by image (each its own scale, zero point and padding byte, and range when it keeps them). */
+static int hybrid_task(const qrun *r, size_t m0, size_t m1, size_t pb, size_t pe) {
+  const uint8_t *w = r->w + (pb - r->p0) * r->panel_bytes;
+  const fx_qs8_curve *curve = r->curve.act ? &r->curve : NULL;
+  if (!r->rows_per_image)
+    return fx_qs8_hybrid_run(r->q->gemm, NULL, 0, r->x, 0, r->k, r->cout, w, r->yf, &r->fo, curve, m0, m1, pb, pe);
+  for (size_t m = m0; m < m1;) {
+    const size_t b = m / r->rows_per_image, end = (b + 1) * r->rows_per_image < m1 ? (b + 1) * r->rows_per_image : m1;
+    fx_qs8_f32_out fo = r->fo;
+    fo.x_scale = r->x_scale + b; /* the image's, for each of its rows */
+    fo.x_zp = r->x_zp ? r->x_zp + b : NULL;
+    fo.x_step = 0;
+    float range[2] = {INFINITY, -INFINITY};
+    fo.range = r->q->range_images ? range : NULL;
+    if (fx_qs8_hybrid_run(r->q->gemm, &r->cg, r->q->form, r->x, fo.x_zp ? (int8_t)*fo.x_zp : 0, 0, r->cout, w, r->yf,
+                          &fo, curve, m, end, pb, pe))
+      return -1;
+    if (fo.range) merge_range(r->q->range + 2 * b, range);
+    m = end;
+  }
+  return 0;
+}
+
 
 /* Elements [e0, e1) of the output, just written by the kernels (in L1): back to uint8 for a
  * uint8 layer, then through a fused swish's table (which reads the layer's own type). */
@@ -331,6 +465,10 @@ static void grid_task(void *ctx, int tid, size_t t) {
   const size_t b = pc * gd->panel_chunk, e = b + gd->panel_chunk < gd->panels ? b + gd->panel_chunk : gd->panels;
   const uint8_t *w = r->w + b * r->panel_bytes;
   const int32_t row_factor = r->q->row_factor;
+  if (r->q->hybrid) {
+    if (hybrid_task(r, m0, m1, r->p0 + b, r->p0 + e)) r->failed = 1;
+    return;
+  }
   if (r->a_direct)
     fx_qs8_gemm_run(r->q->gemm, m1 - m0, r->cout, r->k, r->x + m0 * r->k, r->k, w, r->y + m0 * r->cout, r->cout,
                     row_factor, r->o, r->p0 + b, r->p0 + e);
@@ -384,9 +522,25 @@ static void finish_setup(fx_graph *g, const fx_node *n, qrun *r) {
   r->total = fx_shape_numel(&T(g, n->out[0])->shape);
 }
 
+/* ---- a hybrid layer's input, quantized into the node's scratch at each run ---- */
+/* Rows quantized on their own: FULLY_CONNECTED's batch rows, a conv's images. */
+static size_t quant_rows(const fx_graph *g, const fx_node *n) {
+  const fx_shape *x = &T(g, n->in[0])->shape;
+  if (n->kind == FX_OP_QCONV) return (size_t)x->d[0];
+  const size_t k = fx_shape_numel(&T(g, n->in[1])->shape) / (size_t)out_channels(g, n);
+  return fx_shape_numel(x) / k;
+}
+
+#define ALIGN64(v) (((v) + (size_t)63) & ~(size_t)63)
+
+/* A uint8 layer's flipped input; a hybrid layer's quantized one, then each quantized row's scale
+ * and zero point. */
 size_t fx_qlayer_scratch_bytes(const fx_graph *g, const fx_node *n) {
   const fx_tensor *x = T(g, x_of(n));
-  return x->dtype == FX_U8 ? fx_shape_numel(&x->shape) : 0;
+  if (x->dtype == FX_U8) return fx_shape_numel(&x->shape);
+  if (x->dtype != FX_F32) return 0;
+  const size_t rows = quant_rows(g, n);
+  return ALIGN64(fx_shape_numel(&x->shape)) + ALIGN64(rows * sizeof(float)) + rows * sizeof(int32_t);
 }
 
 typedef struct {
@@ -402,7 +556,7 @@ static void flip_range(void *ctx, size_t begin, size_t end) {
 /* The input the kernels read into *x: a uint8 layer's flipped into the node's scratch (its slot
  * in a budget step), in 64 KB pieces across the pool. -1 if that scratch is missing. */
 static int kernel_input(fx_graph *g, const fx_node *n, fx_pool *pool, const int8_t **x) {
-  const size_t bytes = fx_qlayer_scratch_bytes(g, n);
+  const size_t bytes = is_u8(g, n) ? fx_qlayer_scratch_bytes(g, n) : 0;
   *x = T(g, x_of(n))->ptr;
   if (!bytes) return 0;
   flip_job j = {T(g, x_of(n))->ptr, n->scratch >= 0 ? g->tensors[n->scratch].ptr : NULL};
@@ -410,6 +564,120 @@ static int kernel_input(fx_graph *g, const fx_node *n, fx_pool *pool, const int8
   fx_parallel_for(pool, bytes, (size_t)1 << 16, flip_range, &j);
   *x = j.y;
   return 0;
+}
+
+typedef struct {
+  const float *x;
+  int8_t *xq;
+  float *scale;
+  int32_t *zp;
+  size_t len; /* values per quantized row */
+  const struct fx_qlayer *q;
+} quant_job;
+
+/* FULLY_CONNECTED rows [b, e): each its own range, parameters and values. */
+static void quantize_rows(void *ctx, size_t b, size_t e) {
+  const quant_job *j = ctx;
+  for (size_t i = b; i < e; i++) {
+    float lo = INFINITY, hi = -INFINITY;
+    fx_dynq_minmax(j->x + i * j->len, j->len, &lo, &hi);
+    const fx_dynq p = fx_dynq_params(lo, hi, j->q->asymmetric, j->q->stock);
+    fx_dynq_quantize(j->x + i * j->len, j->len, j->xq + i * j->len, &p, 0, j->len);
+    j->scale[i] = p.scale;
+    j->zp[i] = p.zp;
+  }
+}
+
+/* An image's values in pieces of this many: its range per thread, then the values. */
+#define QUANT_PIECE 16384
+
+typedef struct {
+  const float *x;
+  int8_t *xq;
+  size_t len;
+  fx_dynq p;
+  float lo[FLEX_THREADS_MAX], hi[FLEX_THREADS_MAX]; /* its range, per thread */
+} quant_image;
+
+static void image_range_piece(void *ctx, int tid, size_t t) {
+  quant_image *qi = ctx;
+  const size_t b = t * QUANT_PIECE, e = b + QUANT_PIECE < qi->len ? b + QUANT_PIECE : qi->len;
+  fx_dynq_minmax(qi->x + b, e - b, &qi->lo[tid], &qi->hi[tid]);
+}
+
+static void image_values(void *ctx, size_t b, size_t e) {
+  const quant_image *qi = ctx;
+  fx_dynq_quantize(qi->x + b, e - b, qi->xq + b, &qi->p, b, qi->len);
+}
+
+/* A conv's image: its range (known: its writer's record; else over every thread's pieces), then
+ * the values in parallel. */
+static void quantize_image(fx_pool *pool, const quant_job *j, size_t b, const float *known) {
+  quant_image qi = {.x = j->x + b * j->len, .xq = j->xq + b * j->len, .len = j->len};
+  const int threads = fx_pool_threads(pool);
+  float lo = INFINITY, hi = -INFINITY;
+  if (known) {
+    lo = known[2 * b], hi = known[2 * b + 1];
+  } else {
+    for (int t = 0; t < threads; t++) qi.lo[t] = INFINITY, qi.hi[t] = -INFINITY;
+    fx_parallel_tasks(pool, (j->len + QUANT_PIECE - 1) / QUANT_PIECE, image_range_piece, &qi);
+    for (int t = 0; t < threads; t++) lo = qi.lo[t] < lo ? qi.lo[t] : lo, hi = qi.hi[t] > hi ? qi.hi[t] : hi;
+  }
+  qi.p = fx_dynq_params(lo, hi, j->q->asymmetric, j->q->stock);
+  fx_parallel_for(pool, j->len, QUANT_PIECE, image_values, &qi);
+  j->scale[b] = qi.p.scale;
+  j->zp[b] = qi.p.zp;
+}
+
+/* The input quantized into the scratch as stock's hybrid kernel does (its rows or images). */
+static int quantize_input(fx_graph *g, const fx_node *n, fx_pool *pool, qrun *r) {
+  const fx_tensor *x = T(g, n->in[0]), *sc = n->scratch >= 0 ? T(g, n->scratch) : NULL;
+  if (!sc || !sc->ptr) return -1;
+  const size_t rows = quant_rows(g, n), numel = fx_shape_numel(&x->shape);
+  quant_job j = {.x = x->ptr, .xq = sc->ptr, .len = rows ? numel / rows : 0, .q = n->qlayer};
+  j.scale = (float *)((char *)sc->ptr + ALIGN64(numel));
+  j.zp = (int32_t *)((char *)j.scale + ALIGN64(rows * sizeof(float)));
+  const struct fx_qlayer *src = n->qlayer->src;
+  const float *known = src && (size_t)src->range_images == rows ? src->range : NULL;
+  if (n->kind == FX_OP_QFC)
+    fx_parallel_for(pool, rows, (QUANT_PIECE + j.len - 1) / (j.len ? j.len : 1), quantize_rows, &j);
+  else
+    for (size_t b = 0; b < rows; b++) quantize_image(pool, &j, b, known);
+  r->x = j.xq;
+  r->x_scale = j.scale;
+  r->x_zp = n->qlayer->asymmetric ? j.zp : NULL;
+  return 0;
+}
+
+/* The float output stage: the layer's clamp, its fused residual ADD (in[3]) and curve. */
+static void hybrid_out(fx_graph *g, const fx_node *n, qrun *r) {
+  const struct fx_qlayer *q = n->qlayer;
+  r->fo = (fx_qs8_f32_out){.x_scale = r->x_scale, .x_zp = r->x_zp, .x_step = 1, .w_scale = q->w_scale, .bias = q->bias};
+  fx_act_bounds(n->act, &r->fo.lo, &r->fo.hi);
+  if (n->n_in > 3 && n->in[3] >= 0) {
+    r->fo.res = T(g, n->in[3])->ptr;
+    r->fo.res_stride = r->cout;
+    fx_act_bounds(n->res_act, &r->fo.res_lo, &r->fo.res_hi);
+  }
+  r->curve = (fx_qs8_curve){fx_apply_act, fx_act_is_curve(n->act) ? n->act : 0};
+  r->yf = T(g, n->out[0])->ptr;
+}
+
+/* Before a run over panels from p0: a conv whose output a hybrid conv reads starts its images'
+ * ranges afresh (a budget plan's later slices add to them). */
+static void start_ranges(struct fx_qlayer *q, const fx_qs8_conv_geom *cg, size_t p0) {
+  if (!q->range || p0) return;
+  q->range_images = cg->batch <= q->range_cap ? cg->batch : 0;
+  for (int b = 0; b < q->range_images; b++) q->range[2 * b] = INFINITY, q->range[2 * b + 1] = -INFINITY;
+}
+
+static int run_hybrid(fx_graph *g, fx_node *n, fx_pool *pool, qrun *r) {
+  if (quantize_input(g, n, pool, r)) return -1;
+  hybrid_out(g, n, r);
+  if (n->kind == FX_OP_QCONV) r->rows_per_image = (size_t)r->cg.oh * (size_t)r->cg.ow;
+  if (n->kind == FX_OP_QCONV) start_ranges(n->qlayer, &r->cg, r->p0);
+  run_grid(pool, r, (size_t)r->q->gemm->mr * (n->kind == FX_OP_QFC ? 1 : r->a_direct ? 8 : 4));
+  return r->failed ? -1 : 0;
 }
 
 static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels, int p0, int p1) {
@@ -423,6 +691,7 @@ static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels,
     r.k = fx_shape_numel(&w->shape) / r.cout;
     r.m = fx_shape_numel(&x->shape) / r.k;
     r.a_direct = 1;
+    if (r.q->hybrid) return run_hybrid(g, n, pool, &r);
     run_grid(pool, &r, (size_t)r.q->gemm->mr);
     return r.failed ? -1 : 0;
   }
@@ -438,6 +707,7 @@ static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels,
   r.m = (size_t)r.cg.batch * r.cg.oh * r.cg.ow;
   r.k = (size_t)r.cg.cin;
   r.a_direct = r.q->form == FX_QS8_CONV_GEMM;
+  if (r.q->hybrid) return run_hybrid(g, n, pool, &r);
   run_grid(pool, &r, (size_t)r.q->gemm->mr * (r.a_direct ? 8 : 4));
   return r.failed ? -1 : 0;
 }

@@ -58,16 +58,19 @@ static size_t raw_weight_bytes(const fx_graph *g, const fx_node *n) {
 /* An int8 / uint8 conv / FC / depthwise (ir/qlayer.c): its packed panels, in a slot, by
  * output-channel panels (their requantization parameters are inside each panel: quant/pack.h)
  * as GEMM, or whole as the node's own kernel (depthwise). Scratch: a uint8 layer's flipped
- * input, whole at each step (every panel reads all of it); the drivers' indirection buffers are
- * a few KB on the stack. */
+ * input, or a hybrid one's quantized input, whole at each step (every panel reads all of it;
+ * each slice makes it again: a pass over the input); the drivers' indirection buffers are a
+ * few KB on the stack. */
 static int qkernel_of(const fx_graph *g, const fx_node *n, int threads, flex_kernel_desc *k) {
   fx_qlayer_layout l;
   fx_qlayer_get_layout(n->qlayer, &l);
   const uint64_t bytes = (uint64_t)l.panels * l.panel_bytes;
+  const size_t scratch = fx_qlayer_scratch_bytes(g, n);
   k[0] = (flex_kernel_desc){.kernel = l.sliceable ? FLEX_KERNEL_GEMM : FLEX_KERNEL_NODE,
                             .slicing = l.sliceable ? FLEX_SLICE_WEIGHTS : FLEX_SLICE_NONE, .weight_bytes = bytes,
-                            .scratch_bytes = fx_qlayer_scratch_bytes(g, n),
+                            .scratch_bytes = scratch,
                             .compute_us = fx_conv_qs8_cost_us(n->flops > 0 ? n->flops : 1, threads),
+                            .slice_us = (double)scratch / (OTHER_FLOPS_PER_US * threads),
                             .load_us = (double)bytes / LOAD_BYTES_PER_US,
                             .out_channels = l.sliceable ? l.panels * l.nr : 0, .simd = l.sliceable ? l.nr : 1};
   return 1;
@@ -217,7 +220,7 @@ static void step_panels(int nr, int panels, int slicing, int64_t start, int64_t 
 }
 
 /* An int8 / uint8 layer's step: whole panels of its channels, in a slot that holds them, and a
- * scratch slot for all of a uint8 layer's flipped input. */
+ * scratch slot for all of a uint8 layer's flipped input or a hybrid one's quantized input. */
 static const char *check_qstep(const fx_graph *g, const fx_node *n, const flex_step_plan *s) {
   fx_qlayer_layout l;
   fx_qlayer_get_layout(n->qlayer, &l);
@@ -477,7 +480,7 @@ static int run_qlayer_step(const fx_step *s, fx_graph *g, fx_node *n, fx_pool *p
   fx_qlayer_get_layout(n->qlayer, &l);
   int pan0, pan1;
   step_panels(l.nr, l.panels, s->slicing, s->start, s->count, &pan0, &pan1);
-  if (n->scratch >= 0) g->tensors[n->scratch].ptr = s->s_bytes ? arena + s->s_off : NULL; /* uint8: flipped input */
+  if (n->scratch >= 0) g->tensors[n->scratch].ptr = s->s_bytes ? arena + s->s_off : NULL; /* its input, made */
   return fx_qlayer_run_part(g, n, pool, arena + s->w_off, pan0, pan1);
 }
 

@@ -14,6 +14,8 @@
  * from it is unknown: its nodes stay with the stock kernel (a plugin created without the
  * option, by a C/C++ host, knows none and never guesses). */
 enum { FX_MAX_ROUNDINGS = 32 };
+/* u8: 0 int8, 1 uint8, FX_ROUNDING_F32 a hybrid layer's float input (its rule a FLEX_STOCK_*) */
+enum { FX_ROUNDING_F32 = 2 };
 typedef struct {
   int builtin, u8;
   int rounding, tail_rounding, split8; /* fx_qs8_out's rules; split8: tail on the last C % 8 */
@@ -22,7 +24,7 @@ typedef struct {
   int n;
   fx_rounding_rule rules[FX_MAX_ROUNDINGS];
 } fx_roundings;
-/* The rule for (builtin, u8), or NULL: unknown. */
+/* The rule for (builtin, u8: 0, 1 or FX_ROUNDING_F32), or NULL: unknown. */
 const fx_rounding_rule *fx_rounding_find(const fx_roundings *r, int builtin, int u8);
 
 typedef struct {

@@ -121,16 +121,14 @@ static const char *dequantize(fx_translate *tr, int in, const fx_shape *shape, f
   return *out ? NULL : "out of memory";
 }
 
-/* A dynamic-range ("hybrid") layer's int8 weights as the float32 constant its FP32 kernel
- * reads: the same deferred dequantize fold as DEQUANTIZE's, so a GEMM packs them once into an
- * ordinary FP32 blob keyed by the int8 bytes and the scales, and a warm load maps that blob
- * without ever computing the floats. */
+/* A dynamic-range ("hybrid") layer's int8 weights (a model constant: ops.c checked) as the
+ * float32 constant its FP32 kernel reads: the same deferred dequantize fold as DEQUANTIZE's, so
+ * a GEMM packs them once into an ordinary FP32 blob keyed by the int8 bytes and the scales, and
+ * a warm load maps that blob without ever computing the floats. */
 const char *fx_fold_hybrid_weights(fx_translate *tr, int idx, fx_blob **out) {
   *out = NULL;
   const TfLiteTensor *t = &tr->ctx->tensors[idx];
   fx_shape s;
-  if (tr->sg->statics[idx]) return "hybrid weights computed at load (e.g. densified): left to stock";
-  if (t->allocation_type != kTfLiteMmapRo) return "non-constant hybrid weights";
   if (tensor_shape(t, &s)) return "hybrid weight shape unknown";
   return dequantize(tr, idx, &s, out);
 }

@@ -85,9 +85,11 @@ static int add_tensor(fx_translate *tr, fx_graph *g, int idx, const char **why) 
 }
 
 /* A dynamic-range ("hybrid") CONV_2D / DEPTHWISE_CONV_2D / FULLY_CONNECTED / BATCH_MATMUL: float32
- * input, int8 weights (BATCH_MATMUL: a constant int8 right-hand side). It runs on the FP32 kernels
- * from the weights dequantized once: when packed for a GEMM (CONV, FC), at load for the others
- * (their FP32 kernels read plain weights). */
+ * input, int8 weights (BATCH_MATMUL: a constant int8 right-hand side). CONV_2D and
+ * FULLY_CONNECTED run as stock's hybrid kernels do, on the int8 GEMM (QCONV / QFC, ir/qlayer.c),
+ * where this CPU's int8 variant has a float output stage (fx_qlayer_hybrid_on); the others, and
+ * those elsewhere, on the FP32 kernels from the weights dequantized once: when packed for a GEMM
+ * (CONV, FC), at load for the others (their FP32 kernels read plain weights). */
 static int is_hybrid(const fx_translate *tr, int kind, const TfLiteNode *node) {
   if ((kind != FX_OP_CONV && kind != FX_OP_DEPTHWISE && kind != FX_OP_FC && kind != FX_OP_BATCH_MATMUL) ||
       node->inputs->size < 2)
@@ -97,32 +99,37 @@ static int is_hybrid(const fx_translate *tr, int kind, const TfLiteNode *node) {
   return tr->ctx->tensors[x].type == kTfLiteFloat32 && tr->ctx->tensors[w].type == kTfLiteInt8;
 }
 
-/* A hybrid layer's weights (model constant `idx`) as a float32 constant: a deferred dequantize
- * fold of its own, not entered in tr->local (another node may read the int8 tensor as such).
- * Scales per tensor or along the output channels, zero points 0: stock's hybrid kernels
- * ignore a weight zero point, so a model with one stays with them. */
-static int add_hybrid_weights(fx_translate *tr, fx_graph *g, int idx, int kind, const char **why) {
+/* Whether a hybrid layer's weights (model constant `idx`) are what we compute as stock does:
+ * scales per tensor or along the output channels, zero points 0 (stock's hybrid kernels ignore
+ * a weight zero point, so a model with one stays with them). NULL, or why not. */
+static const char *check_hybrid_weights(const fx_translate *tr, int idx, int kind) {
   const TfLiteTensor *t = &tr->ctx->tensors[idx];
   fx_quant q;
-  if (t->sparsity) { *why = "sparse tensor outside DENSIFY"; return -2; }
-  if (!t->dims || t->dims->size > FX_MAX_RANK) { *why = "hybrid weight shape unknown"; return -2; }
-  if ((*why = read_quant(t, FX_I8, &q))) return -2;
-  if (!q.n) { *why = "hybrid int8 weights without quantization"; return -2; }
-  if (kind == FX_OP_BATCH_MATMUL && q.n != 1) { /* stock's hybrid BATCH_MATMUL applies the tensor's one scale */
-    *why = "hybrid BATCH_MATMUL with per-channel scales (stock applies one)";
-    return -2;
-  }
-  if (q.n > 1 && q.axis != (kind == FX_OP_DEPTHWISE ? 3 : 0)) {
-    *why = "per-channel weight scales not along the output channels";
-    return -2;
-  }
+  const char *why;
+  if (t->sparsity) return "sparse tensor outside DENSIFY";
+  if (!t->dims || t->dims->size > FX_MAX_RANK) return "hybrid weight shape unknown";
+  if ((why = read_quant(t, FX_I8, &q))) return why;
+  if (!q.n) return "hybrid int8 weights without quantization";
+  if (kind == FX_OP_BATCH_MATMUL && q.n != 1) /* stock's hybrid BATCH_MATMUL applies the tensor's one scale */
+    return "hybrid BATCH_MATMUL with per-channel scales (stock applies one)";
+  if (q.n > 1 && q.axis != (kind == FX_OP_DEPTHWISE ? 3 : 0))
+    return "per-channel weight scales not along the output channels";
   /* stock's hybrid depthwise reads one scale per output channel, and refuses fewer */
-  if (kind == FX_OP_DEPTHWISE && (t->dims->size != 4 || q.n != t->dims->data[3])) {
-    *why = "hybrid depthwise weights without one scale per output channel (stock refuses them)";
-    return -2;
-  }
+  if (kind == FX_OP_DEPTHWISE && (t->dims->size != 4 || q.n != t->dims->data[3]))
+    return "hybrid depthwise weights without one scale per output channel (stock refuses them)";
   for (int c = 0; c < q.n; c++)
-    if (q.zero_points[c]) { *why = "hybrid int8 weights with a nonzero zero point (stock ignores it)"; return -2; }
+    if (q.zero_points[c]) return "hybrid int8 weights with a nonzero zero point (stock ignores it)";
+  if (tr->sg->statics && tr->sg->statics[idx])
+    return "hybrid weights computed at load (e.g. densified): left to stock";
+  return t->allocation_type == kTfLiteMmapRo ? NULL : "non-constant hybrid weights";
+}
+
+/* A hybrid layer's weights: the int8 tensor itself for the int8 GEMM (int8_path), else a float32
+ * constant, a deferred dequantize fold of its own, not entered in tr->local (another node may
+ * read the int8 tensor as such). */
+static int add_hybrid_weights(fx_translate *tr, fx_graph *g, int idx, int kind, int int8_path, const char **why) {
+  if ((*why = check_hybrid_weights(tr, idx, kind))) return -2;
+  if (int8_path) return add_tensor(tr, g, idx, why);
   fx_blob *b;
   if ((*why = fx_fold_hybrid_weights(tr, idx, &b))) return -2;
   fx_tensor ft = {.tfl = idx, .dtype = FX_F32, .shape = b->shape, .storage = FX_ST_CONST, .blob = b};
@@ -287,6 +294,22 @@ static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
   return fx_qlayer_check(g, n);
 }
 
+/* A hybrid CONV_2D / FULLY_CONNECTED on the int8 GEMM (the node becomes QCONV / QFC; qlayer.c):
+ * float32 input and output, the int8 weights add_hybrid_weights checked, a float32 constant
+ * bias or none. The fused activation is the FP32 layer's (n->act). */
+static const char *read_hybrid(fx_graph *g, fx_node *n, int qkind) {
+  const char *e;
+  if ((e = need_f32(g, n, 1)) || (e = need_const(g, n, 1, 0)) || (e = need_const(g, n, 2, 1))) return e;
+  if (n->n_in > 2 && n->in[2] >= 0 && g->tensors[n->in[2]].dtype != FX_F32)
+    return "hybrid layer with a bias that is not float32";
+  n->kind = qkind;
+  return NULL;
+}
+
+static int is_hybrid_node(const fx_graph *g, const fx_node *n) {
+  return g->tensors[n->in[0]].dtype == FX_F32 && g->tensors[n->in[1]].dtype == FX_I8;
+}
+
 /* CONV_2D's and DEPTHWISE_CONV_2D's window (padding, strides, dilations) and fused activation. */
 static const char *read_window(fx_node *n, int padding, int sw, int sh, int dw, int dh, int act) {
   conv_params(n, padding, sw, sh, dw, dh);
@@ -301,7 +324,7 @@ static const char *read_conv(fx_graph *g, fx_node *n, const void *bd) {
                        p->dilation_height_factor, p->activation)))
     return e;
   if (is_q8(g->tensors[n->in[0]].dtype)) return read_qconv(g, n, p->activation, FX_OP_QCONV);
-  return conv_tensors(g, n);
+  return is_hybrid_node(g, n) ? read_hybrid(g, n, FX_OP_QCONV) : conv_tensors(g, n);
 }
 
 static const char *read_depthwise(fx_graph *g, fx_node *n, const void *bd) {
@@ -324,10 +347,12 @@ static const char *read_fc(fx_graph *g, fx_node *n, const void *bd) {
   const char *e;
   if (p->weights_format != kTfLiteFullyConnectedWeightsFormatDefault) return "shuffled weights format";
   n->p.fc.keep_num_dims = p->keep_num_dims;
+  n->p.fc.asym_inputs = p->asymmetric_quantize_inputs;
   if (n->n_out != 1) return "multiple outputs";
   if (p->activation == kTfLiteActTanh) return "fused TANH (stock float FULLY_CONNECTED rejects it too)";
   if ((e = map_act(p->activation, &n->act))) return e;
-  return is_q8(g->tensors[n->in[0]].dtype) ? read_qconv(g, n, p->activation, FX_OP_QFC) : conv_tensors(g, n);
+  if (is_q8(g->tensors[n->in[0]].dtype)) return read_qconv(g, n, p->activation, FX_OP_QFC);
+  return is_hybrid_node(g, n) ? read_hybrid(g, n, FX_OP_QFC) : conv_tensors(g, n);
 }
 
 static const char *read_transpose_conv(fx_graph *g, fx_node *n, const void *bd) {
@@ -943,9 +968,11 @@ static const char *translate_part(fx_translate *tr, fx_graph *g, int index, cons
   n->tfl_builtin = reg->builtin_code;
   const char *why = NULL;
   const int hybrid = is_hybrid(tr, op->kind, node);
+  const int int8_path = hybrid && (op->kind == FX_OP_CONV || op->kind == FX_OP_FC) && fx_qlayer_hybrid_on();
   for (int i = 0; i < node->inputs->size; i++) {
     const int idx = node->inputs->data[i];
-    n->in[i] = hybrid && i == 1 ? add_hybrid_weights(tr, g, idx, op->kind, &why) : add_tensor(tr, g, idx, &why);
+    n->in[i] = hybrid && i == 1 ? add_hybrid_weights(tr, g, idx, op->kind, int8_path, &why)
+                                : add_tensor(tr, g, idx, &why);
     if (n->in[i] == -2) return why;
   }
   if ((n->out[0] = add_tensor(tr, g, node->outputs->data[part], &why)) < 0) return why ? why : "missing output";
@@ -957,9 +984,10 @@ static const char *translate_part(fx_translate *tr, fx_graph *g, int index, cons
     n->p.split.parts = node->outputs->size;
   }
   if (n->n_in < op->min_inputs) return "missing inputs";
-  /* the stock rounding for this op on this type (integer readers check it is known) */
-  const fx_rounding_rule *rule = fx_rounding_find(tr->rounding, reg->builtin_code,
-                                                  g->tensors[n->out[0]].dtype == FX_U8 || g->tensors[n->in[0]].dtype == FX_U8);
+  /* the stock rounding for this op on this type (integer readers check it is known; a hybrid
+   * layer's is its input quantization's range rule) */
+  const int u8 = g->tensors[n->out[0]].dtype == FX_U8 || g->tensors[n->in[0]].dtype == FX_U8;
+  const fx_rounding_rule *rule = fx_rounding_find(tr->rounding, reg->builtin_code, int8_path ? FX_ROUNDING_F32 : u8);
   n->qout = (fx_qs8_out){.rounding = rule ? rule->rounding : -1, .tail_rounding = rule ? rule->tail_rounding : FLEX_RQ_AWAY,
                          .tail_from = rule && rule->split8 ? 0 : INT32_MAX};
   for (int i = 0; i < n->n_in; i++)

@@ -60,7 +60,8 @@ static const char *parse_winograd(fx_options *o, const char *value) {
 
 /* "_rounding": comma-separated OP.TYPE=R or OP.TYPE=R:T entries (OP a TFLite builtin name,
  * TYPE int8 or uint8, R the rounding of every channel as requant.h's FLEX_RQ_* number, :T a tail
- * rounding for the last C % 8 channels); "" = none known. */
+ * rounding for the last C % 8 channels; TYPE f32: a hybrid layer's input quantization, R the
+ * FLEX_STOCK_* loops it runs); "" = none known. */
 static const char *parse_rounding(fx_options *o, const char *value) {
   fx_roundings r = {0};
   for (const char *p = value; *p;) {
@@ -78,12 +79,15 @@ static const char *parse_rounding(fx_options *o, const char *value) {
     if (rule->builtin < 0 || sscanf(dot + 1, "%5[a-z0-9]=%d%n", type, &rule->rounding, &used) != 2) return k_invalid;
     const char *q = dot + 1 + used;
     if (*q == ':' && sscanf(q, ":%d%n", &tail, &used) == 1) q += used;
-    if (q != end || (strcmp(type, "int8") && strcmp(type, "uint8"))) return k_invalid;
-    rule->u8 = !strcmp(type, "uint8");
+    const int f32 = !strcmp(type, "f32");
+    if (q != end || (strcmp(type, "int8") && strcmp(type, "uint8") && !f32)) return k_invalid;
+    rule->u8 = f32 ? FX_ROUNDING_F32 : !strcmp(type, "uint8");
     rule->split8 = tail >= 0;
     rule->tail_rounding = tail >= 0 ? tail : FLEX_RQ_AWAY;
     const fx_qs8_out check = {0, -128, 127, rule->rounding, rule->tail_rounding, rule->split8 ? 0 : INT32_MAX};
-    if (fx_qs8_out_check(&check)) return k_invalid; /* known rules only; a tail mixes AWAY and UP */
+    if (f32 ? tail >= 0 || (rule->rounding != FLEX_STOCK_PORTABLE && rule->rounding != FLEX_STOCK_NEON)
+            : fx_qs8_out_check(&check)) /* known rules only; a tail mixes AWAY and UP */
+      return k_invalid;
     r.n++;
     p = *end ? end + 1 : end;
     if (*end && !*p) return k_invalid; /* a trailing comma */
