@@ -150,27 +150,35 @@ typedef struct {
 FX_AMX_TARGET static void finish_panel_f32(const int32_t *cb, size_t rows, size_t row0, const f32_stage *fs,
                                            const fx_qs8_f32_out *o, float *c, size_t c_stride, const float *res,
                                            __m512 range[2]) {
-  const __m512 lo = _mm512_set1_ps(o->lo), hi = _mm512_set1_ps(o->hi);
+  /* everything in locals: the float stores below may alias the structs, which would be read again */
+  const __m512 lo = _mm512_set1_ps(o->lo), hi = _mm512_set1_ps(o->hi), ws = fs->ws, bias = fs->bias;
   const __m512 res_lo = _mm512_set1_ps(o->res_lo), res_hi = _mm512_set1_ps(o->res_hi);
-  __m512 scale = _mm512_setzero_ps();
+  const __m512i wsum = fs->wsum;
+  const __mmask16 lanes = fs->lanes;
+  const float *x_scale = o->x_scale;
+  const int32_t *x_zp = o->x_zp;
+  const size_t x_step = o->x_step, res_stride = o->res_stride;
+  __m512 scale = _mm512_setzero_ps(), lo_seen = range[0], hi_seen = range[1];
   __m512i zw = _mm512_setzero_si512();
   for (size_t i = 0; i < rows; i++, cb += 32, c += c_stride) {
-    const size_t r = (row0 + i) * o->x_step;
-    if (i == 0 || o->x_step) { /* the row's (or the image's) input scale and zero point */
-      scale = _mm512_mul_ps(_mm512_set1_ps(o->x_scale[r]), fs->ws);
-      if (o->x_zp) zw = _mm512_mullo_epi32(_mm512_set1_epi32(o->x_zp[r]), fs->wsum);
+    const size_t r = (row0 + i) * x_step;
+    if (i == 0 || x_step) { /* the row's (or the image's) input scale and zero point */
+      scale = _mm512_mul_ps(_mm512_set1_ps(x_scale[r]), ws);
+      if (x_zp) zw = _mm512_mullo_epi32(_mm512_set1_epi32(x_zp[r]), wsum);
     }
     __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cb), zw)), scale);
     FX_NOFUSE(f);
-    f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, fs->bias), lo), hi);
+    f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, bias), lo), hi);
     if (res) {
-      f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(fs->lanes, res + i * o->res_stride));
+      f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(lanes, res + i * res_stride));
       f = _mm512_min_ps(_mm512_max_ps(f, res_lo), res_hi);
     }
-    _mm512_mask_storeu_ps(c, fs->lanes, f);
-    range[0] = _mm512_mask_min_ps(range[0], fs->lanes, range[0], f);
-    range[1] = _mm512_mask_max_ps(range[1], fs->lanes, range[1], f);
+    _mm512_mask_storeu_ps(c, lanes, f);
+    lo_seen = _mm512_mask_min_ps(lo_seen, lanes, lo_seen, f);
+    hi_seen = _mm512_mask_max_ps(hi_seen, lanes, hi_seen, f);
   }
+  range[0] = lo_seen;
+  range[1] = hi_seen;
 }
 
 /* Rows [s0, s1) of a block (32-row steps; a last shorter one only as the whole range) over
