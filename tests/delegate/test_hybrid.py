@@ -440,15 +440,17 @@ def chain(h, curve=False, size=12):
     return h.build(y)
 
 
+@pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("curve", [False, True])
-def test_hybrid_chain_fuses_and_quantizes_from_recorded_ranges(curve):
+def test_hybrid_chain_fuses_and_quantizes_from_recorded_ranges(curve, threads):
     """The residual ADD and the swish run in the int8 path's float output stage (as in an FP32
     conv's), and a conv quantizes its input from the range its writer recorded: without a curve
     the chain is stock's bit for bit; with one, our sigmoid (not stock's, to an ulp) can move an
-    input of the last conv across a rounding edge: no farther from stock than float math then."""
+    input of the last conv across a rounding edge: no farther from stock than float math then.
+    On 2 threads, tasks split images and channels (their ranges merged): the same bytes."""
     model, ref, _ = both(lambda h: chain(h, curve))
     x = [np.random.default_rng(7).uniform(-1, 1, (2, 12, 12, 6)).astype(F32)]
-    got, stats = run_flex(model, x)
+    got, stats = run_flex(model, x, num_threads=threads)
     kernels = hybrid_kernels(stats)
     if INT8_PATH:
         assert len(kernels) == 4 and sum(" +add" in k for k in kernels) == 1, kernels
