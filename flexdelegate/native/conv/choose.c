@@ -221,8 +221,8 @@ int fx_conv_choose_qs8_form(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom 
  * A dynamic-range CONV_2D / FULLY_CONNECTED (float activations, int8 weights) computes as stock's
  * hybrid kernels do where the int8 variant has a float output stage (range_f32: AMX): its input
  * quantized per image / row, the int8 GEMM, stock's float epilogue. 1 thread, min CPU time,
- * against the FP32 kernels from the weights dequantized at pack time: MobileNetV2 dynamic 6.4 ->
- * 4.6 ms, EfficientNet-B0 11.3 -> 8.4, ResNet-50 53 -> 13.0; per layer it wins on every shape
+ * against the FP32 kernels from the weights dequantized at pack time: MobileNetV2 dynamic 6.5 ->
+ * 3.8 ms, EfficientNet-B0 11.7 -> 7.6, ResNet-50 54 -> 13.2; per layer it wins on every shape
  * tried (1x1 256->64 @56 0.78 -> 0.35, 3x3 256->256 @14 0.94 -> 0.14). The other variants keep
  * the FP32 path: their int8 GEMMs run at about the FP32 GEMM's speed, and the input's
  * quantization and the float outputs would cost on top. */
