@@ -593,6 +593,23 @@ def test_budget_streams_the_hybrid_blobs(tmp_path):
         del it, d
 
 
+def test_set_budget_replans_a_hybrid_model(tmp_path):
+    """set_budget between invokes: sliced, unlimited and back, the hybrid layers' scratch
+    (their quantized input) placed by each plan: the unbudgeted answer every time."""
+    from budgetcheck import min_budget
+    model = net(Hybrid(False), fc_out=1024, size=16)
+    x = net_input(6, size=16)
+    cache = tmp_path / "h.fxc"
+    lo = min_budget(model, cache)
+    want = invoke(make_interpreter(model, delegate=load_flex(cache_path=str(cache))), x)
+    d = load_flex(budget=64, cache_path=str(cache))
+    it = make_interpreter(model, delegate=d)
+    for budget in (lo, 0, lo + 0.5, 64, lo):
+        d.set_budget(budget)
+        got = invoke(it, x)
+        assert np.array_equal(want[0], got[0]) if INT8_PATH else max_error(want, got) <= FP32_TOL, budget
+
+
 def test_warm_load_keeps_no_float_copy(tmp_path):
     """Three 2048 x 2048 hybrid FC layers (4 MB of int8 each, 16 MB as float32): a warm load, in a
     fresh process, maps the packed blobs (int8 panels, or FP32 ones on the FP32 path) and never
