@@ -487,15 +487,19 @@ static void grid_task(void *ctx, int tid, size_t t) {
  * makes fewer than `want` chunks the panels are split too. One thread: one task. Each thread
  * runs its own range of tasks first and then helps (runtime/pool.h), so 4 per thread balance;
  * more cut the rows finer for nothing, and a fused swish then runs row by row on each task's
- * few channels (16 per thread: EfficientNet-B0 INT8 2 threads 2.77 -> 2.73 ms with 4). */
-static void run_grid(fx_pool *pool, qrun *r, size_t grain) {
+ * few channels (16 per thread: EfficientNet-B0 INT8 2 threads 2.77 -> 2.73 ms with 4). A layer
+ * whose tasks gather their rows (`gathers`: im2col, TRANSPOSE_CONV, every task copying its rows'
+ * windows) splits rows alone whenever they make at least one chunk per thread: a panel split
+ * gathers the same rows again in each task, and on AMX gathering a row costs about what one pair
+ * of panels computes on it. */
+static void run_grid(fx_pool *pool, qrun *r, size_t grain, int gathers) {
   const size_t threads = (size_t)fx_pool_threads(pool), want = 4 * threads, mr = (size_t)r->q->gemm->mr;
   if (!r->m) return;
   qgrid gd = {.r = r, .panels = r->p1 - r->p0, .row_chunks = 1, .panel_chunks = 1};
   if (threads > 1) {
     gd.row_chunks = (r->m + grain - 1) / grain;
     if (gd.row_chunks >= want) gd.row_chunks = want;
-    else gd.panel_chunks = (want + gd.row_chunks - 1) / gd.row_chunks;
+    else if (!gathers || gd.row_chunks < threads) gd.panel_chunks = (want + gd.row_chunks - 1) / gd.row_chunks;
   }
   gd.rows = ((r->m + gd.row_chunks - 1) / gd.row_chunks + mr - 1) / mr * mr;
   gd.row_chunks = (r->m + gd.rows - 1) / gd.rows;
@@ -676,7 +680,8 @@ static int run_hybrid(fx_graph *g, fx_node *n, fx_pool *pool, qrun *r) {
   hybrid_out(g, n, r);
   if (n->kind == FX_OP_QCONV) r->rows_per_image = (size_t)r->cg.oh * (size_t)r->cg.ow;
   if (n->kind == FX_OP_QCONV) start_ranges(n->qlayer, &r->cg, r->p0);
-  run_grid(pool, r, (size_t)r->q->gemm->mr * (n->kind == FX_OP_QFC ? 1 : r->a_direct ? 8 : 4));
+  run_grid(pool, r, (size_t)r->q->gemm->mr * (n->kind == FX_OP_QFC ? 1 : r->a_direct ? 8 : 1),
+           n->kind != FX_OP_QFC && !r->a_direct);
   return r->failed ? -1 : 0;
 }
 
@@ -692,7 +697,7 @@ static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels,
     r.m = fx_shape_numel(&x->shape) / r.k;
     r.a_direct = 1;
     if (r.q->hybrid) return run_hybrid(g, n, pool, &r);
-    run_grid(pool, &r, (size_t)r.q->gemm->mr);
+    run_grid(pool, &r, (size_t)r.q->gemm->mr, 0);
     return r.failed ? -1 : 0;
   }
   if (n->kind == FX_OP_QTRANSPOSE_CONV) {
@@ -700,7 +705,7 @@ static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels,
     fx_node_tconv_geom(g, n, &tg);
     r.tconv = &tg;
     r.m = (size_t)tg.batch * (size_t)tg.oh * (size_t)tg.ow;
-    run_grid(pool, &r, (size_t)r.q->gemm->mr * 4);
+    run_grid(pool, &r, (size_t)r.q->gemm->mr, 1);
     return r.failed ? -1 : 0;
   }
   r.cg = conv_geom(g, n);
@@ -708,7 +713,8 @@ static int run_qgemm(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels,
   r.k = (size_t)r.cg.cin;
   r.a_direct = r.q->form == FX_QS8_CONV_GEMM;
   if (r.q->hybrid) return run_hybrid(g, n, pool, &r);
-  run_grid(pool, &r, (size_t)r.q->gemm->mr * (r.a_direct ? 8 : 4));
+  run_grid(pool, &r, (size_t)r.q->gemm->mr * (r.a_direct ? 8 : r.q->form == FX_QS8_CONV_IM2COL ? 1 : 4),
+           r.q->form == FX_QS8_CONV_IM2COL);
   return r.failed ? -1 : 0;
 }
 
