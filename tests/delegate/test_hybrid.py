@@ -462,6 +462,37 @@ def test_hybrid_chain_fuses_and_quantizes_from_recorded_ranges(curve, threads):
     assert max_error([stock], got) <= max_error([stock], [want]) + FP32_TOL
 
 
+NON_FINITE = [("nan", np.nan), ("inf", np.inf), ("-inf", -np.inf)]
+
+
+@pytest.mark.parametrize("value", [v for _, v in NON_FINITE], ids=[n for n, _ in NON_FINITE])
+@pytest.mark.parametrize("make,x_shape,units", [
+    (lambda h: fc(h, 4, 33, 17, False, "RELU6"), (4, 33), "rows"),
+    (lambda h: fc(h, 4, 40, 35, False, "NONE", asym=True), (4, 40), "rows"),
+    (lambda h: conv(h, 3, 1, 1, "SAME", 8, 16, True, "RELU", (3, 9, 11)), (3, 9, 11, 8), "images"),
+    (lambda h: conv(h, 1, 1, 1, "VALID", 16, 20, False, "NONE", (3, 9, 11)), (3, 9, 11, 16), "images"),
+    (lambda h: chain(h, size=6), (2, 6, 6, 6), "images")])
+def test_a_non_finite_input_makes_its_row_or_image_nan(make, x_shape, units, value):
+    """Int8 path: a NaN or an infinity in a quantized row (FC) or image (conv) makes every output
+    computed from it NaN, down a chain of hybrid convs too (the next conv's recorded range or its
+    own values see it); the other rows and images stay stock's, bit for bit. Stock's own answer
+    there is finite numbers made by undefined float-to-int casts. FP32 path: float math (the float
+    twin's NaN and infinities)."""
+    model, ref, _ = both(make)
+    x = np.random.default_rng(3).uniform(-1, 1, x_shape).astype(F32)
+    x[1].reshape(-1)[x[1].size // 2] = value  # unit 1 only
+    got = run_flex(model, [x])[0][0]
+    if not INT8_PATH:
+        want = invoke(make_interpreter(ref), [x])[0]
+        assert max_error([want], [got]) <= FP32_TOL
+        return
+    assert np.isnan(got[1]).all(), (units, np.isnan(got[1]).mean())
+    stock = invoke(make_interpreter(model), [x])[0]
+    others = [i for i in range(x_shape[0]) if i != 1]
+    assert not np.isnan(got[others]).any()
+    assert np.array_equal(got[others], stock[others]), np.abs(got[others] - stock[others]).max()
+
+
 _FP32_PATH = """
 import sys, numpy as np
 from flexdelegate import load_flex

@@ -186,6 +186,24 @@ def hybrid_layers(spec: ModelSpec, skip=()) -> list:
     return out
 
 
+def int8_path_layers(stats: dict, layers) -> set:
+    """Those of `layers` (main-subgraph op indices) the delegate ran on its int8 GEMM (their
+    kernel "hybrid ..." in stats()["ops"]): computed as stock's hybrid kernels compute them."""
+    ran = {op["node"] for op in stats.get("ops", ())
+           if op["subgraph"] == 0 and op["kernel"].startswith("hybrid ")}
+    return ran & set(layers)
+
+
+def stock_ignores_scales(spec: ModelSpec, i: int) -> bool:
+    """Hybrid layer i is a FULLY_CONNECTED with per-channel weight scales, which tflite-runtime
+    2.14's hybrid kernel does not read (README): its answer is no reference there."""
+    from flexdelegate.runtime import detect
+    o = spec.ops[i]
+    t = spec.tensors[o.inputs[1]]
+    return (S.BUILTIN_OP_NAMES.get(o.code) == "FULLY_CONNECTED" and t.quant is not None
+            and len(t.quant[0]) > 1 and detect().name == "tflite_runtime")
+
+
 def float_twin(spec: ModelSpec, layers) -> bytes | None:
     """The model with the int8 weights of `layers` replaced by float32 constants of their
     dequantized values (float32 scale[c] x q, as the delegate packs them): stock on it gives the

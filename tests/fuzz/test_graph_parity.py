@@ -87,8 +87,11 @@ NAN_SEEDS = [pytest.param(p, marks=pytest.mark.xfail(
 
 def reference_model(model: bytes) -> bytes:
     """What stock runs for the answer: the model itself, or for hybrid layers (int8 weights,
-    float activations) its float-weights twin: the delegate computes those in float, where stock
-    quantizes the activations, which turns a NaN or an infinity into finite numbers."""
+    float activations) its float-weights twin. Stock quantizes their activations, which turns a
+    NaN or an infinity into finite numbers (undefined float-to-int casts); the delegate computes
+    them in float (FP32 path) or poisons the quantized row or image, NaN for every output made
+    from it (int8 path, test_hybrid.py): the twin's answer on the hybrid seed, whose last layer,
+    a FULLY_CONNECTED, carries the NaN to every output."""
     spec = read_spec(model)
     layers = hybrid_layers(spec)
     return float_twin(spec, layers) if layers else model

@@ -586,8 +586,8 @@ static void quantize_rows(void *ctx, size_t b, size_t e) {
     float lo = INFINITY, hi = -INFINITY;
     fx_dynq_minmax(j->x + i * j->len, j->len, &lo, &hi);
     const fx_dynq p = fx_dynq_params(lo, hi, j->q->asymmetric, j->q->stock);
-    fx_dynq_quantize(j->x + i * j->len, j->len, j->xq + i * j->len, &p, 0, j->len);
-    j->scale[i] = p.scale;
+    const int poisoned = fx_dynq_quantize(j->x + i * j->len, j->len, j->xq + i * j->len, &p, 0, j->len);
+    j->scale[i] = poisoned ? NAN : p.scale;
     j->zp[i] = p.zp;
   }
 }
@@ -601,6 +601,7 @@ typedef struct {
   size_t len;
   fx_dynq p;
   float lo[FLEX_THREADS_MAX], hi[FLEX_THREADS_MAX]; /* its range, per thread */
+  int poisoned;                                     /* a piece met a NaN (dynamic.h) */
 } quant_image;
 
 static void image_range_piece(void *ctx, int tid, size_t t) {
@@ -610,8 +611,9 @@ static void image_range_piece(void *ctx, int tid, size_t t) {
 }
 
 static void image_values(void *ctx, size_t b, size_t e) {
-  const quant_image *qi = ctx;
-  fx_dynq_quantize(qi->x + b, e - b, qi->xq + b, &qi->p, b, qi->len);
+  quant_image *qi = ctx;
+  if (fx_dynq_quantize(qi->x + b, e - b, qi->xq + b, &qi->p, b, qi->len))
+    __atomic_store_n(&qi->poisoned, 1, __ATOMIC_RELAXED);
 }
 
 /* A conv's image: its range (known: its writer's record; else over every thread's pieces), then
@@ -629,7 +631,7 @@ static void quantize_image(fx_pool *pool, const quant_job *j, size_t b, const fl
   }
   qi.p = fx_dynq_params(lo, hi, j->q->asymmetric, j->q->stock);
   fx_parallel_for(pool, j->len, QUANT_PIECE, image_values, &qi);
-  j->scale[b] = qi.p.scale;
+  j->scale[b] = __atomic_load_n(&qi.poisoned, __ATOMIC_RELAXED) ? NAN : qi.p.scale;
   j->zp[b] = qi.p.zp;
 }
 

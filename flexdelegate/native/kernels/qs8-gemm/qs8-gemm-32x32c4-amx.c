@@ -168,10 +168,12 @@ FX_AMX_TARGET static void finish_panel_f32(const int32_t *cb, size_t rows, size_
     }
     __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cb), zw)), scale);
     FX_NOFUSE(f);
-    f = _mm512_min_ps(_mm512_max_ps(_mm512_add_ps(f, bias), lo), hi);
+    /* the value second: x86 min/max return their second operand when one is NaN, and a NaN
+     * (a poisoned row's scale, a NaN bias) stays NaN as in stock's clamp */
+    f = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(f, bias)));
     if (res) {
       f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(lanes, res + i * res_stride));
-      f = _mm512_min_ps(_mm512_max_ps(f, res_lo), res_hi);
+      f = _mm512_min_ps(res_hi, _mm512_max_ps(res_lo, f));
     }
     _mm512_mask_storeu_ps(c, lanes, f);
     lo_seen = _mm512_mask_min_ps(lo_seen, lanes, lo_seen, f);

@@ -3,6 +3,7 @@
  * form that rounds every value the same way (a hybrid layer's input is a whole map: two passes
  * over it per run, one when its writer recorded its range). */
 #include <math.h>
+#include <string.h>
 #include "dynamic.h"
 #include "flex_api.h"
 #include "kernels/simd/nofuse.h"
@@ -15,7 +16,8 @@ enum { FORM_PORTABLE, FORM_NEON_BODY, FORM_NEON_TAIL };
 typedef struct {
   const char *name;
   void (*minmax)(const float *x, size_t n, float *lo, float *hi);
-  void (*quantize)(const float *x, size_t n, int8_t *q, const fx_dynq *p, int form);
+  /* nonzero when some x is NaN (its q is then 0) */
+  int (*quantize)(const float *x, size_t n, int8_t *q, const fx_dynq *p, int form);
 } dynq_variant;
 
 static void minmax_scalar(const float *x, size_t n, float *lo, float *hi) {
@@ -30,6 +32,7 @@ static void minmax_scalar(const float *x, size_t n, float *lo, float *hi) {
 
 /* One value: x * inv rounded on its own (stock's separate multiply), then `form`. */
 static inline int8_t quantize_one(float x, const fx_dynq *p, int form) {
+  if (x != x) return 0; /* NaN: the caller poisons the row (a NaN to int is undefined in C) */
   float v = x * p->inv;
   FX_NOFUSE(v);
   int32_t q;
@@ -45,8 +48,10 @@ static inline int8_t quantize_one(float x, const fx_dynq *p, int form) {
   return (int8_t)(q < lo ? lo : q > 127 ? 127 : q);
 }
 
-static void quantize_scalar(const float *x, size_t n, int8_t *q, const fx_dynq *p, int form) {
-  for (size_t i = 0; i < n; i++) q[i] = quantize_one(x[i], p, form);
+static int quantize_scalar(const float *x, size_t n, int8_t *q, const fx_dynq *p, int form) {
+  int nan = 0;
+  for (size_t i = 0; i < n; i++) nan |= x[i] != x[i], q[i] = quantize_one(x[i], p, form);
+  return nan;
 }
 
 static const dynq_variant k_scalar = {"dynq-scalar", minmax_scalar, quantize_scalar};
@@ -100,13 +105,21 @@ FX_DYNQ_TARGET static inline __m512i quantize16(__m512 x, const fx_dynq *p, int 
   return _mm512_min_epi32(_mm512_max_epi32(q, lo), _mm512_set1_epi32(127));
 }
 
-FX_DYNQ_TARGET static void quantize_avx512(const float *x, size_t n, int8_t *q, const fx_dynq *p, int form) {
+FX_DYNQ_TARGET static int quantize_avx512(const float *x, size_t n, int8_t *q, const fx_dynq *p, int form) {
+  __mmask16 nan = 0; /* the NaN lanes' values are whatever cvtt makes of them: the row is poisoned */
   size_t i = 0;
-  for (; i + 16 <= n; i += 16) _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtsepi32_epi8(quantize16(_mm512_loadu_ps(x + i), p, form)));
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    _mm_storeu_si128((__m128i *)(q + i), _mm512_cvtsepi32_epi8(quantize16(v, p, form)));
+  }
   if (i < n) {
     const __mmask16 m = (__mmask16)((1u << (n - i)) - 1);
-    _mm512_mask_cvtsepi32_storeu_epi8(q + i, m, quantize16(_mm512_maskz_loadu_ps(m, x + i), p, form));
+    const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
+    nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+    _mm512_mask_cvtsepi32_storeu_epi8(q + i, m, quantize16(v, p, form));
   }
+  return nan != 0;
 }
 
 static const dynq_variant k_avx512 = {"dynq-avx512", minmax_avx512, quantize_avx512};
@@ -122,15 +135,18 @@ static const dynq_variant *variant(void) { return fx_isa_chosen(&menu); }
 
 void fx_dynq_minmax(const float *x, size_t n, float *lo, float *hi) { variant()->minmax(x, n, lo, hi); }
 
-void fx_dynq_quantize(const float *x, size_t n, int8_t *q, const fx_dynq *p, size_t first, size_t len) {
+int fx_dynq_quantize(const float *x, size_t n, int8_t *q, const fx_dynq *p, size_t first, size_t len) {
   const dynq_variant *v = variant();
-  if (p->stock != FLEX_STOCK_NEON) {
-    v->quantize(x, n, q, p, FORM_PORTABLE);
-    return;
+  if (fx_dynq_poisoned(p)) {
+    memset(q, 0, n);
+    return 1;
   }
+  if (p->stock != FLEX_STOCK_NEON) return v->quantize(x, n, q, p, FORM_PORTABLE);
   const size_t main = len - len % 8, body = main > first ? (main - first < n ? main - first : n) : 0;
-  if (body) v->quantize(x, body, q, p, FORM_NEON_BODY);
-  if (body < n) v->quantize(x + body, n - body, q + body, p, FORM_NEON_TAIL);
+  int nan = 0;
+  if (body) nan |= v->quantize(x, body, q, p, FORM_NEON_BODY);
+  if (body < n) nan |= v->quantize(x + body, n - body, q + body, p, FORM_NEON_TAIL);
+  return nan;
 }
 
 /* SymmetricQuantizeFloats' scale: range / 127 and 127 / range, both in float. */
@@ -159,5 +175,6 @@ static fx_dynq asymmetric(float lo, float hi, int stock) {
 }
 
 fx_dynq fx_dynq_params(float lo, float hi, int asymmetric_inputs, int stock) {
+  if (!isfinite(lo) || !isfinite(hi)) return (fx_dynq){NAN, 0.0f, 0, asymmetric_inputs, stock};
   return asymmetric_inputs ? asymmetric(lo, hi, stock) : symmetric(lo, hi, stock);
 }

@@ -15,7 +15,13 @@
  *     portable  round(v + zp), the sum in float (zp 0: round(v))
  *     NEON      trunc(v + (v < 0 ? -0.5 : 0.5)) + zp, the sum in float, on every row's values but
  *               its last n % 8 (the vector loop's); round(v) + zp on those (its scalar tail)
- * round() is half away from zero; an all-zero range gives scale 1, zero point 0 and q = 0. */
+ * round() is half away from zero; an all-zero range gives scale 1, zero point 0 and q = 0.
+ *
+ * A NaN or an infinity among the values "poisons" the row: its scale is NaN, so every output the
+ * layer computes from it is NaN. Stock's answer there is not arithmetic (its float-to-int casts
+ * of NaN are undefined; an infinite range makes a NaN zero point): finite numbers that depend on
+ * the build. Float math would make NaN or infinite only the outputs the value reaches: for a
+ * fully connected row all of them, for a conv image those whose window holds it. */
 #ifndef FLEX_QUANT_DYNAMIC_H
 #define FLEX_QUANT_DYNAMIC_H
 #include <stddef.h>
@@ -30,9 +36,11 @@ typedef struct {
 /* lo = min(lo, x[i]), hi = max(hi, x[i]) over n values (start them at +inf / -inf). */
 void fx_dynq_minmax(const float *x, size_t n, float *lo, float *hi);
 /* The parameters for values whose least and greatest are lo and hi, as stock build `stock`
- * (FLEX_STOCK_*) computes them. */
+ * (FLEX_STOCK_*) computes them; poisoned (scale NaN) when lo or hi is not finite. */
 fx_dynq fx_dynq_params(float lo, float hi, int asymmetric, int stock);
+static inline int fx_dynq_poisoned(const fx_dynq *p) { return p->scale != p->scale; }
 /* Values [first, first + n) of a row of `len` (the NEON form treats its last len % 8 apart):
- * q[i] = x[i] quantized with p. */
-void fx_dynq_quantize(const float *x, size_t n, int8_t *q, const fx_dynq *p, size_t first, size_t len);
+ * q[i] = x[i] quantized with p. Nonzero when the row is poisoned: p is, or some x[i] is NaN
+ * (the caller then makes the row's scale NaN). */
+int fx_dynq_quantize(const float *x, size_t n, int8_t *q, const fx_dynq *p, size_t first, size_t len);
 #endif
