@@ -95,6 +95,13 @@ static const char *params(const TfLiteContext *ctx, int builtin, const TfLiteNod
         return "paddings must be [rank, 2]";
       return NULL;
     }
+    case kTfLiteBuiltinReduceProd: { /* EvalProd: an input with a quantization must be int8 / int16 */
+      const TfLiteTensor *x = input(ctx, node, 0);
+      return x && x->quantization.type == kTfLiteAffineQuantization && x->type != kTfLiteInt8 &&
+                     x->type != kTfLiteInt16
+                 ? "REDUCE_PROD of a quantized type stock refuses"
+                 : NULL;
+    }
     case kTfLiteBuiltinMean: {
       const TfLiteTensor *axis = input(ctx, node, 1);
       return axis && axis->type != kTfLiteInt32 ? "MEAN axis must be int32" : NULL;
