@@ -80,6 +80,24 @@ class GraphTarget:
             spread = max(spread, max_error(ref, out[1]))
         return "within-stock-spread" if err <= 2 * spread else None
 
+    def _poisoned_where_float_is_not_finite(self, spec, layers, ref, got, threads: int) -> bool:
+        """Every output where flexdelegate differs from stock is NaN in flexdelegate's answer,
+        and float math (stock on the float twin of `layers`) meets a NaN or an infinity in that
+        output too."""
+        twin = float_twin(spec, sorted(layers))
+        try:
+            ran = self.stock.run(twin, None, threads=threads) if twin is not None else ("unreadable",)
+        except EngineDied:
+            return False
+        if ran[0] != "ok":
+            return False
+        for r, g, f in zip(ref, got, ran[1]):
+            r, g, f = (np.asarray(a, np.float64) for a in (r, g, f))
+            differ = ~((r == g) | (np.isnan(r) & np.isnan(g)))
+            if differ.any() and (not np.isnan(g[differ]).all() or np.isfinite(f).all()):
+                return False
+        return True
+
     def _verdicts_agree_fresh(self, data: bytes, threads: int) -> bool:
         try:
             with Engine() as a, Engine() as b:
@@ -193,6 +211,10 @@ class GraphTarget:
         if [a.dtype for a in ref] != [a.dtype for a in got]:
             raise Finding(f"output types differ: stock {[a.dtype for a in ref]}, flex {[a.dtype for a in got]}")
         err = max_error(ref, got)
+        if not err <= TOL and on_int8 and self._poisoned_where_float_is_not_finite(spec, on_int8, ref, got, threads):
+            # A NaN or an infinity reached an int8-path layer's quantized input: its row or
+            # image is poisoned, NaN (dynamic.h), where stock's casts make finite numbers.
+            return self._count("hybrid-poisoned", *reasons)
         if not err <= TOL and self._stock_disagrees_with_itself(ref_data, ref):
             # Stock itself answers otherwise in the other process: it reads memory nothing
             # wrote (e.g. a kernel reinterpreting a type-mismatched tensor).

@@ -660,6 +660,11 @@ static void hybrid_out(fx_graph *g, const fx_node *n, qrun *r) {
   const struct fx_qlayer *q = n->qlayer;
   r->fo = (fx_qs8_f32_out){.x_scale = r->x_scale, .x_zp = r->x_zp, .x_step = 1, .w_scale = q->w_scale, .bias = q->bias};
   fx_act_bounds(n->act, &r->fo.lo, &r->fo.hi);
+  if (n->kind == FX_OP_QFC) { /* stock's FC: tensor_utils' activation loops (qs8-gemm.h) */
+    r->fo.nan_to_lo = n->act == FLEX_ACT_RELU || n->act == FLEX_ACT_RELU6 || n->act == FLEX_ACT_RELU_N1_TO_1;
+    if (n->act == FLEX_ACT_RELU || !r->fo.nan_to_lo) r->fo.hi = INFINITY;
+    if (!r->fo.nan_to_lo) r->fo.lo = -INFINITY;
+  }
   if (n->n_in > 3 && n->in[3] >= 0) {
     r->fo.res = T(g, n->in[3])->ptr;
     r->fo.res_stride = r->cout;

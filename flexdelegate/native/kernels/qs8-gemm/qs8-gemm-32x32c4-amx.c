@@ -158,6 +158,7 @@ FX_AMX_TARGET static void finish_panel_f32(const int32_t *cb, size_t rows, size_
   const float *x_scale = o->x_scale;
   const int32_t *x_zp = o->x_zp;
   const size_t x_step = o->x_step, res_stride = o->res_stride;
+  const int nan_to_lo = o->nan_to_lo;
   __m512 scale = _mm512_setzero_ps(), lo_seen = range[0], hi_seen = range[1];
   __m512i zw = _mm512_setzero_si512();
   for (size_t i = 0; i < rows; i++, cb += 32, c += c_stride) {
@@ -168,9 +169,10 @@ FX_AMX_TARGET static void finish_panel_f32(const int32_t *cb, size_t rows, size_
     }
     __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(_mm512_load_si512(cb), zw)), scale);
     FX_NOFUSE(f);
-    /* the value second: x86 min/max return their second operand when one is NaN, and a NaN
-     * (a poisoned row's scale, a NaN bias) stays NaN as in stock's clamp */
-    f = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(f, bias)));
+    /* x86 min/max return their second operand when one is NaN: the value second keeps a NaN
+     * (a poisoned row's scale, a NaN bias), first turns it into lo (qs8-gemm.h) */
+    f = _mm512_add_ps(f, bias);
+    f = nan_to_lo ? _mm512_min_ps(_mm512_max_ps(f, lo), hi) : _mm512_min_ps(hi, _mm512_max_ps(lo, f));
     if (res) {
       f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(lanes, res + i * res_stride));
       f = _mm512_min_ps(res_hi, _mm512_max_ps(res_lo, f));

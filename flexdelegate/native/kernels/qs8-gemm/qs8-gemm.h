@@ -51,13 +51,17 @@ typedef void (*fx_qs8_gemm_range_fn)(size_t m, size_t n, size_t kc, const int8_t
  *   y = min(max(float(acc - zp_i * wsum[c]) * (x_scale_i * w_scale[c]) + bias[c], lo), hi)
  * and with a residual r (a fused ADD): y = min(max(y + r[i][c], res_lo), res_hi). Row i's scale and
  * zero point are x_scale[i * x_step], x_zp[i * x_step] (x_step 0: one for all rows, a conv's image;
- * x_zp NULL: symmetric, zero points 0); w_scale and bias by absolute output channel. */
+ * x_zp NULL: symmetric, zero points 0); w_scale and bias by absolute output channel.
+ * The clamp keeps a NaN (stock's conv: min(max(y, lo), hi) in std::, which passes it), or with
+ * nan_to_lo turns it into lo (stock's hybrid FC: tensor_utils' ReLU loops, max(lo, min(y, hi)),
+ * with +-inf where the activation has no bound; NONE there is no clamp at all). */
 typedef struct {
   const float *x_scale;
   const int32_t *x_zp;
   size_t x_step;
   const float *w_scale, *bias;
   float lo, hi;
+  int nan_to_lo;
   const float *res; /* NULL: none; else res_stride floats between rows */
   size_t res_stride;
   float res_lo, res_hi;
