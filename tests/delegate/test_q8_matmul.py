@@ -130,6 +130,17 @@ def test_transpose_conv_with_a_run_time_output_shape_stays_with_stock():
     _stats_left(m.build(y), "non-constant")
 
 
+def test_transpose_conv_with_a_run_time_bias_stays_with_stock():
+    """The bias is TRANSPOSE_CONV's input 3 (read as input 4, past the node's inputs: ASan)."""
+    m = QModel()
+    x = m.input((1, 3, 3, 4), Q(S8, 0.05, 0))
+    bias = m.input((5,), Q(np.int32, 0.05 * 0.02, 0))
+    y = m.tensor((1, 6, 6, 5), Q(S8, 0.1, 0))
+    m.op("TRANSPOSE_CONV", [m.const(np.array([1, 6, 6, 5], np.int32)), m.const(weights((5, 3, 3, 4), 1),
+         wq(0.02, 5, False)), x, bias], [y], padding="SAME", stride_w=2, stride_h=2)
+    _stats_left(m.build(y), "non-constant")
+
+
 def test_transpose_conv_with_nonzero_weight_zero_point_stays_with_stock():
     m = QModel()
     x = m.input((1, 3, 3, 4), Q(S8, 0.05, 0))

@@ -204,7 +204,7 @@ static const char *q8_out(fx_graph *g, fx_node *n, int tfl_act) {
 }
 
 static const char *need_const(fx_graph *g, const fx_node *n, int input, int optional) {
-  int id = n->in[input];
+  int id = input < n->n_in ? n->in[input] : -1;
   if (id < 0) return optional ? NULL : "missing input";
   return g->tensors[id].storage == FX_ST_CONST ? NULL : "non-constant weights or parameters";
 }
@@ -269,7 +269,7 @@ static const char *bias_scale(const fx_tensor *x, const fx_tensor *w, const fx_t
  * two types, int32 bias, weights quantized as stock takes them (qweight_params), a fused
  * activation with a quantized range, and the stock rounding known for this op and type. */
 static const char *read_qconv(fx_graph *g, fx_node *n, int tfl_act, int qkind) {
-  const int xi = qkind == FX_OP_QTRANSPOSE_CONV ? 2 : 0, bi = xi + 2; /* TRANSPOSE_CONV: shape, w, x, bias */
+  const int tconv = qkind == FX_OP_QTRANSPOSE_CONV, xi = tconv ? 2 : 0, bi = tconv ? 3 : 2; /* TRANSPOSE_CONV: shape, w, x, bias */
   const fx_tensor *x = &g->tensors[n->in[xi]], *w = &g->tensors[n->in[1]], *y = &g->tensors[n->out[0]];
   const fx_tensor *b = n->n_in > bi && n->in[bi] >= 0 ? &g->tensors[n->in[bi]] : NULL;
   const char *e;
