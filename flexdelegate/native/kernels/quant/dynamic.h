@@ -18,7 +18,8 @@
  * round() is half away from zero; an all-zero range gives scale 1, zero point 0 and q = 0.
  *
  * A NaN or an infinity among the values "poisons" the row: its scale is NaN, so every output the
- * layer computes from it is NaN. Stock's answer there is not arithmetic (its float-to-int casts
+ * layer computes from it is NaN before the activation (which treats a NaN as stock's does:
+ * qs8-gemm.h's fx_qs8_f32_out). Stock's answer there is not arithmetic (its float-to-int casts
  * of NaN are undefined; an infinite range makes a NaN zero point): finite numbers that depend on
  * the build. Float math would make NaN or infinite only the outputs the value reaches: for a
  * fully connected row all of them, for a conv image those whose window holds it. */
