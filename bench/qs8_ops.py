@@ -6,8 +6,8 @@ single-op int8 models from our writer, side by side in one process of the LiteRT
     flex    LiteRT's Interpreter with flexdelegate
 
 Rounds alternate the engines; prints the median and min ms per invoke and flex / xnn, and
-checks flex against stock bit for bit on the same input. Shapes are EfficientNet-B0's and
-MobileNetV2's (its convolutions and depthwise layers too).
+checks flex against stock bit for bit on the same input. Shapes are EfficientNet-B0's,
+MobileNetV2's (its convolutions and depthwise layers too) and ResNet-50's (R_*).
 
     LITERT venv python bench/qs8_ops.py [--threads 1] [--rounds 5] [--iters 20] [--ops ADD ...]
 """
@@ -109,6 +109,18 @@ OPS = {
     "DW5_240@28": _conv(28, 240, 240, 5, 1, depthwise=True),
     "DW5_672@14": _conv(14, 672, 672, 5, 1, depthwise=True),
     "CONV3_64@56": _conv(56, 64, 64, 3),
+    # ResNet-50's
+    "R_STEM7": _conv(224, 3, 64, 7, 2),
+    "R_ADD": _binary("ADD", (1, 56, 56, 256), (1, 56, 56, 256), "RELU"),
+    "R_PW_64_256@56": _conv(56, 64, 256),
+    "R_PW_256_64@56": _conv(56, 256, 64),
+    "R_CONV3_128@28": _conv(28, 128, 128, 3),
+    "R_PW_1024_256@14": _conv(14, 1024, 256),
+    "R_CONV3_256@14": _conv(14, 256, 256, 3),
+    "R_PW_256_1024@14": _conv(14, 256, 1024),
+    "R_PW_2048_512@7": _conv(7, 2048, 512),
+    "R_CONV3_512@7": _conv(7, 512, 512, 3),
+    "R_PW_512_2048@7": _conv(7, 512, 2048),
 }
 
 

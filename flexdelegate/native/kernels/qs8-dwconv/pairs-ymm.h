@@ -63,10 +63,12 @@ DW void dw_tile(size_t c0, size_t nc, int full, size_t pixels, const int8_t *con
   const __m256i blo = _mm256_permute2x128_si256(b0, b1, 0x20), bhi = _mm256_permute2x128_si256(b0, b1, 0x31);
   const int16_t *wt = (const int16_t *)(w + 64);
   const int32_t *rqp = (const int32_t *)(w + 64 + 32 * T);
-  const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_avx2(o, c0), o);
-  const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_avx2(o, c0 + 8), o);
+  fx_rq8_avx2 rq0, rq1;
+  fx_rq8_init_avx2(&rq0, rqp, rqp + 16, fx_rq8_away_avx2(o, c0), o);
+  fx_rq8_init_avx2(&rq1, rqp + 8, rqp + 24, fx_rq8_away_avx2(o, c0 + 8), o);
 #ifdef DW_RQ16
-  const fx_rq16_avx512 rq16 = fx_rq16_of_avx512(&rq0, &rq1);
+  fx_rq16_avx512 rq16;
+  fx_rq16_init_avx512(&rq16, &rq0, &rq1);
 #endif
   __m256i wp[2 * DW_MAX_PAIRS];
   for (size_t t = 0; t < T; t += 2) {

@@ -66,25 +66,23 @@ typedef struct {
   fx_rq8_avx2 rq0, rq1;
   fx_rq16_avx512 rq16;
 } fx_c4v_out;
-FX_C4V fx_c4v_out fx_c4v_out_of(const int32_t *rqp, const fx_qs8_out *o) {
-  fx_c4v_out s;
-  s.rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);
-  s.rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);
-  s.rq16 = fx_rq16_of_avx512(&s.rq0, &s.rq1);
-  return s;
+FX_C4V void fx_c4v_out_init(fx_c4v_out *s, const int32_t *rqp, const fx_qs8_out *o) {
+  fx_rq8_init_avx2(&s->rq0, rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);
+  fx_rq8_init_avx2(&s->rq1, rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);
+  fx_rq16_init_avx512(&s->rq16, &s->rq0, &s->rq1);
 }
 
-/* Row i: + row correction, requantized by the output stage `os` (the 16-lane fast form, else
+/* Row i: + row correction, requantized by the output stage `*os` (the 16-lane fast form, else
  * AVX2 on the two halves), stored. */
 #define FX_C4V_FINISH(i)                                                                      \
   if (mr > (i)) {                                                                             \
     __m512i v = acc##i;                                                                       \
     if (row_corr) v = _mm512_add_epi32(v, _mm512_set1_epi32(row_corr[i]));                    \
-    if (os.rq16.on) {                                                                         \
-      fx_rq16_store_avx512(c + (i) * c_stride, v, &os.rq16, nc);                              \
+    if (os->rq16.on) {                                                                         \
+      fx_rq16_store_avx512(c + (i) * c_stride, v, &os->rq16, nc);                              \
     } else {                                                                                  \
-      const __m256i lo = fx_rq8_apply_avx2(_mm512_castsi512_si256(v), &os.rq0);               \
-      const __m256i hi = fx_rq8_apply_avx2(_mm512_extracti64x4_epi64(v, 1), &os.rq1);         \
+      const __m256i lo = fx_rq8_apply_avx2(_mm512_castsi512_si256(v), &os->rq0);               \
+      const __m256i hi = fx_rq8_apply_avx2(_mm512_extracti64x4_epi64(v, 1), &os->rq1);         \
       fx_store_bytes_avx2(c + (i) * c_stride, fx_pack16_avx2(lo, hi), nc);                    \
     }                                                                                         \
   }

@@ -88,9 +88,9 @@ FX_C8_AVX2 void fx_c8_store2_avx2(int8_t *ci0, int8_t *ci1, size_t nc, __m256i v
 #define FX_C8_FINISH(i)                                                                     \
   __m256i v##i = _mm256_add_epi32(fx_c8_reduce_avx2(acc##i##0, acc##i##1, acc##i##2, acc##i##3), vbias); \
   if (row_corr) v##i = _mm256_add_epi32(v##i, _mm256_set1_epi32(row_corr[(i) < mr ? (i) : 0]));  \
-  v##i = fx_rq8_apply_avx2(v##i, &rq);
+  v##i = fx_rq8_apply_avx2(v##i, rq);
 
-/* The output stage of the 3 rows, the requant constants rq in scope. The bias is loaded only
+/* The output stage of the 3 rows, the requant constants *rq in scope. The bias is loaded only
  * now: 12 accumulators + 3 A + 1 weight vector already fill the registers in the k-loop. */
 #define FX_C8_STORE_3ROWS(ROWS)                                                           \
   const __m256i vbias = _mm256_loadu_si256((const __m256i *)w);                           \
@@ -101,6 +101,8 @@ FX_C8_AVX2 void fx_c8_store2_avx2(int8_t *ci0, int8_t *ci1, size_t nc, __m256i v
 /* After the k-loops (wk at the panel's requant parameters): the 3 rows' output stage. */
 #define FX_C8_OUTPUT_3ROWS(ROWS)                                                          \
   const int32_t *rqp = (const int32_t *)wk;                                               \
-  const fx_rq8_avx2 rq = fx_rq8_init_avx2(rqp, rqp + 8, fx_rq8_away_all_avx2(o), o);      \
+  fx_rq8_avx2 rq_;                                                                        \
+  fx_rq8_init_avx2(&rq_, rqp, rqp + 8, fx_rq8_away_all_avx2(o), o);                       \
+  const fx_rq8_avx2 *rq = &rq_;                                                           \
   FX_C8_STORE_3ROWS(ROWS)
 #endif

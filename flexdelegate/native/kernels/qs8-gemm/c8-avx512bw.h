@@ -78,7 +78,8 @@ FX_C8Z __m512i fx_c8z_load_w(const int8_t *w) {
 /* After the k-loops (wk at the panel's requant parameters): every row's output stage. */
 #define FX_C8Z_OUTPUT(ROWS)                                                                   \
   const int32_t *rqp = (const int32_t *)wk;                                                   \
-  const fx_rq8_avx2 rq0 = fx_rq8_init_avx2(rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);        \
-  const fx_rq8_avx2 rq1 = fx_rq8_init_avx2(rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);    \
+  fx_rq8_avx2 rq0, rq1;                                                                       \
+  fx_rq8_init_avx2(&rq0, rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);                          \
+  fx_rq8_init_avx2(&rq1, rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);                      \
   ROWS(FX_C8Z_FINISH)
 #endif

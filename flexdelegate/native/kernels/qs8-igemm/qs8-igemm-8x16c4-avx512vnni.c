@@ -15,20 +15,21 @@
       FX_C4V_ROWS##MR(A_ROW)                                                                      \
       FX_C4V_KLOOP(FX_C4V_ROWS##MR)                                                               \
     }                                                                                             \
-    const fx_c4v_out os = *s;                                                                     \
+    const fx_c4v_out *os = s;                                                                     \
     FX_C4V_ROWS##MR(FX_C4V_FINISH)                                                                \
   }
 TILE(1) TILE(2) TILE(3) TILE(4) TILE(5) TILE(6) TILE(7) TILE(8)
 
 /* The panel's output stage: its requant parameters lie past its bias and ks taps of k-groups. */
-FX_C4V fx_c4v_out out_of(const void *w, size_t kc, size_t ks, const fx_qs8_out *o) {
-  return fx_c4v_out_of((const int32_t *)((const int8_t *)w + 64 + ks * ((kc + 3) / 4) * 64), o);
+FX_C4V void out_init(fx_c4v_out *s, const void *w, size_t kc, size_t ks, const fx_qs8_out *o) {
+  fx_c4v_out_init(s, (const int32_t *)((const int8_t *)w + 64 + ks * ((kc + 3) / 4) * 64), o);
 }
 
 /* A tile of mr < 8 rows runs the kernel compiled for mr rows. */
 FX_C4V_TARGET
 void fx_qs8_igemm_8x16c4__avx512vnni(FX_QS8_IGEMM_ARGS) {
-  const fx_c4v_out s = out_of(w, kc, ks, o);
+  fx_c4v_out s;
+  out_init(&s, w, kc, ks, o);
   FX_C4V_BY_MR(mr, tile, nc, kc, ks, a, w, c, c_stride, row_corr, &s)
 }
 
@@ -36,7 +37,8 @@ void fx_qs8_igemm_8x16c4__avx512vnni(FX_QS8_IGEMM_ARGS) {
  * 64 channels (9 x 16 k-groups a tile) the setup was about a tenth of a tile. */
 FX_C4V_TARGET
 void fx_qs8_igemm_tiles_8x16c4__avx512vnni(FX_QS8_IGEMM_TILES_ARGS) {
-  const fx_c4v_out s = out_of(w, kc, ks, o);
+  fx_c4v_out s;
+  out_init(&s, w, kc, ks, o);
   for (size_t m0 = 0; m0 < m; m0 += 8, a += ks * 8, c += 8 * c_stride, row_corr = row_corr ? row_corr + 8 : NULL)
     if (m - m0 >= 8) tile8(nc, kc, ks, a, w, c, c_stride, row_corr, &s);
     else FX_C4V_BY_MR(m - m0, tile, nc, kc, ks, a, w, c, c_stride, row_corr, &s)

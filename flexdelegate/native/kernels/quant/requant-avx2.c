@@ -13,8 +13,9 @@ void fx_qs8_requant_row_avx2(size_t n, const int32_t *acc, const int32_t *m, con
       for (size_t i = 0; i < nc; i++) ab[i] = pa[i], mb[i] = pm[i], sb[i] = ps[i];
       pa = ab, pm = mb, ps = sb;
     }
-    const fx_rq8_avx2 r0 = fx_rq8_init_avx2(pm, ps, fx_rq8_away_avx2(o, c0 + c), o);
-    const fx_rq8_avx2 r1 = fx_rq8_init_avx2(pm + 8, ps + 8, fx_rq8_away_avx2(o, c0 + c + 8), o);
+    fx_rq8_avx2 r0, r1;
+    fx_rq8_init_avx2(&r0, pm, ps, fx_rq8_away_avx2(o, c0 + c), o);
+    fx_rq8_init_avx2(&r1, pm + 8, ps + 8, fx_rq8_away_avx2(o, c0 + c + 8), o);
     const __m256i v0 = fx_rq8_apply_avx2(_mm256_loadu_si256((const __m256i *)pa), &r0);
     const __m256i v1 = fx_rq8_apply_avx2(_mm256_loadu_si256((const __m256i *)(pa + 8)), &r1);
     fx_store_bytes_avx2(y + c, fx_pack16_avx2(v0, v1), nc);

@@ -57,52 +57,56 @@ FX_REQUANT_AVX2 __m256i fx_rq8_away_all_avx2(const fx_qs8_out *o) {
   return _mm256_set1_epi32(o->rounding == FLEX_RQ_UP ? 0 : -1);
 }
 
-/* m, shift: 8 channels' multipliers and shifts (unaligned); away: fx_rq8_away_avx2. */
-FX_REQUANT_AVX2 fx_rq8_avx2 fx_rq8_init_avx2(const int32_t *m, const int32_t *shift, __m256i away,
-                                        const fx_qs8_out *o) {
-  fx_rq8_avx2 r = {0};
+/* Fills *r (every field; those of the other form zero) from m, shift: 8 channels' multipliers
+ * and shifts (unaligned); away: fx_rq8_away_avx2. In place, not returned: the struct is 700
+ * bytes, and a returned or zero-initialised copy cost more than the rest (~100 ns a panel). */
+FX_REQUANT_AVX2 void fx_rq8_init_avx2(fx_rq8_avx2 *r, const int32_t *m, const int32_t *shift, __m256i away,
+                                      const fx_qs8_out *o) {
   const __m256i one = _mm256_set1_epi32(1), zero = _mm256_setzero_si256();
-  r.m = _mm256_loadu_si256((const __m256i *)m);
+  r->m = _mm256_loadu_si256((const __m256i *)m);
   /* A lane of m = 0 (a flushed multiplier, a padding channel) gives 0 under any shift: the
    * largest keeps it in the fast form. */
   const __m256i sh = _mm256_blendv_epi8(_mm256_loadu_si256((const __m256i *)shift), _mm256_set1_epi32(-31),
-                                        _mm256_cmpeq_epi32(r.m, zero));
-  r.m_odd = _mm256_srli_epi64(r.m, 32);
-  r.single = o->rounding == FLEX_RQ_SINGLE;
-  r.sat = o->rounding == FLEX_RQ_AWAY_SAT;
-  r.away = away;
-  r.away_any = _mm256_movemask_epi8(away) != 0;
+                                        _mm256_cmpeq_epi32(r->m, zero));
+  r->m_odd = _mm256_srli_epi64(r->m, 32);
+  r->single = o->rounding == FLEX_RQ_SINGLE;
+  r->sat = o->rounding == FLEX_RQ_AWAY_SAT;
+  r->away = away;
+  r->away_any = _mm256_movemask_epi8(away) != 0;
   const __m256i total = _mm256_sub_epi32(_mm256_set1_epi32(31), sh); /* 1..62 */
-  r.te = _mm256_and_si256(total, _mm256_set1_epi64x(0xffffffff));
-  r.to = _mm256_srli_epi64(total, 32);
+  r->te = _mm256_and_si256(total, _mm256_set1_epi64x(0xffffffff));
+  r->to = _mm256_srli_epi64(total, 32);
   const __m256i one64 = _mm256_set1_epi64x(1); /* 2^(total - 1): the single rounding's nudge */
-  const __m256i half_e = _mm256_sllv_epi64(one64, _mm256_sub_epi64(r.te, one64));
-  const __m256i half_o = _mm256_sllv_epi64(one64, _mm256_sub_epi64(r.to, one64));
-  r.fast = !_mm256_movemask_epi8(_mm256_cmpgt_epi32(sh, _mm256_set1_epi32(-1))); /* AWAY_SAT: no left shift */
-  if (r.fast) {
-    const __m256i up = _mm256_set1_epi64x(r.single ? 0 : 1LL << 30);
-    r.rnd_e = _mm256_add_epi64(half_e, up);
-    r.rnd_o = _mm256_add_epi64(half_o, up);
-    r.sh32 = _mm256_sub_epi32(total, _mm256_set1_epi32(32));
-    r.fast_away = !r.single && r.away_any;
+  const __m256i half_e = _mm256_sllv_epi64(one64, _mm256_sub_epi64(r->te, one64));
+  const __m256i half_o = _mm256_sllv_epi64(one64, _mm256_sub_epi64(r->to, one64));
+  r->fast = !_mm256_movemask_epi8(_mm256_cmpgt_epi32(sh, _mm256_set1_epi32(-1))); /* AWAY_SAT: no left shift */
+  r->fast_away = 0;
+  r->shl = 0;
+  r->rnd_e = r->rnd_o = r->sh32 = r->neg_e = r->neg_o = zero;
+  r->ls = r->rs = r->mask = r->half = r->rnde = r->rndo = r->bias = zero;
+  if (r->fast) {
+    const __m256i up = _mm256_set1_epi64x(r->single ? 0 : 1LL << 30);
+    r->rnd_e = _mm256_add_epi64(half_e, up);
+    r->rnd_o = _mm256_add_epi64(half_o, up);
+    r->sh32 = _mm256_sub_epi32(total, _mm256_set1_epi32(32));
+    r->fast_away = !r->single && r->away_any;
     const __m256i bit31 = _mm256_set1_epi64x(1LL << 31); /* lane 2i's mask in the low dword, 2i+1's high */
-    r.neg_e = _mm256_and_si256(away, bit31);
-    r.neg_o = _mm256_and_si256(_mm256_srli_epi64(away, 32), bit31);
+    r->neg_e = _mm256_and_si256(away, bit31);
+    r->neg_o = _mm256_and_si256(_mm256_srli_epi64(away, 32), bit31);
   } else {
-    r.ls = _mm256_max_epi32(sh, zero);
-    r.rs = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
-    r.mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, r.rs), one);
-    r.half = _mm256_srli_epi32(r.mask, 1);
-    r.shl = _mm256_movemask_epi8(_mm256_cmpgt_epi32(sh, zero)) != 0;
+    r->ls = _mm256_max_epi32(sh, zero);
+    r->rs = _mm256_max_epi32(_mm256_sub_epi32(zero, sh), zero);
+    r->mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, r->rs), one);
+    r->half = _mm256_srli_epi32(r->mask, 1);
+    r->shl = _mm256_movemask_epi8(_mm256_cmpgt_epi32(sh, zero)) != 0;
     const __m256i sign64 = _mm256_set1_epi64x((long long)0x8000000000000000ULL);
-    r.rnde = _mm256_or_si256(half_e, sign64);
-    r.rndo = _mm256_or_si256(half_o, sign64);
-    r.bias = _mm256_sllv_epi32(one, _mm256_sub_epi32(_mm256_set1_epi32(63), total)); /* 0 if >= 32 */
+    r->rnde = _mm256_or_si256(half_e, sign64);
+    r->rndo = _mm256_or_si256(half_o, sign64);
+    r->bias = _mm256_sllv_epi32(one, _mm256_sub_epi32(_mm256_set1_epi32(63), total)); /* 0 if >= 32 */
   }
-  r.zp = _mm256_set1_epi32(o->zp);
-  r.lo = _mm256_set1_epi32(o->lo);
-  r.hi = _mm256_set1_epi32(o->hi);
-  return r;
+  r->zp = _mm256_set1_epi32(o->zp);
+  r->lo = _mm256_set1_epi32(o->lo);
+  r->hi = _mm256_set1_epi32(o->hi);
 }
 
 /* requant + zero point + clamp of 8 accumulators; `single` must equal r->single (a constant

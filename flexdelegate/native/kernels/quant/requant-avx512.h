@@ -20,32 +20,34 @@ typedef struct {
   int add_zp;   /* the zero point is added after the shift (else it is in rnd_e / rnd_o) */
 } fx_rq16_avx512;
 
+/* Fills *q in place (fx_rq8_init_avx2 says why). */
 #define FX_RQ16_JOIN(f) _mm512_inserti64x4(_mm512_castsi256_si512(r0->f), r1->f, 1)
-FX_REQUANT_AVX512 fx_rq16_avx512 fx_rq16_of_avx512(const fx_rq8_avx2 *r0, const fx_rq8_avx2 *r1) {
-  fx_rq16_avx512 q = {0};
-  q.on = r0->fast && r1->fast;
-  if (!q.on) return q;
-  q.m = FX_RQ16_JOIN(m), q.m_odd = FX_RQ16_JOIN(m_odd), q.rnd_e = FX_RQ16_JOIN(rnd_e);
-  q.rnd_o = FX_RQ16_JOIN(rnd_o), q.sh32 = FX_RQ16_JOIN(sh32);
-  q.away = r0->fast_away || r1->fast_away;
-  q.neg_e = FX_RQ16_JOIN(neg_e), q.neg_o = FX_RQ16_JOIN(neg_o);
-  q.zp = FX_RQ16_JOIN(zp), q.lo = FX_RQ16_JOIN(lo), q.hi = FX_RQ16_JOIN(hi);
-  q.high = _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
-  q.clamp = _mm512_cmpgt_epi32_mask(q.lo, _mm512_set1_epi32(INT8_MIN)) != 0 ||
-            _mm512_cmplt_epi32_mask(q.hi, _mm512_set1_epi32(INT8_MAX)) != 0;
+FX_REQUANT_AVX512 void fx_rq16_init_avx512(fx_rq16_avx512 *q, const fx_rq8_avx2 *r0, const fx_rq8_avx2 *r1) {
+  if (!(r0->fast && r1->fast)) {
+    *q = (fx_rq16_avx512){0};
+    return;
+  }
+  q->on = 1;
+  q->m = FX_RQ16_JOIN(m), q->m_odd = FX_RQ16_JOIN(m_odd), q->rnd_e = FX_RQ16_JOIN(rnd_e);
+  q->rnd_o = FX_RQ16_JOIN(rnd_o), q->sh32 = FX_RQ16_JOIN(sh32);
+  q->away = r0->fast_away || r1->fast_away;
+  q->neg_e = FX_RQ16_JOIN(neg_e), q->neg_o = FX_RQ16_JOIN(neg_o);
+  q->zp = FX_RQ16_JOIN(zp), q->lo = FX_RQ16_JOIN(lo), q->hi = FX_RQ16_JOIN(hi);
+  q->high = _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
+  q->clamp = _mm512_cmpgt_epi32_mask(q->lo, _mm512_set1_epi32(INT8_MIN)) != 0 ||
+             _mm512_cmplt_epi32_mask(q->hi, _mm512_set1_epi32(INT8_MAX)) != 0;
   /* floor(S / 2^t) + zp = floor((S + zp * 2^t) / 2^t), t = 32 + sh32: the zero point joins the
    * nudge when the high dword cannot overflow: |S| / 2^32 < 2^30 + 1 and |zp| * 2^sh32 <= 2^29
    * (|zp| <= 256, sh32 <= 21); the 64-bit sum stays below 2^62 + 2^54 + 2^62. */
-  const __m512i zp = q.zp;
-  q.add_zp = _mm512_cmpgt_epi32_mask(q.sh32, _mm512_set1_epi32(21)) != 0 ||
-             _mm512_cmpgt_epi32_mask(_mm512_abs_epi32(zp), _mm512_set1_epi32(256)) != 0;
-  if (!q.add_zp) {
+  const __m512i zp = q->zp;
+  q->add_zp = _mm512_cmpgt_epi32_mask(q->sh32, _mm512_set1_epi32(21)) != 0 ||
+              _mm512_cmpgt_epi32_mask(_mm512_abs_epi32(zp), _mm512_set1_epi32(256)) != 0;
+  if (!q->add_zp) {
     const __m512i low = _mm512_set1_epi64(0xffffffff), t32 = _mm512_set1_epi64(32);
     const __m512i zp_e = _mm512_srai_epi64(_mm512_slli_epi64(zp, 32), 32), zp_o = _mm512_srai_epi64(zp, 32);
-    q.rnd_e = _mm512_add_epi64(q.rnd_e, _mm512_sllv_epi64(zp_e, _mm512_add_epi64(_mm512_and_si512(q.sh32, low), t32)));
-    q.rnd_o = _mm512_add_epi64(q.rnd_o, _mm512_sllv_epi64(zp_o, _mm512_add_epi64(_mm512_srli_epi64(q.sh32, 32), t32)));
+    q->rnd_e = _mm512_add_epi64(q->rnd_e, _mm512_sllv_epi64(zp_e, _mm512_add_epi64(_mm512_and_si512(q->sh32, low), t32)));
+    q->rnd_o = _mm512_add_epi64(q->rnd_o, _mm512_sllv_epi64(zp_o, _mm512_add_epi64(_mm512_srli_epi64(q->sh32, 32), t32)));
   }
-  return q;
 }
 #undef FX_RQ16_JOIN
 
