@@ -491,7 +491,9 @@ static void grid_task(void *ctx, int tid, size_t t) {
  * whose tasks gather their rows (`gathers`: im2col, TRANSPOSE_CONV, every task copying its rows'
  * windows) splits rows alone whenever they make at least one chunk per thread: a panel split
  * gathers the same rows again in each task, and on AMX gathering a row costs about what one pair
- * of panels computes on it. */
+ * of panels computes on it. Unless it has more channels than rows: then every row task would
+ * stream all the weights (ResNet-50's 3x3 512->512 at 7x7, 2.4 MB of them for 49 rows, took as
+ * long at 2 threads as at 1), and gathering the rows in each panel task costs less. */
 static void run_grid(fx_pool *pool, qrun *r, size_t grain, int gathers) {
   const size_t threads = (size_t)fx_pool_threads(pool), want = 4 * threads, mr = (size_t)r->q->gemm->mr;
   if (!r->m) return;
@@ -499,7 +501,8 @@ static void run_grid(fx_pool *pool, qrun *r, size_t grain, int gathers) {
   if (threads > 1) {
     gd.row_chunks = (r->m + grain - 1) / grain;
     if (gd.row_chunks >= want) gd.row_chunks = want;
-    else if (!gathers || gd.row_chunks < threads) gd.panel_chunks = (want + gd.row_chunks - 1) / gd.row_chunks;
+    else if (!gathers || gd.row_chunks < threads || r->cout > r->m)
+      gd.panel_chunks = (want + gd.row_chunks - 1) / gd.row_chunks;
   }
   gd.rows = ((r->m + gd.row_chunks - 1) / gd.row_chunks + mr - 1) / mr * mr;
   gd.row_chunks = (r->m + gd.rows - 1) / gd.rows;
