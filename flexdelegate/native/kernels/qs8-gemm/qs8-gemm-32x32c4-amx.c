@@ -76,9 +76,9 @@ typedef struct {
 } block;
 
 /* Rows [s, s + 32) of the block (fewer at its end: the tiles are configured for them) into the
- * C tiles, which start at the panels' biases: bias[0] and bias[1] hold each 16 times (a tile
- * load at stride 0 from the panel's one row took 2-3x as long as a whole step's dots at K = 64),
- * or, NULL, at zero (hybrid panels: their bias is 0 on AMX, quant/pack.h). */
+ * C tiles, which start at the panels' biases: bias[0] and bias[1] hold each panel's bias row 16
+ * times (a tile load at stride 0 from the one row took 2-3x as long as a whole step's dots at
+ * K = 64); bias NULL starts them at zero (hybrid panels: their bias is 0 on AMX, quant/pack.h). */
 FX_AMX_TARGET static void compute(const block *b, size_t s, const int8_t *w0, const int8_t *w1, int two_halves,
                                   const int32_t bias[2][16][16]) {
   const int8_t *a0 = b->a + s * b->a_stride, *a1 = a0 + 16 * b->a_stride;

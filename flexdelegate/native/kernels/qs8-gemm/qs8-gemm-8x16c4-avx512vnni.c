@@ -12,8 +12,7 @@ FX_C4V void out_init(fx_c4v_out *s, const void *w, size_t kc, const fx_qs8_out *
 #define A_ROW(i) const int8_t *a##i = a + (i) * a_stride;
 #define TILE(MR)                                                                                  \
   FX_C4V void tile##MR(size_t nc, size_t kc, const int8_t *a, size_t a_stride, const void *w, int8_t *c, \
-                       size_t c_stride, const int32_t *row_corr, const fx_c4v_out *s) {           \
-    const fx_c4v_out *os = s;                                                                     \
+                       size_t c_stride, const int32_t *row_corr, const fx_c4v_out *os) {           \
     const size_t mr = MR;                                                                         \
     FX_C4V_ROWS##MR(A_ROW)                                                                        \
     const __m512i vbias = _mm512_loadu_si512(w);                                                  \

@@ -6,7 +6,7 @@
 #define A_ROW(i) const int8_t *a##i = a[i];
 #define TILE(MR)                                                                                  \
   FX_C4V void tile##MR(size_t nc, size_t kc, size_t ks, const int8_t *const *a, const void *w, int8_t *c, \
-                       size_t c_stride, const int32_t *row_corr, const fx_c4v_out *s) {           \
+                       size_t c_stride, const int32_t *row_corr, const fx_c4v_out *os) {           \
     const size_t mr = MR;                                                                         \
     const __m512i vbias = _mm512_loadu_si512(w);                                                  \
     const int8_t *wk = (const int8_t *)w + 64;                                                    \
@@ -15,7 +15,6 @@
       FX_C4V_ROWS##MR(A_ROW)                                                                      \
       FX_C4V_KLOOP(FX_C4V_ROWS##MR)                                                               \
     }                                                                                             \
-    const fx_c4v_out *os = s;                                                                     \
     FX_C4V_ROWS##MR(FX_C4V_FINISH)                                                                \
   }
 TILE(1) TILE(2) TILE(3) TILE(4) TILE(5) TILE(6) TILE(7) TILE(8)
