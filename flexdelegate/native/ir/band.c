@@ -182,7 +182,7 @@ static int shape_layer(fx_graph *g, fx_band_chain *c, int i) {
       l->kh = n->p.conv.kh;
       l->stride = n->p.conv.stride_h;
       l->dil = n->p.conv.dil_h > 0 ? n->p.conv.dil_h : 1;
-      fx_same_valid(n->p.conv.same, l->ih, l->kh, l->stride, l->dil, &oh, &l->pad);
+      fx_node_window(n, 0, l->ih, l->kh, &oh, &l->pad);
       return oh == l->oh && l->stride >= 1 && l->kh >= 1 ? 0 : -1;
     }
     case FX_OP_BINARY: {

@@ -33,7 +33,7 @@ static void run_window(fx_graph *g, const fx_band_layer *l, const fx_node *n, co
   fx_window w = {n->p.conv.stride_h, n->p.conv.stride_w, n->p.conv.dil_h, n->p.conv.dil_w, n->p.conv.kh,
                  n->p.conv.kw, l->pad + r->ilo - r->a * l->stride, 0};
   int ow;
-  fx_same_valid(n->p.conv.same, xf->d[2], w.kw, w.stride_w, w.dil_w, &ow, &w.pad_left);
+  fx_node_window(n, 1, xf->d[2], w.kw, &ow, &w.pad_left);
   if (n->kind == FX_OP_DEPTHWISE)
     fx_depthwise_f32(NULL, r->x, &xs, (const float *)g->tensors[n->in[1]].ptr,
                      n->n_in > 2 && n->in[2] >= 0 ? (const float *)g->tensors[n->in[2]].ptr : NULL, n->p.conv.mult,

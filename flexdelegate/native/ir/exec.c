@@ -39,8 +39,8 @@ static void conv_geom(fx_graph *g, const fx_node *n, fx_conv_geom *geo) {
   geo->kh = n->p.conv.kh; geo->kw = n->p.conv.kw;
   geo->stride_h = n->p.conv.stride_h; geo->stride_w = n->p.conv.stride_w;
   geo->dil_h = n->p.conv.dil_h; geo->dil_w = n->p.conv.dil_w;
-  fx_same_valid(n->p.conv.same, geo->ih, geo->kh, geo->stride_h, geo->dil_h, &oh, &geo->pad_top);
-  fx_same_valid(n->p.conv.same, geo->iw, geo->kw, geo->stride_w, geo->dil_w, &ow, &geo->pad_left);
+  fx_node_window(n, 0, geo->ih, geo->kh, &oh, &geo->pad_top);
+  fx_node_window(n, 1, geo->iw, geo->kw, &ow, &geo->pad_left);
   geo->oh = y->d[1]; geo->ow = y->d[2];
   geo->m = (size_t)y->d[0] * (size_t)oh * (size_t)ow;
   geo->direct = geo->kh == 1 && geo->kw == 1 && geo->stride_h == 1 && geo->stride_w == 1 &&
@@ -52,8 +52,8 @@ static fx_window window_of(fx_graph *g, const fx_node *n) {
   fx_window w = {n->p.conv.stride_h, n->p.conv.stride_w, n->p.conv.dil_h, n->p.conv.dil_w,
                  n->p.conv.kh, n->p.conv.kw, 0, 0};
   int o;
-  fx_same_valid(n->p.conv.same, x->d[1], w.kh, w.stride_h, w.dil_h, &o, &w.pad_top);
-  fx_same_valid(n->p.conv.same, x->d[2], w.kw, w.stride_w, w.dil_w, &o, &w.pad_left);
+  fx_node_window(n, 0, x->d[1], w.kh, &o, &w.pad_top);
+  fx_node_window(n, 1, x->d[2], w.kw, &o, &w.pad_left);
   return w;
 }
 

@@ -401,10 +401,113 @@ static int hybrid_layer(const fx_graph *g, const fx_node *n) {
   return (n->kind == FX_OP_QCONV || n->kind == FX_OP_QFC) && g->tensors[n->in[0]].dtype == FX_F32;
 }
 
+/* ---- PAD folded into the window that reads it: Keras' ZeroPadding2D before a VALID conv or max
+ * pool (ResNet's stem and its pool), else a pass writing the whole padded tensor (3.2 MB before
+ * ResNet-50's float max pool) that the next node reads back. The reader takes the PAD's input and
+ * pads its window by as much (graph.h pad_*); the PAD is skipped and its output gets no buffer
+ * (plan/greedy.c). Exact where stock's result cannot tell the difference:
+ *   conv, depthwise: the fill adds nothing to the sums (float zeros over finite weights; the
+ *     input zero point of an int8 / uint8 layer, which is how it pads anyway);
+ *   max pool: stock's padding cells do not count, the PAD's do: the same when no value is below
+ *     the fill (the producer clamps at it: a fused RELU / RELU6, an int8 range from the fill up).
+ * Height and width only, at most what a SAME window pads (the kernels' geometry is SAME's). ---- */
+static int pad_amounts(const fx_graph *g, const fx_node *pad, int v[8]) {
+  const fx_tensor *t = pad->n_in > 1 && pad->in[1] >= 0 ? &g->tensors[pad->in[1]] : NULL;
+  if (!t || t->storage != FX_ST_CONST || !t->cdata || fx_shape_numel(&t->shape) != 8) return 0;
+  for (int i = 0; i < 8; i++) {
+    const int64_t a = t->dtype == FX_I32 ? ((const int32_t *)t->cdata)[i]
+                    : t->dtype == FX_I64 ? ((const int64_t *)t->cdata)[i] : -1;
+    if (a < 0 || a > 64) return 0;
+    v[i] = (int)a;
+  }
+  return v[0] == 0 && v[1] == 0 && v[6] == 0 && v[7] == 0;
+}
+
+/* The fill as the data's value: float 0 (or the scalar value input), an int8 / uint8 zero point. */
+static int pad_fill(const fx_graph *g, const fx_node *pad, double *fill) {
+  const fx_tensor *x = &g->tensors[pad->in[0]];
+  const int value = pad->n_in > 2 && pad->in[2] >= 0;
+  if (x->dtype == FX_F32) {
+    const fx_tensor *v = value ? &g->tensors[pad->in[2]] : NULL;
+    if (v && (v->storage != FX_ST_CONST || !v->cdata || v->dtype != FX_F32)) return 0;
+    *fill = v ? *(const float *)v->cdata : 0.0;
+    return *fill == 0.0;
+  }
+  if ((x->dtype != FX_I8 && x->dtype != FX_U8) || x->quant.n == 0) return 0;
+  if (!fx_quant_equal(&x->quant, &g->tensors[pad->out[0]].quant)) return 0;
+  if (value) {
+    const fx_tensor *v = &g->tensors[pad->in[2]];
+    if (v->storage != FX_ST_CONST || !v->cdata) return 0;
+    *fill = x->dtype == FX_I8 ? *(const int8_t *)v->cdata : *(const uint8_t *)v->cdata;
+  } else {
+    *fill = pad->p.pad.fill;
+  }
+  return *fill == x->quant.zero_point;
+}
+
+static int finite_weights(const fx_graph *g, const fx_node *n) {
+  const fx_tensor *w = &g->tensors[n->in[1]];
+  if (w->dtype != FX_F32 || w->storage != FX_ST_CONST || !w->cdata) return 0;
+  const float *f = w->cdata;
+  for (size_t i = 0, e = fx_shape_numel(&w->shape); i < e; i++)
+    if (!(f[i] - f[i] == 0.0f)) return 0;
+  return 1;
+}
+
+/* Whether every value of tensor x (read by the PAD alone) is at least the fill. */
+static int at_least_fill(const fx_graph *g, int x, double fill) {
+  fx_node *who[2];
+  const int i = fx_graph_producer(g, x);
+  if (i < 0 || readers(g, x, who) != 1) return 0;
+  const fx_node *p = &g->nodes[i];
+  if (p->fused || p->at_prepare || p->post_table || (p->n_in > 3 && p->in[3] >= 0)) return 0;
+  if (g->tensors[x].dtype == FX_F32) {
+    const int layer = p->kind == FX_OP_CONV || p->kind == FX_OP_DEPTHWISE || p->kind == FX_OP_FC || hybrid_layer(g, p);
+    return layer && (p->act == FLEX_ACT_RELU || p->act == FLEX_ACT_RELU6) && fill == 0.0;
+  }
+  return (p->kind == FX_OP_QCONV || p->kind == FX_OP_QDEPTHWISE || p->kind == FX_OP_QFC) && p->qout.lo >= fill;
+}
+
+static int fuse_pad(fx_graph *g, fx_node *pad) {
+  int v[8];
+  double fill;
+  const int x = pad->in[0], y = pad->out[0];
+  if (pad->at_prepare || pad->fused || g->tensors[y].storage != FX_ST_ARENA) return 0;
+  if (!pad_amounts(g, pad, v) || !pad_fill(g, pad, &fill)) return 0;
+  fx_node *who[2];
+  if (readers(g, y, who) != 1) return 0;
+  fx_node *n = who[0];
+  if (n->at_prepare || n->fused || n->in[0] != y || n->p.conv.same) return 0;
+  for (int k = 1; k < n->n_in; k++)
+    if (n->in[k] == y) return 0;
+  const int f32 = g->tensors[x].dtype == FX_F32;
+  switch (n->kind) {
+    case FX_OP_CONV: case FX_OP_DEPTHWISE: if (!f32 || !finite_weights(g, n)) return 0; break;
+    case FX_OP_QCONV: case FX_OP_QDEPTHWISE: if (f32) return 0; break;
+    case FX_OP_POOL: if (!n->p.conv.is_max || !at_least_fill(g, x, fill)) return 0; break;
+    default: return 0;
+  }
+  if (n->p.conv.pad_t || n->p.conv.pad_b || n->p.conv.pad_l || n->p.conv.pad_r) return 0;
+  /* kh / kw of a conv come from its weights (shape.c sets them for the others at prepare) */
+  const fx_shape *ws = &g->tensors[n->in[1]].shape;
+  const int conv = n->kind == FX_OP_CONV || n->kind == FX_OP_QCONV, dw = n->kind == FX_OP_DEPTHWISE || n->kind == FX_OP_QDEPTHWISE;
+  if ((conv || dw) && ws->rank != 4) return 0;
+  const int kh = conv || dw ? ws->d[1] : n->p.conv.kh, kw = conv || dw ? ws->d[2] : n->p.conv.kw;
+  const int eh = (kh - 1) * n->p.conv.dil_h + 1, ew = (kw - 1) * n->p.conv.dil_w + 1;
+  if (kh < 1 || kw < 1 || v[2] > (eh - 1) / 2 || v[2] + v[3] > eh - 1 || v[4] > (ew - 1) / 2 || v[4] + v[5] > ew - 1)
+    return 0;
+  n->in[0] = x;
+  n->p.conv.pad_t = v[2]; n->p.conv.pad_b = v[3];
+  n->p.conv.pad_l = v[4]; n->p.conv.pad_r = v[5];
+  pad->fused = FX_FUSED_SKIP;
+  return 0;
+}
+
 int fx_fuse_node(fx_graph *g, fx_node *n) {
   if (n->kind == FX_OP_QELEM) return fuse_qswish(g, n);
   if (n->kind == FX_OP_MEAN) return fuse_layernorm(g, n);
   if (n->kind == FX_OP_BATCH_MATMUL) return fuse_attention(g, n);
+  if (n->kind == FX_OP_PAD) return fuse_pad(g, n);
   if (n->kind != FX_OP_CONV && n->kind != FX_OP_FC && n->kind != FX_OP_DEPTHWISE && !hybrid_layer(g, n)) return 0;
   if (n->at_prepare) return 0;
   const int y = n->out[0];

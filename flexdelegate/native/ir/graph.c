@@ -68,3 +68,10 @@ void fx_graph_free(fx_graph *g) {
   free(g->chains);
   memset(g, 0, sizeof *g);
 }
+
+void fx_node_window(const fx_node *n, int axis, int in, int k, int *out, int *pad_before) {
+  const int before = axis ? n->p.conv.pad_l : n->p.conv.pad_t, after = axis ? n->p.conv.pad_r : n->p.conv.pad_b;
+  fx_same_valid(n->p.conv.same, in + before + after, k, axis ? n->p.conv.stride_w : n->p.conv.stride_h,
+                axis ? n->p.conv.dil_w : n->p.conv.dil_h, out, pad_before);
+  *pad_before += before;
+}

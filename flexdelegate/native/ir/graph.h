@@ -69,7 +69,8 @@ typedef struct {
   uint64_t prof_ns, prof_runs; /* accumulated when profiling */
   union {
     /* conv, depthwise, pool (is_max), transpose conv */
-    struct { int same, stride_h, stride_w, dil_h, dil_w, mult, kh, kw, is_max; } conv;
+    /* pad_*: the zeros of a PAD folded into the window (fuse.c), before SAME / VALID applies */
+    struct { int same, stride_h, stride_w, dil_h, dil_w, mult, kh, kw, is_max, pad_t, pad_b, pad_l, pad_r; } conv;
     struct { int op; } bin;
     struct { int kind; float alpha; } un;
     struct { int keep_num_dims, asym_inputs; } fc; /* asym_inputs: a hybrid FC's asymmetric_quantize_inputs */
@@ -170,6 +171,10 @@ void fx_graph_free(fx_graph *g);
  * n adds it (in[3], res_act) and the ADD is marked fused. Called once per node at init, in
  * node order, after partition inputs/outputs are marked. Returns -1 when out of memory. */
 int fx_fuse_node(fx_graph *g, fx_node *n);
+/* Conv / depthwise / pool node n's window along the height (axis 0) or width (axis 1) over `in`
+ * input rows or columns, k taps: the output extent and the padding before it, a folded PAD
+ * included (TFLite's ComputeOutSize and padding over the padded extent). */
+void fx_node_window(const fx_node *n, int axis, int in, int k, int *out, int *pad_before);
 
 /* Which stride-1 3x3 convs pack Winograd weights (wino_tile) or run it from their plain
  * weights (wino_rt), for the `winograd` option (FX_WINO_*, conv/conv.h): conv/choose.c decides.

@@ -182,8 +182,8 @@ static fx_qs8_conv_geom conv_geom(const fx_graph *g, const fx_node *n) {
                          0, 0, y->d[1], y->d[2], y->d[3]};
   if (n->kind == FX_OP_QCONV) { cg.kh = w->d[1]; cg.kw = w->d[2]; }
   int o;
-  fx_same_valid(n->p.conv.same, cg.h, cg.kh, cg.sh, cg.dh, &o, &cg.pt);
-  fx_same_valid(n->p.conv.same, cg.w, cg.kw, cg.sw, cg.dw, &o, &cg.pl);
+  fx_node_window(n, 0, cg.h, cg.kh, &o, &cg.pt);
+  fx_node_window(n, 1, cg.w, cg.kw, &o, &cg.pl);
   return cg;
 }
 

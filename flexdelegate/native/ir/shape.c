@@ -45,8 +45,8 @@ static const char *window_out(const fx_node *n, int h, int w, int kh, int kw, in
   if (!window_fits_int(h, kh, n->p.conv.stride_h, dh) || !window_fits_int(w, kw, n->p.conv.stride_w, dw))
     return "window arithmetic overflows int (as stock's does)";
   int pt, pl;
-  fx_same_valid(n->p.conv.same, h, kh, n->p.conv.stride_h, dh, oh, &pt);
-  fx_same_valid(n->p.conv.same, w, kw, n->p.conv.stride_w, dw, ow, &pl);
+  fx_node_window(n, 0, h, kh, oh, &pt); /* a transpose conv's dilation is 1, as dh and dw */
+  fx_node_window(n, 1, w, kw, ow, &pl);
   /* Stock keeps padding in int16 (PaddingValues): beyond, its windows land elsewhere. */
   return pt > INT16_MAX || pl > INT16_MAX ? "padding above 32767 (stock keeps it in int16)" : NULL;
 }

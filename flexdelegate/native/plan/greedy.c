@@ -117,8 +117,15 @@ static int run_index(const fx_graph *g, int i) {
 }
 
 /* The tensors no buffer holds: an active chain's intermediates, which exist only as a few rows
- * in the chain's scratch. */
+ * in the chain's scratch; and a skipped node's output that nothing reads (a PAD folded into its
+ * reader's window: fuse.c). */
 static void mark_elided(const fx_graph *g, unsigned char *elided) {
+  for (int i = 0; i < g->n_nodes; i++)
+    if (g->nodes[i].fused == FX_FUSED_SKIP && g->tensors[g->nodes[i].out[0]].storage == FX_ST_ARENA)
+      elided[g->nodes[i].out[0]] = 1;
+  for (int i = 0; i < g->n_nodes; i++) /* ... unless something still reads it */
+    for (int k = 0; k < g->nodes[i].n_in; k++)
+      if (g->nodes[i].in[k] >= 0) elided[g->nodes[i].in[k]] = 0;
   for (int i = 0; i < g->n_chains; i++) {
     const fx_band_chain *c = &g->chains[i];
     for (int m = 0; c->active && m < c->n_members; m++) {
