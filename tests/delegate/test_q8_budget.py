@@ -44,7 +44,7 @@ def test_every_feasible_budget_is_bit_exact(model, tmp_path, threads):
         stats = check_exact(m, flex={"budget": budget, "cache_path": cache}, num_threads=threads)
         mem = stats["partitions_memory"][0]
         assert mem["arena_bytes"] <= budget * MB, budget
-        sliced = {op["kernel"] for op in stats["ops"] if op["slices"] > 1}
+        sliced = {op["kernel"].split(" qs8-gemm-")[0] for op in stats["ops"] if op["slices"] > 1}
         if budget == lo:
             assert mem["planner"] == "budget" and sliced >= SLICED[name], (budget, stats["ops"])
         if budget == 64.0:

@@ -4,7 +4,7 @@ quant_rounding.detect() and passed by load_flex), every node delegated."""
 import numpy as np
 import pytest
 
-from flexdelegate import _native, library_path
+from flexdelegate import _native, _native_testing, library_path
 from flexdelegate.quant_rounding import AWAY, Q_AWAY, SINGLE, UP
 from flexdelegate.run import make_interpreter
 from flexdelegate.runtime import detect
@@ -264,3 +264,21 @@ def test_converter_like_int8_graph_is_one_partition():
     m.op("DEQUANTIZE", [sm], [y])
     stats = check_exact(m.build(y), seeds=(0, 1, 2))
     assert stats["partitions"] == 1, stats
+
+
+@pytest.mark.parametrize("k,cin,cout", [(1, 16, 96), (1, 32, 24), (3, 3, 32), (1, 40, 24), (1, 64, 16), (3, 8, 8)])
+def test_int8_gemm_variant_by_depth(k, cin, cout):
+    """Layers at most 32 deep (kh * kw * cin) run on the AVX-512 VNNI tile where this CPU's
+    choice is AMX (its 64-deep steps would be mostly padding: conv/choose.c); deeper ones on
+    the CPU's choice; every one bit for bit as stock."""
+    m = QModel()
+    x = m.input((1, 20, 18, cin), Q(S8, 0.04, -5))
+    y = m.tensor((1, 20, 18, cout), Q(S8, 0.3, 4))
+    m.op("CONV_2D", [x, m.const(weights((cout, k, k, cin), cin), wq(0.01, cout, True, 0)),
+                     m.const(bias(cout, cout), Q(np.int32, 0.04 * 0.01, 0))], [y],
+         padding="SAME", stride_w=1, stride_h=1, fused_activation_function="RELU6")
+    stats = check_exact(m.build(y), num_threads=2)
+    chosen = _native_testing.chosen("qs8-gemm")
+    vnni = [v for v in _native_testing.variants("qs8-gemm") if v.endswith("-avx512vnni")]
+    want = vnni[0] if chosen.endswith("-amx") and k * k * cin <= 32 else chosen
+    assert [o["kernel"] for o in stats["ops"]] == [f"conv2d_q8 {want}"], stats["ops"]

@@ -51,7 +51,8 @@ def tconv_model(x_shape, cout, k, stride, padding, *, act="NONE", per_channel=Tr
 
 
 def kernels(stats):
-    return sorted(o["kernel"] for o in stats["ops"])
+    """The ops' kernels without the int8 GEMM variant's name ("transpose_conv_q8 qs8-gemm-...")."""
+    return sorted(o["kernel"].split(" qs8-gemm-")[0] for o in stats["ops"])
 
 
 # ---- TRANSPOSE_CONV ----

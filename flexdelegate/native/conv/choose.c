@@ -203,6 +203,23 @@ void fx_conv_choose_form(fx_conv_pack *p, const fx_conv_geom *g, int rt_tile) {
   else fx_conv_set_direct(p, direct_wins(p, g));    /* or direct, where that measured faster */
 }
 
+/* ---- the int8 GEMM variant, per layer ----
+ * AMX computes 64-deep k steps (a tile row is 64 bytes): a layer only 32 or fewer deep spends
+ * half or more of every step on zero padding, and its output stage, not the tiles, bounds it.
+ * There the AVX-512 VNNI tile is faster (one thread, interleaved, GOPS VNNI / AMX: 1x1 16->96
+ * @112 1.8x, 24->144 @56 1.4x, 32->192 @56 1.1x, 32->16 @112 1.8x, the 3x3/2 stem over 3
+ * channels, K = 27, 1.4x; K = 40 and 48: 0.7-0.97x, K >= 64: 0.4-0.74x). MobileNetV2 and
+ * EfficientNet expand 16-, 24- and 32-channel maps this way at their largest sizes. Hybrid layers
+ * keep AMX: the VNNI tile has no float output stage. */
+#define FX_QS8_VNNI_MAX_DEPTH 32
+
+const fx_qs8_gemm_config *fx_conv_choose_qs8_gemm(int depth, int hybrid) {
+  const fx_qs8_gemm_config *g = fx_qs8_gemm_config_get();
+  if (hybrid || depth > FX_QS8_VNNI_MAX_DEPTH || g != fx_isa_variant(&fx_qs8_gemm_menu, FX_ISA_AMX)) return g;
+  const fx_qs8_gemm_config *vnni = fx_isa_variant(&fx_qs8_gemm_menu, FX_ISA_AVX512VNNI);
+  return vnni ? vnni : g;
+}
+
 /* ---- the int8 forms, per int8 conv ----
  * A pointwise conv (1x1, stride 1, no padding, the output as big as the input) reads its input
  * as the GEMM's A as it is. Otherwise the IGEMM, unless cin is too small to fill the kernel's

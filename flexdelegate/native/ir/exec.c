@@ -85,7 +85,9 @@ static const char *kernel_name(const fx_graph *g, const fx_node *n, const struct
   } else if (n->kind == FX_OP_ATTENTION) {
     snprintf(buf, len, "attention%s", n->p.attn.causal ? " +causal" : n->in[3] >= 0 ? " +mask" : "");
   } else {
-    snprintf(buf, len, "%s%s%s", fx_qlayer_is_hybrid(n->qlayer) ? "hybrid " : "", fx_op_name(n->kind), curve);
+    const char *gemm = fx_qlayer_gemm_name(n->qlayer); /* int8 layers: the GEMM variant chosen for it */
+    snprintf(buf, len, "%s%s%s%s%s", fx_qlayer_is_hybrid(n->qlayer) ? "hybrid " : "", fx_op_name(n->kind),
+             gemm ? " " : "", gemm ? gemm : "", curve);
   }
   return buf;
 }

@@ -213,6 +213,8 @@ void fx_qlayer_get_layout(const struct fx_qlayer *q, fx_qlayer_layout *out);
  * dequantized weights; and whether a packed layer is one. */
 int fx_qlayer_hybrid_on(void);
 int fx_qlayer_is_hybrid(const struct fx_qlayer *q);
+/* The name of the int8 GEMM variant a conv / FC / transpose conv layer runs on, or NULL. */
+const char *fx_qlayer_gemm_name(const struct fx_qlayer *q);
 /* Runs node n's output channels of panels [p0, p1) from `panels` (pointing at panel p0: a
  * budget plan's slot), bit-identical to those channels of the whole run. 0, or -1. */
 int fx_qlayer_run_part(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels, int p0, int p1);

@@ -252,13 +252,14 @@ static const char *hybrid_params(const fx_graph *g, const fx_node *n, struct fx_
 /* The GEMM form, geometry and algo of a conv / FC (hybrid: its own algo, the same panels). */
 static uint32_t gemm_layout(const fx_graph *g, const fx_node *n, struct fx_qlayer *q, int cout, size_t *bytes) {
   qpack_args *a = &q->args;
-  q->gemm = fx_qs8_gemm_config_get();
+  const int depth = (int)(fx_shape_numel(&T(g, n->in[1])->shape) / (size_t)cout); /* kh * kw * cin, or K */
+  q->gemm = fx_conv_choose_qs8_gemm(depth, q->hybrid);
   if (n->kind == FX_OP_QCONV) {
     const fx_qs8_conv_geom cg = conv_geom(g, n);
     q->form = fx_conv_choose_qs8_form(q->gemm, &cg);
     a->geom = fx_qs8_conv_pack_geom(q->gemm, &cg, q->form);
   } else { /* FULLY_CONNECTED, TRANSPOSE_CONV: [cout][K] */
-    a->geom = fx_qs8_gemm_geom_of(q->gemm, cout, 1, (int)(fx_shape_numel(&T(g, n->in[1])->shape) / (size_t)cout));
+    a->geom = fx_qs8_gemm_geom_of(q->gemm, cout, 1, depth);
   }
   *bytes = fx_qs8_gemm_packed_bytes(&a->geom);
   return q->hybrid ? FX_ALGO_QS8_HYBRID(a->geom.nr, a->geom.kr, a->geom.a_offset, a->geom.kg_align)
@@ -357,6 +358,7 @@ int fx_qlayer_check_unmapped(struct fx_qlayer *q) {
 int fx_qlayer_hybrid_on(void) { return fx_conv_choose_hybrid(fx_qs8_gemm_config_get()); }
 
 int fx_qlayer_is_hybrid(const struct fx_qlayer *q) { return q && q->hybrid; }
+const char *fx_qlayer_gemm_name(const struct fx_qlayer *q) { return q && q->gemm ? q->gemm->name : NULL; }
 
 void fx_qlayer_get_layout(const struct fx_qlayer *q, fx_qlayer_layout *out) {
   const qpack_args *a = &q->args;
