@@ -91,12 +91,12 @@ static int in_place_ok(const fx_graph *g, const fx_node *n, int k) {
   }
 }
 
-static void plan_in_place(const fx_graph *g, fx_arena_buf *bufs, int *alias) {
+static void plan_in_place(const fx_graph *g, const unsigned char *elided, fx_arena_buf *bufs, int *alias) {
   for (int i = 0; i < g->n_tensors; i++) alias[i] = -1;
   for (int i = 0; i < g->n_nodes; i++) {
     const fx_node *n = &g->nodes[i];
     int out = n->out[0];
-    if (n->at_prepare || g->tensors[out].storage != FX_ST_ARENA || fx_band_of(g, i)) continue;
+    if (n->at_prepare || g->tensors[out].storage != FX_ST_ARENA || elided[out] || fx_band_of(g, i)) continue;
     for (int k = 0; k < n->n_in && k < 2; k++) {
       int in = n->in[k];
       if (in < 0 || g->tensors[in].storage != FX_ST_ARENA || !in_place_ok(g, n, k)) continue;
@@ -211,7 +211,7 @@ static const char *greedy_plan(fx_mem_plan *out, fx_graph *g, int threads, size_
   } else {
     mark_elided(g, elided);
     lifetimes(g, elided, bufs);
-    plan_in_place(g, bufs, alias);
+    plan_in_place(g, elided, bufs, alias);
     out->arena_bytes = fx_arena_plan_greedy(bufs, g->n_tensors);
     if (out->arena_bytes == (size_t)-1) why = "arena planning failed";
     for (int i = 0; i < g->n_tensors; i++)
