@@ -488,11 +488,11 @@ static int fuse_pad(fx_graph *g, fx_node *pad) {
     default: return 0;
   }
   if (n->p.conv.pad_t || n->p.conv.pad_b || n->p.conv.pad_l || n->p.conv.pad_r) return 0;
-  /* kh / kw of a conv come from its weights (shape.c sets them for the others at prepare) */
-  const fx_shape *ws = &g->tensors[n->in[1]].shape;
-  const int conv = n->kind == FX_OP_CONV || n->kind == FX_OP_QCONV, dw = n->kind == FX_OP_DEPTHWISE || n->kind == FX_OP_QDEPTHWISE;
-  if ((conv || dw) && ws->rank != 4) return 0;
-  const int kh = conv || dw ? ws->d[1] : n->p.conv.kh, kw = conv || dw ? ws->d[2] : n->p.conv.kw;
+  /* a conv's or depthwise conv's kh / kw come from its weights (a pool has no in[1]: its own) */
+  const int pool = n->kind == FX_OP_POOL;
+  const fx_shape *ws = pool || n->n_in < 2 || n->in[1] < 0 ? NULL : &g->tensors[n->in[1]].shape;
+  if (!pool && (!ws || ws->rank != 4)) return 0;
+  const int kh = pool ? n->p.conv.kh : ws->d[1], kw = pool ? n->p.conv.kw : ws->d[2];
   const int eh = (kh - 1) * n->p.conv.dil_h + 1, ew = (kw - 1) * n->p.conv.dil_w + 1;
   if (kh < 1 || kw < 1 || v[2] > (eh - 1) / 2 || v[2] + v[3] > eh - 1 || v[4] > (ew - 1) / 2 || v[4] + v[5] > ew - 1)
     return 0;
