@@ -80,6 +80,7 @@ def f32_pad_model(x_shape, pads, reader, k, stride, *, cout=8, act="NONE", value
     ((2, 9, 11, 6), pads_of(1, 1, 1, 0), "CONV_2D", 3, 1),
     ((1, 12, 13, 16), pads_of(1, 1, 0, 1), "DEPTHWISE_CONV_2D", 3, 2),  # MobileNet's stride-2 pad
     ((1, 10, 10, 8), pads_of(2, 2, 2, 2), "DEPTHWISE_CONV_2D", 5, 1),
+    ((1, 9, 9, 4), pads_of(1, 1, 1, 1).astype(np.int64), "CONV_2D", 3, 1),  # int64 paddings
 ], ids=str)
 def test_pad_folds_into_a_valid_conv(x_shape, pads, reader, k, stride, threads):
     stats = check(f32_pad_model(x_shape, pads, reader, k, stride, act="RELU"), num_threads=threads)

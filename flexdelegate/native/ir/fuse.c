@@ -412,14 +412,10 @@ static int hybrid_layer(const fx_graph *g, const fx_node *n) {
  *     the fill (the producer clamps at it: a fused RELU / RELU6, an int8 range from the fill up).
  * Height and width only, at most what a SAME window pads (the kernels' geometry is SAME's). ---- */
 static int pad_amounts(const fx_graph *g, const fx_node *pad, int v[8]) {
-  const fx_tensor *t = pad->n_in > 1 && pad->in[1] >= 0 ? &g->tensors[pad->in[1]] : NULL;
-  if (!t || t->storage != FX_ST_CONST || !t->cdata || fx_shape_numel(&t->shape) != 8) return 0;
-  for (int i = 0; i < 8; i++) {
-    const int64_t a = t->dtype == FX_I32 ? ((const int32_t *)t->cdata)[i]
-                    : t->dtype == FX_I64 ? ((const int64_t *)t->cdata)[i] : -1;
-    if (a < 0 || a > 64) return 0;
-    v[i] = (int)a;
-  }
+  int n = 0;
+  if (pad->n_in < 2 || fx_const_ints(g, pad->in[1], v, 8, &n) || n != 8) return 0;
+  for (int i = 0; i < 8; i++)
+    if (v[i] < 0 || v[i] > 64) return 0;
   return v[0] == 0 && v[1] == 0 && v[6] == 0 && v[7] == 0;
 }
 

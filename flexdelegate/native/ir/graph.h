@@ -219,6 +219,9 @@ const char *fx_qlayer_gemm_name(const struct fx_qlayer *q);
  * budget plan's slot), bit-identical to those channels of the whole run. 0, or -1. */
 int fx_qlayer_run_part(fx_graph *g, fx_node *n, fx_pool *pool, const void *panels, int p0, int p1);
 
+/* The values of constant int32 / int64 tensor id (at most cap of them, each within int32) into
+ * vals, their count into *n. NULL, or why the tensor is not such a constant. */
+const char *fx_const_ints(const fx_graph *g, int id, int *vals, int cap, int *n);
 /* Output shapes (and per-node resolved plans) from input shapes and constant inputs.
  * Returns NULL on success or a static message naming why the node cannot run. */
 const char *fx_infer_node(fx_graph *g, fx_node *n);

@@ -9,26 +9,29 @@
 static fx_tensor *T(fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
 
 /* Integer contents of a constant int32/int64 tensor, as int; NULL if not constant. */
-static const char *const_ints(fx_graph *g, int id, int *vals, int cap, int *n) {
-  fx_tensor *t = T(g, id);
+const char *fx_const_ints(const fx_graph *g, int id, int *vals, int cap, int *n) {
+  const fx_tensor *t = id >= 0 && id < g->n_tensors ? &g->tensors[id] : NULL;
   if (!t || t->storage != FX_ST_CONST || !t->cdata) return "needs a constant tensor";
   size_t count = fx_shape_numel(&t->shape);
   if (count > (size_t)cap) return "constant has too many elements";
   for (size_t i = 0; i < count; i++) {
-    if (t->dtype == FX_I32) vals[i] = ((const int32_t *)t->cdata)[i];
-    else if (t->dtype == FX_I64) vals[i] = (int)((const int64_t *)t->cdata)[i];
+    int64_t v;
+    if (t->dtype == FX_I32) v = ((const int32_t *)t->cdata)[i];
+    else if (t->dtype == FX_I64) v = ((const int64_t *)t->cdata)[i];
     else return "constant must be int32 or int64";
+    if (v < INT32_MIN || v > INT32_MAX) return "constant out of int32 range";
+    vals[i] = (int)v;
   }
   *n = (int)count;
   return NULL;
 }
 
-/* const_ints for a parameter stock requires to be a 1-D tensor (a permutation, a shape, slice
+/* fx_const_ints for a parameter stock requires to be a 1-D tensor (a permutation, a shape, slice
  * bounds): another rank is refused there, so it is here too. */
 static const char *const_vector(fx_graph *g, int id, int *vals, int cap, int *n) {
   const fx_tensor *t = T(g, id);
   if (t && t->shape.rank != 1) return "parameter tensor must be 1-D";
-  return const_ints(g, id, vals, cap, n);
+  return fx_const_ints(g, id, vals, cap, n);
 }
 
 /* Whether TFLite's window arithmetic (ComputeOutSize, ComputePaddingWithOffset, all int)
@@ -73,7 +76,7 @@ const char *fx_infer_reshape(fx_graph *g, fx_node *n) {
   size_t total = fx_shape_numel(x);
   if (n->p.reshape.squeeze == FX_RESHAPE_EXPAND_DIMS) { /* stock: axis in [-rank - 1, rank] */
     int axis, na;
-    const char *e = const_ints(g, n->in[1], &axis, 1, &na);
+    const char *e = fx_const_ints(g, n->in[1], &axis, 1, &na);
     if (e || na != 1) return e ? e : "axis must be one value";
     if (axis < 0) axis += x->rank + 1;
     if (axis < 0 || axis > x->rank) return "axis out of range";
@@ -93,7 +96,7 @@ const char *fx_infer_reshape(fx_graph *g, fx_node *n) {
   }
   int dims[FX_MAX_RANK], nd;
   if (n->n_in > 1 && n->in[1] >= 0 && T(g, n->in[1])->shape.rank == 1) {
-    const char *e = const_ints(g, n->in[1], dims, FX_MAX_RANK, &nd);
+    const char *e = fx_const_ints(g, n->in[1], dims, FX_MAX_RANK, &nd);
     if (e) return e;
   } else {
     nd = n->p.reshape.n_dims;
@@ -150,7 +153,7 @@ const char *fx_infer_concat(fx_graph *g, fx_node *n) {
 const char *fx_infer_mean(fx_graph *g, fx_node *n) {
   const fx_shape *x = &T(g, n->in[0])->shape;
   int axes[FX_MAX_RANK * 2], na;
-  const char *e = const_ints(g, n->in[1], axes, FX_MAX_RANK * 2, &na);
+  const char *e = fx_const_ints(g, n->in[1], axes, FX_MAX_RANK * 2, &na);
   if (e) return e;
   unsigned mask = 0;
   for (int i = 0; i < na; i++) {
@@ -263,7 +266,7 @@ const char *fx_infer_pad(fx_graph *g, fx_node *n) {
   int v[2 * FX_MAX_RANK], nv;
   const fx_tensor *pt = T(g, n->in[1]);
   if (pt && (pt->shape.rank != 2 || pt->shape.d[0] != x->rank || pt->shape.d[1] != 2)) return "paddings must be [rank, 2]";
-  const char *e = const_ints(g, n->in[1], v, 2 * FX_MAX_RANK, &nv);
+  const char *e = fx_const_ints(g, n->in[1], v, 2 * FX_MAX_RANK, &nv);
   if (e) return e;
   if (nv != 2 * x->rank) return "paddings must be [rank, 2]";
   *y = *x;
@@ -519,7 +522,7 @@ const char *fx_infer_split_part(fx_graph *g, fx_node *n) {
   const fx_shape *x = X_SHAPE;
   const int parts = n->p.split.parts;
   int axis, na;
-  const char *e = const_ints(g, n->in[n->n_in - 1], &axis, 1, &na);
+  const char *e = fx_const_ints(g, n->in[n->n_in - 1], &axis, 1, &na);
   if (e || na != 1) return e ? e : "axis must be one value";
   if (axis < 0) axis += x->rank;
   if (axis < 0 || axis >= x->rank) return "axis out of range";
@@ -634,7 +637,7 @@ const char *fx_infer_cumsum(fx_graph *g, fx_node *n) {
   const fx_shape *x = X_SHAPE;
   int axis, na;
   if (T(g, n->in[1])->shape.rank != 0) return "axis must be a scalar";
-  const char *e = const_ints(g, n->in[1], &axis, 1, &na);
+  const char *e = fx_const_ints(g, n->in[1], &axis, 1, &na);
   if (e || na != 1) return e ? e : "axis must be one value";
   if (axis < 0) axis += x->rank;
   if (axis < 0 || axis >= x->rank) return "axis out of range";
