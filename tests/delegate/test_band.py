@@ -217,13 +217,19 @@ def test_winograd_layers_stay_out():
     check_bands(c.build(), winograd="all")
 
 
-def test_default_is_off_and_auto_chooses(monkeypatch):
-    model = Chain((1, 56, 56, 16)).inverted_residual().build()
-    x = random_inputs(make_interpreter(model))
-    _, kernels = _run(model, x, 1, "", monkeypatch)
-    assert _banded(kernels) == 0
-    _, kernels = _run(model, x, 1, "auto", monkeypatch)
-    assert _banded(kernels) == 1  # 56x56x96 intermediates: far beyond the rule's minimum
+def test_default_is_the_rule_and_none_turns_it_off(monkeypatch):
+    """The rule bands a chain whose intermediates pass its minimum and leaves a small one whole;
+    unset and "auto" are the same; "none" runs every node alone. All give the same numbers."""
+    big = Chain((1, 56, 56, 16)).inverted_residual().build()  # 56x56x96 intermediates: 1.2 MB each
+    small = Chain((1, 8, 8, 16)).inverted_residual().build()  # 8x8x96: 24 KB
+    for model, chains in ((big, 1), (small, 0)):
+        x = random_inputs(make_interpreter(model))
+        outs = []
+        for band, want in (("", chains), ("auto", chains), ("none", 0)):
+            out, kernels = _run(model, x, 1, band, monkeypatch)
+            assert _banded(kernels) == want, (band, kernels)
+            outs.append(out)
+        assert all(np.array_equal(a, b) for o in outs[1:] for a, b in zip(outs[0], o))
 
 
 def test_budget_plans_run_the_nodes_and_set_budget_brings_bands_back(tmp_path, monkeypatch):

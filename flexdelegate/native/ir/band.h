@@ -112,8 +112,8 @@ void fx_band_run_strip(fx_graph *g, const fx_band_chain *c, int image, int strip
 int fx_band_check(fx_graph *g, const fx_band_chain *c);
 
 /* Chooses, for every chain of g (shaped), whether it runs band by band and with what band
- * height and strips, for `threads` threads (band_choose.c; FLEXDELEGATE_BAND: none by
- * default, auto for the rule, all[:ROWS[:STRIPS]] for every chain). */
+ * height and strips, for `threads` threads (band_choose.c; FLEXDELEGATE_BAND: the rule by
+ * default or "auto", none, all[:ROWS[:STRIPS]] for every chain). */
 void fx_band_choose(fx_graph *g, int threads);
 /* Deactivates every chain (a budget plan runs the nodes one by one). */
 void fx_band_off(fx_graph *g);

@@ -1,11 +1,12 @@
 /* Which chains run band by band, with what band height and strips (band.h).
- * FLEXDELEGATE_BAND chooses for tests and benches: unset or "none", no chain; "auto", the rule
- * below; "all" or "all:ROWS[:STRIPS]", every chain that can, with that band height and strips
- * per image. None is the default because the rule does not measure faster beyond the noise:
- * on Zen 3 (32 MB L3: MobileNetV2's largest expanded map, 4.8 MB, never leaves L3 anyway), 1
- * thread, medians of 30 alternating rounds of thread CPU time in one process, auto / none was
- * 0.97-0.98 on MobileNetV2 and 0.99 on EfficientNet-B0, at any scratch from 128 KB to 1 MB; the
- * 2-thread wall times on the shared 2-core machine (load 4-5) ranged 0.84-1.13. */
+ * FLEXDELEGATE_BAND overrides for tests and benches: unset, empty or "auto", the rule below;
+ * "none", no chain; "all" or "all:ROWS[:STRIPS]", every chain that can, with that band height
+ * and strips per image. The rule is the default since it measured faster on the Xeon (2 MB L2
+ * per core) CI runs on: MobileNetV2 FP32, one process, the two interpreters' invokes
+ * alternating, median of per-round auto / none 0.89-0.91 at 1 thread and 0.90-0.92 at 2
+ * (300-400 rounds), EfficientNet-B0 0.98 / 1.00, ResNet-50 0.99; and it takes MobileNetV2's
+ * unlimited arena from 6.0 to 1.4 MB. On Zen 3 (32 MB L3, where MobileNetV2's largest
+ * expanded map, 4.8 MB, never leaves L3) it measured 0.97-0.99. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,10 +26,10 @@ typedef struct {
 } band_override;
 
 static band_override read_override(void) {
-  band_override o = {-1, 0, 0};
+  band_override o = {0, 0, 0};
   const char *v = getenv("FLEXDELEGATE_BAND");
   if (!v || !*v) return o;
-  if (strcmp(v, "auto") == 0) o.mode = 0;
+  if (strcmp(v, "none") == 0) o.mode = -1;
   else if (strncmp(v, "all", 3) == 0) {
     o.mode = 1;
     if (sscanf(v, "all:%d:%d", &o.rows, &o.strips) < 1) o.rows = 0;
