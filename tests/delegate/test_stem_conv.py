@@ -1,6 +1,6 @@
 """Stem conv (conv/stem.c, kernels/conv-stem/) inside the delegate: the first layer of image CNNs,
-a 3x3 conv over 3 channels. Chosen at load by conv/choose.c where it measured faster (stride 2
-on AVX2: reported as "direct f32-conv-stem-..."), left to FLEXDELEGATE_DIRECT=all|none when that
+a 3x3 conv over 3 channels. Chosen at load by conv/choose.c where it measured faster (strides 1
+and 2 on AVX2 and AVX-512: reported as "direct f32-conv-stem-..."), left to FLEXDELEGATE_DIRECT=all|none when that
 is set, and always equal to stock TFLite: paddings, batch, odd channel counts, a fused residual
 ADD and a SWISH, threads, and the slices of a budget plan."""
 import numpy as np
@@ -13,8 +13,9 @@ from flexdelegate.tflite.writer import ModelBuilder
 from opcheck import check, conv_model
 
 GEMM = testing.chosen("gemm")
-# conv/choose.c has a measured stem rule for the AVX2 family only (stride 2).
-MEASURED_STEM = {"f32-gemm-6x16-avx2": "direct f32-conv-stem-6x16-avx2"}
+# conv/choose.c's measured stem rules: the AVX2 and AVX-512 families, strides 1 and 2.
+MEASURED_STEM = {"f32-gemm-6x16-avx2": "direct f32-conv-stem-6x16-avx2",
+                 "f32-gemm-8x32-avx512f": "direct f32-conv-stem-8x32-avx512f"}
 
 
 def conv_kernels(stats):
@@ -34,9 +35,11 @@ def expect_stem(kernel):
     ((1, 2, 2, 3), 40, dict(stride=(2, 2), act="RELU_N1_TO_1")),  # smaller than the window
     ((1, 1, 9, 3), 8, dict(stride=(2, 2))),                       # one input row
     ((1, 64, 48, 3), 64, dict(stride=(2, 2), act="RELU")),
+    ((1, 19, 23, 3), 24, dict(act="RELU6")),                      # stride 1, SAME: every side padded
+    ((2, 9, 8, 3), 33, dict(padding="VALID")),                    # stride 1, batch 2
 ], ids=str)
 @pytest.mark.parametrize("threads", [1, 2])
-def test_stride2_stems_match_stock(x_shape, cout, opts, threads, monkeypatch):
+def test_stems_match_stock(x_shape, cout, opts, threads, monkeypatch):
     monkeypatch.delenv("FLEXDELEGATE_DIRECT", raising=False)
     (kernel,) = conv_kernels(check(conv_model(x_shape, cout, 3, 3, **opts), num_threads=threads))
     expect_stem(kernel)
@@ -45,9 +48,20 @@ def test_stride2_stems_match_stock(x_shape, cout, opts, threads, monkeypatch):
 def test_other_convs_keep_their_form(monkeypatch):
     monkeypatch.delenv("FLEXDELEGATE_DIRECT", raising=False)
     for x_shape, k, stride, dil in [((1, 16, 16, 3), 3, (1, 2), (1, 1)), ((1, 16, 16, 4), 3, (2, 2), (1, 1)),
-                                    ((1, 16, 16, 3), 5, (2, 2), (1, 1)), ((1, 16, 16, 3), 3, (2, 2), (2, 2))]:
+                                    ((1, 16, 16, 3), 5, (2, 2), (1, 1)), ((1, 16, 16, 3), 3, (2, 2), (2, 2)),
+                                    ((1, 16, 16, 3), 3, (3, 3), (1, 1))]:
         (kernel,) = conv_kernels(check(conv_model(x_shape, 16, k, k, stride=stride, dilation=dil)))
         assert "conv-stem" not in kernel, (x_shape, k, stride, dil)
+
+
+def test_stride1_stem_takes_precedence_over_winograd_unless_forced(monkeypatch):
+    """A 3-channel 3x3 stride-1 conv would take Winograd; where the stem rule holds it runs the
+    stem kernel instead (measured faster), and winograd="all" still forces Winograd."""
+    monkeypatch.delenv("FLEXDELEGATE_DIRECT", raising=False)
+    model = conv_model((1, 40, 36, 3), 32, 3, 3, act="RELU")
+    expect_stem(conv_kernels(check(model))[0])
+    (forced,) = conv_kernels(check(model, flex=dict(winograd="all")))
+    assert forced.startswith("winograd-"), forced
 
 
 def test_forced_direct_modes_leave_stems_to_igemm_or_im2col(monkeypatch):

@@ -33,6 +33,24 @@
  * cost 7 MB each for ~1.5% each. A sixteenth of the weights buys the first and keeps
  * ResNet-50's resident memory under LiteRT's (bench/cache_load.py). */
 
+/* The stem kernel (3x3 convs over 3 channels) against im2col GEMM over the same panels, from
+ * testing.conv2d (stem=True vs direct=False): stem / im2col time 0.50-0.77 wherever measured
+ * (AVX2 stride 2 on a Zen 3; AVX2 and AVX-512 at strides 1 and 2, 1 and 2 threads, on the Xeon:
+ * kernels/conv-stem/NOTES.md). At stride 1 it also beats Winograd, which a 3-channel conv
+ * would otherwise take (one-conv models 224x224x3, AVX-512, 1 thread, min of 200 alternating
+ * invokes, stem / F(4,3) time: 16 channels out 1.02, 32 0.72, 64 0.77). Only where measured;
+ * FLEXDELEGATE_DIRECT=all|none (every supported conv direct through IGEMM, or none) leaves
+ * stems to that. */
+typedef struct { int isa, stride; } stem_rule;
+static const stem_rule k_stem_rules[] = {{FX_ISA_AVX2, 1}, {FX_ISA_AVX2, 2}, {FX_ISA_AVX512F, 1}, {FX_ISA_AVX512F, 2}};
+#define STEM_CIN 3
+
+static int stem_measured(int isa, int stride) {
+  for (size_t i = 0; i < sizeof k_stem_rules / sizeof *k_stem_rules; i++)
+    if (k_stem_rules[i].isa == isa && k_stem_rules[i].stride == stride) return 1;
+  return 0;
+}
+
 /* Extra Winograd bytes a partition may spend: this share of its plain packed weights, and
  * never less than the floor (small models: a few 3x3 layers of a few hundred KB). */
 #define WINO_EXTRA_SHARE 16
@@ -127,6 +145,11 @@ static void spend_allowance(candidate *c, int nc, size_t plain_bytes) {
   }
 }
 
+/* A 3-channel layer runs the stem kernel instead (AUTO; ALL still forces Winograd). */
+static int stem_instead(const fx_wino_layer *l, int mode) {
+  return mode == FX_WINO_AUTO && l->cin == STEM_CIN && stem_measured(fx_gemm_config_get()->isa, 1);
+}
+
 int fx_conv_choose_winograd(fx_wino_layer *layers, int n, size_t plain_bytes, int mode) {
   candidate *c = calloc((size_t)n + 1, sizeof *c);
   if (!c) return -1;
@@ -134,7 +157,7 @@ int fx_conv_choose_winograd(fx_wino_layer *layers, int n, size_t plain_bytes, in
   for (int i = 0; i < n; i++) {
     fx_wino_layer *l = &layers[i];
     l->tile = l->rt_tile = 0;
-    const int tile = mode == FX_WINO_OFF ? 0 : fastest_tile(l);
+    const int tile = mode == FX_WINO_OFF || stem_instead(l, mode) ? 0 : fastest_tile(l);
     if (!tile) continue;
     if (mode == FX_WINO_ALL) l->tile = tile;
     const double density = saved_per_byte(l, 4);
@@ -143,7 +166,7 @@ int fx_conv_choose_winograd(fx_wino_layer *layers, int n, size_t plain_bytes, in
   if (mode == FX_WINO_AUTO) {
     spend_allowance(c, nc, plain_bytes);
     for (int i = 0; i < n; i++)
-      if (!layers[i].tile) layers[i].rt_tile = runtime_tile(&layers[i]);
+      if (!layers[i].tile && !stem_instead(&layers[i], mode)) layers[i].rt_tile = runtime_tile(&layers[i]);
   }
   free(c);
   return 0;
@@ -180,21 +203,12 @@ static int direct_wins(const fx_conv_pack *p, const fx_conv_geom *g) {
   return 0;
 }
 
-/* ---- stem conv, per 3x3 conv over 3 channels (stem.c) ----
- * The stem kernel against im2col GEMM over the same panels, from testing.conv2d (stem=True vs
- * direct=False; 1 thread, medians of alternating rounds, a loaded 2-core Zen 3, 6x16 AVX2):
- * see the table in kernels/conv-stem/NOTES.md. Only where measured; FLEXDELEGATE_DIRECT=all|none
- * (every supported conv direct through IGEMM, or none) leaves stems to that. */
-typedef struct { int isa, stride; } stem_rule;
-static const stem_rule k_stem_rules[] = {{FX_ISA_AVX2, 2}};
-
+/* ---- stem conv, per 3x3 conv over 3 channels (stem.c) ---- */
 static int stem_wins(const fx_conv_pack *p, const fx_conv_geom *g) {
   if (g->stride_h != g->stride_w || !fx_conv_stem_supported(p, g)) return 0;
   const char *force = getenv("FLEXDELEGATE_DIRECT");
   if (force && *force) return 0;
-  for (size_t i = 0; i < sizeof k_stem_rules / sizeof *k_stem_rules; i++)
-    if (k_stem_rules[i].isa == fx_conv_isa(p) && k_stem_rules[i].stride == g->stride_h) return 1;
-  return 0;
+  return stem_measured(fx_conv_isa(p), g->stride_h);
 }
 
 void fx_conv_choose_form(fx_conv_pack *p, const fx_conv_geom *g, int rt_tile) {
