@@ -232,6 +232,20 @@ def test_default_is_the_rule_and_none_turns_it_off(monkeypatch):
         assert all(np.array_equal(a, b) for o in outs[1:] for a, b in zip(outs[0], o))
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_rule_leaves_one_row_maps_to_the_layers_threads(threads, monkeypatch):
+    """A 1-D conv graph's maps are one row high: a band would be the whole map on one thread,
+    so the rule leaves the chain to its layers (each split across the threads); forced, the
+    chain still gives the same numbers."""
+    model = Chain((1, 1, 4096, 32)).conv(64, act="RELU").conv(32).build()  # 1 MB intermediate
+    x = random_inputs(make_interpreter(model))
+    plain, kernels = _run(model, x, threads, "auto", monkeypatch)
+    assert _banded(kernels) == 0, kernels
+    forced, kernels = _run(model, x, threads, "all", monkeypatch)
+    assert _banded(kernels) == 1, kernels
+    assert all(np.array_equal(a, b) for a, b in zip(plain, forced))
+
+
 def test_budget_plans_run_the_nodes_and_set_budget_brings_bands_back(tmp_path, monkeypatch):
     """A budget plan steps through the nodes one by one (chains off); re-planning unlimited with
     set_budget makes them band by band again (its scratch tensor reused): the same numbers."""
