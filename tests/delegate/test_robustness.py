@@ -9,7 +9,7 @@ from flexdelegate import load_flex
 from flexdelegate.memstat import rss_bytes
 from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 from models import conv_net
-from sanitizers import MEASURES_MEMORY
+from sanitizers import ASAN, MEASURES_MEMORY
 
 
 def test_resize_input_reprepares():
@@ -61,7 +61,11 @@ def _cycle(model, x):
     return out
 
 
+# ASan's quarantine keeps freed blocks (up to 256 MB) and serves new ones from fresh pages, so RSS
+# grows until it is full (a CI run: 17.7, 32.4, 8.5 MB a batch); there .ci/sanitize's
+# leak_cycles.py checks the same cycles byte-exactly with LeakSanitizer instead.
 @MEASURES_MEMORY
+@pytest.mark.skipif(ASAN, reason="RSS under ASan's quarantine; leak_cycles.py checks leaks there")
 def test_create_invoke_destroy_cycles_leave_rss_flat():
     model = conv_net(size=16)
     x = random_inputs(make_interpreter(model))
