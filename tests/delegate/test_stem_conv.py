@@ -64,6 +64,20 @@ def test_stride1_stem_takes_precedence_over_winograd_unless_forced(monkeypatch):
     assert forced.startswith("winograd-"), forced
 
 
+def test_winograd_stays_where_the_stem_kernel_would_not_run(monkeypatch):
+    """Only a conv the stem kernel would run gives up Winograd: not an image wider than its
+    zero row (5462+ pixels), nor any stem under FLEXDELEGATE_DIRECT=all|none (igemm / im2col
+    then, slower than Winograd at stride 1)."""
+    monkeypatch.delenv("FLEXDELEGATE_DIRECT", raising=False)
+    (wide,) = conv_kernels(check(conv_model((1, 4, 5500, 3), 16, 3, 3)))
+    assert wide.startswith("winograd-"), wide
+    model = conv_model((1, 40, 36, 3), 32, 3, 3, act="RELU")
+    for force in ("all", "none"):
+        monkeypatch.setenv("FLEXDELEGATE_DIRECT", force)
+        (kernel,) = conv_kernels(check(model))
+        assert kernel.startswith("winograd-"), (force, kernel)
+
+
 def test_forced_direct_modes_leave_stems_to_igemm_or_im2col(monkeypatch):
     model = conv_model((1, 20, 20, 3), 32, 3, 3, stride=(2, 2))
     monkeypatch.setenv("FLEXDELEGATE_DIRECT", "all")

@@ -15,6 +15,7 @@
 #include <string.h>
 #include "conv.h"
 #include "flex_api.h"
+#include "kernels/conv-stem/stem.h"
 #include "kernels/gemm/gemm.h"
 #include "conv/winograd.h"
 #include "runtime/cpu.h"
@@ -43,12 +44,20 @@
  * stems to that. */
 typedef struct { int isa, stride; } stem_rule;
 static const stem_rule k_stem_rules[] = {{FX_ISA_AVX2, 1}, {FX_ISA_AVX2, 2}, {FX_ISA_AVX512F, 1}, {FX_ISA_AVX512F, 2}};
-#define STEM_CIN 3
 
-static int stem_measured(int isa, int stride) {
+/* Whether a conv of this geometry runs the stem kernel, given GEMM panels of an `isa` kernel. */
+static int stem_rule_for(const fx_conv_geom *g, int isa) {
+  if (g->stride_h != g->stride_w || !fx_conv_stem_geom_ok(g)) return 0;
+  const char *force = getenv("FLEXDELEGATE_DIRECT");
+  if (force && *force) return 0;
   for (size_t i = 0; i < sizeof k_stem_rules / sizeof *k_stem_rules; i++)
-    if (k_stem_rules[i].isa == isa && k_stem_rules[i].stride == stride) return 1;
+    if (k_stem_rules[i].isa == isa && k_stem_rules[i].stride == g->stride_h) return 1;
   return 0;
+}
+
+int fx_conv_stem_would_run(const fx_conv_geom *g) {
+  const fx_gemm_config *uk = fx_gemm_config_get();
+  return fx_stem_config_for(uk) && stem_rule_for(g, uk->isa);
 }
 
 /* Extra Winograd bytes a partition may spend: this share of its plain packed weights, and
@@ -145,10 +154,8 @@ static void spend_allowance(candidate *c, int nc, size_t plain_bytes) {
   }
 }
 
-/* A 3-channel layer runs the stem kernel instead (AUTO; ALL still forces Winograd). */
-static int stem_instead(const fx_wino_layer *l, int mode) {
-  return mode == FX_WINO_AUTO && l->cin == STEM_CIN && stem_measured(fx_gemm_config_get()->isa, 1);
-}
+/* A layer the stem kernel would run runs it instead (AUTO; ALL still forces Winograd). */
+static int stem_instead(const fx_wino_layer *l, int mode) { return mode == FX_WINO_AUTO && l->stem; }
 
 int fx_conv_choose_winograd(fx_wino_layer *layers, int n, size_t plain_bytes, int mode) {
   candidate *c = calloc((size_t)n + 1, sizeof *c);
@@ -205,10 +212,7 @@ static int direct_wins(const fx_conv_pack *p, const fx_conv_geom *g) {
 
 /* ---- stem conv, per 3x3 conv over 3 channels (stem.c) ---- */
 static int stem_wins(const fx_conv_pack *p, const fx_conv_geom *g) {
-  if (g->stride_h != g->stride_w || !fx_conv_stem_supported(p, g)) return 0;
-  const char *force = getenv("FLEXDELEGATE_DIRECT");
-  if (force && *force) return 0;
-  return stem_measured(fx_conv_isa(p), g->stride_h);
+  return fx_conv_stem_supported(p, g) && stem_rule_for(g, fx_conv_isa(p));
 }
 
 void fx_conv_choose_form(fx_conv_pack *p, const fx_conv_geom *g, int rt_tile) {

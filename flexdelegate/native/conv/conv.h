@@ -127,12 +127,16 @@ enum { FX_WINO_AUTO = 0, FX_WINO_ALL, FX_WINO_OFF };
 /* A stride-1, undilated 3x3 conv of a partition, as the Winograd choice sees it. */
 typedef struct {
   int batch, oh, ow, cin, cout;
+  int stem;    /* the stem kernel would run it (fx_conv_stem_would_run) */
   int tile;    /* chosen: 4 or 6 packs Winograd weights F(tile, 3), 0 none */
   int rt_tile; /* chosen: 4 or 6 runs Winograd from the GEMM panels, transformed per run */
 } fx_wino_layer;
 /* Chooses tile and rt_tile for the n convs of a partition (in node order) whose plain
  * GEMM-packed weights take plain_bytes in all; mode FX_WINO_*. -1 when out of memory. */
 int fx_conv_choose_winograd(fx_wino_layer *layers, int n, size_t plain_bytes, int mode);
+/* Whether a conv of this geometry would run the stem kernel from GEMM panels (choose.c's rule,
+ * before there is a pack): a stem layer takes it rather than Winograd. */
+int fx_conv_stem_would_run(const fx_conv_geom *g);
 /* Bytes of n x k weights packed as GEMM panels for this CPU's kernel. */
 size_t fx_conv_plain_bytes(int n, int k);
 /* How a GEMM-packed conv runs: Winograd from its panels when rt_tile (fx_conv_choose_winograd

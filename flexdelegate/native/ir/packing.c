@@ -44,7 +44,10 @@ int fx_choose_winograd(fx_graph *g, int mode) {
     nd->wino_tile = nd->wino_rt = 0;
     if (!winograd_candidate(g, nd)) continue;
     const fx_shape *y = &g->tensors[nd->out[0]].shape;
-    layers[n] = (fx_wino_layer){y->d[0], y->d[1], y->d[2], g->tensors[nd->in[1]].shape.d[3], y->d[3], 0, 0};
+    fx_conv_geom geo;
+    fx_node_conv_geom(g, nd, &geo);
+    layers[n] = (fx_wino_layer){y->d[0], y->d[1], y->d[2], g->tensors[nd->in[1]].shape.d[3], y->d[3],
+                                fx_conv_stem_would_run(&geo), 0, 0};
     node_of[n++] = i;
   }
   if (fx_conv_choose_winograd(layers, n, plain_weight_bytes(g), mode)) goto done;
