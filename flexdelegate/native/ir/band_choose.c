@@ -65,11 +65,12 @@ void fx_band_choose(fx_graph *g, int threads) {
     const int oh = c->layer[c->n_layers - 1].oh;
     int strips = o.strips > 0 ? o.strips : threads;
     if (strips > oh) strips = oh;
-    const int rows = o.rows > 0 ? o.rows : band_height(g, c, strips);
     /* The rule bands only where each thread gets a strip of several bands: with fewer rows
      * (a 1-D conv graph's one-row maps) the chain would only lose its layers' own threads
      * (audio1d at 2 threads: its 8-layer chain on one thread, 1.35x LiteRT's time). */
-    if (o.mode == 0 && (strips < threads || (long)rows * strips >= oh)) continue;
+    if (o.mode == 0 && strips < threads) continue;
+    const int rows = o.rows > 0 ? o.rows : band_height(g, c, strips);
+    if (o.mode == 0 && (long)rows * strips >= oh) continue;
     if (fx_band_measure(g, c, rows, strips, &c->cost)) continue;
     c->band_rows = rows;
     c->strips = strips;

@@ -8,7 +8,6 @@
 
 static fx_tensor *T(fx_graph *g, int id) { return id >= 0 ? &g->tensors[id] : NULL; }
 
-/* Integer contents of a constant int32/int64 tensor, as int; NULL if not constant. */
 const char *fx_const_ints(const fx_graph *g, int id, int *vals, int cap, int *n) {
   const fx_tensor *t = id >= 0 && id < g->n_tensors ? &g->tensors[id] : NULL;
   if (!t || t->storage != FX_ST_CONST || !t->cdata) return "needs a constant tensor";
