@@ -66,8 +66,8 @@ def test_stride1_stem_takes_precedence_over_winograd_unless_forced(monkeypatch):
 
 def test_winograd_stays_where_the_stem_kernel_would_not_run(monkeypatch):
     """Only a conv the stem kernel would run gives up Winograd: not an image wider than its
-    zero row (5462+ pixels), nor any stem under FLEXDELEGATE_DIRECT=all|none (igemm / im2col
-    then, slower than Winograd at stride 1)."""
+    zero row (5462+ pixels), nor any stem under FLEXDELEGATE_DIRECT=all|none (which leaves
+    stems to igemm / im2col): those keep the Winograd they had before the stem rule."""
     monkeypatch.delenv("FLEXDELEGATE_DIRECT", raising=False)
     (wide,) = conv_kernels(check(conv_model((1, 4, 5500, 3), 16, 3, 3)))
     assert wide.startswith("winograd-"), wide
