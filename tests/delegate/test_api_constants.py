@@ -41,7 +41,7 @@ def test_limits_are_enforced_at_the_c_values():
 def test_planner_names_are_the_c_enums():
     assert bridge.KERNELS == {"gemm": lib.FLEX_KERNEL_GEMM, "gemm-rows": lib.FLEX_KERNEL_GEMM_ROWS,
                               "winograd": lib.FLEX_KERNEL_WINOGRAD, "direct": lib.FLEX_KERNEL_DIRECT,
-                              "winograd-rt": lib.FLEX_KERNEL_WINOGRAD_RT}
+                              "winograd-rt": lib.FLEX_KERNEL_WINOGRAD_RT, "band": lib.FLEX_KERNEL_BAND}
     assert bridge.SLICING == {"none": lib.FLEX_SLICE_NONE, "weights": lib.FLEX_SLICE_WEIGHTS,
                               "input": lib.FLEX_SLICE_INPUT}
     assert [bridge.KINDS[k] for k in sorted(bridge.KINDS)] == ["activation", "input", "output"]

@@ -109,8 +109,10 @@ enum {
   FLEX_KERNEL_GEMM_ROWS = 2, /* the same panels whole, the im2col rows sliced */
   FLEX_KERNEL_WINOGRAD = 3, /* Winograd-transformed panels, sliced by output channels */
   FLEX_KERNEL_DIRECT = 4,   /* the GEMM panels as a direct (implicit-GEMM) conv: no scratch at all */
-  FLEX_KERNEL_WINOGRAD_RT = 5 /* the GEMM panels as Winograd, filters transformed at run time (scratch
-                               * only), sliced by output channels; each slice transforms the input again */
+  FLEX_KERNEL_WINOGRAD_RT = 5, /* the GEMM panels as Winograd, filters transformed at run time (scratch
+                                * only), sliced by output channels; each slice transforms the input again */
+  FLEX_KERNEL_BAND = 6 /* a layer chain band by band (ir/band.h), one layer to the planner: every member's
+                        * weights whole, side by side in one slot; its band buffers as scratch; unsliced */
 };
 /* How a kernel slices a layer (flex_kernel_desc.slicing, flex_step_plan.slicing). */
 enum { FLEX_SLICE_NONE = 0, FLEX_SLICE_WEIGHTS = 1 /* output channels */, FLEX_SLICE_INPUT = 2 /* output rows */ };

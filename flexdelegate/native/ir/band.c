@@ -270,10 +270,6 @@ int fx_band_measure(const fx_graph *g, const fx_band_chain *c, int band_rows, in
   return 0;
 }
 
-void fx_band_off(fx_graph *g) {
-  for (int i = 0; i < g->n_chains; i++) g->chains[i].active = 0;
-}
-
 const fx_band_chain *fx_band_of(const fx_graph *g, int i) {
   const int b = g->nodes[i].band;
   return b > 0 && g->chains[b - 1].active ? &g->chains[b - 1] : NULL;

@@ -12,8 +12,8 @@
  *   what a band height costs fx_band_measure (at prepare: scratch bytes per thread, rows and
  *                           flops recomputed at strip starts, the halo rows carried over);
  *   running it              fx_band_run (a whole chain: strips over the pool's threads, bands
- *                           within a strip), or fx_band_run_strip (one strip: for a budget plan
- *                           that steps through the input in row slices).
+ *                           within a strip; a budget plan runs it as one step, its weights from
+ *                           a slot), or fx_band_run_strip (one strip).
  *
  * Geometry. The chain's final output rows of one image are split into `strips` (one task each,
  * spread over the threads); a strip is computed `band_rows` final rows at a time. For each band
@@ -102,11 +102,14 @@ int fx_band_needs(const fx_band_chain *c, int a, int b, int *lo, int *hi);
 
 /* Runs an active chain whole: batch x strips tasks over the pool, each thread in its own part
  * of the scratch (fx_band_measure's bytes, per thread, from `scratch`). Tensor pointers must be
- * resolved; the conv layers' packed weights checked (fx_band_check). */
-void fx_band_run(fx_graph *g, const fx_band_chain *c, fx_pool *pool, float *scratch);
+ * resolved; the conv layers' packed weights checked (fx_band_check). weights: NULL, or per
+ * layer where its weights are (a conv's whole GEMM panels, a depthwise filter; a budget plan's
+ * slot), NULL for the layer's own. */
+void fx_band_run(fx_graph *g, const fx_band_chain *c, fx_pool *pool, float *scratch, const void *const *weights);
 /* One strip of one image (strip < c->strips), on the calling thread: its band buffers and its
- * conv tile (one thread's of each: fx_band_measure's bytes). */
-void fx_band_run_strip(fx_graph *g, const fx_band_chain *c, int image, int strip, float *buffers, float *conv_scratch);
+ * conv tile (one thread's of each: fx_band_measure's bytes); weights as fx_band_run's. */
+void fx_band_run_strip(fx_graph *g, const fx_band_chain *c, int image, int strip, float *buffers, float *conv_scratch,
+                       const void *const *weights);
 /* Verifies the conv layers' cached weights once (as fx_run_gemm does): 0, or -1 when a damaged
  * blob could not be repacked. */
 int fx_band_check(fx_graph *g, const fx_band_chain *c);
@@ -115,8 +118,6 @@ int fx_band_check(fx_graph *g, const fx_band_chain *c);
  * height and strips, for `threads` threads (band_choose.c; FLEXDELEGATE_BAND: the rule by
  * default or "auto", none, all[:ROWS[:STRIPS]] for every chain). */
 void fx_band_choose(fx_graph *g, int threads);
-/* Deactivates every chain (a budget plan runs the nodes one by one). */
-void fx_band_off(fx_graph *g);
 /* The chain node i belongs to and runs in (active), else NULL. */
 const fx_band_chain *fx_band_of(const fx_graph *g, int i);
 #endif

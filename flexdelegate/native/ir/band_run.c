@@ -8,11 +8,13 @@
 
 static size_t align64(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
-/* One layer's output rows [a, b) of image `image` from its input rows [ilo, ihi) at x, into y. */
+/* One layer's output rows [a, b) of image `image` from its input rows [ilo, ihi) at x, into y;
+ * w: its weights (a conv's GEMM panels, a depthwise filter), NULL for its own. */
 typedef struct {
   const float *x;
   int ilo, ihi, a, b, image;
   float *y;
+  const void *w;
 } layer_rows;
 
 static void run_conv(fx_graph *g, const fx_band_layer *l, const fx_node *n, const layer_rows *r, float *scratch) {
@@ -23,7 +25,10 @@ static void run_conv(fx_graph *g, const fx_band_layer *l, const fx_node *n, cons
   geo.oh = r->b - r->a;
   geo.m = (size_t)geo.oh * (size_t)geo.ow;
   if (geo.residual) geo.residual += ((size_t)r->image * (size_t)l->oh + (size_t)r->a) * l->out_row;
-  fx_conv_run(NULL, n->pack, &geo, r->x, r->y, scratch, n->act);
+  if (r->w) /* the panels in a budget plan's slot */
+    fx_conv_run_part(NULL, n->pack, &geo, r->x, r->y, scratch, n->act, r->w, 0, fx_conv_panels(n->pack), 0, geo.m, 0);
+  else
+    fx_conv_run(NULL, n->pack, &geo, r->x, r->y, scratch, n->act);
 }
 
 /* Depthwise and pooling: the node's window with the sub-image's top padding. */
@@ -35,7 +40,7 @@ static void run_window(fx_graph *g, const fx_band_layer *l, const fx_node *n, co
   int ow;
   fx_node_window(n, 1, xf->d[2], w.kw, &ow, &w.pad_left);
   if (n->kind == FX_OP_DEPTHWISE)
-    fx_depthwise_f32(NULL, r->x, &xs, (const float *)g->tensors[n->in[1]].ptr,
+    fx_depthwise_f32(NULL, r->x, &xs, r->w ? r->w : (const float *)g->tensors[n->in[1]].ptr,
                      n->n_in > 2 && n->in[2] >= 0 ? (const float *)g->tensors[n->in[2]].ptr : NULL, n->p.conv.mult,
                      &w, r->y, &ys, n->act);
   else
@@ -74,7 +79,8 @@ static void run_layer(fx_graph *g, const fx_band_layer *l, const layer_rows *r, 
   }
 }
 
-void fx_band_run_strip(fx_graph *g, const fx_band_chain *c, int image, int strip, float *buffers, float *conv_scratch) {
+void fx_band_run_strip(fx_graph *g, const fx_band_chain *c, int image, int strip, float *buffers, float *conv_scratch,
+                       const void *const *weights) {
   const int n = c->n_layers;
   const fx_band_layer *first = &c->layer[0], *last = &c->layer[n - 1];
   float *buf[FX_BAND_MAX_LAYERS];
@@ -105,7 +111,7 @@ void fx_band_run_strip(fx_graph *g, const fx_band_chain *c, int image, int strip
         y = buf[i] + (size_t)(from - lo[i]) * l->out_row;
       }
       if (from >= hi[i]) continue;
-      layer_rows r = {.a = from, .b = hi[i], .image = image, .y = y};
+      layer_rows r = {.a = from, .b = hi[i], .image = image, .y = y, .w = weights ? weights[i] : NULL};
       fx_band_input_rows(l, from, hi[i], &r.ilo, &r.ihi);
       r.x = i == 0 ? x0 + (size_t)r.ilo * l->in_row : buf[i - 1] + (size_t)(r.ilo - lo[i - 1]) * l->in_row;
       run_layer(g, l, &r, conv_scratch);
@@ -118,15 +124,17 @@ typedef struct {
   const fx_band_chain *c;
   float *buffers, *conv_scratch;
   size_t buffer_floats, conv_floats;
+  const void *const *weights;
 } strip_job;
 
 static void strip_task(void *arg, int tid, size_t task) {
   const strip_job *j = arg;
   fx_band_run_strip(j->g, j->c, (int)(task / (size_t)j->c->strips), (int)(task % (size_t)j->c->strips),
-                    j->buffers + (size_t)tid * j->buffer_floats, j->conv_scratch + (size_t)tid * j->conv_floats);
+                    j->buffers + (size_t)tid * j->buffer_floats, j->conv_scratch + (size_t)tid * j->conv_floats,
+                    j->weights);
 }
 
-void fx_band_run(fx_graph *g, const fx_band_chain *c, fx_pool *pool, float *scratch) {
+void fx_band_run(fx_graph *g, const fx_band_chain *c, fx_pool *pool, float *scratch, const void *const *weights) {
   /* every thread's band buffers, then every thread's conv tile (the largest layer's one-thread
    * tile). Each thread's tile is its own: the layers' kernels run with no pool, so as tid 0
    * (runtime/pool.h). Tiles indexed by the task's tid x each layer's own tile size overlapped
@@ -134,7 +142,7 @@ void fx_band_run(fx_graph *g, const fx_band_chain *c, fx_pool *pool, float *scra
   const size_t threads = (size_t)fx_pool_threads(pool);
   const size_t buffer_bytes = c->cost.scratch_bytes - c->cost.conv_scratch_bytes;
   strip_job j = {g, c, scratch, (float *)((char *)scratch + buffer_bytes * threads), buffer_bytes / sizeof(float),
-                 c->cost.conv_scratch_bytes / sizeof(float)};
+                 c->cost.conv_scratch_bytes / sizeof(float), weights};
   fx_parallel_tasks(pool, (size_t)c->batch * (size_t)c->strips, strip_task, &j);
 }
 

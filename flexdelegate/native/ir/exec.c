@@ -472,7 +472,7 @@ int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
 static int run_chain(fx_graph *g, const fx_band_chain *c, int i, fx_pool *pool) {
   if (i != c->run_at) return 0;
   if (fx_band_check(g, c)) return -1;
-  fx_band_run(g, c, pool, (float *)g->tensors[c->scratch].ptr);
+  fx_band_run(g, c, pool, (float *)g->tensors[c->scratch].ptr, NULL);
   return 0;
 }
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include "conv/conv.h"
 #include "flex_api.h"
+#include "ir/band.h"
 #include "kernels/gemm/gemm.h"
 #include "loader.h"
 #include "planner.h"
@@ -26,7 +27,7 @@
 #define LOAD_BYTES_PER_US 3e3
 
 /* Ways to run one layer at most: GEMM by channels, GEMM by rows, Winograd, direct, Winograd
- * from the GEMM panels. */
+ * from the GEMM panels (a chain: band by band only). */
 #define FX_MAX_KERNELS 5
 
 typedef struct {
@@ -55,6 +56,55 @@ static size_t raw_weight_bytes(const fx_graph *g, const fx_node *n) {
   return n->kind == FX_OP_DEPTHWISE ? fx_shape_numel(&g->tensors[n->in[1]].shape) * sizeof(float) : 0;
 }
 
+/* An active layer chain (ir/band.h) is one layer to the planner, FLEX_KERNEL_BAND: its layers'
+ * weights (a conv's whole GEMM panels, a depthwise filter) side by side in one slot, at
+ * off[l] with len[l] bytes (0: none), its band buffers and conv tiles as scratch. Its
+ * intermediates never exist whole, which is what lets a budget plan keep the band speed and
+ * go lower than running the members one by one. Returns the slot's bytes, or 0 when some conv
+ * layer has no packed weights (packing ran out of memory: the chain cannot be offered). */
+static size_t chain_layout(const fx_graph *g, const fx_band_chain *c, size_t *off, size_t *len) {
+  size_t at = 0;
+  for (int l = 0; l < c->n_layers; l++) {
+    const fx_node *n = &g->nodes[c->layer[l].node];
+    len[l] = 0;
+    if (n->kind == FX_OP_CONV) {
+      if (!fx_conv_weights(n->pack)->data) return 0;
+      len[l] = (size_t)fx_conv_panels(n->pack) * fx_conv_panel_bytes(n->pack);
+    } else {
+      len[l] = raw_weight_bytes(g, n);
+    }
+    off[l] = at;
+    at += (len[l] + FLEX_ARENA_ALIGN - 1) / FLEX_ARENA_ALIGN * FLEX_ARENA_ALIGN;
+  }
+  return at ? at : FLEX_ARENA_ALIGN; /* (a chain of no weights still gets a token slot) */
+}
+
+/* The chain as the planner's one option for it: its layers' estimates, scaled by the flops its
+ * bands recompute at the strips' starts. */
+static int chain_kernel(const fx_graph *g, const fx_band_chain *c, int threads, flex_kernel_desc *k) {
+  size_t off[FX_BAND_MAX_LAYERS], len[FX_BAND_MAX_LAYERS];
+  const size_t bytes = chain_layout(g, c, off, len);
+  if (!bytes) return 0;
+  double us = 0, flops = 0;
+  for (int l = 0; l < c->n_layers; l++) {
+    const fx_node *n = &g->nodes[c->layer[l].node];
+    const double f = n->flops > 0 ? n->flops : 1;
+    flops += f;
+    if (n->kind == FX_OP_CONV) {
+      fx_conv_geom geo;
+      fx_node_conv_geom(g, n, &geo);
+      us += fx_conv_cost_us(FLEX_KERNEL_GEMM, f, threads, &geo, n->pack);
+    } else {
+      us += f / (OTHER_FLOPS_PER_US * threads);
+    }
+  }
+  if (c->cost.flops > flops) us *= c->cost.flops / flops;
+  k[0] = (flex_kernel_desc){.kernel = FLEX_KERNEL_BAND, .slicing = FLEX_SLICE_NONE, .weight_bytes = bytes,
+                            .scratch_bytes = c->cost.scratch_bytes * (size_t)threads, .compute_us = us,
+                            .load_us = (double)bytes / LOAD_BYTES_PER_US, .simd = 1};
+  return 1;
+}
+
 /* An int8 / uint8 conv / FC / depthwise (ir/qlayer.c): its packed panels, in a slot, by
  * output-channel panels (their requantization parameters are inside each panel: quant/pack.h)
  * as GEMM, or whole as the node's own kernel (depthwise). Scratch: a uint8 layer's flipped
@@ -80,6 +130,8 @@ static int qkernel_of(const fx_graph *g, const fx_node *n, int threads, flex_ker
  * form whose packing ran out of memory is not offered. Returns how many (>= 1 unless none). */
 static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_kernel_desc *k) {
   const double flops = n->flops > 0 ? n->flops : 1;
+  const fx_band_chain *chain = fx_band_of(g, (int)(n - g->nodes));
+  if (chain) return chain_kernel(g, chain, threads, k);
   if (n->qlayer) return qkernel_of(g, n, threads, k);
   if ((n->kind != FX_OP_CONV && n->kind != FX_OP_FC) || !n->pack) {
     const size_t raw = raw_weight_bytes(g, n);
@@ -116,7 +168,8 @@ static int kernels_of(const fx_graph *g, const fx_node *n, int threads, flex_ker
 }
 
 /* The partition as flex_api.h describes it to the planner: its layers (the nodes run at
- * invoke), their kernel options, and every tensor they touch, once. */
+ * invoke, an active chain as one at its last member), their kernel options, and every tensor
+ * they touch, once. */
 typedef struct {
   int *layers; /* node of each layer */
   int n_layers;
@@ -135,20 +188,43 @@ static void desc_free(partition_desc *d) {
   free(d->td);
 }
 
+/* Whether tensor id is made inside chain c (one of its members' outputs but the chain's). */
+static int chain_made(const fx_graph *g, const fx_band_chain *c, int id) {
+  for (int m = 0; m < c->n_members; m++) {
+    const fx_node *n = &g->nodes[c->members[m]];
+    for (int k = 0; k < n->n_out; k++)
+      if (n->out[k] == id && id != c->out) return 1;
+  }
+  return 0;
+}
+
+/* The activations node n reads (a chain: all its members read but make), once each. */
+static void layer_inputs(const fx_graph *g, const fx_node *n, const fx_band_chain *c, flex_layer_desc *ld,
+                         int *ins, int *used_ins) {
+  const int one = (int)(n - g->nodes);
+  for (int m = 0; m < (c ? c->n_members : 1); m++) {
+    const fx_node *r = &g->nodes[c ? c->members[m] : one];
+    for (int k = 0; k < r->n_in; k++) {
+      int id = r->in[k], seen = 0;
+      if (id < 0 || g->tensors[id].storage == FX_ST_CONST || (c && chain_made(g, c, id))) continue;
+      for (int j = 0; j < ld->n_inputs && !seen; j++) seen = ld->inputs[j] == id;
+      if (seen) continue;
+      ins[(*used_ins)++] = id;
+      ld->n_inputs++;
+    }
+  }
+}
+
 static void describe_layer(const fx_graph *g, const fx_node *n, int threads, partition_desc *d, int l, int *used_ins) {
   flex_layer_desc *ld = &d->ld[l];
+  const fx_band_chain *c = fx_band_of(g, (int)(n - g->nodes));
   memset(ld, 0, sizeof *ld);
   ld->index = l;
   ld->node = n->tfl_node;
   ld->builtin = n->tfl_builtin;
   ld->inputs = d->ins + *used_ins;
-  for (int k = 0; k < n->n_in; k++) {
-    int id = n->in[k];
-    if (id < 0 || g->tensors[id].storage == FX_ST_CONST) continue;
-    d->ins[(*used_ins)++] = id;
-    ld->n_inputs++;
-  }
-  ld->output = n->out[0];
+  layer_inputs(g, n, c, ld, d->ins, used_ins);
+  ld->output = c ? c->out : n->out[0];
   ld->kernels = d->kd + (size_t)l * FX_MAX_KERNELS;
   ld->n_kernels = kernels_of(g, n, threads, d->kd + (size_t)l * FX_MAX_KERNELS);
   for (int k = -1; k < ld->n_inputs; k++) { /* every tensor the layers touch, once */
@@ -170,8 +246,9 @@ static int describe(const fx_graph *g, int threads, partition_desc *d) {
   int total_in = 0;
   d->layers = malloc(sizeof(int) * (size_t)(g->n_nodes + 1));
   for (int i = 0; d->layers && i < g->n_nodes; i++) {
+    const fx_band_chain *c = fx_band_of(g, i);
     total_in += g->nodes[i].n_in;
-    if (!g->nodes[i].at_prepare) d->layers[d->n_layers++] = i;
+    if (!g->nodes[i].at_prepare && (!c || c->run_at == i)) d->layers[d->n_layers++] = i;
   }
   d->ld = calloc((size_t)d->n_layers + 1, sizeof *d->ld);
   d->kd = calloc((size_t)d->n_layers * FX_MAX_KERNELS + 1, sizeof *d->kd);
@@ -249,6 +326,8 @@ static const char *check_step(const fx_graph *g, const flex_step_plan *s, const 
     if (offered[i].kernel == s->kernel) k = &offered[i];
   if (!k) return "plan names a kernel the layer does not offer";
   if (s->slicing != FLEX_SLICE_NONE && s->slicing != k->slicing) return "plan slices a layer its kernel cannot slice so";
+  if (k->kernel == FLEX_KERNEL_BAND) /* whole: every layer's weights, every thread's buffers */
+    return s->w_bytes < k->weight_bytes ? "weight slot too small" : s->s_bytes < k->scratch_bytes ? "scratch slot too small" : NULL;
   if (n->qlayer) return check_qstep(g, n, s);
   const fx_conv_pack *p = fx_node_pack(n, s->kernel);
   if (!p) return s->w_bytes < k->weight_bytes ? "weight slot too small" : NULL;
@@ -313,12 +392,45 @@ static const char *panels_unit(budget_state *b, const fx_wref *w, int nr, int pa
   return NULL;
 }
 
+/* A chain's step: a load unit per layer with weights, into its place in the step's slot (the
+ * loader loads units in order, so the step waits for its last). NULL, or why not. */
+static const char *chain_units(budget_state *b, const fx_graph *g, const fx_band_chain *c, const flex_step_plan *s,
+                               int step, fx_step *st) {
+  size_t off[FX_BAND_MAX_LAYERS], len[FX_BAND_MAX_LAYERS];
+  if (chain_layout(g, c, off, len) > s->w_bytes) return "weight slot smaller than its chain";
+  for (int l = 0; l < c->n_layers; l++) {
+    if (!len[l]) continue;
+    const fx_node *n = &g->nodes[c->layer[l].node];
+    fx_load_unit *u = &b->units[b->n_units];
+    *u = (fx_load_unit){.slot = s->w_offset + off[l], .fd = -1, .step = step, .pinned = s->w_pinned};
+    if (n->kind == FX_OP_CONV) {
+      const flex_step_plan whole = {.slicing = FLEX_SLICE_NONE, .w_bytes = len[l]};
+      const char *why = panels_unit(b, fx_conv_weights(n->pack), fx_conv_nr(n->pack), fx_conv_panels(n->pack),
+                                    fx_conv_panel_bytes(n->pack), &whole, u);
+      if (why) return why;
+    } else {
+      u->mem = g->tensors[n->in[1]].cdata;
+      u->bytes = len[l];
+    }
+    st->unit = b->n_units++;
+  }
+  return NULL;
+}
+
+/* The units the plan's steps can need: one per step, and a chain's one per layer. */
+static size_t max_units(const fx_graph *g, const flex_plan *plan) {
+  size_t n = (size_t)plan->n_steps + 1;
+  for (int i = 0; i < g->n_chains; i++)
+    if (g->chains[i].active) n += (size_t)g->chains[i].n_layers;
+  return n;
+}
+
 /* The plan's steps as the loader runs them, each step's weights a load unit of its own or
- * shared with the previous step of its layer. NULL, or why not. */
+ * shared with the previous step of its layer (a chain's: one per layer). NULL, or why not. */
 static const char *build_steps(budget_state *b, const fx_graph *g, const partition_desc *d, const flex_plan *plan,
                                const flex_step_plan *sp) {
   b->steps = calloc((size_t)plan->n_steps + 1, sizeof *b->steps);
-  b->units = calloc((size_t)plan->n_steps + 1, sizeof *b->units);
+  b->units = calloc(max_units(g, plan), sizeof *b->units);
   b->deps = calloc((size_t)plan->n_steps + 1, sizeof *b->deps);
   if (!b->steps || !b->units || !b->deps) return "out of memory";
   b->deps_start = plan->deps_start;
@@ -332,6 +444,12 @@ static const char *build_steps(budget_state *b, const fx_graph *g, const partiti
     b->deps[i] = s->dep;
     if (s->layer != last_layer) last_unit_of_layer = -1;
     last_layer = s->layer;
+    const fx_band_chain *c = fx_band_of(g, d->layers[s->layer]);
+    if (c) { /* unsliced: one step */
+      const char *why = chain_units(b, g, c, s, i, st);
+      if (why) return why;
+      continue;
+    }
     const fx_conv_pack *p = fx_node_pack(n, s->kernel);
     const size_t raw = p || n->qlayer ? 0 : raw_weight_bytes(g, n);
     if (!s->w_bytes || (!p && !n->qlayer && !raw)) continue;
@@ -398,6 +516,10 @@ static const char *budget_plan(fx_mem_plan *out, fx_graph *g, int threads, size_
                                flex_error *err) {
   (void)store;
   memset(out, 0, sizeof *out);
+  for (int i = 0; i < g->n_chains; i++) { /* a chain with a conv whose packing ran out of memory */
+    size_t off[FX_BAND_MAX_LAYERS], len[FX_BAND_MAX_LAYERS];
+    if (g->chains[i].active && !chain_layout(g, &g->chains[i], off, len)) g->chains[i].active = 0;
+  }
   out->planner = &fx_budget_planner;
   budget_state *b = out->state = calloc(1, sizeof *b);
   partition_desc d = {0};
@@ -474,6 +596,16 @@ static void run_conv_step(const fx_step *s, const fx_graph *g, const fx_node *n,
     fx_conv_run_part(pool, p, &geo, x, y, (float *)(arena + s->s_off), n->act, panels, pan0, pan1, m0, m1, tile);
 }
 
+/* A chain's step: band by band, each layer's weights from its place in the slot (chain_units),
+ * the bands in the scratch slot. */
+static void run_chain_step(const fx_step *s, fx_graph *g, const fx_band_chain *c, fx_pool *pool, char *arena) {
+  size_t off[FX_BAND_MAX_LAYERS], len[FX_BAND_MAX_LAYERS];
+  const void *w[FX_BAND_MAX_LAYERS];
+  chain_layout(g, c, off, len);
+  for (int l = 0; l < c->n_layers; l++) w[l] = len[l] ? arena + s->w_off + off[l] : NULL;
+  fx_band_run(g, c, pool, (float *)(arena + s->s_off), w);
+}
+
 /* One step of an int8 layer: its panels (all, or the step's channel slice) from their slot. */
 static int run_qlayer_step(const fx_step *s, fx_graph *g, fx_node *n, fx_pool *pool, char *arena) {
   fx_qlayer_layout l;
@@ -496,7 +628,9 @@ static int budget_run(fx_mem_plan *p, fx_graph *g, fx_pool *pool, char *arena, i
     uint64_t t0 = profile ? fx_now_ns() : 0; /* includes waiting for its weights: that is its cost */
     int rc = fx_budget_wait(b->exec, i);
     const fx_conv_pack *pack = fx_node_pack(n, s->kernel);
-    if (!rc && n->qlayer) {
+    if (!rc && s->kernel == FLEX_KERNEL_BAND) {
+      run_chain_step(s, g, fx_band_of(g, s->node), pool, arena);
+    } else if (!rc && n->qlayer) {
       rc = run_qlayer_step(s, g, n, pool, arena);
     } else if (!rc && pack) {
       run_conv_step(s, g, n, pack, pool, arena);

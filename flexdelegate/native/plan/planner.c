@@ -32,6 +32,13 @@ static size_t unlimited_extra(const fx_graph *g) {
   return bytes;
 }
 
+/* The active chain that runs at TFLite node `node` (a budget planner's bottleneck), or NULL. */
+static fx_band_chain *chain_run_at(fx_graph *g, int node) {
+  for (int i = 0; i < g->n_chains; i++)
+    if (g->chains[i].active && g->nodes[g->chains[i].run_at].tfl_node == node) return &g->chains[i];
+  return NULL;
+}
+
 void fx_mem_plan_free(fx_mem_plan *p) {
   if (p->planner) p->planner->free(p);
   memset(p, 0, sizeof *p);
@@ -49,8 +56,23 @@ const char *fx_plan_memory(fx_mem_plan *p, fx_graph *g, int threads, double budg
     const size_t budget = budget_bytes(budget_mb), extra = unlimited_extra(g);
     if (p->arena_bytes + extra > budget) {
       fx_mem_plan_free(p);
-      fx_band_off(g); /* budget plans step through the nodes one by one */
+      /* The chains run band by band as one step each, their weights whole. A chain that is
+       * the bottleneck of a budget too small runs its members on their own instead (sliceable),
+       * one chain at a time; a refusal names the lowest minimum of the plans tried (at it, the
+       * same sequence of plans is tried and that one holds). */
       why = fx_budget_planner.plan(p, g, threads, budget, store, err);
+      flex_error lowest = *err;
+      fx_band_chain *c;
+      while (why && (c = chain_run_at(g, err->node)) != NULL) {
+        c->active = 0;
+        fx_mem_plan_free(p);
+        why = fx_budget_planner.plan(p, g, threads, budget, store, err);
+        if (why && err->min_budget_mb > 0 && err->min_budget_mb < lowest.min_budget_mb) lowest = *err;
+      }
+      if (why && err->min_budget_mb > 0) { /* (another failure is said as it is) */
+        *err = lowest;
+        why = err->message;
+      }
       if (!why)
         fx_log(FX_LOG_PLAN, "partition under budget %.2f MB: arena %zu bytes, %d steps (min budget %.2f MB)",
                budget_mb, p->arena_bytes, p->n_steps, p->min_budget_bytes / 1048576.0);
