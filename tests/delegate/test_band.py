@@ -12,7 +12,7 @@ from flexdelegate import load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 from flexdelegate.tflite.writer import ModelBuilder
 from opcheck import TOL, window_out
-from sanitizers import MEASURES_MEMORY
+from sanitizers import ASAN, MEASURES_MEMORY
 
 MB = 1 << 20
 
@@ -332,6 +332,7 @@ def _peak(model, tmp_path, name, budget):
 
 
 @MEASURES_MEMORY
+@pytest.mark.skipif(ASAN, reason="a 3.9 MB budget is within ASan's redzones and quarantine (7 MB measured there)")
 def test_a_banded_budget_plan_stays_within_its_budget(tmp_path, monkeypatch):
     """At the banded minimum, below the 7 MB of expanded maps the nodes one by one would hold,
     a cold load and its invokes stay within the budget over the whole process, the stock
