@@ -90,3 +90,37 @@ def test_out_without_matplotlib_fails_before_planning(tmp_path):
                             str(tmp_path / "p.png")], capture_output=True, text=True, timeout=300, env=env)
         assert r.returncode == 2 and r.stdout == "" and "needs matplotlib" in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr  # no plan was logged: nothing ran
+
+
+def test_reports_band_chains_as_one_layer(tmp_path):
+    """A layer chain a budget plan runs band by band is one row, kernel "band", its weights
+    whole; its member nodes have no rows of their own. (The 1x1 convs after it hold 4 MB of
+    weights: a 6 MB budget needs a budget plan.)"""
+    import os
+
+    import numpy as np
+
+    from flexdelegate.tflite.writer import ModelBuilder
+    rng = np.random.default_rng(0)
+    b = ModelBuilder()
+
+    def conv(x, cin, cout, size):
+        y = b.tensor((1, size, size, cout))
+        b.op("CONV_2D", [x, b.const((rng.standard_normal((cout, 1, 1, cin)) / np.sqrt(cin)).astype(np.float32)),
+                         b.const(np.zeros(cout, np.float32))], [y], padding="SAME", stride_w=1, stride_h=1,
+             fused_activation_function="RELU")
+        return y
+    y = conv(conv(b.input((1, 64, 64, 16), name="x"), 16, 96, 64), 96, 16, 64)  # the chain: nodes 0, 1
+    pooled = b.tensor((1, 8, 8, 16))
+    b.op("AVERAGE_POOL_2D", [y], [pooled], padding="VALID", stride_w=8, stride_h=8, filter_width=8, filter_height=8)
+    b.output(conv(conv(pooled, 16, 1024, 8), 1024, 1024, 8))
+    model = tmp_path / "chain.tflite"
+    model.write_bytes(b.build())
+    r = subprocess.run([sys.executable, "-m", "flexdelegate", "plan", str(model), "--budget", "6", "--cache",
+                        str(tmp_path / "m.fxc")], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, FLEXDELEGATE_BAND="all"))
+    assert r.returncode == 0, r.stderr
+    rows = [line.split() for line in r.stdout.splitlines()[2:]]
+    assert [row[0] for row in rows] == ["1", "2", "3", "4"], r.stdout
+    assert (rows[0][2], rows[0][3]) == ("band", "1"), r.stdout
+    assert float(rows[0][5]) == pytest.approx((96 * 16 * 2 + 96 + 16) * 4 / 2**20, abs=0.02)

@@ -278,6 +278,27 @@ def test_budget_plans_run_chains_band_by_band_below_the_nodes_minimum(tmp_path, 
             assert any(o["slices"] > 1 for o in ops), "not a budget plan"
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("make", [lambda: Chain((2, 40, 30, 8)).inverted_residual().inverted_residual(stride=2),
+                                  lambda: Chain((2, 31, 24, 8)).mbconv(gate_first=True).mbconv(stride=2)],
+                         ids=["inverted-residual-batch2", "mbconv-se"])
+def test_budget_chains_over_images_gates_and_threads(make, threads, tmp_path, monkeypatch):
+    """At its minimum budget, chains over two images, headed by an SE gate made off the chain,
+    in strips over two threads, give the numbers of the layers run one by one."""
+    model = make().build()
+    x = random_inputs(make_interpreter(model), seed=1)
+    plain, _ = _run(model, x, threads, "none", monkeypatch)
+    monkeypatch.setenv("FLEXDELEGATE_BAND", "all")
+    low = min_budget(model, tmp_path / "b.fxc", winograd="off", num_threads=threads)
+    d = load_flex(budget=low, cache_path=str(tmp_path / "m.fxc"), winograd="off", num_threads=threads)
+    it = make_interpreter(model, delegate=d, num_threads=threads)
+    for _ in range(2):
+        got = invoke(it, x)
+        assert all(np.array_equal(a, b) for a, b in zip(plain, got))
+    assert _banded([o["kernel"] for o in d.stats()["ops"]]) >= 1
+    assert d.stats()["partitions_memory"][0]["steps"] < len(d.stats()["ops"])  # a budget plan: chains as steps
+
+
 def test_a_chain_whose_weights_the_budget_cannot_hold_runs_its_nodes(tmp_path, monkeypatch):
     """Small maps, large weights: held whole, the chain's weights (8 MB) would be the plan's
     bottleneck; so a budget below that runs its layers one by one, their weights sliced and
