@@ -371,6 +371,50 @@ def test_heap_planning_leaves_beyond_the_budget_makes_it_infeasible(model, tmp_p
     bridge._memo.clear()
 
 
+def test_heap_planning_keeps_replanning_until_it_settles(model, reference, tmp_path, monkeypatch):
+    """The first plan in a process keeps the most (what it used for the first time), the next
+    ones less and less: planning goes on while the heap grows, so the plan that runs holds the
+    arena budget with all of it. Simulated: 3, 3.5, 3.7 MB kept, then no more."""
+    from flexdelegate.planner import bridge
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    x, ref = reference
+    budget = min_budget(model, tmp_path / "m.fxc") + 6
+    limits, plan = [], bridge.make_plan
+
+    def planning(graph, limit, **kw):
+        limits.append(limit)
+        return plan(graph, limit, **kw)
+    kept = [3, 3.5, 3.7] + [3.7] * 9
+    rss = iter([10**9] + [10**9 + int(k * MB) + bridge.HEAP_KEPT for k in kept])
+    monkeypatch.setattr(bridge, "make_plan", planning)
+    monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
+    monkeypatch.setattr(bridge, "MEASURE_HEAP", True)  # also under a sanitizer: RSS is simulated
+    bridge._memo.clear()
+    d = load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc"))
+    it = make_interpreter(model, delegate=d)
+    assert max_error(ref, invoke(it, x)) <= 1e-4
+    arena = d.stats()["partitions_memory"][0]["arena_bytes"]
+    assert arena + 3.7 * MB <= limits[0], (arena, limits)
+    bridge._memo.clear()
+
+
+def test_heap_planning_that_never_settles_is_refused(model, tmp_path, monkeypatch):
+    """A heap that grows with every plan, by less than the budget's slack each time: after
+    bridge.HEAP_PLANS plans the load is refused with a minimum above the budget, not run over it."""
+    from flexdelegate.planner import bridge
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    budget = min_budget(model, tmp_path / "m.fxc") + 20
+    rss = iter([10**9] + [10**9 + k * MB // 2 + bridge.HEAP_KEPT for k in range(1, 40)])
+    monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
+    monkeypatch.setattr(bridge, "MEASURE_HEAP", True)
+    bridge._memo.clear()
+    with pytest.raises(BudgetError) as e:
+        make_interpreter(model, delegate=load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc")))
+    assert e.value.min_budget_mb > budget, str(e.value)
+    assert not bridge._memo
+    bridge._memo.clear()
+
+
 @pytest.mark.parametrize("field", [6, 10])  # w_offset, s_offset in bridge._steps' tuples
 def test_the_runtime_refuses_an_unaligned_slot_the_planner_hands_it(model, tmp_path, monkeypatch, field):
     """The C loader checks a plan on its own (the Python check only sees plans read from disk):
