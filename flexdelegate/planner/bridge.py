@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 
 from .. import _native
 from ..memstat import release_heap, rss_bytes, sanitizer_allocator
@@ -32,6 +33,10 @@ _memo: dict = {}
 # at most HEAP_PLANS plans.
 HEAP_KEPT = 512 << 10
 HEAP_PLANS = 6
+# The resident set before the first attempt at a plan, per thread: a retry (desc.attempt > 0,
+# the runtime turned a layer chain off after the planner refused) counts what the refused
+# attempts kept too, the first plan's first-time costs above all.
+_first_attempt = threading.local()
 # Under a sanitizer the resident set measures its quarantine, not the heap: no replanning.
 MEASURE_HEAP = not sanitizer_allocator()
 keep_plans = False  # `flexdelegate plan` sets it to read the whole plan back
@@ -147,7 +152,9 @@ def fill_plan(ffi, desc, out) -> int:
             # in a process also keeps what it used for the first time (EfficientNet-B0 cold at
             # 12 MB: 2.7, 0.8, 0.2 MB over three plans; stopping at the third ran 0.2 MB over
             # the budget). What never settles is refused, never run over the budget.
-            before, limit = rss_bytes(), arena_budget
+            if int(desc.attempt) == 0 or not hasattr(_first_attempt, "rss"):
+                _first_attempt.rss = rss_bytes()
+            before, limit = _first_attempt.rss, arena_budget
             for attempt in range(HEAP_PLANS):
                 try:
                     p, new = _cached_or_new(graph, arena_budget, int(desc.threads), isa, limit)

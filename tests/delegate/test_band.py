@@ -319,6 +319,33 @@ def test_a_chain_whose_weights_the_budget_cannot_hold_runs_its_nodes(tmp_path, m
         assert _banded([o["kernel"] for o in ops]) == (budget == 0), (budget, ops)
 
 
+def test_a_retry_without_a_chain_counts_what_the_refused_plan_kept(tmp_path, monkeypatch):
+    """The plan refused for a chain's weights kept heap resident (in a fresh process, the first
+    plan's first-time costs): the retry that runs the chain's nodes holds the budget with it.
+    Simulated: 2 MB kept from before the first attempt."""
+    from flexdelegate.planner import bridge
+    model = Chain((1, 8, 8, 512)).conv(2048, act="RELU").conv(512).build()
+    monkeypatch.setenv("FLEXDELEGATE_BAND", "all")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    budget = min_budget(model, tmp_path / "b.fxc", winograd="off") + 3  # below the chain's 8 MB
+    limits, plan = [], bridge.make_plan
+
+    def planning(graph, limit, **kw):
+        limits.append(limit)
+        return plan(graph, limit, **kw)
+    rss = iter([10**9] + [10**9 + 2 * MB + bridge.HEAP_KEPT] * 9)
+    monkeypatch.setattr(bridge, "make_plan", planning)
+    monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
+    monkeypatch.setattr(bridge, "MEASURE_HEAP", True)
+    bridge._memo.clear()
+    d = load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc"), winograd="off")
+    it = make_interpreter(model, delegate=d)
+    invoke(it, random_inputs(it))
+    assert _banded([o["kernel"] for o in d.stats()["ops"]]) == 0
+    assert d.stats()["partitions_memory"][0]["arena_bytes"] + 2 * MB <= limits[0], limits
+    bridge._memo.clear()
+
+
 PEAK = """
 import json, sys
 import flexdelegate.planner.bridge, flexdelegate.planner.arena  # imported before measuring

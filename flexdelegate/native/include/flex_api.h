@@ -154,6 +154,7 @@ typedef struct {
   uint64_t budget_bytes;  /* the user's budget */
   uint64_t reserve_bytes; /* what it must also hold outside the arena (the arena gets the rest) */
   const char *isa;
+  int attempt;            /* 0, or which retry of the same plan (a layer chain turned off since) */
 } flex_graph_desc;
 
 typedef struct {

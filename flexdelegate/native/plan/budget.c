@@ -262,10 +262,10 @@ static int describe(const fx_graph *g, int threads, partition_desc *d) {
 
 /* Asks the Python planner, growing the step array until its plan fits. On success *steps (the
  * caller frees it) holds plan->n_steps steps. NULL, or why not (err: the planner's account). */
-static const char *ask_planner(const fx_graph *g, const partition_desc *d, int threads, size_t budget,
+static const char *ask_planner(const fx_graph *g, const partition_desc *d, int threads, size_t budget, int attempt,
                                flex_plan *plan, flex_step_plan **steps, flex_error *err) {
   flex_graph_desc desc = {d->n_layers, d->n_td, threads, d->ld, d->td, budget, fx_budget_reserve_bytes(g),
-                          fx_gemm_config_get()->name};
+                          fx_gemm_config_get()->name, attempt};
   *steps = NULL;
   for (int cap = d->n_layers * 4 + 16;;) { /* the planner says how many steps it needs */
     free(*steps);
@@ -512,8 +512,8 @@ static const char *add_node_scratch(fx_graph *g, int threads) {
   return NULL;
 }
 
-static const char *budget_plan(fx_mem_plan *out, fx_graph *g, int threads, size_t budget, struct fx_store *store,
-                               flex_error *err) {
+static const char *budget_plan(fx_mem_plan *out, fx_graph *g, int threads, size_t budget, int attempt,
+                               struct fx_store *store, flex_error *err) {
   (void)store;
   memset(out, 0, sizeof *out);
   for (int i = 0; i < g->n_chains; i++) { /* a chain with a conv whose packing ran out of memory */
@@ -529,7 +529,7 @@ static const char *budget_plan(fx_mem_plan *out, fx_graph *g, int threads, size_
   uint64_t *offs = why ? NULL : calloc((size_t)d.n_td + 1, sizeof *offs);
   if (!why && !offs) why = "out of memory";
   plan.tensor_offsets = offs;
-  if (!why) why = ask_planner(g, &d, threads, budget, &plan, &steps, err);
+  if (!why) why = ask_planner(g, &d, threads, budget, attempt, &plan, &steps, err);
   if (!why) why = check_plan(g, &d, &plan, steps, threads);
   if (!why) why = take_offsets(out, g, &d, offs);
   if (!why) why = build_steps(b, g, &d, &plan, steps);

@@ -194,9 +194,9 @@ static void greedy_free(fx_mem_plan *p) {
   memset(p, 0, sizeof *p);
 }
 
-static const char *greedy_plan(fx_mem_plan *out, fx_graph *g, int threads, size_t budget, struct fx_store *store,
-                               flex_error *err) {
-  (void)budget, (void)store, (void)err;
+static const char *greedy_plan(fx_mem_plan *out, fx_graph *g, int threads, size_t budget, int attempt,
+                               struct fx_store *store, flex_error *err) {
+  (void)budget, (void)attempt, (void)store, (void)err;
   memset(out, 0, sizeof *out);
   out->planner = &fx_greedy_planner;
   const char *why = add_scratch(g, threads);

@@ -50,7 +50,7 @@ const char *fx_plan_memory(fx_mem_plan *p, fx_graph *g, int threads, double budg
                            flex_error *err) {
   fx_mem_plan_free(p);
   fx_band_choose(g, threads);
-  const char *why = fx_greedy_planner.plan(p, g, threads, 0, store, err);
+  const char *why = fx_greedy_planner.plan(p, g, threads, 0, 0, store, err);
   if (why) return why;
   if (budget_mb > 0) {
     const size_t budget = budget_bytes(budget_mb), extra = unlimited_extra(g);
@@ -60,13 +60,13 @@ const char *fx_plan_memory(fx_mem_plan *p, fx_graph *g, int threads, double budg
        * the bottleneck of a budget too small runs its members on their own instead (sliceable),
        * one chain at a time; a refusal names the lowest minimum of the plans tried (at it, the
        * same sequence of plans is tried and that one holds). */
-      why = fx_budget_planner.plan(p, g, threads, budget, store, err);
+      why = fx_budget_planner.plan(p, g, threads, budget, 0, store, err);
       flex_error lowest = *err;
       fx_band_chain *c;
-      while (why && (c = chain_run_at(g, err->node)) != NULL) {
+      for (int attempt = 1; why && (c = chain_run_at(g, err->node)) != NULL; attempt++) {
         c->active = 0;
         fx_mem_plan_free(p);
-        why = fx_budget_planner.plan(p, g, threads, budget, store, err);
+        why = fx_budget_planner.plan(p, g, threads, budget, attempt, store, err);
         if (why && err->min_budget_mb > 0 && err->min_budget_mb < lowest.min_budget_mb) lowest = *err;
       }
       if (why && err->min_budget_mb > 0) { /* (another failure is said as it is) */

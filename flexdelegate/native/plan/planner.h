@@ -27,10 +27,12 @@ typedef struct {
 
 typedef struct fx_planner {
   const char *name; /* "greedy" or "budget" (stats()["partitions_memory"][i]["planner"]) */
-  /* Plans g (shapes inferred) for `threads` workers within `budget` bytes (0: none) into *out.
-   * NULL, or why not (err filled where the planner says more, e.g. the minimum budget). */
-  const char *(*plan)(fx_mem_plan *out, fx_graph *g, int threads, size_t budget, struct fx_store *store,
-                      flex_error *err);
+  /* Plans g (shapes inferred) for `threads` workers within `budget` bytes (0: none) into *out;
+   * attempt: 0, or which retry of the same plan this is (g changed: a chain off), so what the
+   * first attempt measured still holds. NULL, or why not (err filled where the planner says
+   * more, e.g. the minimum budget). */
+  const char *(*plan)(fx_mem_plan *out, fx_graph *g, int threads, size_t budget, int attempt,
+                      struct fx_store *store, flex_error *err);
   /* With an arena of arena_bytes allocated: ready to run (NULL), or why not. */
   const char *(*start)(fx_mem_plan *p, char *arena);
   /* One invoke of g (tensor pointers resolved from offsets): 0, or -1 with why in msg. */
