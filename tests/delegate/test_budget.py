@@ -399,12 +399,13 @@ def test_heap_planning_keeps_replanning_until_it_settles(model, reference, tmp_p
 
 
 def test_heap_planning_that_never_settles_is_refused(model, tmp_path, monkeypatch):
-    """A heap that grows with every plan, by less than the budget's slack each time: after
-    bridge.HEAP_PLANS plans the load is refused with a minimum above the budget, not run over it."""
+    """A heap that grows more with every plan (past the room each replan leaves for the next),
+    within the budget's slack: after bridge.HEAP_PLANS plans the load is refused with a minimum
+    above the budget, not run over it."""
     from flexdelegate.planner import bridge
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     budget = min_budget(model, tmp_path / "m.fxc") + 20
-    rss = iter([10**9] + [10**9 + k * MB // 2 + bridge.HEAP_KEPT for k in range(1, 40)])
+    rss = iter([10**9] + [10**9 + k * k * MB // 4 + bridge.HEAP_KEPT for k in range(1, 40)])
     monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
     monkeypatch.setattr(bridge, "MEASURE_HEAP", True)
     bridge._memo.clear()
