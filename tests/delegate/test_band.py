@@ -380,16 +380,20 @@ def _peak(model, tmp_path, name, budget):
 
 
 @MEASURES_MEMORY
-@pytest.mark.skipif(ASAN, reason="a 3.9 MB budget is within ASan's redzones and quarantine (7 MB measured there)")
+@pytest.mark.skipif(ASAN, reason="a 5.5 MB budget is within ASan's redzones and quarantine (7 MB measured there)")
 def test_a_banded_budget_plan_stays_within_its_budget(tmp_path, monkeypatch):
-    """At the banded minimum, below the 7 MB of expanded maps the nodes one by one would hold,
-    a cold load and its invokes stay within the budget over the whole process, the stock
-    interpreter's fixed cost aside (a tiny model from a file)."""
-    model = Chain((1, 96, 96, 16)).inverted_residual().build()  # 96x96x96 expanded: 3.5 MB, twice
+    """A budget the layers one by one cannot meet (their 96x96x96 expanded maps, 3.5 MB in and
+    out of the depthwise, whole), banded: a cold load and its invokes stay within it over the
+    whole process, the stock interpreter's fixed cost aside (a tiny model from a file). (Not at
+    the banded minimum itself: the delegate's own fixed part, 3.1-3.6 MB here, varies by 0.6 MB
+    between LiteRT runs.)"""
+    budget = 5.5
+    model = Chain((1, 96, 96, 16)).inverted_residual().build()
+    monkeypatch.setenv("FLEXDELEGATE_BAND", "none")
+    assert min_budget(model, tmp_path / "nodes.fxc") > budget + 2
     monkeypatch.setenv("FLEXDELEGATE_BAND", "all")
-    low = min_budget(model, tmp_path / "min.fxc")
-    assert low < 7, low
+    assert min_budget(model, tmp_path / "min.fxc") < budget
     fixed = _peak(Chain((1, 4, 4, 8)).conv(8).build(), tmp_path, "tiny", 0)["peak"]
-    got = _peak(model, tmp_path, "chain", low)
+    got = _peak(model, tmp_path, "chain", budget)
     assert _banded(got["kernels"]) == 1, got["kernels"]
-    assert got["peak"] - fixed <= low * MB, f"budget {low}: peak {got['peak'] / MB:.2f} MB, fixed {fixed / MB:.2f} MB"
+    assert got["peak"] - fixed <= budget * MB, f"peak {got['peak'] / MB:.2f} MB, fixed {fixed / MB:.2f} MB"
