@@ -265,3 +265,22 @@ def scratch_shrunk(monkeypatch, pick):
         yield
     finally:
         bridge._memo.clear()
+
+
+def simulated_planning_heap(monkeypatch, kept_mb) -> list:
+    """For the rest of the test, what planning leaves resident is simulated (also under a
+    sanitizer): the RSS reads 10**9 before the first plan, then 10**9 + kept_mb[i] MB (plus the
+    reserve's share, bridge.HEAP_KEPT) after plan i. Returns the list the arena limits the
+    planner is called with are appended to."""
+    from flexdelegate.planner import bridge
+    limits, plan = [], bridge.make_plan
+
+    def planning(graph, limit, **kw):
+        limits.append(limit)
+        return plan(graph, limit, **kw)
+    rss = iter([10**9] + [10**9 + int(k * (1 << 20)) + bridge.HEAP_KEPT for k in kept_mb])
+    monkeypatch.setattr(bridge, "make_plan", planning)
+    monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
+    monkeypatch.setattr(bridge, "MEASURE_HEAP", True)
+    bridge._memo.clear()
+    return limits

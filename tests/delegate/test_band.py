@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from budgetcheck import min_budget
+from budgetcheck import min_budget, simulated_planning_heap
 from flexdelegate import load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 from flexdelegate.tflite.writer import ModelBuilder
@@ -328,16 +328,7 @@ def test_a_retry_without_a_chain_counts_what_the_refused_plan_kept(tmp_path, mon
     monkeypatch.setenv("FLEXDELEGATE_BAND", "all")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     budget = min_budget(model, tmp_path / "b.fxc", winograd="off") + 3  # below the chain's 8 MB
-    limits, plan = [], bridge.make_plan
-
-    def planning(graph, limit, **kw):
-        limits.append(limit)
-        return plan(graph, limit, **kw)
-    rss = iter([10**9] + [10**9 + 2 * MB + bridge.HEAP_KEPT] * 9)
-    monkeypatch.setattr(bridge, "make_plan", planning)
-    monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
-    monkeypatch.setattr(bridge, "MEASURE_HEAP", True)
-    bridge._memo.clear()
+    limits = simulated_planning_heap(monkeypatch, [2] * 9)
     d = load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc"), winograd="off")
     it = make_interpreter(model, delegate=d)
     invoke(it, random_inputs(it))

@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from budgetcheck import change_cache_file, heavy_model, min_budget, stock_reference
+from budgetcheck import change_cache_file, heavy_model, min_budget, simulated_planning_heap, stock_reference
 from opcheck import check, conv_model
 from sanitizers import MEASURES_MEMORY
 from flexdelegate import BudgetError, load_flex
@@ -331,16 +331,7 @@ def test_heap_a_new_plan_leaves_resident_shrinks_its_arena(model, reference, tmp
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     x, ref = reference
     budget = min_budget(model, tmp_path / "m.fxc") + 4
-    limits, plan = [], bridge.make_plan
-
-    def planning(graph, limit, **kw):
-        limits.append(limit)
-        return plan(graph, limit, **kw)
-    rss = iter([10**9] + [10**9 + 3 * MB + bridge.HEAP_KEPT] * 9)  # before planning, then after each plan
-    monkeypatch.setattr(bridge, "make_plan", planning)
-    monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
-    monkeypatch.setattr(bridge, "MEASURE_HEAP", True)  # also under a sanitizer: RSS is simulated
-    bridge._memo.clear()
+    limits = simulated_planning_heap(monkeypatch, [3] * 9)
     it = make_interpreter(model, delegate=load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc")))
     assert max_error(ref, invoke(it, x)) <= 1e-4
     assert len(limits) >= 2 and limits[1] <= limits[0] - 3 * MB, limits
@@ -360,10 +351,7 @@ def test_heap_planning_leaves_beyond_the_budget_makes_it_infeasible(model, tmp_p
     from flexdelegate.planner import bridge
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     budget = min_budget(model, tmp_path / "m.fxc") + 1
-    rss = iter([10**9] + [10**9 + 9 * MB + bridge.HEAP_KEPT] * 9)
-    monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
-    monkeypatch.setattr(bridge, "MEASURE_HEAP", True)  # also under a sanitizer: RSS is simulated
-    bridge._memo.clear()
+    simulated_planning_heap(monkeypatch, [9] * 9)
     with pytest.raises(BudgetError) as e:
         make_interpreter(model, delegate=load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc")))
     assert e.value.min_budget_mb > budget + 7, str(e.value)
@@ -379,17 +367,7 @@ def test_heap_planning_keeps_replanning_until_it_settles(model, reference, tmp_p
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     x, ref = reference
     budget = min_budget(model, tmp_path / "m.fxc") + 6
-    limits, plan = [], bridge.make_plan
-
-    def planning(graph, limit, **kw):
-        limits.append(limit)
-        return plan(graph, limit, **kw)
-    kept = [3, 3.5, 3.7] + [3.7] * 9
-    rss = iter([10**9] + [10**9 + int(k * MB) + bridge.HEAP_KEPT for k in kept])
-    monkeypatch.setattr(bridge, "make_plan", planning)
-    monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
-    monkeypatch.setattr(bridge, "MEASURE_HEAP", True)  # also under a sanitizer: RSS is simulated
-    bridge._memo.clear()
+    limits = simulated_planning_heap(monkeypatch, [3, 3.5, 3.7] + [3.7] * 9)
     d = load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc"))
     it = make_interpreter(model, delegate=d)
     assert max_error(ref, invoke(it, x)) <= 1e-4
@@ -405,10 +383,7 @@ def test_heap_planning_that_never_settles_is_refused(model, tmp_path, monkeypatc
     from flexdelegate.planner import bridge
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     budget = min_budget(model, tmp_path / "m.fxc") + 20
-    rss = iter([10**9] + [10**9 + k * k * MB // 4 + bridge.HEAP_KEPT for k in range(1, 40)])
-    monkeypatch.setattr(bridge, "rss_bytes", lambda: next(rss))
-    monkeypatch.setattr(bridge, "MEASURE_HEAP", True)
-    bridge._memo.clear()
+    simulated_planning_heap(monkeypatch, [k * k / 4 for k in range(1, 40)])
     with pytest.raises(BudgetError) as e:
         make_interpreter(model, delegate=load_flex(budget=budget, cache_path=str(tmp_path / "m.fxc")))
     assert e.value.min_budget_mb > budget, str(e.value)
