@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from budgetcheck import min_budget
 from opcheck import (ACTS, F32, TOL, Input, broadcast_shape, check, check_against, conv_model,
-                     depthwise_model, fc_model, pool_model, rand, single_op,
+                     add_operand, depthwise_model, fc_model, pool_model, rand, single_op,
                      transpose_conv_model)
 from flexdelegate import load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
@@ -838,6 +838,29 @@ def test_space_to_depth_of_zero_channels():
     """SPACE_TO_DEPTH over zero channels (the graph fuzzer's find, as for GATHER above: a
     0-byte copy into the empty output's NULL buffer; the sanitizer stage runs this)."""
     check(single_op("SPACE_TO_DEPTH", [(1, 4, 4, 0)], (1, 2, 2, 0), block_size=2))
+
+
+@pytest.mark.parametrize("op,out,more,opts", [
+    ("RESHAPE", (0, 4), [], {"new_shape": (0, 4)}),
+    ("TRANSPOSE", (4, 1, 0), [np.array([2, 0, 1], I32)], {}),
+    ("LOGISTIC", (1, 0, 4), [], {}),
+    ("ADD", (1, 0, 4), [(1, 1, 4)], {}),
+    ("CONCATENATION", (1, 0, 8), [Input((1, 0, 4))], {"axis": 2}),
+    ("PAD", (1, 2, 4), [np.array([[0, 0], [1, 1], [0, 0]], I32)], {}),
+])
+def test_ops_after_an_empty_intermediate(op, out, more, opts):
+    """ADD makes an empty tensor inside the partition, whose buffer is NULL; the op after it
+    must read (and, if empty, write) nothing. The graph fuzzer found RESHAPE memmoving 0 bytes
+    to and from NULL, which UBSan reports: exec.c now skips every node whose outputs hold no
+    element, one rule for all ops (the sanitizer stage runs this)."""
+    b = ModelBuilder()
+    x = b.input((1, 0, 4))
+    t = b.tensor((1, 0, 4))
+    y = b.tensor(out)
+    b.op("ADD", [x, b.const(np.ones((1, 1, 4), np.float32))], [t])
+    b.op(op, [t] + [add_operand(b, m) for m in more], [y], **opts)
+    b.output(y)
+    check(b.build())
 
 
 def test_gather_batch_dims():

@@ -459,7 +459,17 @@ int fx_run_cast(fx_graph *g, fx_node *n, fx_pool *pool) {
   return 0;
 }
 
+/* Every output holds zero elements: nothing to write, and an empty tensor's buffer may be NULL,
+ * which no kernel's memcpy may get even for 0 bytes (UBSan; the graph fuzzer found GATHER,
+ * SPACE_TO_DEPTH, then RESHAPE over empty tensors: one rule here instead of one per kernel). */
+static int writes_nothing(const fx_graph *g, const fx_node *n) {
+  for (int i = 0; i < n->n_out; i++)
+    if (n->out[i] >= 0 && fx_shape_numel(&g->tensors[n->out[i]].shape)) return 0;
+  return n->n_out > 0;
+}
+
 int fx_run_node(fx_graph *g, fx_node *n, fx_pool *pool) {
+  if (writes_nothing(g, n)) return 0;
   if (n->fused) { /* the producer's fused activation did the work (fuse.c) */
     const void *from = T(g, n->fuse_from)->ptr;
     if (n->fused == FX_FUSED_COPY && from != YT->ptr) memmove(YT->ptr, from, fx_shape_numel(&YT->shape) * ES);
