@@ -197,6 +197,52 @@ def q8_matmul_model(seed=0, size=6, c=64) -> bytes:
     return m.build(y2)
 
 
+_PEAK = """
+import json, subprocess, sys
+import flexdelegate.planner.bridge, flexdelegate.planner.arena  # imported before measuring
+from flexdelegate import load_flex
+from flexdelegate.memstat import drop_page_cache, peak_rss_bytes, release_heap, rss_bytes
+from flexdelegate.run import invoke, make_interpreter, random_inputs
+model, cache, budget, cold, from_disk = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4] == "1", sys.argv[5] == "1"
+if from_disk:
+    drop_page_cache(model)
+if budget and not cold:  # build the cache first, in a process of its own (what it leaves would hide the peak)
+    subprocess.run([sys.executable, "-c", "import sys; from flexdelegate import load_flex; from flexdelegate.run "
+                    "import make_interpreter; make_interpreter(sys.argv[1], delegate=load_flex(cache_path=sys.argv[2]))",
+                    model, cache], check=True)
+release_heap()  # what building the model freed: reused unseen, it would hide as much of the peak
+open("/proc/self/clear_refs", "w").write("5")
+r0 = rss_bytes()
+d = load_flex(budget=budget, cache_path=cache) if budget else None
+it = make_interpreter(model, delegate=d)
+x = random_inputs(it)
+for _ in range(3):
+    invoke(it, x)
+kernels = [o["kernel"] for o in d.stats()["ops"]] if d else []
+print(json.dumps({"peak": peak_rss_bytes() - r0, "kernels": kernels}))
+"""
+
+
+def measured_peak(model: bytes, model_path, cache, budget, *, cold=True, from_disk=False, env=None) -> dict:
+    """VmHWM increase (bytes, "peak") over a fresh process from before the Interpreter through
+    its load and three invokes, with load_flex(budget, cache) (budget 0: stock alone, the
+    runtime's fixed cost), and the delegate's kernels. The model is written to model_path;
+    from_disk: read back from disk, as a model on a device is (a file just written is cached in
+    large folios, and each of the stock runtime's own touches of its mapping then maps 2 MB);
+    cold=False: the cache file is built first, in a process of its own."""
+    import json
+    import os
+    import subprocess
+    import sys
+    with open(model_path, "wb") as f:
+        f.write(model)
+    r = subprocess.run([sys.executable, "-c", _PEAK, str(model_path), str(cache), str(float(budget)),
+                        str(int(cold)), str(int(from_disk))],
+                       capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
 _WARM_LOAD = """
 import json, sys
 import numpy as np

@@ -2,12 +2,11 @@
 a time must give bit for bit the numbers of the same layers run one by one (FP32: each layer's
 own kernel runs on a sub-image), and agree with stock TFLite like any delegated run.
 FLEXDELEGATE_BAND=none runs every node alone, all:ROWS:STRIPS forces every chain band by band."""
-import os
 
 import numpy as np
 import pytest
 
-from budgetcheck import min_budget, simulated_planning_heap
+from budgetcheck import measured_peak, min_budget, simulated_planning_heap
 from flexdelegate import load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error, random_inputs
 from flexdelegate.tflite.writer import ModelBuilder
@@ -299,11 +298,16 @@ def test_budget_chains_over_images_gates_and_threads(make, threads, tmp_path, mo
     assert d.stats()["partitions_memory"][0]["steps"] < len(d.stats()["ops"])  # a budget plan: chains as steps
 
 
+def _heavy_chain() -> bytes:
+    """Small maps, large weights: a chain whose weights (8 MB, held whole) a small budget cannot hold."""
+    return Chain((1, 8, 8, 512)).conv(2048, act="RELU").conv(512).build()
+
+
 def test_a_chain_whose_weights_the_budget_cannot_hold_runs_its_nodes(tmp_path, monkeypatch):
     """Small maps, large weights: held whole, the chain's weights (8 MB) would be the plan's
     bottleneck; so a budget below that runs its layers one by one, their weights sliced and
     streamed, with the same numbers, and the minimum named is that of the nodes."""
-    model = Chain((1, 8, 8, 512)).conv(2048, act="RELU").conv(512).build()
+    model = _heavy_chain()
     x = random_inputs(make_interpreter(model), seed=5)
     plain, _ = _run(model, x, 1, "none", monkeypatch)
     monkeypatch.setenv("FLEXDELEGATE_BAND", "all")
@@ -324,7 +328,7 @@ def test_a_retry_without_a_chain_counts_what_the_refused_plan_kept(tmp_path, mon
     plan's first-time costs): the retry that runs the chain's nodes holds the budget with it.
     Simulated: 2 MB kept from before the first attempt."""
     from flexdelegate.planner import bridge
-    model = Chain((1, 8, 8, 512)).conv(2048, act="RELU").conv(512).build()
+    model = _heavy_chain()
     monkeypatch.setenv("FLEXDELEGATE_BAND", "all")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     budget = min_budget(model, tmp_path / "b.fxc", winograd="off") + 3  # below the chain's 8 MB
@@ -337,37 +341,9 @@ def test_a_retry_without_a_chain_counts_what_the_refused_plan_kept(tmp_path, mon
     bridge._memo.clear()
 
 
-PEAK = """
-import json, sys
-import flexdelegate.planner.bridge, flexdelegate.planner.arena  # imported before measuring
-from flexdelegate import load_flex
-from flexdelegate.memstat import drop_page_cache, peak_rss_bytes, release_heap, rss_bytes
-from flexdelegate.run import invoke, make_interpreter, random_inputs
-model, cache, budget = sys.argv[1], sys.argv[2], float(sys.argv[3])
-drop_page_cache(model)
-release_heap()
-open("/proc/self/clear_refs", "w").write("5")
-r0 = rss_bytes()
-d = load_flex(budget=budget, cache_path=cache) if budget else None
-it = make_interpreter(model, delegate=d)
-x = random_inputs(it)
-for _ in range(3):
-    invoke(it, x)
-kernels = [o["kernel"] for o in d.stats()["ops"]] if d else []
-print(json.dumps({"peak": peak_rss_bytes() - r0, "kernels": kernels}))
-"""
-
-
 def _peak(model, tmp_path, name, budget):
-    import json
-    import subprocess
-    import sys
-    path = tmp_path / f"{name}.tflite"
-    path.write_bytes(model)
-    r = subprocess.run([sys.executable, "-c", PEAK, str(path), str(tmp_path / f"{name}.fxc"), str(budget)],
-                       capture_output=True, text=True, timeout=300, env={**os.environ, "FLEXDELEGATE_BAND": "all"})
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return measured_peak(model, tmp_path / f"{name}.tflite", tmp_path / f"{name}.fxc", budget, from_disk=True,
+                         env={"FLEXDELEGATE_BAND": "all"})
 
 
 @MEASURES_MEMORY

@@ -8,7 +8,8 @@ import textwrap
 
 import pytest
 
-from budgetcheck import change_cache_file, heavy_model, min_budget, simulated_planning_heap, stock_reference
+from budgetcheck import (change_cache_file, heavy_model, measured_peak, min_budget, simulated_planning_heap,
+                         stock_reference)
 from opcheck import check, conv_model
 from sanitizers import MEASURES_MEMORY
 from flexdelegate import BudgetError, load_flex
@@ -153,43 +154,8 @@ def test_set_budget_right_after_a_cold_unlimited_load(model, reference, tmp_path
     assert d.stats()["partitions_memory"][0]["steps"] > len(d.stats()["ops"])
 
 
-PEAK = textwrap.dedent("""
-    import json, sys; sys.path.insert(0, {here!r})
-    from budgetcheck import heavy_model, min_budget, stock_reference
-    from flexdelegate import BudgetError, load_flex
-    from flexdelegate.memstat import drop_page_cache, peak_rss_bytes, release_heap, rss_bytes
-    from flexdelegate.run import make_interpreter, random_inputs, invoke
-    import flexdelegate.planner.bridge, flexdelegate.planner.arena  # imported before measuring
-    model = heavy_model(fc={fc})
-    if {model_path!r}:  # a file mapping: the pages hashing and packing touch count in VmHWM
-        open({model_path!r}, "wb").write(model)
-        model = {model_path!r}
-        if {from_disk}:
-            drop_page_cache(model)
-    budget = {budget}
-    if budget and not {cold}:  # build the cache first, in a process of its own (what it leaves would hide the peak)
-        import subprocess
-        subprocess.run([sys.executable, "-c", "import sys; from flexdelegate import load_flex; from flexdelegate.run "
-                        "import make_interpreter; make_interpreter(sys.argv[1], delegate=load_flex(cache_path=sys.argv[2]))",
-                        model, {cache!r}], check=True)
-    release_heap()  # what building the model freed: reused unseen, it would hide as much of the peak
-    open("/proc/self/clear_refs", "w").write("5")
-    r0 = rss_bytes()
-    d = load_flex(budget=budget, cache_path={cache!r}) if budget else None
-    it = make_interpreter(model, delegate=d)
-    x = random_inputs(it)
-    for _ in range(3):
-        invoke(it, x)
-    print(json.dumps({{"peak": peak_rss_bytes() - r0}}))
-""")
-
-
 def peak(budget, cache, fc, cold=False, model_path="", from_disk=False):
-    code = PEAK.format(here=TESTS, budget=budget, cache=str(cache), fc=fc, cold=cold, model_path=str(model_path),
-                       from_disk=from_disk)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])["peak"]
+    return measured_peak(heavy_model(fc=fc), model_path, cache, budget, cold=cold, from_disk=from_disk)["peak"]
 
 
 @MEASURES_MEMORY

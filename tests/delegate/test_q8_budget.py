@@ -3,23 +3,17 @@ their packed panels sliced by output channels (requantization parameters inside 
 streamed from the cache file like the FP32 ones (BATCH_MATMUL packs its B per run into a scratch
 slot), bit-identical to the stock interpreter at every feasible budget down to the minimum, cold
 and warm, and a measured peak within the budget."""
-import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
-from budgetcheck import change_cache_file, min_budget, q8_conv_model, q8_heavy_model, q8_matmul_model
+from budgetcheck import change_cache_file, measured_peak, min_budget, q8_conv_model, q8_heavy_model, q8_matmul_model
 from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter
 from qopcheck import check_exact, random_input
 from sanitizers import ASAN
 
 MB = 2**20
-TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # budgetcheck.py
 # "conv-u8": the conv model on uint8 (each step flips the layer's input into its scratch slot)
 MODELS = {"fc": q8_heavy_model, "conv": q8_conv_model, "conv-u8": lambda: q8_conv_model(dtype=np.uint8),
           "matmul": q8_matmul_model}
@@ -79,40 +73,9 @@ def test_set_budget_replans_an_int8_model_between_invokes(model, tmp_path):
             assert np.array_equal(w, g), budget
 
 
-PEAK = textwrap.dedent("""
-    import json, sys; sys.path.insert(0, {here!r})
-    from budgetcheck import q8_heavy_model
-    from flexdelegate import load_flex
-    from flexdelegate.memstat import drop_page_cache, peak_rss_bytes, release_heap, rss_bytes
-    from flexdelegate.run import make_interpreter, random_inputs, invoke
-    import flexdelegate.planner.bridge, flexdelegate.planner.arena  # imported before measuring
-    open({model_path!r}, "wb").write(q8_heavy_model(fc={fc}))
-    if {from_disk}:
-        drop_page_cache({model_path!r})
-    budget = {budget}
-    if budget and not {cold}:  # build the cache first, in a process of its own (what it leaves would hide the peak)
-        import subprocess
-        subprocess.run([sys.executable, "-c", "import sys; from flexdelegate import load_flex; from flexdelegate.run "
-                        "import make_interpreter; make_interpreter(sys.argv[1], delegate=load_flex(cache_path=sys.argv[2]))",
-                        {model_path!r}, {cache!r}], check=True)
-    release_heap()  # what building the model freed: reused unseen, it would hide as much of the peak
-    open("/proc/self/clear_refs", "w").write("5")
-    r0 = rss_bytes()
-    d = load_flex(budget=budget, cache_path={cache!r}) if budget else None
-    it = make_interpreter({model_path!r}, delegate=d)
-    x = random_inputs(it)
-    for _ in range(3):
-        invoke(it, x)
-    print(json.dumps({{"peak": peak_rss_bytes() - r0}}))
-""")
-
-
 def peak(tmp_path, budget, fc, cold, name, from_disk=False):
-    code = PEAK.format(here=TESTS, budget=budget, cache=str(tmp_path / f"{name}.fxc"), fc=fc, cold=cold,
-                       model_path=str(tmp_path / f"{name}.tflite"), from_disk=from_disk)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])["peak"]
+    return measured_peak(q8_heavy_model(fc=fc), tmp_path / f"{name}.tflite", tmp_path / f"{name}.fxc", budget,
+                         cold=cold, from_disk=from_disk)["peak"]
 
 
 # Open (issue 17): at its planner minimum (2.54 MB) the model's cold load peaks 0.2-0.3 MB over:
