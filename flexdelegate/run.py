@@ -59,7 +59,16 @@ def invoke(it, inputs) -> list[np.ndarray]:
     for d, x in zip(it.get_input_details(), inputs):
         it.set_tensor(d["index"], x)
     it.invoke()
-    return [it.get_tensor(d["index"]).copy() for d in it.get_output_details()]
+    return [_output(it, d) for d in it.get_output_details()]
+
+
+def _output(it, d) -> np.ndarray:
+    # An output of no element reads as an empty array: tflite-runtime 2.14's get_tensor raises
+    # "Invalid tensor size." on one that the stock kernel computed at prepare (STRIDED_SLICE of
+    # a constant: a persistent tensor without data), where the delegate's reads fine.
+    if 0 in d["shape"]:
+        return np.zeros(d["shape"], d["dtype"])
+    return it.get_tensor(d["index"]).copy()
 
 
 @dataclass
