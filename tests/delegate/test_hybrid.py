@@ -634,7 +634,9 @@ def test_budget_streams_the_hybrid_blobs(tmp_path):
     want = invoke(make_interpreter(model, delegate=load_flex(cache_path=str(cache))), x)
     cache.unlink()
     lo = min_budget(model, cache)
-    assert lo < 3, lo  # far below the FC's weights
+    # an FC held whole would need its 4 MB of int8 panels (16 MB as FP32) plus the 2.5 MB runtime
+    # reserve; sliced, the minimum stays below the panels alone (3.0 MB here, on AMX and VNNI)
+    assert lo < 4, lo
     for load in ("cold", "warm"):
         if load == "cold" and cache.exists():
             cache.unlink()
