@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from budgetcheck import (change_cache_file, heavy_model, measured_peak, min_budget, simulated_planning_heap,
+from budgetcheck import (AT_MINIMUM, change_cache_file, heavy_model, measured_peak, min_budget, simulated_planning_heap,
                          stock_reference)
 from opcheck import check, conv_model
 from sanitizers import MEASURES_MEMORY
@@ -170,7 +170,7 @@ def test_measured_peak_stays_within_budget_plus_fixed_cost(tmp_path):
 
 
 @MEASURES_MEMORY
-@pytest.mark.parametrize("budget", [12.0, 48.0, 6.0, "min"])
+@pytest.mark.parametrize("budget", [12.0, 48.0, 6.0, pytest.param("min", marks=AT_MINIMUM)])
 def test_cold_load_builds_the_cache_within_budget(tmp_path, budget):
     """The first load (no cache file yet) of a ~36 MB model read from a file: hashing and packing
     the weights read through the file, writing the cache file a piece at a time, it stays within

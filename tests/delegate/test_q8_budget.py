@@ -7,7 +7,7 @@ and warm, and a measured peak within the budget."""
 import numpy as np
 import pytest
 
-from budgetcheck import change_cache_file, measured_peak, min_budget, q8_conv_model, q8_heavy_model, q8_matmul_model
+from budgetcheck import AT_MINIMUM, change_cache_file, measured_peak, min_budget, q8_conv_model, q8_heavy_model, q8_matmul_model
 from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter
 from qopcheck import check_exact, random_input
@@ -78,11 +78,6 @@ def peak(tmp_path, budget, fc, cold, name, from_disk=False):
                          cold=cold, from_disk=from_disk)["peak"]
 
 
-# Open (issue 17): at its planner minimum (2.54 MB) the model's cold load peaks 0.2-0.3 MB over:
-# planning its 1030-step plan (or reading it back from the plan cache) takes 2.4-2.6 MB of Python
-# heap for a moment, before the arena exists, on top of ~0.9 MB the load already holds; the
-# minimum counts the arena and a fixed 2.5 MB reserve, not the planner's own peak.
-AT_MINIMUM = pytest.mark.xfail(strict=False, reason="the planner's heap at the minimum (issue 17, open)")
 
 
 # Under the sanitizer stage ASan's allocator (redzones, a quarantine of freed memory) is in
