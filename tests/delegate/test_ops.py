@@ -854,6 +854,17 @@ def test_gather_of_empty_rows():
     check(single_op("GATHER", [(2, 3, 0), np.array([[1], [0]], I32)], (2, 2, 1, 0), axis=1))
 
 
+def test_gather_of_nothing_still_checks_its_indices():
+    """Rows of zero elements gathered with a negative index: stock refuses at invoke though
+    nothing is copied, and so must the delegate (exec.c skips nodes whose outputs hold no
+    element, but not the gathers: the graph fuzzer's find). (An index past the axis: LiteRT
+    refuses it, as the delegate does; tflite-runtime 2.14 runs it, copying nothing.)"""
+    model = single_op("GATHER", [(5, 0), np.array([1, -5, 2], I32)], (3, 0), axis=0)
+    for it in (make_interpreter(model), make_interpreter(model, delegate=load_flex(cache_path=""))):
+        with pytest.raises(RuntimeError):
+            it.invoke()
+
+
 def test_space_to_depth_of_zero_channels():
     """SPACE_TO_DEPTH over zero channels (the graph fuzzer's find, as for GATHER above: a
     0-byte copy into the empty output's NULL buffer; the sanitizer stage runs this)."""
