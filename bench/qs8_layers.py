@@ -1,0 +1,95 @@
+"""Single int8 CONV_2D layers at ResNet-50's shapes, each as a one-op model: the runtime's default
+XNNPack delegate beside flexdelegate in one process, invokes alternating by rounds, one thread;
+median latency, GOPS (1 op = one multiply or one add) and flex / XNNPack per layer, and the
+largest output difference (XNNPack rounds its own way: 1 step apart is expected). Where
+bench/compare.py says a quantized model is behind, this says which layer shapes are.
+
+    python bench/qs8_layers.py [--rounds 15] [--iters 5]
+
+Run it under ai-edge-litert (tflite-runtime 2.14's XNNPack does not take int8 models: its
+column would be the stock kernels). Never run by pytest."""
+import argparse
+import pathlib
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+from flexdelegate import load_flex  # noqa: E402
+from flexdelegate.tflite.writer import ModelBuilder  # noqa: E402
+
+try:
+    from ai_edge_litert.interpreter import Interpreter
+except ImportError:
+    from tflite_runtime.interpreter import Interpreter
+
+# (name, input h = w, cin, cout, kernel, stride); the stem reads its input pre-padded (VALID).
+LAYERS = [("1x1 64->256 @56", 56, 64, 256, 1, 1), ("3x3 64->64 @56", 56, 64, 64, 3, 1),
+          ("1x1 256->64 @56", 56, 256, 64, 1, 1), ("1x1 512->128 @28", 28, 512, 128, 1, 1),
+          ("3x3 128 @28", 28, 128, 128, 3, 1), ("3x3 256 @14", 14, 256, 256, 3, 1),
+          ("1x1 1024->2048 /2 @14", 14, 1024, 2048, 1, 2), ("1x1 2048->512 @7", 7, 2048, 512, 1, 1),
+          ("1x1 512->2048 @7", 7, 512, 2048, 1, 1), ("3x3 512 @7", 7, 512, 512, 3, 1),
+          ("stem 7x7/2 3->64 @230", 230, 3, 64, 7, 2)]
+
+
+def out_size(h, k, s):
+    return (h - k) // s + 1 if k == 7 else -(-h // s)
+
+
+def conv_model(h, cin, cout, k, s, seed=0) -> bytes:
+    """int8 in and out, per-channel int8 weights, int32 bias, ReLU; output scale set so the
+    accumulators spread over a few dozen output steps."""
+    rng = np.random.default_rng(seed)
+    b = ModelBuilder()
+    xs, o = 0.05, out_size(h, k, s)
+    x = b.input((1, h, h, cin), dtype=np.int8, scale=[xs], zero_point=[1])
+    ws = 0.01 * rng.uniform(0.5, 1.5, cout)
+    w = b.const(rng.integers(-127, 128, (cout, k, k, cin)).astype(np.int8), scale=list(ws),
+                zero_point=[0] * cout, quantized_dimension=0)
+    bias = b.const(rng.integers(-2000, 2000, cout).astype(np.int32), scale=list(xs * ws), zero_point=[0] * cout)
+    ys = float(xs * 0.01 * 50 * 73 * np.sqrt(k * k * cin) / 40)
+    y = b.tensor((1, o, o, cout), dtype=np.int8, scale=[ys], zero_point=[-5])
+    b.op("CONV_2D", [x, w, bias], [y], padding="VALID" if k == 7 else "SAME", stride_w=s, stride_h=s,
+         fused_activation_function="RELU")
+    b.output(y)
+    return b.build()
+
+
+def times(it, n):
+    out = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        it.invoke()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--iters", type=int, default=5)
+    a = ap.parse_args()
+    print(f"{'layer':24s} {'xnn us':>8s} {'GOPS':>6s} {'flex us':>8s} {'GOPS':>6s} {'flex/xnn':>8s} {'max diff':>8s}")
+    for name, h, cin, cout, k, s in LAYERS:
+        model = conv_model(h, cin, cout, k, s)
+        xnn = Interpreter(model_content=model, num_threads=1)
+        flex = Interpreter(model_content=model, num_threads=1,
+                           experimental_delegates=[load_flex(cache_path="", num_threads=1)])
+        x = np.random.default_rng(1).integers(-128, 128, (1, h, h, cin)).astype(np.int8)
+        for it in (xnn, flex):
+            it.allocate_tensors()
+            it.set_tensor(it.get_input_details()[0]["index"], x)
+        tx, tf = [], []
+        for _ in range(a.rounds):
+            tx += times(xnn, a.iters)
+            tf += times(flex, a.iters)
+        yx, yf = (it.get_tensor(it.get_output_details()[0]["index"]).astype(int) for it in (xnn, flex))
+        ops = 2 * out_size(h, k, s) ** 2 * cout * cin * k * k
+        mx, mf = np.median(tx) * 1e6, np.median(tf) * 1e6
+        print(f"{name:24s} {mx:8.0f} {ops / mx / 1e3:6.0f} {mf:8.0f} {ops / mf / 1e3:6.0f} {mf / mx:8.2f} "
+              f"{int(np.abs(yx - yf).max()):8d}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
