@@ -42,18 +42,14 @@ FX_C4V __m512i fx_c4v_load_a_part(const int8_t *p, size_t n) {
 /* 8 rows' vpdpbusd in one asm statement: each row's A in its own register, no copies of the
  * accumulators (GCC 12 moves every accumulator through a scratch register around the
  * intrinsic, and with the A values sharing one register the loop ran ~20 % slower). */
-#define FX_C4V_DOT8                                                                                \
+#define FX_C4V_DOT8_(A, V, W)                                                                      \
   __asm__("vpdpbusd %16, %8, %0\n\tvpdpbusd %16, %9, %1\n\tvpdpbusd %16, %10, %2\n\t"               \
           "vpdpbusd %16, %11, %3\n\tvpdpbusd %16, %12, %4\n\tvpdpbusd %16, %13, %5\n\t"              \
           "vpdpbusd %16, %14, %6\n\tvpdpbusd %16, %15, %7"                                            \
-          : "+v"(acc0), "+v"(acc1), "+v"(acc2), "+v"(acc3), "+v"(acc4), "+v"(acc5), "+v"(acc6), "+v"(acc7) \
-          : "v"(va0), "v"(va1), "v"(va2), "v"(va3), "v"(va4), "v"(va5), "v"(va6), "v"(va7), "v"(wv));
-#define FX_C4V_DOT8B                                                                               \
-  __asm__("vpdpbusd %16, %8, %0\n\tvpdpbusd %16, %9, %1\n\tvpdpbusd %16, %10, %2\n\t"               \
-          "vpdpbusd %16, %11, %3\n\tvpdpbusd %16, %12, %4\n\tvpdpbusd %16, %13, %5\n\t"              \
-          "vpdpbusd %16, %14, %6\n\tvpdpbusd %16, %15, %7"                                            \
-          : "+v"(bcc0), "+v"(bcc1), "+v"(bcc2), "+v"(bcc3), "+v"(bcc4), "+v"(bcc5), "+v"(bcc6), "+v"(bcc7) \
-          : "v"(vb0), "v"(vb1), "v"(vb2), "v"(vb3), "v"(vb4), "v"(vb5), "v"(vb6), "v"(vb7), "v"(wb));
+          : "+v"(A##0), "+v"(A##1), "+v"(A##2), "+v"(A##3), "+v"(A##4), "+v"(A##5), "+v"(A##6), "+v"(A##7) \
+          : "v"(V##0), "v"(V##1), "v"(V##2), "v"(V##3), "v"(V##4), "v"(V##5), "v"(V##6), "v"(V##7), "v"(W));
+#define FX_C4V_DOT8 FX_C4V_DOT8_(acc, va, wv)
+#define FX_C4V_DOT8B FX_C4V_DOT8_(bcc, vb, wb)
 /* The k-loop over one run of kc bytes per row: per k-group one weight load, then every row's
  * vpdpbusd, two k-groups a step (the second into bcc). */
 #define FX_C4V_KLOOP(ROWS)                                \
