@@ -665,13 +665,21 @@ static const char *read_block(fx_graph *g, fx_node *n, const void *bd) {
   return same_dtype(g, n, 1);
 }
 
+/* A gather from a tensor of no element stays with stock: stock's index checks there differ
+ * between the runtimes (tflite-runtime 2.14 checks flat byte positions, so it runs an index past
+ * the axis that copies nothing; LiteRT refuses it), and only stock itself agrees with both. */
+static const char *gathers_from_nothing(const fx_tensor *from) {
+  return fx_shape_numel(&from->shape) ? NULL : "gathering from an empty tensor (the runtimes check indices apart)";
+}
+
 static const char *read_gather(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteGatherParams *p = bd;
   n->p.gather.axis = p->axis;
   n->p.gather.batch_dims = p->batch_dims;
   int it = g->tensors[n->in[1]].dtype;
   if (it != FX_I32 && it != FX_I64) return "indices must be int32 or int64";
-  return same_dtype(g, n, 1);
+  const char *why = gathers_from_nothing(&g->tensors[n->in[0]]);
+  return why ? why : same_dtype(g, n, 1);
 }
 
 /* int8 BATCH_MATMUL (the node becomes QBATCH_MATMUL): int8 operands (both run-time, or B
@@ -778,7 +786,8 @@ static const char *read_gather_nd(fx_graph *g, fx_node *n, const void *bd) {
   (void)bd;
   const int it = g->tensors[n->in[1]].dtype;
   if (it != FX_I32 && it != FX_I64) return "indices must be int32 or int64";
-  return same_dtype(g, n, 1);
+  const char *why = gathers_from_nothing(&g->tensors[n->in[0]]);
+  return why ? why : same_dtype(g, n, 1);
 }
 
 /* EMBEDDING_LOOKUP: 1-D int32 ids into a float32 table of rank >= 2 (hybrid int8 tables stay
@@ -789,6 +798,8 @@ static const char *read_embedding_lookup(fx_graph *g, fx_node *n, const void *bd
   if (ids->dtype != FX_I32 || ids->shape.rank != 1) return "ids must be 1-D int32";
   if (table->shape.rank < 2) return "table rank below 2";
   if (table->dtype != FX_F32 || g->tensors[n->out[0]].dtype != FX_F32) return "non-float32 table (hybrid lookups stay with stock)";
+  const char *why = gathers_from_nothing(table);
+  if (why) return why;
   const int id = n->in[0];
   n->in[0] = n->in[1];
   n->in[1] = id;
