@@ -462,8 +462,8 @@ int fx_run_cast(fx_graph *g, fx_node *n, fx_pool *pool) {
 /* Every output holds zero elements: nothing to write, and an empty tensor's buffer may be NULL,
  * which no kernel's memcpy may get even for 0 bytes (UBSan; the graph fuzzer found GATHER,
  * SPACE_TO_DEPTH, then RESHAPE over empty tensors: one rule here instead of one per kernel).
- * Except the gathers: stock refuses an index out of range even when nothing is gathered, and
- * so must they (the fuzzer's next find). */
+ * Except the gathers: their index checks are stock's behaviour to keep even when nothing is
+ * copied (the fuzzer's next find; ops.c leaves a gather from an empty tensor to stock). */
 static int writes_nothing(const fx_graph *g, const fx_node *n) {
   if (n->kind == FX_OP_GATHER || n->kind == FX_OP_GATHER_ND) return 0;
   for (int i = 0; i < n->n_out; i++)

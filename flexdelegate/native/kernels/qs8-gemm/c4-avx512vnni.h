@@ -29,9 +29,9 @@ FX_C4V __m512i fx_c4v_load_a_part(const int8_t *p, size_t n) {
 }
 
 /* Two accumulators a row, for even and odd k-groups, summed at the end: a row's vpdpbusd
- * depend on its previous one, and 8 chains of one do not cover vpdpbusd's latency at two a
- * cycle (a Zen 5 ran at ~80 % of XNNPack's 7x16c4, whose rows have two as well; the sums wrap
- * alike in any order, so the result is the same). acc starts at the panel's bias (vbias). */
+ * depend on its previous one, so a tile of few rows (a batch-1 FC: one row) was one chain
+ * waiting on vpdpbusd's latency (Zen 5: 130 -> 220 GOPS with two; 8-row tiles unchanged). The
+ * sums wrap alike in any order, so the result is the same. acc starts at the panel's bias. */
 #define FX_C4V_ACC(i) __m512i acc##i = vbias, bcc##i = _mm512_setzero_si512();
 #define FX_C4V_DOT(i) acc##i = _mm512_dpbusd_epi32(acc##i, va##i, wv);
 #define FX_C4V_DOTB(i) bcc##i = _mm512_dpbusd_epi32(bcc##i, vb##i, wb);
