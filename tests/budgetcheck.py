@@ -3,19 +3,10 @@ what every budget test asks of them."""
 import contextlib
 
 import numpy as np
-import pytest
 
 from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter, random_inputs
 from flexdelegate.tflite.writer import ModelBuilder
-
-
-# Open (issue 17): at the planner's minimum itself a cold load may not fit. The minimum counts
-# the arena and a fixed 2.5 MB reserve, not the Python heap planning keeps: the int8 heavy model
-# (2.54 MB) peaked 0.2-0.3 MB over (its 1030-step plan takes 2.4-2.6 MB of heap for a moment);
-# the FP32 one (2.77 MB) is refused on LiteRT on a Zen 5 ("the minimum is 3.34 MB": its first
-# plan in the process kept 0.57 MB). A budget a little above the minimum holds (the other cases).
-AT_MINIMUM = pytest.mark.xfail(strict=False, reason="the planner's heap at the minimum (issue 17, open)")
 
 
 def stock_reference(model, seed):

@@ -8,10 +8,10 @@ import textwrap
 
 import pytest
 
-from budgetcheck import (AT_MINIMUM, change_cache_file, heavy_model, measured_peak, min_budget, simulated_planning_heap,
+from budgetcheck import (change_cache_file, heavy_model, measured_peak, min_budget, simulated_planning_heap,
                          stock_reference)
 from opcheck import check, conv_model
-from sanitizers import MEASURES_MEMORY
+from sanitizers import AT_MINIMUM, MEASURES_MEMORY
 from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter, max_error
 

@@ -7,11 +7,11 @@ and warm, and a measured peak within the budget."""
 import numpy as np
 import pytest
 
-from budgetcheck import AT_MINIMUM, change_cache_file, measured_peak, min_budget, q8_conv_model, q8_heavy_model, q8_matmul_model
+from budgetcheck import change_cache_file, measured_peak, min_budget, q8_conv_model, q8_heavy_model, q8_matmul_model
 from flexdelegate import BudgetError, load_flex
 from flexdelegate.run import invoke, make_interpreter
 from qopcheck import check_exact, random_input
-from sanitizers import ASAN
+from sanitizers import ASAN, AT_MINIMUM
 
 MB = 2**20
 # "conv-u8": the conv model on uint8 (each step flips the layer's input into its scratch slot)
