@@ -34,6 +34,11 @@ def chosen(family: str) -> str:
     return ffi.string(lib.flex_variant(FAMILIES[family], -1)).decode()
 
 
+def hybrid_int8() -> bool:
+    """Whether dynamic-range convs and FCs run on this CPU's int8 GEMM (else on the FP32 kernels)."""
+    return bool(lib.flex_hybrid_int8())
+
+
 def _act_code(act) -> int:
     return _ACTS[act.upper()] if isinstance(act, str) else int(act)
 

@@ -40,10 +40,12 @@ F32 = np.float32
 ACTS = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"]
 FP32_TOL = TOL  # the project's FP32 agreement (max_error: relative to max(1, max |ref|))
 LITERT = detect().name == "ai_edge_litert"
-# The int8 path runs on the variants with a float output stage (qs8-gemm.inc's range_f32: AMX).
-INT8_PATH = _native_testing.chosen("qs8-gemm").endswith("-amx")
-# The int8 GEMM variant whose hybrid layers stay on the FP32 path on this CPU (the brief's A/B).
-FP32_ISA = "avx512vnni"
+# The int8 path runs on the variants with a float output stage (qs8-gemm.inc's range_f32: AMX,
+# AVX-512 VNNI).
+INT8_PATH = _native_testing.hybrid_int8()
+# An ISA level whose int8 GEMM variant has no float output stage: hybrid layers run on the FP32
+# kernels there (the brief's A/B).
+FP32_ISA = "avx512bw"
 
 
 class Hybrid:

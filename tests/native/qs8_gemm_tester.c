@@ -6,11 +6,14 @@
  * at both ends, tiny and huge multipliers, every clamp and every rounding, and the QU8 path
  * (uint8 data, weight zero point); and the run-time B of an int8 BATCH_MATMUL (int8 weights with
  * a zero point, read through strides: fx_qs8_pack_gemm_zw) under a split rounding rule
- * (fx_qs8_gemm_run_split), whole and over split panel ranges. Prints one line per group and
- * "ALL PASS".
+ * (fx_qs8_gemm_run_split), whole and over split panel ranges; and the float output stage of the
+ * variants that have one (range_f32, hybrid layers: qs8-gemm.h fx_qs8_f32_out) against stock's
+ * float operations written here. Prints one line per group and "ALL PASS".
  *   qs8_gemm_tester [cases]      (FLEXDELEGATE_ISA narrows nothing here: all variants run) */
+#include <math.h>
 #include <string.h>
 #include "kernels/qs8-gemm/qs8-run.h"
+#include "kernels/simd/nofuse.h"
 #include "qs8_tester_util.h"
 
 typedef struct {
@@ -149,6 +152,93 @@ static int check_bmm(size_t m, size_t n, size_t k) {
   return bad;
 }
 
+/* x86's min / max: the second operand when either is NaN (the kernels' clamp relies on it). */
+static float x86_max(float a, float b) { return a > b ? a : b; }
+static float x86_min(float a, float b) { return a < b ? a : b; }
+
+/* A hybrid GEMM (m x k int8 rows, scales and zero points per row or one for all, n channels of
+ * int8 weights) through range_f32: the float stage as stock computes it, each operation rounded,
+ * the clamp keeping a NaN or turning it into lo, a residual; whole and as two panel ranges (the
+ * columns outside a range untouched), with the range of the values stored. Returns the number
+ * of variants that failed. */
+static int check_hybrid(size_t m, size_t n, size_t k) {
+  int8_t *a = malloc(m * k + 1), *w = malloc(n * k + 1);
+  float *xs = malloc(sizeof(float) * m), *ws = malloc(sizeof(float) * n), *bias = malloc(sizeof(float) * n);
+  float *res = malloc(sizeof(float) * m * n + 4), *want = malloc(sizeof(float) * m * n), *got = malloc(sizeof(float) * m * n);
+  int32_t *zp = malloc(sizeof(int32_t) * m);
+  rnd_i8(a, m * k, -128, 127);
+  rnd_i8(w, n * k, -127, 127);
+  const size_t x_step = (size_t)rnd_in(0, 1);
+  for (size_t i = 0; i < m; i++) xs[i] = (float)(rnd_unit() * 0.02 + 1e-4), zp[i] = rnd_in(-128, 127);
+  for (size_t j = 0; j < n; j++) ws[j] = (float)(rnd_unit() * 0.01 + 1e-5), bias[j] = (float)(rnd_unit() * 4 - 2);
+  for (size_t i = 0; i < m * n; i++) res[i] = (float)(rnd_unit() * 2 - 1);
+  const int poison = rnd_in(0, 4) == 0; /* a NaN scale (a row of NaN inputs) and an infinite bias */
+  if (poison) xs[rnd_in(0, (int)m - 1)] = NAN, bias[rnd_in(0, (int)n - 1)] = INFINITY;
+  static const float los[] = {-INFINITY, 0.f, -1.f, -6.f}, his[] = {INFINITY, 6.f, 1.f, 0.5f};
+  const int act = rnd_in(0, 3);
+  fx_qs8_f32_out o = {.x_scale = xs, .x_zp = rnd_in(0, 1) ? zp : NULL, .x_step = x_step, .w_scale = ws, .bias = bias,
+                      .lo = los[act], .hi = his[act], .nan_to_lo = rnd_in(0, 1), .res = rnd_in(0, 2) ? NULL : res,
+                      .res_stride = n, .res_lo = -1.5f, .res_hi = 1.5f};
+  float lo_want = INFINITY, hi_want = -INFINITY;
+  int finite = 1;
+  for (size_t i = 0; i < m; i++)
+    for (size_t j = 0; j < n; j++) {
+      const size_t r = i * x_step;
+      int32_t acc = 0;
+      for (size_t q = 0; q < k; q++) acc += a[i * k + q] * w[j * k + q];
+      if (o.x_zp) {
+        int32_t sum = 0;
+        for (size_t q = 0; q < k; q++) sum += w[j * k + q];
+        acc -= o.x_zp[r] * sum;
+      }
+      const float scale = xs[r] * ws[j];
+      float f = (float)acc * scale;
+      FX_NOFUSE(f);
+      f = f + bias[j];
+      f = o.nan_to_lo ? x86_min(x86_max(f, o.lo), o.hi) : x86_min(o.hi, x86_max(o.lo, f));
+      if (o.res) f = x86_min(o.res_hi, x86_max(o.res_lo, f + res[i * n + j]));
+      want[i * n + j] = f;
+      finite &= isfinite(f) != 0;
+      lo_want = f < lo_want ? f : lo_want;
+      hi_want = f > hi_want ? f : hi_want;
+    }
+  int bad = 0;
+  const fx_qs8_gemm_config *v;
+  for (int vi = 0; (v = fx_qs8_gemm_config_at(vi)); vi++) {
+    if (!v->range_f32) continue;
+    const fx_qs8_gemm_geom geom = fx_qs8_gemm_geom_of(v, (int)n, 1, (int)k);
+    const size_t nr = (size_t)v->nr, panels = (n + nr - 1) / nr, pb = fx_qs8_gemm_panel_bytes(&geom);
+    const size_t mid = (size_t)rnd_in(0, (int)panels);
+    uint8_t *packed = malloc(fx_qs8_gemm_packed_bytes(&geom));
+    int fail = fx_qs8_pack_hybrid(&geom, w, packed) != 0;
+    float range[2] = {INFINITY, -INFINITY};
+    fx_qs8_f32_out ow = o;
+    ow.range = range;
+    memset(got, 0x7f, sizeof(float) * m * n);
+    v->range_f32(m, n, k, a, k, packed, pb, got, n, &ow, 0, panels);
+    fail |= memcmp(got, want, sizeof(float) * m * n) != 0;
+    fail |= finite && (range[0] != lo_want || range[1] != hi_want);
+    /* panels [mid, panels) first, packed from panel mid on; the others untouched, then filled */
+    memset(got, 0x7f, sizeof(float) * m * n);
+    v->range_f32(m, n, k, a, k, packed + mid * pb, pb, got, n, &o, mid, panels);
+    for (size_t i = 0; i < m; i++)
+      for (size_t j = 0; j < mid * nr && j < n; j++) {
+        uint32_t bits;
+        memcpy(&bits, &got[i * n + j], 4);
+        fail |= bits != 0x7f7f7f7fu;
+      }
+    v->range_f32(m, n, k, a, k, packed, pb, got, n, &o, 0, mid);
+    fail |= memcmp(got, want, sizeof(float) * m * n) != 0;
+    if (fail)
+      fprintf(stderr, "FAIL %s hybrid: %zux%zux%zu x_step=%zu zp=%d act=%d nan_to_lo=%d res=%d poison=%d\n", v->name, m, n,
+              k, x_step, o.x_zp != NULL, act, o.nan_to_lo, o.res != NULL, poison);
+    bad += fail;
+    free(packed);
+  }
+  free(a); free(w); free(xs); free(ws); free(bias); free(res); free(want); free(got); free(zp);
+  return bad;
+}
+
 static int same_geom(fx_qs8_conv_geom *g, int h, int w, int kh, int kw, int s, int d, int same) {
   g->h = h; g->w = w; g->kh = kh; g->kw = kw; g->sh = g->sw = s; g->dh = g->dw = d;
   const int eh = (kh - 1) * d + 1, ew = (kw - 1) * d + 1;
@@ -258,6 +348,16 @@ int main(int argc, char **argv) {
       }
   printf("run-time int8 B (zero point, strides) under split roundings: %d/%d pass\n", bmms - bmms_bad, bmms);
   total += bmms; failed += bmms_bad;
+  int hybrids = 0, hybrids_bad = 0;
+  for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
+    for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
+      for (size_t c = 0; c < sizeof ksz / sizeof *ksz; c++) {
+        hybrids++;
+        hybrids_bad += check_hybrid((size_t)ms[a], (size_t)ns[b], (size_t)ksz[c]) != 0;
+      }
+  printf("hybrid float output stage (range_f32 variants), whole and split panel ranges: %d/%d pass\n",
+         hybrids - hybrids_bad, hybrids);
+  total += hybrids; failed += hybrids_bad;
   /* Random convolutions in both driver forms (and 1x1 ones through the GEMM as well). */
   int convs = 0, convs_bad = 0, slices = 0, slices_bad = 0;
   for (int i = 0; i < cases; i++) {

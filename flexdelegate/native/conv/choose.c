@@ -228,7 +228,8 @@ void fx_conv_choose_form(fx_conv_pack *p, const fx_conv_geom *g, int rt_tile) {
  * @112 1.8x, 24->144 @56 1.4x, 32->192 @56 1.1x, 32->16 @112 1.8x, the 3x3/2 stem over 3
  * channels, K = 27, 1.4x; K = 40 and 48: 0.7-0.97x, K >= 64: 0.4-0.74x). MobileNetV2 and
  * EfficientNet expand 16-, 24- and 32-channel maps this way at their largest sizes. Hybrid layers
- * keep AMX: the VNNI tile has no float output stage. */
+ * keep AMX (the VNNI tile's float output stage came later, on a machine without AMX: the shallow
+ * hybrid layers' choice there is not measured). */
 #define FX_QS8_VNNI_MAX_DEPTH 32
 
 const fx_qs8_gemm_config *fx_conv_choose_qs8_gemm(int depth, int hybrid) {
@@ -243,11 +244,12 @@ const fx_qs8_gemm_config *fx_conv_choose_qs8_gemm(int depth, int hybrid) {
  * as the GEMM's A as it is. Otherwise the IGEMM, unless cin is too small to fill the kernel's
  * k-groups (the 3-channel stem of most CNNs: 3 of every 8 bytes would be padding): then one
  * flat K = kh*kw*cin of gathered im2col rows through the GEMM. */
-int fx_conv_choose_qs8_form(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg) {
+int fx_conv_choose_qs8_form(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int hybrid) {
   if (cg->kh == 1 && cg->kw == 1 && cg->sh == 1 && cg->sw == 1 && cg->pt == 0 && cg->pl == 0 && cg->oh == cg->h &&
       cg->ow == cg->w)
     return FX_QS8_CONV_GEMM;
-  if (!g->igemm) return FX_QS8_CONV_IM2COL; /* a range-only variant (AMX) gathers its A rows */
+  /* a range-only variant (AMX) gathers its A rows; so do hybrid layers (range_f32 is a GEMM) */
+  if (!g->igemm || hybrid) return FX_QS8_CONV_IM2COL;
   if (cg->kh * cg->kw > 1 && cg->cin % g->kr != 0 && cg->cin < 2 * g->kr) return FX_QS8_CONV_IM2COL;
   return FX_QS8_CONV_IGEMM;
 }

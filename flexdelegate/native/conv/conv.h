@@ -155,8 +155,9 @@ double fx_conv_winograd_slice_us(const fx_conv_geom *g, int tile, int threads);
 /* The QS8 GEMM variant of an int8 layer whose dot products are `depth` deep (kh * kw * cin; an
  * FC's K), hybrid or not: this CPU's, or a faster one for that depth. */
 const fx_qs8_gemm_config *fx_conv_choose_qs8_gemm(int depth, int hybrid);
-/* How an int8 conv runs on QS8 GEMM variant g (FX_QS8_CONV_*; packing and runs follow it). */
-int fx_conv_choose_qs8_form(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg);
+/* How an int8 conv (hybrid: a dynamic-range one) runs on QS8 GEMM variant g (FX_QS8_CONV_*;
+ * packing and runs follow it). */
+int fx_conv_choose_qs8_form(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int hybrid);
 /* Whether dynamic-range (hybrid) convs and FCs run on QS8 GEMM variant g (its float output
  * stage), rather than on the FP32 kernels from dequantized weights. */
 int fx_conv_choose_hybrid(const fx_qs8_gemm_config *g);

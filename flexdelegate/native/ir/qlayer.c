@@ -256,7 +256,7 @@ static uint32_t gemm_layout(const fx_graph *g, const fx_node *n, struct fx_qlaye
   q->gemm = fx_conv_choose_qs8_gemm(depth, q->hybrid);
   if (n->kind == FX_OP_QCONV) {
     const fx_qs8_conv_geom cg = conv_geom(g, n);
-    q->form = fx_conv_choose_qs8_form(q->gemm, &cg);
+    q->form = fx_conv_choose_qs8_form(q->gemm, &cg, q->hybrid);
     a->geom = fx_qs8_conv_pack_geom(q->gemm, &cg, q->form);
   } else { /* FULLY_CONNECTED, TRANSPOSE_CONV: [cout][K] */
     a->geom = fx_qs8_gemm_geom_of(q->gemm, cout, 1, depth);

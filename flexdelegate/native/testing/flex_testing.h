@@ -21,6 +21,9 @@ enum { FLEX_FAMILY_GEMM = 0, FLEX_FAMILY_IGEMM = 1, FLEX_FAMILY_DWCONV = 2, FLEX
  * direct-conv (stem-conv) kernel that reads GEMM variant i's panels; a QS8_GEMM variant runs its
  * GEMM and its IGEMM twin alike. */
 const char *flex_variant(int family, int i);
+/* 1 when dynamic-range (hybrid) convs and FCs run on this CPU's int8 GEMM (its variant has a
+ * float output stage), 0 when they run on the FP32 kernels (conv/choose.c). */
+int flex_hybrid_int8(void);
 
 /* c[m x n] = clamp(a[m x k] * w[n x k]^T + bias, lo, hi), w packed as the delegate packs it;
  * then, with res [m x n], c = clamp(c + res, rlo, rhi) (a fused residual ADD). */

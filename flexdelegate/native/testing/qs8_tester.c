@@ -72,7 +72,7 @@ int flex_qs8_conv_run(int variant, int u8, int n, int h, int w, int cin, int cou
   if (!g || n < 1 || h < 1 || w < 1 || cin < 1 || cout < 1 || kh < 1 || kw < 1 || sh < 1 || sw < 1 ||
       dh < 1 || dw < 1 || oh < 1 || ow < 1 || !x || !filter || !mult || !shift || !y || fx_qs8_out_check(&o))
     return -1;
-  const int form = fx_conv_choose_qs8_form(g, &cg);
+  const int form = fx_conv_choose_qs8_form(g, &cg, 0);
   const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, &cg, form);
   const size_t nx = (size_t)n * h * w * cin, ny = (size_t)n * oh * ow * cout;
   void *packed = malloc(fx_qs8_gemm_packed_bytes(&geom));

@@ -7,6 +7,8 @@
 #include "kernels/qs8-dwconv/qs8-dwconv.h"
 #include "kernels/qs8-ops/qs8-ops.h"
 #include "kernels/vsigmoid/vsigmoid.h"
+#include "conv/conv.h"
+#include "kernels/qs8-gemm/qs8-gemm.h"
 #include "runtime/clock.h"
 #include "testing/flex_testing.h"
 
@@ -30,3 +32,5 @@ const char *flex_variant(int family, int i) {
   const void *v = i < 0 ? fx_isa_chosen(families[family]) : fx_isa_at(families[family], i);
   return v ? *(const char *const *)v : NULL; /* every variant's first member is its name */
 }
+
+int flex_hybrid_int8(void) { return fx_conv_choose_hybrid(fx_qs8_gemm_config_get()); }

@@ -13,8 +13,8 @@
  * run of a row pointer on its own; FULLY_CONNECTED and 1x1 convs are ks = 1.
  *
  * Hybrid GEMM panel (float activations quantized on the fly, dynamic.h): the same with no bias
- * and input zero point 0 (bias[c] = -a_offset * sum_k w[c][k]: 0 on AMX, the one variant that
- * runs them), and in the requantization slots int32 wsum[NR] = sum_k w[c][k] then NR zeros: the
+ * and input zero point 0 (bias[c] = -a_offset * sum_k w[c][k]: 0 on AMX, -128 * sum on AVX-512
+ * VNNI, the variants that run them), and in the requantization slots int32 wsum[NR] = sum_k w[c][k] then NR zeros: the
  * float output stage subtracts zp_row * wsum[c] of an asymmetrically quantized row. The float
  * bias and weight scales stay beside the panels (the layer's). 
  *
