@@ -144,6 +144,14 @@ def write_spec(spec: ModelSpec) -> bytes:
     return b.build()
 
 
+def constant_inputs(spec: ModelSpec) -> set:
+    """The graph inputs that also carry constant data: set_tensor writes over the constant, which
+    stock then reads at invoke, while a delegate may have taken the constant at prepare (the C
+    ABI does not tell a delegate which tensors are graph inputs)."""
+    return {i for i in spec.inputs if 0 <= i < len(spec.tensors) and 0 <= spec.tensors[i].buffer < len(spec.buffers)
+            and spec.buffers[spec.tensors[i].buffer]}
+
+
 def ambiguous(spec: ModelSpec) -> bool:
     """Whether the model's answer is not defined by its inputs and constants: some op reads a
     tensor nothing wrote (not a graph input, not constant data, not an earlier op's output), a
@@ -153,7 +161,7 @@ def ambiguous(spec: ModelSpec) -> bool:
     model, not the same numbers."""
     n = len(spec.tensors)
     const = {i for i, t in enumerate(spec.tensors) if 0 <= t.buffer < len(spec.buffers) and spec.buffers[t.buffer]}
-    if const & set(spec.inputs):
+    if constant_inputs(spec):
         return True
     ready = {i for i in spec.inputs if 0 <= i < n} | const
     written = set()

@@ -12,16 +12,20 @@ FX_C4V void out_init(fx_c4v_out *s, const void *w, size_t kc, const fx_qs8_out *
 }
 
 #define A_ROW(i) const int8_t *a##i = a + (i) * a_stride;
+/* A tile's body over MR rows of a (a_stride apart) and panel w, each row's sum then FINISH(i):
+ * the int8 output stage here, the float one of the hybrid form below. */
+#define TILE_BODY(MR, FINISH)                       \
+  const size_t mr = MR;                             \
+  FX_C4V_ROWS##MR(A_ROW)                            \
+  const __m512i vbias = _mm512_loadu_si512(w);      \
+  const int8_t *wk = (const int8_t *)w + 64;        \
+  FX_C4V_ROWS##MR(FX_C4V_ACC)                       \
+  FX_C4V_KLOOP(FX_C4V_ROWS##MR)                     \
+  FX_C4V_ROWS##MR(FINISH)
 #define TILE(MR)                                                                                  \
   FX_C4V void tile##MR(size_t nc, size_t kc, const int8_t *a, size_t a_stride, const void *w, int8_t *c, \
                        size_t c_stride, const int32_t *row_corr, const fx_c4v_out *os) {           \
-    const size_t mr = MR;                                                                         \
-    FX_C4V_ROWS##MR(A_ROW)                                                                        \
-    const __m512i vbias = _mm512_loadu_si512(w);                                                  \
-    const int8_t *wk = (const int8_t *)w + 64;                                                    \
-    FX_C4V_ROWS##MR(FX_C4V_ACC)                                                                   \
-    FX_C4V_KLOOP(FX_C4V_ROWS##MR)                                                                 \
-    FX_C4V_ROWS##MR(FX_C4V_FINISH)                                                                \
+    TILE_BODY(MR, FX_C4V_FINISH)                                                                  \
   }
 TILE(1) TILE(2) TILE(3) TILE(4) TILE(5) TILE(6) TILE(7) TILE(8)
 
@@ -90,18 +94,14 @@ FX_C4V void f32_row(__m512i v, size_t row, const f32_panel *s, float *c, const f
   range[1] = _mm512_mask_max_ps(range[1], s->lanes, range[1], f);
 }
 
-#define FINISH_F32(i) \
-  if (mr > (i)) f32_row(_mm512_add_epi32(acc##i, bcc##i), row0 + (i), s, c + (i) * c_stride, res ? res + (i) * s->res_stride : NULL, range);
+#define FINISH_F32(i)                                                                          \
+  if (mr > (i))                                                                                \
+    f32_row(_mm512_add_epi32(acc##i, bcc##i), row0 + (i), s, c + (i) * c_stride,               \
+            res ? res + (i) * s->res_stride : NULL, range);
 #define TILE_F32(MR)                                                                                       \
   FX_C4V void tile_f32_##MR(size_t kc, const int8_t *a, size_t a_stride, const void *w, float *c, size_t c_stride, \
                             const float *res, size_t row0, const f32_panel *s, __m512 range[2]) {           \
-    const size_t mr = MR;                                                                                  \
-    FX_C4V_ROWS##MR(A_ROW)                                                                                 \
-    const __m512i vbias = _mm512_loadu_si512(w);                                                           \
-    const int8_t *wk = (const int8_t *)w + 64;                                                             \
-    FX_C4V_ROWS##MR(FX_C4V_ACC)                                                                            \
-    FX_C4V_KLOOP(FX_C4V_ROWS##MR)                                                                          \
-    FX_C4V_ROWS##MR(FINISH_F32)                                                                            \
+    TILE_BODY(MR, FINISH_F32)                                                                              \
   }
 TILE_F32(1) TILE_F32(2) TILE_F32(3) TILE_F32(4) TILE_F32(5) TILE_F32(6) TILE_F32(7) TILE_F32(8)
 
