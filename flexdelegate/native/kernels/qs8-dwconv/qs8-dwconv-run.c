@@ -1,5 +1,8 @@
-/* Drives a depthwise layer (qs8-dwconv.h): per output row, the taps x ow pointer buffer, then
- * the variant's microkernel for that tap count. */
+/* Drives a depthwise layer (qs8-dwconv.h): per run of output rows, the taps x ow pointer buffer
+ * of each row, then the variant's microkernel for that tap count over the run (the rows are
+ * contiguous in NHWC). A microkernel call sets up every channel tile (interleaved weights, the
+ * output stage): once per 7-pixel row of a 7x7 map with 960 channels that was as much as the
+ * taps (1.64x XNNPack's time there; bench/qs8_layers.py). */
 #include <stdlib.h>
 #include "qs8-dwconv.h"
 
@@ -25,16 +28,19 @@ int fx_qs8_dwconv_run(const fx_qs8_dwconv_config *v, const fx_qs8_conv_geom *cg,
   }
   const size_t taps = (size_t)cg->kh * (size_t)cg->kw, C = (size_t)cg->cout, ow = (size_t)cg->ow;
   const fx_qs8_dwconv_fn fn = taps == 9 ? v->taps9 : taps == 25 ? v->taps25 : v->any;
-  const int8_t *local[2048], **ptrs = local;
-  if (taps * ow > sizeof local / sizeof local[0]) {
-    ptrs = (const int8_t **)malloc(taps * ow * sizeof *ptrs);
-    if (!ptrs) return -1;
+  const int8_t *local[2048], **buf = local;
+  const size_t per_row = taps * ow, run = per_row > sizeof local / sizeof local[0] ? 1 : sizeof local / sizeof local[0] / per_row;
+  if (per_row > sizeof local / sizeof local[0]) {
+    buf = (const int8_t **)malloc(per_row * sizeof *buf);
+    if (!buf) return -1;
   }
   int ox_lo, ox_hi; /* output columns whose taps need no tests */
   fx_qs8_interior_cols(cg, &ox_lo, &ox_hi);
   const size_t col = (size_t)cg->sw * C, tap = (size_t)cg->dw * C;
+  size_t first = r0; /* the run's first row */
   for (size_t r = r0; r < r1; r++) {
     const int b = (int)(r / (size_t)cg->oh), oy = (int)(r % (size_t)cg->oh);
+    const int8_t **ptrs = buf + (r - first) * per_row;
     for (int ky = 0; ky < cg->kh; ky++) { /* window row by window row: the row test once */
       const int iy = oy * cg->sh - cg->pt + ky * cg->dh;
       const int8_t *line = iy >= 0 && iy < cg->h ? x + ((size_t)b * cg->h + iy) * (size_t)cg->w * C : NULL;
@@ -54,8 +60,11 @@ int fx_qs8_dwconv_run(const fx_qs8_dwconv_config *v, const fx_qs8_conv_geom *cg,
       }
       tested_taps(cg, line, zero_row, C, taps, row, ox_hi, cg->ow);
     }
-    fn(C, ow, ptrs, taps, packed, y + r * ow * C, C, o);
+    if (r + 1 - first == run || r + 1 == r1) {
+      fn(C, (r + 1 - first) * ow, buf, taps, packed, y + first * ow * C, C, o);
+      first = r + 1;
+    }
   }
-  if (ptrs != local) free((void *)ptrs);
+  if (buf != local) free((void *)buf);
   return 0;
 }
