@@ -490,10 +490,23 @@ def test_squeeze(shape, dims):
 # ======================================================================================
 # SOFTMAX and unary activations
 # ======================================================================================
-@pytest.mark.parametrize("beta", [1.0, 0.5, 2.5])
+@pytest.mark.parametrize("beta", [1.0, 0.5, 2.5, -0.5])
 @pytest.mark.parametrize("shape", [(2, 10), (1, 4, 4, 7), (5,), (3, 1), (2, 3, 33)], ids=str)
 def test_softmax(shape, beta):
     check(single_op("SOFTMAX", [shape], shape, beta=beta), scale=5)
+
+
+def test_softmax_overflowing_exp_gives_stocks_nan():
+    """A negative beta over logits far apart: (x - max) * beta is past exp's range, stock's exp
+    gives inf and inf / inf NaN (the graph fuzzer's find, after a FULLY_CONNECTED of 1e29s); the
+    delegate's exp saturated instead, and every output came out 0."""
+    x = np.array([[0.0, 100.0, 200.0, 50.0], [1.0, 2.0, 3.0, 4.0]], np.float32)
+    model = single_op("SOFTMAX", [x.shape], x.shape, beta=-1.0)
+    want = invoke(make_interpreter(model), [x])[0]
+    got = invoke(make_interpreter(model, delegate=load_flex(cache_path="")), [x])[0]
+    assert np.isnan(want[0, [0, 1, 3]]).all() and want[0, 2] == 0, want  # stock's answer, as it is
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got[~np.isnan(got)], want[~np.isnan(want)], rtol=1e-5, atol=1e-7)
 
 
 UNARY = ["RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "HARD_SWISH"]

@@ -2,6 +2,7 @@
  * -ffast-math): shared by the element-wise ops and the reductions (softmax). */
 #ifndef FLEX_FASTMATH_H
 #define FLEX_FASTMATH_H
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -26,7 +27,9 @@ static inline float fx_sel(int c, float a, float b) {
  * ~1-2 ulp). Written branch-free so gcc -O3 auto-vectorises loops calling it
  * (libm expf is never vectorised without -ffast-math). Argument is clamped to
  * [-87.3, 88.3] so 2^n stays a normal float, results below
- * e^-87.3 flush to 0 (expf would go subnormal); NaN propagates.
+ * e^-87.3 flush to 0 (expf would go subnormal); past ln(FLT_MAX) the result is +inf, as expf's
+ * (a SOFTMAX with beta < 0 over logits far apart then divides inf by inf into NaN as stock
+ * does, where a saturated sum made every output 0); NaN propagates.
  * ------------------------------------------------------------------------- */
 static inline float fx_expf(float x0) {
   float x = fx_sel(x0 > 88.3f, 88.3f, x0);
@@ -48,6 +51,7 @@ static inline float fx_expf(float x0) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   const float e = p * (r * r) + r + 1.0f;
-  return fx_sel(x0 < -87.3f, 0.0f, e * s); /* underflow flushes to 0 like expf */
+  const float y = fx_sel(x0 > 88.7228394f, INFINITY, e * s); /* overflow: +inf like expf */
+  return fx_sel(x0 < -87.3f, 0.0f, y);                       /* underflow flushes to 0 like expf */
 }
 #endif
