@@ -8,7 +8,8 @@
  * a zero point, read through strides: fx_qs8_pack_gemm_zw) under a split rounding rule
  * (fx_qs8_gemm_run_split), whole and over split panel ranges; and the float output stage of the
  * variants that have one (range_f32, hybrid layers: qs8-gemm.h fx_qs8_f32_out) against stock's
- * float operations written here. Prints one line per group and "ALL PASS".
+ * float operations written here, and its IGEMM form (tiles_f32) on random convs against the
+ * im2col one. Prints one line per group and "ALL PASS".
  *   qs8_gemm_tester [cases]      (FLEXDELEGATE_ISA narrows nothing here: all variants run) */
 #include <math.h>
 #include <string.h>
@@ -239,6 +240,69 @@ static int check_hybrid(size_t m, size_t n, size_t k) {
   return bad;
 }
 
+/* A hybrid conv (one image, its scale and zero point, padding reading zx) through
+ * fx_qs8_hybrid_run in the IGEMM form on the variants with a float tiles kernel, against the
+ * im2col form through range_f32 (which check_hybrid holds to the definition): the same floats,
+ * the same range, over the whole image and as two row ranges x two panel ranges. Returns the
+ * number of variants that failed. */
+static int check_hybrid_conv(const fx_qs8_conv_geom *cg) {
+  const size_t nx = (size_t)cg->h * cg->w * cg->cin, m = (size_t)cg->oh * cg->ow, n = (size_t)cg->cout;
+  const size_t nw = n * cg->kh * cg->kw * cg->cin;
+  int8_t *x = malloc(nx + 1), *w = malloc(nw + 1);
+  float *ws = malloc(sizeof(float) * n), *bias = malloc(sizeof(float) * n), *res = malloc(sizeof(float) * m * n + 4);
+  float *want = malloc(sizeof(float) * m * n), *got = malloc(sizeof(float) * m * n);
+  const float xs = (float)(rnd_unit() * 0.02 + 1e-4);
+  const int32_t zp = rnd_in(-128, 127);
+  const int asym = rnd_in(0, 1);
+  rnd_i8(x, nx, asym ? -128 : -127, 127);
+  rnd_i8(w, nw, -127, 127);
+  for (size_t j = 0; j < n; j++) ws[j] = (float)(rnd_unit() * 0.01 + 1e-5), bias[j] = (float)(rnd_unit() * 4 - 2);
+  for (size_t i = 0; i < m * n; i++) res[i] = (float)(rnd_unit() * 2 - 1);
+  fx_qs8_f32_out o = {.x_scale = &xs, .x_zp = asym ? &zp : NULL, .x_step = 0, .w_scale = ws, .bias = bias,
+                      .lo = rnd_in(0, 1) ? 0.f : -INFINITY, .hi = INFINITY, .nan_to_lo = 0,
+                      .res = rnd_in(0, 2) ? NULL : res, .res_stride = n, .res_lo = -1.5f, .res_hi = 1.5f};
+  const int8_t zx = asym ? (int8_t)zp : 0;
+  int bad = 0;
+  const fx_qs8_gemm_config *v;
+  for (int vi = 0; (v = fx_qs8_gemm_config_at(vi)); vi++) {
+    if (!v->range_f32 || !v->igemm_tiles_f32) continue;
+    int fail = 0;
+    float ranges[2][2];
+    float *outs[2] = {want, got};
+    const int forms[2] = {FX_QS8_CONV_IM2COL, FX_QS8_CONV_IGEMM};
+    for (int f = 0; f < 2; f++) {
+      const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(v, cg, forms[f]);
+      uint8_t *packed = malloc(fx_qs8_gemm_packed_bytes(&geom));
+      const size_t panels = (n + v->nr - 1) / v->nr, pb = fx_qs8_gemm_panel_bytes(&geom);
+      fail |= fx_qs8_pack_hybrid(&geom, w, packed) != 0;
+      memset(outs[f], 0x7f, sizeof(float) * m * n);
+      ranges[f][0] = INFINITY, ranges[f][1] = -INFINITY;
+      fx_qs8_f32_out of = o;
+      of.range = ranges[f];
+      if (f == 0) {
+        fail |= fx_qs8_hybrid_run(v, cg, forms[f], x, zx, 0, n, packed, outs[f], &of, NULL, 0, m, 0, panels) != 0;
+      } else { /* two row ranges x two panel ranges, as threads and budget slices take them */
+        const size_t mm = (size_t)rnd_in(0, (int)m), mp = (size_t)rnd_in(0, (int)panels);
+        const size_t mr[3] = {0, mm, m}, pr[3] = {0, mp, panels};
+        for (int i = 0; i < 2; i++)
+          for (int j = 0; j < 2; j++)
+            fail |= fx_qs8_hybrid_run(v, cg, forms[f], x, zx, 0, n, packed + pr[j] * pb, outs[f], &of, NULL, mr[i],
+                                      mr[i + 1], pr[j], pr[j + 1]) != 0;
+      }
+      free(packed);
+    }
+    fail |= memcmp(want, got, sizeof(float) * m * n) != 0;
+    fail |= ranges[0][0] != ranges[1][0] || ranges[0][1] != ranges[1][1];
+    if (fail)
+      fprintf(stderr, "FAIL %s hybrid conv: %dx%dx%d k%dx%d s%d d%d p%d,%d -> %dx%dx%d asym=%d res=%d\n", v->igemm_name,
+              cg->h, cg->w, cg->cin, cg->kh, cg->kw, cg->sh, cg->dh, cg->pt, cg->pl, cg->oh, cg->ow, cg->cout, asym,
+              o.res != NULL);
+    bad += fail;
+  }
+  free(x); free(w); free(ws); free(bias); free(res); free(want); free(got);
+  return bad;
+}
+
 static int same_geom(fx_qs8_conv_geom *g, int h, int w, int kh, int kw, int s, int d, int same) {
   g->h = h; g->w = w; g->kh = kh; g->kw = kw; g->sh = g->sw = s; g->dh = g->dw = d;
   const int eh = (kh - 1) * d + 1, ew = (kw - 1) * d + 1;
@@ -359,7 +423,7 @@ int main(int argc, char **argv) {
          hybrids - hybrids_bad, hybrids);
   total += hybrids; failed += hybrids_bad;
   /* Random convolutions in both driver forms (and 1x1 ones through the GEMM as well). */
-  int convs = 0, convs_bad = 0, slices = 0, slices_bad = 0;
+  int convs = 0, convs_bad = 0, slices = 0, slices_bad = 0, hybrid_convs = 0, hybrid_convs_bad = 0;
   for (int i = 0; i < cases; i++) {
     problem p;
     memset(&p, 0, sizeof p);
@@ -387,6 +451,10 @@ int main(int argc, char **argv) {
           }
         }
     }
+    if (!p.u8) {
+      hybrid_convs++;
+      hybrid_convs_bad += check_hybrid_conv(g) != 0;
+    }
     if (kh == 1 && kw == 1 && g->sh == 1 && g->pt == 0 && g->pl == 0) {
       convs++;
       convs_bad += check(&p, FX_QS8_CONV_GEMM, "conv-1x1-gemm") != 0;
@@ -395,7 +463,9 @@ int main(int argc, char **argv) {
   }
   printf("random convolutions (igemm and im2col; 1x1 also gemm): %d/%d pass\n", convs - convs_bad, convs);
   printf("packing deterministic, panel ranges sliceable, split runs equal: %d/%d pass\n", slices - slices_bad, slices);
-  total += convs + slices; failed += convs_bad + slices_bad;
+  printf("hybrid convs, IGEMM float form equal to im2col's (tiles_f32 variants): %d/%d pass\n",
+         hybrid_convs - hybrid_convs_bad, hybrid_convs);
+  total += convs + slices + hybrid_convs; failed += convs_bad + slices_bad + hybrid_convs_bad;
   if (failed) {
     printf("FAILED %d of %d\n", failed, total);
     return 1;

@@ -248,8 +248,9 @@ int fx_conv_choose_qs8_form(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom 
   if (cg->kh == 1 && cg->kw == 1 && cg->sh == 1 && cg->sw == 1 && cg->pt == 0 && cg->pl == 0 && cg->oh == cg->h &&
       cg->ow == cg->w)
     return FX_QS8_CONV_GEMM;
-  /* a range-only variant (AMX) gathers its A rows; so do hybrid layers (range_f32 is a GEMM) */
-  if (!g->igemm || hybrid) return FX_QS8_CONV_IM2COL;
+  /* a range-only variant (AMX) gathers its A rows; so do hybrid layers on a variant whose float
+   * output stage is a GEMM's only (range_f32, no igemm_tiles_f32) */
+  if (!g->igemm || (hybrid && !g->igemm_tiles_f32)) return FX_QS8_CONV_IM2COL;
   if (cg->kh * cg->kw > 1 && cg->cin % g->kr != 0 && cg->cin < 2 * g->kr) return FX_QS8_CONV_IM2COL;
   return FX_QS8_CONV_IGEMM;
 }

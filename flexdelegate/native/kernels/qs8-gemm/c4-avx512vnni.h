@@ -12,6 +12,7 @@
 #include <string.h>
 #include "../quant/requant-avx512.h"
 #include "qs8-gemm.h"
+#include "kernels/simd/nofuse.h"
 
 #define FX_C4V __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512vnni"), always_inline)) static inline
 #define FX_C4V_TARGET __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512vnni")))
@@ -103,6 +104,68 @@ FX_C4V void fx_c4v_out_init(fx_c4v_out *s, const int32_t *rqp, const fx_qs8_out 
       fx_store_bytes_avx2(c + (i) * c_stride, fx_pack16_avx2(lo, hi), nc);                    \
     }                                                                                         \
   }
+
+/* ---- the hybrid form's output stage (qs8-gemm.h fx_qs8_f32_out), of the GEMM and the IGEMM ----
+ * One panel's float stage: its weight scales, biases and weight sums (in the requantization
+ * slot, quant/pack.h), and o's fields in locals (the float stores may alias o in the compiler's
+ * view, which would reload them every row). */
+typedef struct {
+  __m512 ws, bias, lo, hi, res_lo, res_hi;
+  __m512i wsum;
+  __mmask16 lanes;
+  const float *x_scale;
+  const int32_t *x_zp;
+  size_t x_step, res_stride;
+  int nan_to_lo;
+} fx_c4v_f32;
+
+/* The stage of the panel whose requantization slot is at rq, channels [n0, n0 + nc). */
+FX_C4V void fx_c4v_f32_init(fx_c4v_f32 *s, const int8_t *rq, size_t n0, size_t nc, const fx_qs8_f32_out *o) {
+  s->lanes = (__mmask16)((1u << nc) - 1);
+  s->ws = _mm512_maskz_loadu_ps(s->lanes, o->w_scale + n0);
+  s->bias = _mm512_maskz_loadu_ps(s->lanes, o->bias + n0);
+  s->wsum = _mm512_loadu_si512(rq);
+  s->lo = _mm512_set1_ps(o->lo), s->hi = _mm512_set1_ps(o->hi);
+  s->res_lo = _mm512_set1_ps(o->res_lo), s->res_hi = _mm512_set1_ps(o->res_hi);
+  s->x_scale = o->x_scale, s->x_zp = o->x_zp, s->x_step = o->x_step, s->res_stride = o->res_stride;
+  s->nan_to_lo = o->nan_to_lo;
+}
+
+/* Row `row` of the call: stock's order, each step rounded (FX_NOFUSE: no fused multiply-add),
+ * the zero point's term off the int32 sum, to float, times the product of the scales, plus the
+ * bias, then the clamp (x86 min/max return their second operand on a NaN: the value second
+ * keeps it, first turns it into lo), the residual; the stored values narrow range. */
+FX_C4V void fx_c4v_f32_row(__m512i v, size_t row, const fx_c4v_f32 *s, float *c, const float *res, __m512 range[2]) {
+  const size_t r = row * s->x_step;
+  const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(s->x_scale[r]), s->ws);
+  if (s->x_zp) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(s->x_zp[r]), s->wsum));
+  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), scale);
+  FX_NOFUSE(f);
+  f = _mm512_add_ps(f, s->bias);
+  f = s->nan_to_lo ? _mm512_min_ps(_mm512_max_ps(f, s->lo), s->hi) : _mm512_min_ps(s->hi, _mm512_max_ps(s->lo, f));
+  if (res) {
+    f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(s->lanes, res));
+    f = _mm512_min_ps(s->res_hi, _mm512_max_ps(s->res_lo, f));
+  }
+  _mm512_mask_storeu_ps(c, s->lanes, f);
+  range[0] = _mm512_mask_min_ps(range[0], s->lanes, range[0], f);
+  range[1] = _mm512_mask_max_ps(range[1], s->lanes, range[1], f);
+}
+
+/* The least and greatest value a call stored, merged into o->range when it is wanted. */
+FX_C4V void fx_c4v_f32_range(const fx_qs8_f32_out *o, const __m512 range[2]) {
+  if (!o->range) return;
+  const float lo = _mm512_reduce_min_ps(range[0]), hi = _mm512_reduce_max_ps(range[1]);
+  o->range[0] = lo < o->range[0] ? lo : o->range[0];
+  o->range[1] = hi > o->range[1] ? hi : o->range[1];
+}
+
+/* Row i of a tile through the float stage `s` (rows from row0 of the call; res: the residual
+ * at the tile's first row and the panel's first channel, or NULL). */
+#define FX_C4V_FINISH_F32(i)                                                                   \
+  if (mr > (i))                                                                                \
+    fx_c4v_f32_row(_mm512_add_epi32(acc##i, bcc##i), row0 + (i), s, c + (i) * c_stride,        \
+                   res ? res + (i) * s->res_stride : NULL, range);
 
 /* The rows of a tile of MR (1..8) rows: each kernel is compiled for every MR, so a tile of the
  * last few rows of a matrix (49 = 6 x 8 + 1 at 7x7) computes only those. */

@@ -4,17 +4,17 @@
 
 #define FX_QS8_TILED_1(name) name
 #define FX_QS8_TILED_0(name) NULL
-#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, KGA, TILED, ROWS, TILES, RANGE, RANGE_F32) \
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, KGA, TILED, ROWS, TILES, RANGE, RANGE_F32, TILES_F32) \
   static const fx_qs8_gemm_config k_##suffix = {"qs8-gemm-" #tile "-" #suffix,                    \
                                                 "qs8-igemm-" #tile "-" #suffix, MR, NR, KR, AOFF,   \
                                                 KGA, FX_QS8_TILED_##TILED(fx_qs8_gemm_##tile##__##suffix), \
                                                 FX_QS8_TILED_##TILED(fx_qs8_igemm_##tile##__##suffix), \
-                                                ROWS, TILES, RANGE, RANGE_F32};
+                                                ROWS, TILES, RANGE, RANGE_F32, TILES_F32};
 #include "qs8-gemm.inc"
 #undef FX_QS8_GEMM
 
 fx_isa_menu fx_qs8_gemm_menu = {.by_isa = {
-#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, KGA, TILED, ROWS, TILES, RANGE, RANGE_F32) [isa] = &k_##suffix,
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, KGA, TILED, ROWS, TILES, RANGE, RANGE_F32, TILES_F32) [isa] = &k_##suffix,
 #include "qs8-gemm.inc"
 #undef FX_QS8_GEMM
 }};

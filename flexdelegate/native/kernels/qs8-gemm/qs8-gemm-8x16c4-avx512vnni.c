@@ -4,7 +4,6 @@
 #if defined(__x86_64__)
 #include <math.h>
 #include "c4-avx512vnni.h"
-#include "kernels/simd/nofuse.h"
 
 /* The panel's output stage: its requant parameters lie past its bias and k-groups. */
 FX_C4V void out_init(fx_c4v_out *s, const void *w, size_t kc, const fx_qs8_out *o) {
@@ -48,60 +47,10 @@ void fx_qs8_gemm_rows_8x16c4__avx512vnni(FX_QS8_GEMM_ROWS_ARGS) {
 }
 
 /* ---- the hybrid form (qs8-gemm.h fx_qs8_f32_out): the same k-loop, float outputs ---- */
-
-/* One panel's float stage: its weight scales, biases and weight sums (in the requantization
- * slot, quant/pack.h), and o's fields in locals (the float stores may alias o in the compiler's
- * view, which would reload them every row). */
-typedef struct {
-  __m512 ws, bias, lo, hi, res_lo, res_hi;
-  __m512i wsum;
-  __mmask16 lanes;
-  const float *x_scale;
-  const int32_t *x_zp;
-  size_t x_step, res_stride;
-  int nan_to_lo;
-} f32_panel;
-
-FX_C4V void f32_panel_init(f32_panel *s, const void *w, size_t kc, size_t n0, size_t nc, const fx_qs8_f32_out *o) {
-  s->lanes = (__mmask16)((1u << nc) - 1);
-  s->ws = _mm512_maskz_loadu_ps(s->lanes, o->w_scale + n0);
-  s->bias = _mm512_maskz_loadu_ps(s->lanes, o->bias + n0);
-  s->wsum = _mm512_loadu_si512((const int8_t *)w + 64 + (kc + 3) / 4 * 64);
-  s->lo = _mm512_set1_ps(o->lo), s->hi = _mm512_set1_ps(o->hi);
-  s->res_lo = _mm512_set1_ps(o->res_lo), s->res_hi = _mm512_set1_ps(o->res_hi);
-  s->x_scale = o->x_scale, s->x_zp = o->x_zp, s->x_step = o->x_step, s->res_stride = o->res_stride;
-  s->nan_to_lo = o->nan_to_lo;
-}
-
-/* Row `row` of the call: stock's order, each step rounded (FX_NOFUSE: no fused multiply-add),
- * the zero point's term off the int32 sum, to float, times the product of the scales, plus the
- * bias, then the clamp (x86 min/max return their second operand on a NaN: the value second
- * keeps it, first turns it into lo), the residual; the stored values narrow range. */
-FX_C4V void f32_row(__m512i v, size_t row, const f32_panel *s, float *c, const float *res, __m512 range[2]) {
-  const size_t r = row * s->x_step;
-  const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(s->x_scale[r]), s->ws);
-  if (s->x_zp) v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(s->x_zp[r]), s->wsum));
-  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), scale);
-  FX_NOFUSE(f);
-  f = _mm512_add_ps(f, s->bias);
-  f = s->nan_to_lo ? _mm512_min_ps(_mm512_max_ps(f, s->lo), s->hi) : _mm512_min_ps(s->hi, _mm512_max_ps(s->lo, f));
-  if (res) {
-    f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(s->lanes, res));
-    f = _mm512_min_ps(s->res_hi, _mm512_max_ps(s->res_lo, f));
-  }
-  _mm512_mask_storeu_ps(c, s->lanes, f);
-  range[0] = _mm512_mask_min_ps(range[0], s->lanes, range[0], f);
-  range[1] = _mm512_mask_max_ps(range[1], s->lanes, range[1], f);
-}
-
-#define FINISH_F32(i)                                                                          \
-  if (mr > (i))                                                                                \
-    f32_row(_mm512_add_epi32(acc##i, bcc##i), row0 + (i), s, c + (i) * c_stride,               \
-            res ? res + (i) * s->res_stride : NULL, range);
 #define TILE_F32(MR)                                                                                       \
   FX_C4V void tile_f32_##MR(size_t kc, const int8_t *a, size_t a_stride, const void *w, float *c, size_t c_stride, \
-                            const float *res, size_t row0, const f32_panel *s, __m512 range[2]) {           \
-    TILE_BODY(MR, FINISH_F32)                                                                              \
+                            const float *res, size_t row0, const fx_c4v_f32 *s, __m512 range[2]) {          \
+    TILE_BODY(MR, FX_C4V_FINISH_F32)                                                                       \
   }
 TILE_F32(1) TILE_F32(2) TILE_F32(3) TILE_F32(4) TILE_F32(5) TILE_F32(6) TILE_F32(7) TILE_F32(8)
 
@@ -117,8 +66,8 @@ void fx_qs8_gemm_range_f32_8x16c4__avx512vnni(FX_QS8_GEMM_RANGE_F32_ARGS) {
     for (size_t p = p0; p < p1; p++) {
       const int8_t *w = (const int8_t *)packed + (p - p0) * panel_bytes;
       const size_t n0 = p * 16, nc = n - n0 < 16 ? n - n0 : 16;
-      f32_panel s;
-      f32_panel_init(&s, w, kc, n0, nc, o);
+      fx_c4v_f32 s;
+      fx_c4v_f32_init(&s, w + 64 + (kc + 3) / 4 * 64, n0, nc, o);
       for (size_t i = 0; i < mb; i += 8) {
         const size_t row = m0 + i;
         const float *res = o->res ? o->res + row * o->res_stride + n0 : NULL;
@@ -127,11 +76,6 @@ void fx_qs8_gemm_range_f32_8x16c4__avx512vnni(FX_QS8_GEMM_RANGE_F32_ARGS) {
       }
     }
   }
-  if (o->range) {
-    const float lo = _mm512_reduce_min_ps(range[0]), hi = _mm512_reduce_max_ps(range[1]);
-    float *r = o->range;
-    r[0] = lo < r[0] ? lo : r[0];
-    r[1] = hi > r[1] ? hi : r[1];
-  }
+  fx_c4v_f32_range(o, range);
 }
 #endif

@@ -73,6 +73,13 @@ typedef void (*fx_qs8_gemm_range_f32_fn)(size_t m, size_t n, size_t kc, const in
                                          const void *packed, size_t panel_bytes, float *c, size_t c_stride,
                                          const fx_qs8_f32_out *o, size_t p0, size_t p1);
 
+/* The IGEMM's hybrid form: m rows (tiles of MR, their pointers as fx_qs8_igemm_tiles_fn's) of
+ * panel p (w: that panel; its channels p * NR..) as floats into c (row 0 of the call, channel 0;
+ * c_stride floats between rows) through o, whose rows count from row 0 of the call. */
+typedef void (*fx_qs8_igemm_tiles_f32_fn)(size_t m, size_t n, size_t kc, size_t ks, const int8_t *const *a,
+                                          const void *w, size_t p, float *c, size_t c_stride,
+                                          const fx_qs8_f32_out *o);
+
 typedef struct fx_qs8_gemm_config {
   const char *name;       /* "qs8-gemm-<tile>-<isa>" */
   const char *igemm_name; /* "qs8-igemm-<tile>-<isa>" */
@@ -83,6 +90,7 @@ typedef struct fx_qs8_gemm_config {
   fx_qs8_igemm_tiles_fn igemm_tiles; /* NULL: the driver calls igemm per tile */
   fx_qs8_gemm_range_fn range;    /* non-NULL: it runs every GEMM (rows, panels, row factor) */
   fx_qs8_gemm_range_f32_fn range_f32; /* non-NULL: hybrid layers can run on it (conv/choose.c) */
+  fx_qs8_igemm_tiles_f32_fn igemm_tiles_f32; /* non-NULL: hybrid convs can run as IGEMM */
 } fx_qs8_gemm_config;
 
 /* The variants of qs8-gemm.inc (config.c). */
@@ -133,11 +141,15 @@ static inline uint64_t fx_qs8_load_tail(const int8_t *p, size_t n) {
 #define FX_QS8_GEMM_RANGE_F32_ARGS                                                                 \
   size_t m, size_t n, size_t kc, const int8_t *a, size_t a_stride, const void *packed, size_t panel_bytes, \
       float *c, size_t c_stride, const fx_qs8_f32_out *o, size_t p0, size_t p1
+#define FX_QS8_IGEMM_TILES_F32_ARGS                                                                   \
+  size_t m, size_t n, size_t kc, size_t ks, const int8_t *const *a, const void *w, size_t p, float *c, \
+      size_t c_stride, const fx_qs8_f32_out *o
 #if defined(__x86_64__)
 void fx_qs8_gemm_rows_3x8c8__avx2(FX_QS8_GEMM_ROWS_ARGS);
 void fx_qs8_gemm_rows_8x16c4__avx512vnni(FX_QS8_GEMM_ROWS_ARGS);
 void fx_qs8_igemm_tiles_8x16c4__avx512vnni(FX_QS8_IGEMM_TILES_ARGS);
 void fx_qs8_gemm_range_f32_8x16c4__avx512vnni(FX_QS8_GEMM_RANGE_F32_ARGS);
+void fx_qs8_igemm_tiles_f32_8x16c4__avx512vnni(FX_QS8_IGEMM_TILES_F32_ARGS);
 void fx_qs8_gemm_range_32x32c4__amx(FX_QS8_GEMM_RANGE_ARGS);
 void fx_qs8_gemm_range_f32_32x32c4__amx(FX_QS8_GEMM_RANGE_F32_ARGS);
 #endif
@@ -145,7 +157,7 @@ void fx_qs8_gemm_range_f32_32x32c4__amx(FX_QS8_GEMM_RANGE_F32_ARGS);
 /* The per-tile kernels of the variants that have them (tiled 1), and NULL for the others. */
 #define FX_QS8_TILED_1(name, args) void name(args);
 #define FX_QS8_TILED_0(name, args)
-#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, KGA, TILED, ROWS, TILES, RANGE, RANGE_F32) \
+#define FX_QS8_GEMM(isa, tile, suffix, MR, NR, KR, AOFF, KGA, TILED, ROWS, TILES, RANGE, RANGE_F32, TILES_F32) \
   FX_QS8_TILED_##TILED(fx_qs8_gemm_##tile##__##suffix, FX_QS8_GEMM_ARGS)                \
   FX_QS8_TILED_##TILED(fx_qs8_igemm_##tile##__##suffix, FX_QS8_IGEMM_ARGS)
 #include "qs8-gemm.inc"

@@ -2,7 +2,8 @@
  * pixels, an indirection buffer of ks x MR row pointers (the zero row for taps in the padding),
  * the panels of the range over blocks of tiles; or, in the im2col form, gathered im2col rows
  * through the GEMM (conv/choose.c decides which). Hybrid layers (float outputs) run through the
- * range kernel's float form, the same im2col rows gathered from their quantized input. */
+ * float forms: the IGEMM tiles' (tiles_f32) over the same indirection, or the range kernel's
+ * over the same im2col rows gathered from their quantized input. */
 #include <stdlib.h>
 #include <string.h>
 #include "../quant/dynamic.h"
@@ -198,9 +199,51 @@ static void hybrid_curve(const fx_qs8_curve *curve, float *y, size_t rows, size_
   }
 }
 
+/* A hybrid conv in the IGEMM form: blocks of up to IGEMM_TILES tiles (run_igemm's), padding
+ * taps reading a row of zx, each panel through the float tiles kernel, the curve on each block
+ * while it is in cache. */
+static int hybrid_igemm(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x, int8_t zx,
+                        const uint8_t *packed, float *y, const fx_qs8_f32_out *o, const fx_qs8_curve *curve,
+                        size_t m0, size_t m1, size_t p0, size_t p1) {
+  const size_t ks = (size_t)cg->kh * (size_t)cg->kw, kc = (size_t)cg->cin, n = (size_t)cg->cout;
+  const size_t mr_max = (size_t)g->mr, nr = (size_t)g->nr, per_tile = ks * mr_max;
+  const size_t c0 = p0 * nr, c1 = p1 * nr < n ? p1 * nr : n;
+  const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg, FX_QS8_CONV_IGEMM);
+  const size_t pb = fx_qs8_gemm_panel_bytes(&geom);
+  const int8_t *local[1024], **ptrs = local;
+  size_t tiles = sizeof local / sizeof local[0] / per_tile;
+  tiles = tiles > IGEMM_TILES ? IGEMM_TILES : tiles ? tiles : 1;
+  int8_t *zero = (int8_t *)malloc(kc);
+  if (per_tile * tiles > sizeof local / sizeof local[0]) ptrs = (const int8_t **)malloc(per_tile * sizeof *ptrs);
+  if (!zero || !ptrs) {
+    free(zero);
+    if (ptrs != local) free((void *)ptrs);
+    return -1;
+  }
+  memset(zero, zx, kc);
+  for (size_t pix = m0; pix < m1; pix += tiles * mr_max) {
+    const size_t end = m1 - pix < tiles * mr_max ? m1 : pix + tiles * mr_max;
+    for (size_t t = 0, q = pix; q < end; t++, q += mr_max)
+      fill_tile(cg, x, zero, q, end - q < mr_max ? end - q : mr_max, mr_max, ptrs + t * per_tile);
+    fx_qs8_f32_out oc = *o; /* o's rows from this block's first; the range after the curve */
+    oc.x_scale += pix * o->x_step;
+    if (oc.x_zp) oc.x_zp += pix * o->x_step;
+    if (oc.res) oc.res += pix * o->res_stride;
+    if (curve) oc.range = NULL;
+    for (size_t p = p0; p < p1; p++)
+      g->igemm_tiles_f32(end - pix, n, kc, ks, ptrs, packed + (p - p0) * pb, p, y + pix * n, n, &oc);
+    if (curve) hybrid_curve(curve, y + pix * n, end - pix, n, c0, c1, o->range);
+  }
+  free(zero);
+  if (ptrs != local) free((void *)ptrs);
+  return 0;
+}
+
 int fx_qs8_hybrid_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, int form, const int8_t *x, int8_t zx,
                       size_t k, size_t n, const void *packed, float *y, const fx_qs8_f32_out *o,
                       const fx_qs8_curve *curve, size_t m0, size_t m1, size_t p0, size_t p1) {
+  if (cg && form == FX_QS8_CONV_IGEMM)
+    return hybrid_igemm(g, cg, x, zx, (const uint8_t *)packed, y, o, curve, m0, m1, p0, p1);
   const int gather = cg && (form != FX_QS8_CONV_GEMM);
   const size_t K = cg ? (gather ? (size_t)cg->kh * (size_t)cg->kw : 1) * (size_t)cg->cin : k, nr = (size_t)g->nr;
   const size_t c0 = p0 * nr, c1 = p1 * nr < n ? p1 * nr : n;

@@ -1,23 +1,35 @@
 /* AVX-512 VNNI IGEMM, the direct-conv twin of qs8-gemm-8x16c4-avx512vnni (same panels; the
  * zero row's input zero-point bytes get the same +128 as every other activation). */
 #if defined(__x86_64__)
+#include <math.h>
 #include "../qs8-gemm/c4-avx512vnni.h"
 
 #define A_ROW(i) const int8_t *a##i = a[i];
+/* A tile's body over MR rows, ks taps of row pointers (8 a tap) and panel w, each row's sum then
+ * FINISH(i): the int8 output stage, or the hybrid form's float one. */
+#define TILE_BODY(MR, FINISH)                           \
+  const size_t mr = MR;                                 \
+  const __m512i vbias = _mm512_loadu_si512(w);          \
+  const int8_t *wk = (const int8_t *)w + 64;            \
+  FX_C4V_ROWS##MR(FX_C4V_ACC)                           \
+  for (size_t t = 0; t < ks; t++, a += 8) {             \
+    FX_C4V_ROWS##MR(A_ROW)                              \
+    FX_C4V_KLOOP(FX_C4V_ROWS##MR)                       \
+  }                                                     \
+  FX_C4V_ROWS##MR(FINISH)
 #define TILE(MR)                                                                                  \
   FX_C4V void tile##MR(size_t nc, size_t kc, size_t ks, const int8_t *const *a, const void *w, int8_t *c, \
                        size_t c_stride, const int32_t *row_corr, const fx_c4v_out *os) {           \
-    const size_t mr = MR;                                                                         \
-    const __m512i vbias = _mm512_loadu_si512(w);                                                  \
-    const int8_t *wk = (const int8_t *)w + 64;                                                    \
-    FX_C4V_ROWS##MR(FX_C4V_ACC)                                                                   \
-    for (size_t t = 0; t < ks; t++, a += 8) {                                                     \
-      FX_C4V_ROWS##MR(A_ROW)                                                                      \
-      FX_C4V_KLOOP(FX_C4V_ROWS##MR)                                                               \
-    }                                                                                             \
-    FX_C4V_ROWS##MR(FX_C4V_FINISH)                                                                \
+    TILE_BODY(MR, FX_C4V_FINISH)                                                                  \
   }
 TILE(1) TILE(2) TILE(3) TILE(4) TILE(5) TILE(6) TILE(7) TILE(8)
+#define TILE_F32(MR)                                                                                \
+  FX_C4V void tile_f32_##MR(size_t kc, size_t ks, const int8_t *const *a, const void *w, float *c,  \
+                            size_t c_stride, const float *res, size_t row0, const fx_c4v_f32 *s,   \
+                            __m512 range[2]) {                                                      \
+    TILE_BODY(MR, FX_C4V_FINISH_F32)                                                                \
+  }
+TILE_F32(1) TILE_F32(2) TILE_F32(3) TILE_F32(4) TILE_F32(5) TILE_F32(6) TILE_F32(7) TILE_F32(8)
 
 /* The panel's output stage: its requant parameters lie past its bias and ks taps of k-groups. */
 FX_C4V void out_init(fx_c4v_out *s, const void *w, size_t kc, size_t ks, const fx_qs8_out *o) {
@@ -41,5 +53,21 @@ void fx_qs8_igemm_tiles_8x16c4__avx512vnni(FX_QS8_IGEMM_TILES_ARGS) {
   for (size_t m0 = 0; m0 < m; m0 += 8, a += ks * 8, c += 8 * c_stride, row_corr = row_corr ? row_corr + 8 : NULL)
     if (m - m0 >= 8) tile8(nc, kc, ks, a, w, c, c_stride, row_corr, &s);
     else FX_C4V_BY_MR(m - m0, tile, nc, kc, ks, a, w, c, c_stride, row_corr, &s)
+}
+
+/* The hybrid form of the tiles kernel: the float stage (c4-avx512vnni.h) set up once. */
+FX_C4V_TARGET
+void fx_qs8_igemm_tiles_f32_8x16c4__avx512vnni(FX_QS8_IGEMM_TILES_F32_ARGS) {
+  const size_t n0 = p * 16, nc = n - n0 < 16 ? n - n0 : 16;
+  fx_c4v_f32 s;
+  fx_c4v_f32_init(&s, (const int8_t *)w + 64 + ks * ((kc + 3) / 4) * 64, n0, nc, o);
+  __m512 range[2] = {_mm512_set1_ps(INFINITY), _mm512_set1_ps(-INFINITY)};
+  for (size_t m0 = 0; m0 < m; m0 += 8, a += ks * 8) {
+    const float *res = o->res ? o->res + m0 * o->res_stride + n0 : NULL;
+    float *ct = c + m0 * c_stride + n0;
+    if (m - m0 >= 8) tile_f32_8(kc, ks, a, w, ct, c_stride, res, m0, &s, range);
+    else FX_C4V_BY_MR(m - m0, tile_f32_, kc, ks, a, w, ct, c_stride, res, m0, &s, range)
+  }
+  fx_c4v_f32_range(o, range);
 }
 #endif
