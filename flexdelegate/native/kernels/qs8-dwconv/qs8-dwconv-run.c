@@ -29,8 +29,8 @@ int fx_qs8_dwconv_run(const fx_qs8_dwconv_config *v, const fx_qs8_conv_geom *cg,
   const size_t taps = (size_t)cg->kh * (size_t)cg->kw, C = (size_t)cg->cout, ow = (size_t)cg->ow;
   const fx_qs8_dwconv_fn fn = taps == 9 ? v->taps9 : taps == 25 ? v->taps25 : v->any;
   const int8_t *local[2048], **buf = local;
-  const size_t per_row = taps * ow, run = per_row > sizeof local / sizeof local[0] ? 1 : sizeof local / sizeof local[0] / per_row;
-  if (per_row > sizeof local / sizeof local[0]) {
+  const size_t cap = sizeof local / sizeof local[0], per_row = taps * ow, run = per_row > cap ? 1 : cap / per_row;
+  if (per_row > cap) {
     buf = (const int8_t **)malloc(per_row * sizeof *buf);
     if (!buf) return -1;
   }
