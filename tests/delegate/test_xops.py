@@ -222,6 +222,17 @@ def test_gather_nd_index_past_a_dim_fails():
         invoke(it, [rand((3, 4)), np.array([[1, 5]], I32)])
 
 
+def test_gather_nd_constant_index_past_a_dim_fails():
+    """The same with the index a constant (the graph fuzzer's find: tflite-runtime 2.14 runs it,
+    and its fuzz target counts that as stock's flat check, tests/fuzz/graph_spec.py)."""
+    model = single_op("GATHER_ND", [(3, 4), np.array([[1, 5]], I32)], (1,))
+    delegate = load_flex()
+    it = make_interpreter(model, delegate=delegate)
+    assert delegate.stats()["nodes_delegated"] == 1
+    with pytest.raises(RuntimeError):
+        invoke(it, [rand((3, 4))])
+
+
 # ---------------------------------------------------------------------------- EMBEDDING_LOOKUP
 @pytest.mark.parametrize("table", [(10, 4), (7, 3, 2)], ids=str)
 def test_embedding_lookup(table):

@@ -152,6 +152,44 @@ def constant_inputs(spec: ModelSpec) -> set:
             and spec.buffers[spec.tensors[i].buffer]}
 
 
+def _const_ints(spec: ModelSpec, i: int):
+    """Tensor i's constant int32 / int64 values (flat), or None."""
+    if not 0 <= i < len(spec.tensors):
+        return None
+    t = spec.tensors[i]
+    dtype = {S.TENSOR_TYPES["INT32"]: np.int32, S.TENSOR_TYPES["INT64"]: np.int64}.get(t.type)
+    data = spec.buffers[t.buffer] if 0 <= t.buffer < len(spec.buffers) else b""
+    if dtype is None or not data or len(data) % np.dtype(dtype).itemsize:
+        return None
+    return np.frombuffer(data, dtype)
+
+
+def gathers_past_a_dim(spec: ModelSpec) -> bool:
+    """Whether a GATHER (along its axis), GATHER_ND or EMBEDDING_LOOKUP takes a constant index past its
+    dim: tflite-runtime 2.14 checks only the flat position there and reads another row, LiteRT
+    and the delegate refuse it (tests/delegate/test_xops.py: an error, never a value read through
+    a bad index)."""
+    for o in spec.ops:
+        name = S.BUILTIN_OP_NAMES.get(o.code)
+        if name not in ("GATHER", "GATHER_ND", "EMBEDDING_LOOKUP") or len(o.inputs) < 2:
+            continue
+        src, idx = (o.inputs[1], o.inputs[0]) if name == "EMBEDDING_LOOKUP" else (o.inputs[0], o.inputs[1])
+        values = _const_ints(spec, idx)
+        if values is None or not 0 <= src < len(spec.tensors):
+            continue
+        dims, idx_shape = spec.tensors[src].shape, spec.tensors[idx].shape
+        depth = (idx_shape[-1] if idx_shape else 1) if name == "GATHER_ND" else 1
+        axis = 0
+        if name == "GATHER":
+            axis = dict((slot, v) for slot, _, v in o.options).get(0, 0)
+            axis = axis + len(dims) if axis < 0 else axis
+        for k, v in enumerate(values):
+            d = axis + (k % depth if depth > 0 else 0)
+            if d < len(dims) and not 0 <= v < dims[d]:
+                return True
+    return False
+
+
 def ambiguous(spec: ModelSpec) -> bool:
     """Whether the model's answer is not defined by its inputs and constants: some op reads a
     tensor nothing wrote (not a graph input, not constant data, not an earlier op's output), a
