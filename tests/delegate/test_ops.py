@@ -913,6 +913,25 @@ def test_ops_after_an_empty_intermediate(op, out, more, opts):
     check(b.build())
 
 
+@pytest.mark.parametrize("op", ["DEPTHWISE_CONV_2D", "CONV_2D"])
+def test_a_valid_window_far_past_an_empty_input_stays_with_stock(op):
+    """Over an input of width 0, a VALID window reaching 513 rows past a height of 7: stock's
+    ComputeOutSize gives a negative height (-252), where the delegate's extent was clamped at 0
+    and it ran (the graph fuzzer's find; stock's output then cannot be read). Such a node is
+    refused like a window larger than a non-empty input, so it stays with stock."""
+    w = np.ones((1, 3, 3, 8) if op == "DEPTHWISE_CONV_2D" else (8, 3, 3, 8), np.float32)
+    opts = dict(padding="VALID", stride_w=2, stride_h=2, dilation_h_factor=256)
+    if op == "DEPTHWISE_CONV_2D":
+        opts["depth_multiplier"] = 1
+    model = single_op(op, [Input((1, 7, 0, 8)), w, np.zeros(8, np.float32)], (1, 3, 3, 8), **opts)
+    d = load_flex(cache_path="")
+    try:
+        make_interpreter(model, delegate=d)
+    except RuntimeError as e:  # LiteRT's stock kernels refuse an input of width 0 at prepare
+        assert "failed to prepare" in str(e), e
+    assert [f["reason"] for f in d.stats()["fallback"]] == ["window larger than the input"], d.stats()["fallback"]
+
+
 def test_gather_batch_dims():
     idx = np.array([[0, 4, 2, 2], [1, 1, 0, 3]], I32)
     check(single_op("GATHER", [(2, 5, 3), idx], (2, 4, 3), axis=1, batch_dims=1))
