@@ -932,6 +932,21 @@ def test_a_valid_window_far_past_an_empty_input_stays_with_stock(op):
     assert [f["reason"] for f in d.stats()["fallback"]] == ["window larger than the input"], d.stats()["fallback"]
 
 
+def test_a_dilation_past_int16_stays_with_stock():
+    """Stock's conv params hold dilations in int16: tflite-runtime 2.14 wraps 32768 to -32768
+    (its taps land elsewhere), LiteRT refuses it (the graph fuzzer's find: a depthwise conv of
+    dilation 32768 answered differently from stock)."""
+    opts = dict(padding="SAME", stride_w=2, stride_h=1, dilation_w_factor=32768, depth_multiplier=2)
+    model = single_op("DEPTHWISE_CONV_2D", [(1, 6, 6, 4), np.ones((1, 3, 3, 8), np.float32),
+                                            np.zeros(8, np.float32)], (1, 6, 3, 8), **opts)
+    d = load_flex(cache_path="")
+    try:
+        make_interpreter(model, delegate=d)
+    except RuntimeError as e:  # LiteRT's stock kernel refuses it at prepare
+        assert "dilation" in str(e), e
+    assert [f["reason"] for f in d.stats()["fallback"]] == ["dilation above 32767 (stock keeps it in int16)"]
+
+
 def test_gather_batch_dims():
     idx = np.array([[0, 4, 2, 2], [1, 1, 0, 3]], I32)
     check(single_op("GATHER", [(2, 5, 3), idx], (2, 4, 3), axis=1, batch_dims=1))

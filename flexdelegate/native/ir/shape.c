@@ -52,6 +52,9 @@ static int64_t stock_extent(int in, int k, int stride, int dil) {
 static const char *window_out(const fx_node *n, int h, int w, int kh, int kw, int dh, int dw, int *oh, int *ow) {
   if (!window_fits_int(h, kh, n->p.conv.stride_h, dh) || !window_fits_int(w, kw, n->p.conv.stride_w, dw))
     return "window arithmetic overflows int (as stock's does)";
+  /* Stock's conv params keep dilations in int16 too: tflite-runtime 2.14 wraps one past it
+   * (its taps land elsewhere), LiteRT refuses it. */
+  if (dh > INT16_MAX || dw > INT16_MAX) return "dilation above 32767 (stock keeps it in int16)";
   int pt, pl;
   fx_node_window(n, 0, h, kh, oh, &pt); /* a transpose conv's dilation is 1, as dh and dw */
   fx_node_window(n, 1, w, kw, ow, &pl);
