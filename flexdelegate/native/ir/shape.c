@@ -41,12 +41,6 @@ static int window_fits_int(int in, int k, int stride, int dil) {
   return eff <= INT32_MAX && (int64_t)in + stride <= INT32_MAX && (o - 1) * stride + eff <= INT32_MAX;
 }
 
-/* TFLite's ComputeOutSize for VALID padding, unclamped (C's division truncates as C++'s). */
-static int64_t stock_extent(int in, int k, int stride, int dil) {
-  if (stride <= 0) return 0;
-  return ((int64_t)in + stride - (((int64_t)k - 1) * (dil > 0 ? dil : 1) + 1)) / stride;
-}
-
 /* The output extent (*oh, *ow) of node n's window (kh x kw, its strides, dilation dh, dw) over
  * an h x w input, as TFLite computes it; or why stock's arithmetic cannot be matched there. */
 static const char *window_out(const fx_node *n, int h, int w, int kh, int kw, int dh, int dw, int *oh, int *ow) {
@@ -58,11 +52,6 @@ static const char *window_out(const fx_node *n, int h, int w, int kh, int kw, in
   int pt, pl;
   fx_node_window(n, 0, h, kh, oh, &pt); /* a transpose conv's dilation is 1, as dh and dw */
   fx_node_window(n, 1, w, kw, ow, &pl);
-  /* fx_same_valid clamps an extent at 0; stock's ComputeOutSize does not: a VALID window well
-   * past the input is a negative extent there, which an empty input let through as 0 */
-  if (!n->p.conv.same && (stock_extent(h + n->p.conv.pad_t + n->p.conv.pad_b, kh, n->p.conv.stride_h, dh) < 0 ||
-                          stock_extent(w + n->p.conv.pad_l + n->p.conv.pad_r, kw, n->p.conv.stride_w, dw) < 0))
-    *oh = -1;
   /* Stock keeps padding in int16 (PaddingValues): beyond, its windows land elsewhere. */
   return pt > INT16_MAX || pl > INT16_MAX ? "padding above 32767 (stock keeps it in int16)" : NULL;
 }

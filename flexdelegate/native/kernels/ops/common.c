@@ -57,7 +57,9 @@ void fx_clamp_act(int act, float *y, size_t n) {
   }
 }
 
-/* TFLite ComputeOutSize + ComputePaddingWithOffset (padding.h). */
+/* TFLite ComputeOutSize + ComputePaddingWithOffset (padding.h). *out is not clamped, as
+ * stock's is not: a VALID window past the input gives a negative extent, which shape
+ * inference refuses. */
 void fx_same_valid(int same, int in, int k, int stride, int dil, int *out, int *pad_before) {
   if (stride <= 0) { *out = 0; *pad_before = 0; return; }
   if (dil <= 0) dil = 1;
@@ -65,7 +67,7 @@ void fx_same_valid(int same, int in, int k, int stride, int dil, int *out, int *
   int o = same ? (in + stride - 1) / stride : (in + stride - eff) / stride;
   int total = (o - 1) * stride + eff - in;
   if (total < 0) total = 0;
-  *out = o < 0 ? 0 : o;
+  *out = o;
   *pad_before = total / 2;
 }
 
