@@ -125,38 +125,62 @@ static void gather_rows(const void *geom, const int8_t *x, int8_t zx, size_t pix
  * (ks * kc * nr bytes: 4.6 KB for a 3x3 conv of 64 channels, all the panels 37 KB, past L1) are
  * read from L1 by every tile of the block instead of coming from L2 once per tile. */
 #define IGEMM_TILES 16
+
+/* A block's indirection: up to IGEMM_TILES tiles of MR pixels, ks pointers a pixel. */
+typedef struct {
+  const int8_t *local[1024], **ptrs;
+  size_t per_tile, pixels; /* pointers a tile; pixels a block */
+} igemm_block;
+
+static int block_init(igemm_block *b, const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg) {
+  b->per_tile = (size_t)cg->kh * (size_t)cg->kw * (size_t)g->mr;
+  size_t tiles = sizeof b->local / sizeof b->local[0] / b->per_tile;
+  tiles = tiles > IGEMM_TILES ? IGEMM_TILES : tiles ? tiles : 1;
+  b->pixels = tiles * (size_t)g->mr;
+  b->ptrs = tiles * b->per_tile <= sizeof b->local / sizeof b->local[0]
+                ? b->local : (const int8_t **)malloc(tiles * b->per_tile * sizeof *b->ptrs);
+  return b->ptrs ? 0 : -1;
+}
+
+static void block_free(igemm_block *b) {
+  if (b->ptrs != b->local) free((void *)b->ptrs);
+}
+
+/* Fills the indirection of pixels [pix, end), and with row_factor each tile's row sums. */
+static void block_fill(igemm_block *b, const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x,
+                       const int8_t *zero_row, size_t pix, size_t end, int32_t row_factor,
+                       int32_t (*corr)[FX_QS8_MR_MAX]) {
+  const size_t mr_max = (size_t)g->mr, ks = (size_t)cg->kh * (size_t)cg->kw;
+  for (size_t t = 0, q = pix; q < end; t++, q += mr_max) {
+    const size_t mr = end - q < mr_max ? end - q : mr_max;
+    fill_tile(cg, x, zero_row, q, mr, mr_max, b->ptrs + t * b->per_tile);
+    if (row_factor) fx_qs8_rowsums_igemm(mr, (size_t)cg->cin, ks, b->ptrs + t * b->per_tile, mr_max, row_factor, corr[t]);
+  }
+}
+
 static int run_igemm(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, const int8_t *x,
                      const int8_t *zero_row, const uint8_t *packed, size_t pb, int8_t *y, int32_t row_factor,
                      const fx_qs8_out *o, size_t m0, size_t m1, size_t p0, size_t p1) {
   const size_t ks = (size_t)cg->kh * (size_t)cg->kw, kc = (size_t)cg->cin, n = (size_t)cg->cout;
-  const size_t mr_max = (size_t)g->mr, nr = (size_t)g->nr, per_tile = ks * mr_max;
-  const int8_t *local[1024], **ptrs = local;
-  size_t tiles = sizeof local / sizeof local[0] / per_tile;
-  tiles = tiles > IGEMM_TILES ? IGEMM_TILES : tiles;
-  if (tiles == 0) {
-    tiles = 1;
-    if (!(ptrs = (const int8_t **)malloc(per_tile * sizeof *ptrs))) return -1;
-  }
+  const size_t mr_max = (size_t)g->mr, nr = (size_t)g->nr;
+  igemm_block b;
+  if (block_init(&b, g, cg)) return -1;
   int32_t corr[IGEMM_TILES][FX_QS8_MR_MAX];
-  for (size_t pix = m0; pix < m1; pix += tiles * mr_max) {
-    const size_t end = m1 - pix < tiles * mr_max ? m1 : pix + tiles * mr_max;
-    for (size_t t = 0, q = pix; q < end; t++, q += mr_max) {
-      const size_t mr = end - q < mr_max ? end - q : mr_max;
-      fill_tile(cg, x, zero_row, q, mr, mr_max, ptrs + t * per_tile);
-      if (row_factor) fx_qs8_rowsums_igemm(mr, kc, ks, ptrs + t * per_tile, mr_max, row_factor, corr[t]);
-    }
+  for (size_t pix = m0; pix < m1; pix += b.pixels) {
+    const size_t end = m1 - pix < b.pixels ? m1 : pix + b.pixels;
+    block_fill(&b, g, cg, x, zero_row, pix, end, row_factor, corr);
     for (size_t p = p0; p < p1; p++) {
       const size_t n0 = p * nr, nc = n - n0 < nr ? n - n0 : nr;
       if (g->igemm_tiles && mr_max == FX_QS8_MR_MAX) /* then corr[t] + 8 is corr[t + 1] */
-        g->igemm_tiles(end - pix, nc, kc, ks, ptrs, packed + (p - p0) * pb, y + pix * n + n0, n,
+        g->igemm_tiles(end - pix, nc, kc, ks, b.ptrs, packed + (p - p0) * pb, y + pix * n + n0, n,
                        row_factor ? corr[0] : NULL, o);
       else
         for (size_t t = 0, q = pix; q < end; t++, q += mr_max)
-          g->igemm(end - q < mr_max ? end - q : mr_max, nc, kc, ks, ptrs + t * per_tile, packed + (p - p0) * pb,
+          g->igemm(end - q < mr_max ? end - q : mr_max, nc, kc, ks, b.ptrs + t * b.per_tile, packed + (p - p0) * pb,
                    y + q * n + n0, n, row_factor ? corr[t] : NULL, o);
     }
   }
-  if (ptrs != local) free((void *)ptrs);
+  block_free(&b);
   return 0;
 }
 
@@ -199,6 +223,16 @@ static void hybrid_curve(const fx_qs8_curve *curve, float *y, size_t rows, size_
   }
 }
 
+/* o for the rows from pix on; no range when a curve follows (taken after it). */
+static fx_qs8_f32_out rows_from(const fx_qs8_f32_out *o, size_t pix, const fx_qs8_curve *curve) {
+  fx_qs8_f32_out oc = *o;
+  oc.x_scale += pix * o->x_step;
+  if (oc.x_zp) oc.x_zp += pix * o->x_step;
+  if (oc.res) oc.res += pix * o->res_stride;
+  if (curve) oc.range = NULL;
+  return oc;
+}
+
 /* A hybrid conv in the IGEMM form: blocks of up to IGEMM_TILES tiles (run_igemm's), padding
  * taps reading a row of zx, each panel through the float tiles kernel, the curve on each block
  * while it is in cache. */
@@ -206,36 +240,26 @@ static int hybrid_igemm(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg,
                         const uint8_t *packed, float *y, const fx_qs8_f32_out *o, const fx_qs8_curve *curve,
                         size_t m0, size_t m1, size_t p0, size_t p1) {
   const size_t ks = (size_t)cg->kh * (size_t)cg->kw, kc = (size_t)cg->cin, n = (size_t)cg->cout;
-  const size_t mr_max = (size_t)g->mr, nr = (size_t)g->nr, per_tile = ks * mr_max;
-  const size_t c0 = p0 * nr, c1 = p1 * nr < n ? p1 * nr : n;
+  const size_t nr = (size_t)g->nr, c0 = p0 * nr, c1 = p1 * nr < n ? p1 * nr : n;
   const fx_qs8_gemm_geom geom = fx_qs8_conv_pack_geom(g, cg, FX_QS8_CONV_IGEMM);
   const size_t pb = fx_qs8_gemm_panel_bytes(&geom);
-  const int8_t *local[1024], **ptrs = local;
-  size_t tiles = sizeof local / sizeof local[0] / per_tile;
-  tiles = tiles > IGEMM_TILES ? IGEMM_TILES : tiles ? tiles : 1;
+  igemm_block b;
   int8_t *zero = (int8_t *)malloc(kc);
-  if (per_tile * tiles > sizeof local / sizeof local[0]) ptrs = (const int8_t **)malloc(per_tile * sizeof *ptrs);
-  if (!zero || !ptrs) {
+  if (!zero || block_init(&b, g, cg)) {
     free(zero);
-    if (ptrs != local) free((void *)ptrs);
     return -1;
   }
   memset(zero, zx, kc);
-  for (size_t pix = m0; pix < m1; pix += tiles * mr_max) {
-    const size_t end = m1 - pix < tiles * mr_max ? m1 : pix + tiles * mr_max;
-    for (size_t t = 0, q = pix; q < end; t++, q += mr_max)
-      fill_tile(cg, x, zero, q, end - q < mr_max ? end - q : mr_max, mr_max, ptrs + t * per_tile);
-    fx_qs8_f32_out oc = *o; /* o's rows from this block's first; the range after the curve */
-    oc.x_scale += pix * o->x_step;
-    if (oc.x_zp) oc.x_zp += pix * o->x_step;
-    if (oc.res) oc.res += pix * o->res_stride;
-    if (curve) oc.range = NULL;
+  for (size_t pix = m0; pix < m1; pix += b.pixels) {
+    const size_t end = m1 - pix < b.pixels ? m1 : pix + b.pixels;
+    block_fill(&b, g, cg, x, zero, pix, end, 0, NULL);
+    const fx_qs8_f32_out oc = rows_from(o, pix, curve);
     for (size_t p = p0; p < p1; p++)
-      g->igemm_tiles_f32(end - pix, n, kc, ks, ptrs, packed + (p - p0) * pb, p, y + pix * n, n, &oc);
+      g->igemm_tiles_f32(end - pix, n, kc, ks, b.ptrs, packed + (p - p0) * pb, p, y + pix * n, n, &oc);
     if (curve) hybrid_curve(curve, y + pix * n, end - pix, n, c0, c1, o->range);
   }
   free(zero);
-  if (ptrs != local) free((void *)ptrs);
+  block_free(&b);
   return 0;
 }
 
@@ -252,11 +276,7 @@ int fx_qs8_hybrid_run(const fx_qs8_gemm_config *g, const fx_qs8_conv_geom *cg, i
   if (gather && !rows) return -1;
   for (size_t pix = m0; pix < m1; pix += step) {
     const size_t mr = m1 - pix < step ? m1 - pix : step;
-    fx_qs8_f32_out oc = *o; /* o's rows from this chunk's first; the range after the curve */
-    oc.x_scale += pix * o->x_step;
-    if (oc.x_zp) oc.x_zp += pix * o->x_step;
-    if (oc.res) oc.res += pix * o->res_stride;
-    if (curve) oc.range = NULL;
+    const fx_qs8_f32_out oc = rows_from(o, pix, curve);
     if (gather) gather_rows(cg, x, zx, pix, mr, rows);
     const int8_t *a = gather ? rows : x + pix * K;
     const fx_qs8_gemm_geom geom = fx_qs8_gemm_geom_of(g, (int)n, 1, (int)K);
