@@ -78,6 +78,12 @@ FX_C4V __m512i fx_c4v_load_a_part(const int8_t *p, size_t n) {
     }                                                     \
   }
 
+/* A panel's requantization slot (quant/pack.h): past its 16 int32 biases and ks taps of
+ * ceil(kc / 4) k-groups of 64 bytes (the GEMM's ks is 1). */
+FX_C4V const int32_t *fx_c4v_requant_slot(const void *w, size_t kc, size_t ks) {
+  return (const int32_t *)((const int8_t *)w + 64 + ks * ((kc + 3) / 4) * 64);
+}
+
 /* A panel's output stage, from its requant parameters (past its bias and k-groups,
  * quant/pack.h): channels 0-7, 8-15, and the 16-lane fast form. */
 typedef struct {
@@ -120,7 +126,7 @@ typedef struct {
 } fx_c4v_f32;
 
 /* The stage of the panel whose requantization slot is at rq, channels [n0, n0 + nc). */
-FX_C4V void fx_c4v_f32_init(fx_c4v_f32 *s, const int8_t *rq, size_t n0, size_t nc, const fx_qs8_f32_out *o) {
+FX_C4V void fx_c4v_f32_init(fx_c4v_f32 *s, const int32_t *rq, size_t n0, size_t nc, const fx_qs8_f32_out *o) {
   s->lanes = (__mmask16)((1u << nc) - 1);
   s->ws = _mm512_maskz_loadu_ps(s->lanes, o->w_scale + n0);
   s->bias = _mm512_maskz_loadu_ps(s->lanes, o->bias + n0);

@@ -5,11 +5,6 @@
 #include <math.h>
 #include "c4-avx512vnni.h"
 
-/* The panel's output stage: its requant parameters lie past its bias and k-groups. */
-FX_C4V void out_init(fx_c4v_out *s, const void *w, size_t kc, const fx_qs8_out *o) {
-  fx_c4v_out_init(s, (const int32_t *)((const int8_t *)w + 64 + (kc + 3) / 4 * 64), o);
-}
-
 #define A_ROW(i) const int8_t *a##i = a + (i) * a_stride;
 /* A tile's body over MR rows of a (a_stride apart) and panel w, each row's sum then FINISH(i):
  * the int8 output stage here, the float one of the hybrid form below. */
@@ -31,7 +26,7 @@ TILE(1) TILE(2) TILE(3) TILE(4) TILE(5) TILE(6) TILE(7) TILE(8)
 FX_C4V_TARGET
 void fx_qs8_gemm_8x16c4__avx512vnni(FX_QS8_GEMM_ARGS) {
   fx_c4v_out s;
-  out_init(&s, w, kc, o);
+  fx_c4v_out_init(&s, fx_c4v_requant_slot(w, kc, 1), o);
   FX_C4V_BY_MR(mr, tile, nc, kc, a, a_stride, w, c, c_stride, row_corr, &s)
 }
 
@@ -40,7 +35,7 @@ void fx_qs8_gemm_8x16c4__avx512vnni(FX_QS8_GEMM_ARGS) {
 FX_C4V_TARGET
 void fx_qs8_gemm_rows_8x16c4__avx512vnni(FX_QS8_GEMM_ROWS_ARGS) {
   fx_c4v_out s;
-  out_init(&s, w, kc, o);
+  fx_c4v_out_init(&s, fx_c4v_requant_slot(w, kc, 1), o);
   size_t m0 = 0;
   for (; m0 + 8 <= m; m0 += 8, a += 8 * a_stride, c += 8 * c_stride) tile8(nc, kc, a, a_stride, w, c, c_stride, NULL, &s);
   if (m0 < m) FX_C4V_BY_MR(m - m0, tile, nc, kc, a, a_stride, w, c, c_stride, NULL, &s)
@@ -67,7 +62,7 @@ void fx_qs8_gemm_range_f32_8x16c4__avx512vnni(FX_QS8_GEMM_RANGE_F32_ARGS) {
       const int8_t *w = (const int8_t *)packed + (p - p0) * panel_bytes;
       const size_t n0 = p * 16, nc = n - n0 < 16 ? n - n0 : 16;
       fx_c4v_f32 s;
-      fx_c4v_f32_init(&s, w + 64 + (kc + 3) / 4 * 64, n0, nc, o);
+      fx_c4v_f32_init(&s, fx_c4v_requant_slot(w, kc, 1), n0, nc, o);
       for (size_t i = 0; i < mb; i += 8) {
         const size_t row = m0 + i;
         const float *res = o->res ? o->res + row * o->res_stride + n0 : NULL;

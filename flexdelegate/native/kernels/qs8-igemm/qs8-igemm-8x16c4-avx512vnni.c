@@ -31,16 +31,11 @@ TILE(1) TILE(2) TILE(3) TILE(4) TILE(5) TILE(6) TILE(7) TILE(8)
   }
 TILE_F32(1) TILE_F32(2) TILE_F32(3) TILE_F32(4) TILE_F32(5) TILE_F32(6) TILE_F32(7) TILE_F32(8)
 
-/* The panel's output stage: its requant parameters lie past its bias and ks taps of k-groups. */
-FX_C4V void out_init(fx_c4v_out *s, const void *w, size_t kc, size_t ks, const fx_qs8_out *o) {
-  fx_c4v_out_init(s, (const int32_t *)((const int8_t *)w + 64 + ks * ((kc + 3) / 4) * 64), o);
-}
-
 /* A tile of mr < 8 rows runs the kernel compiled for mr rows. */
 FX_C4V_TARGET
 void fx_qs8_igemm_8x16c4__avx512vnni(FX_QS8_IGEMM_ARGS) {
   fx_c4v_out s;
-  out_init(&s, w, kc, ks, o);
+  fx_c4v_out_init(&s, fx_c4v_requant_slot(w, kc, ks), o);
   FX_C4V_BY_MR(mr, tile, nc, kc, ks, a, w, c, c_stride, row_corr, &s)
 }
 
@@ -49,7 +44,7 @@ void fx_qs8_igemm_8x16c4__avx512vnni(FX_QS8_IGEMM_ARGS) {
 FX_C4V_TARGET
 void fx_qs8_igemm_tiles_8x16c4__avx512vnni(FX_QS8_IGEMM_TILES_ARGS) {
   fx_c4v_out s;
-  out_init(&s, w, kc, ks, o);
+  fx_c4v_out_init(&s, fx_c4v_requant_slot(w, kc, ks), o);
   for (size_t m0 = 0; m0 < m; m0 += 8, a += ks * 8, c += 8 * c_stride, row_corr = row_corr ? row_corr + 8 : NULL)
     if (m - m0 >= 8) tile8(nc, kc, ks, a, w, c, c_stride, row_corr, &s);
     else FX_C4V_BY_MR(m - m0, tile, nc, kc, ks, a, w, c, c_stride, row_corr, &s)
@@ -60,7 +55,7 @@ FX_C4V_TARGET
 void fx_qs8_igemm_tiles_f32_8x16c4__avx512vnni(FX_QS8_IGEMM_TILES_F32_ARGS) {
   const size_t n0 = p * 16, nc = n - n0 < 16 ? n - n0 : 16;
   fx_c4v_f32 s;
-  fx_c4v_f32_init(&s, (const int8_t *)w + 64 + ks * ((kc + 3) / 4) * 64, n0, nc, o);
+  fx_c4v_f32_init(&s, fx_c4v_requant_slot(w, kc, ks), n0, nc, o);
   __m512 range[2] = {_mm512_set1_ps(INFINITY), _mm512_set1_ps(-INFINITY)};
   for (size_t m0 = 0; m0 < m; m0 += 8, a += ks * 8) {
     const float *res = o->res ? o->res + m0 * o->res_stride + n0 : NULL;
