@@ -154,7 +154,7 @@ def test_set_budget_right_after_a_cold_unlimited_load(model, reference, tmp_path
     assert d.stats()["partitions_memory"][0]["steps"] > len(d.stats()["ops"])
 
 
-def peak(budget, cache, fc, cold=False, model_path="", from_disk=False):
+def peak(budget, cache, fc, model_path, cold=False, from_disk=False):
     return measured_peak(heavy_model(fc=fc), model_path, cache, budget, cold=cold, from_disk=from_disk)["peak"]
 
 

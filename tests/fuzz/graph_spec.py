@@ -144,12 +144,16 @@ def write_spec(spec: ModelSpec) -> bytes:
     return b.build()
 
 
+def _constants(spec: ModelSpec) -> set:
+    """The tensors that carry constant data."""
+    return {i for i, t in enumerate(spec.tensors) if 0 <= t.buffer < len(spec.buffers) and spec.buffers[t.buffer]}
+
+
 def constant_inputs(spec: ModelSpec) -> set:
     """The graph inputs that also carry constant data: set_tensor writes over the constant, which
     stock then reads at invoke, while a delegate may have taken the constant at prepare (the C
     ABI does not tell a delegate which tensors are graph inputs)."""
-    return {i for i in spec.inputs if 0 <= i < len(spec.tensors) and 0 <= spec.tensors[i].buffer < len(spec.buffers)
-            and spec.buffers[spec.tensors[i].buffer]}
+    return set(spec.inputs) & _constants(spec)
 
 
 def _const_ints(spec: ModelSpec, i: int):
@@ -198,8 +202,8 @@ def ambiguous(spec: ModelSpec) -> bool:
     taken the constant at prepare). Only "no crash, same refusal" can be asked of such a
     model, not the same numbers."""
     n = len(spec.tensors)
-    const = {i for i, t in enumerate(spec.tensors) if 0 <= t.buffer < len(spec.buffers) and spec.buffers[t.buffer]}
-    if constant_inputs(spec):
+    const = _constants(spec)
+    if const & set(spec.inputs):  # an input with constant data (constant_inputs)
         return True
     ready = {i for i in spec.inputs if 0 <= i < n} | const
     written = set()
