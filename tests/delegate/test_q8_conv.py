@@ -124,6 +124,24 @@ def test_conv2d_split_between_threads(threads, hw, k, stride, cin, cout):
 
 
 @pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("hw,k,stride,c,batch", [
+    (7, 3, 1, 960, 1), (14, 3, 2, 90, 1), (5, 5, 1, 200, 2), (28, 3, 1, 40, 1), (56, 3, 1, 24, 1)])
+def test_depthwise_split_between_threads(threads, hw, k, stride, c, batch):
+    """Small maps split their channel tiles between the threads as well as their rows (the
+    depthwise grid of ir/qlayer.c): 7x7 by channels alone, 14x14 with LiteRT's tail channels
+    (90 = 11 x 8 + 2), 5x5 over two images, 28x28 both; 56x56 its rows alone. Every split gives
+    stock's bytes."""
+    m = QModel()
+    x = m.input((batch, hw, hw, c), Q(S8, 0.05, 7))
+    o = -(-hw // stride)
+    y = m.tensor((batch, o, o, c), Q(S8, 0.2, -10))
+    w = m.const(weights((1, k, k, c), c), wq(0.02, c, True, 3))
+    m.op("DEPTHWISE_CONV_2D", [x, w, m.const(bias(c, 3), Q(np.int32, 0.001, 0))], [y], padding="SAME",
+         stride_w=stride, stride_h=stride, depth_multiplier=1, fused_activation_function="RELU6")
+    check_exact(m.build(y), num_threads=threads)
+
+
+@pytest.mark.parametrize("threads", [2, 3])
 @pytest.mark.parametrize("batch", [1, 5, 70])
 def test_fully_connected_split_between_threads(threads, batch):
     """A classifier head's one row splits panels; many rows split rows, a few both."""

@@ -85,6 +85,19 @@ def test_depthwise(zx, zw, zy, act, k, stride, dil, padding, cin, mult):
     check_exact(m.build(y))
 
 
+@pytest.mark.parametrize("threads", [2, 3])
+def test_depthwise_split_between_threads(threads):
+    """A uint8 depthwise on a small map, its channel tiles split between the threads: each task
+    flips back its own rows x channels to uint8 (finish_region)."""
+    m = QModel()
+    x = m.input((1, 7, 7, 72), Q(U8, 0.05, 131))
+    y = m.tensor((1, 7, 7, 72), Q(U8, 0.2, 120))
+    w = m.const(uweights((1, 3, 3, 72), 127, 72), Q(U8, 0.02, 127, 3))
+    m.op("DEPTHWISE_CONV_2D", [x, w, m.const(bias(72, 3), bias_q(0.05, 0.02))], [y], padding="SAME",
+         stride_w=1, stride_h=1, depth_multiplier=1, fused_activation_function="RELU")
+    check_exact(m.build(y), num_threads=threads)
+
+
 @pytest.mark.parametrize("zx,zw,zy", ZPS)
 @pytest.mark.parametrize("act", ACTS)
 @pytest.mark.parametrize("batch,k,n,keep", [(1, 64, 10, False), (5, 33, 17, False), (3, 20, 40, True)])
