@@ -477,6 +477,34 @@ def test_reshape_new_shape_option(shape, new):
     check(single_op("RESHAPE", [shape], out, new_shape=new))
 
 
+def test_reshape_option_of_zero_is_a_scalar():
+    """ReshapeOptions.new_shape [0] is an old spelling of a scalar (stock's reshape.cc)."""
+    check(single_op("RESHAPE", [(1, 1, 1, 1)], (), new_shape=[0]))
+
+
+def test_reshape_option_of_zero_on_an_empty_input_is_refused():
+    """[0] means one element, so an empty input does not fit it: stock refuses at prepare, and
+    the delegate too, where it had taken [0] for an empty shape and run (the graph fuzzer's
+    find)."""
+    b = ModelBuilder()
+    x = b.input((1, 0, 4))
+    y = b.tensor((1, 0, 4))
+    b.op("ADD", [x, b.const(np.ones((1, 1, 4), np.float32))], [y])
+    z = b.tensor((0, 4))
+    b.op("RESHAPE", [y], [z], new_shape=[0])
+    b.output(z)
+    d = load_flex(cache_path="")
+    with pytest.raises(RuntimeError, match="RESHAPE"):
+        make_interpreter(b.build(), delegate=d)
+    assert [(f["op"], f["reason"]) for f in d.stats()["fallback"] if f["op"] == "RESHAPE"] == [
+        ("RESHAPE", "new shape changes the element count")]
+
+
+def test_reshape_takes_an_int64_shape_input_as_stock_does_not():
+    """Stock reads input 1 only when it is an int32 vector; otherwise the options' new shape."""
+    check(single_op("RESHAPE", [(2, 3), np.array([3, 2], np.int64)], (6,), new_shape=[6]))
+
+
 @pytest.mark.parametrize("shape,dims", [
     ((1, 4, 1, 3), [0, 2]), ((1, 4, 1, 3), [-2]), ((1, 4, 1, 3), [0]), ((1, 4, 1, 3), []),
     ((1, 1, 1, 5), []), ((2, 1, 3), [1]), ((3, 1), [-1]),

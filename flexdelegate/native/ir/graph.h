@@ -222,6 +222,9 @@ int fx_qlayer_run_part(fx_graph *g, fx_node *n, fx_pool *pool, const void *panel
 /* The values of constant int32 / int64 tensor id (at most cap of them, each within int32) into
  * vals, their count into *n. NULL, or why the tensor is not such a constant. */
 const char *fx_const_ints(const fx_graph *g, int id, int *vals, int cap, int *n);
+/* Whether RESHAPE node n takes its new shape from input 1, as stock decides (reshape.cc): when
+ * that input is an int32 vector; otherwise from its options. */
+int fx_reshape_shape_input(const fx_graph *g, const fx_node *n);
 /* Output shapes (and per-node resolved plans) from input shapes and constant inputs.
  * Returns NULL on success or a static message naming why the node cannot run. */
 const char *fx_infer_node(fx_graph *g, fx_node *n);

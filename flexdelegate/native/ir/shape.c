@@ -72,6 +72,11 @@ static const char *infer_window(fx_graph *g, fx_node *n, const fx_shape *x, int 
   return NULL;
 }
 
+int fx_reshape_shape_input(const fx_graph *g, const fx_node *n) {
+  const fx_tensor *t = n->n_in == 2 && n->in[1] >= 0 && n->in[1] < g->n_tensors ? &g->tensors[n->in[1]] : NULL;
+  return t && t->dtype == FX_I32 && t->shape.rank == 1;
+}
+
 const char *fx_infer_reshape(fx_graph *g, fx_node *n) {
   const fx_shape *x = &T(g, n->in[0])->shape;
   fx_shape *y = &T(g, n->out[0])->shape;
@@ -97,7 +102,7 @@ const char *fx_infer_reshape(fx_graph *g, fx_node *n) {
     return NULL;
   }
   int dims[FX_MAX_RANK], nd;
-  if (n->n_in > 1 && n->in[1] >= 0 && T(g, n->in[1])->shape.rank == 1) {
+  if (fx_reshape_shape_input(g, n)) {
     const char *e = fx_const_ints(g, n->in[1], dims, FX_MAX_RANK, &nd);
     if (e) return e;
   } else {

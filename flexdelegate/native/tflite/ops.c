@@ -597,12 +597,12 @@ static const char *read_pack(fx_graph *g, fx_node *n, const void *bd) {
 static const char *read_reshape(fx_graph *g, fx_node *n, const void *bd) {
   const TfLiteReshapeParams *p = bd;
   n->p.reshape.n_dims = 0;
-  int has_shape_input = n->n_in > 1 && n->in[1] >= 0;
-  if (has_shape_input && need_const(g, n, 1, 0)) return "new shape is not known at load";
-  if (!has_shape_input) {
+  if (fx_reshape_shape_input(g, n)) {
+    if (need_const(g, n, 1, 0)) return "new shape is not known at load";
+  } else { /* the options; [0] is an old spelling of a scalar there (stock's reshape.cc) */
     if (!p || p->num_dimensions < 0 || p->num_dimensions > FX_MAX_RANK) return "no usable new shape";
-    n->p.reshape.n_dims = p->num_dimensions;
-    memcpy(n->p.reshape.dims, p->shape, sizeof(int) * (size_t)p->num_dimensions);
+    n->p.reshape.n_dims = p->num_dimensions == 1 && p->shape[0] == 0 ? 0 : p->num_dimensions;
+    memcpy(n->p.reshape.dims, p->shape, sizeof(int) * (size_t)n->p.reshape.n_dims);
   }
   return same_dtype(g, n, 1);
 }
