@@ -87,8 +87,8 @@ def test_depthwise(zx, zw, zy, act, k, stride, dil, padding, cin, mult):
 
 @pytest.mark.parametrize("threads", [2, 3])
 def test_depthwise_split_between_threads(threads):
-    """A uint8 depthwise on a small map, its channel tiles split between the threads: each task
-    flips back its own rows x channels to uint8 (finish_region)."""
+    """A uint8 depthwise on a small map, its rows split between the threads: each task flips
+    its own rows back to uint8 (finish_region)."""
     m = QModel()
     x = m.input((1, 7, 7, 72), Q(U8, 0.05, 131))
     y = m.tensor((1, 7, 7, 72), Q(U8, 0.2, 120))

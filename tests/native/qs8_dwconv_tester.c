@@ -2,8 +2,7 @@
  * the portable loop for depth multipliers > 1) against a naive depthwise convolution written
  * here: windows 1..7 square and not, strides, dilations, SAME/VALID padding, channel counts
  * around the panel widths, zero points at both ends, tiny/huge multipliers, every clamp, every
- * rounding and LiteRT's AWAY/UP channel split, int8 and uint8 (QU8) data; whole layers and grids
- * of row x channel ranges (the delegate's tasks). Prints "ALL PASS". */
+ * rounding and LiteRT's AWAY/UP channel split, int8 and uint8 (QU8) data. Prints "ALL PASS". */
 #include <string.h>
 #include "kernels/qs8-dwconv/qs8-dwconv.h"
 #include "qs8_tester_util.h"
@@ -48,19 +47,7 @@ static int run(const fx_qs8_dwconv_config *v, const dwp *p, int8_t *y) {
                  : fx_qs8_pack_dw(g->cout, taps, v->ct, p->w, p->bias, p->zx, p->m, p->sh, packed);
   if (p->u8) fx_qu8_flip((const uint8_t *)p->x, x8, nx); else memcpy(x8, p->x, nx);
   memset(zero, p->u8 ? p->zx - 128 : p->zx, (size_t)g->cin);
-  const size_t rows = (size_t)g->batch * g->oh, C = (size_t)g->cout;
-  if (rc == 0 && (p->mult != 1 || rnd_in(0, 1)))
-    rc = fx_qs8_dwconv_run(v, g, p->mult, x8, zero, packed, y, &p->o, 0, rows, 0, C);
-  else if (rc == 0) { /* a grid of tasks as the delegate runs at several threads: row runs x channel runs */
-    const size_t cs = (size_t)v->ct * (size_t)rnd_in(1, 3), rs = (size_t)rnd_in(1, (int)rows);
-    for (size_t c0 = 0; c0 < C && rc == 0; c0 += cs)
-      for (size_t r0 = 0; r0 < rows && rc == 0; r0 += rs)
-        rc = fx_qs8_dwconv_run(v, g, 1, x8, zero, packed, y, &p->o, r0, r0 + rs < rows ? r0 + rs : rows, c0,
-                               c0 + cs < C ? c0 + cs : C);
-    /* a range not starting on a panel is refused, not run */
-    if (rc == 0 && v->ct > 1 && C > 1 && fx_qs8_dwconv_run(v, g, 1, x8, zero, packed, y, &p->o, 0, rows, 1, C) != -1)
-      rc = -2;
-  }
+  if (rc == 0) rc = fx_qs8_dwconv_run(v, g, p->mult, x8, zero, packed, y, &p->o, 0, (size_t)g->batch * g->oh);
   free(packed); free(x8); free(zero);
   return rc;
 }

@@ -96,7 +96,7 @@ int flex_qs8_conv_run(int variant, int u8, int n, int h, int w, int cin, int cou
 static void run_qdw(void *arg) {
   qlayer_case *c = arg;
   const size_t rows = (size_t)c->cg->batch * (size_t)c->cg->oh;
-  if (fx_qs8_dwconv_run(c->dw, c->cg, c->mult, c->x, c->zero, c->packed, c->y, c->o, 0, rows, 0, (size_t)c->cg->cout)) c->failed = 1;
+  if (fx_qs8_dwconv_run(c->dw, c->cg, c->mult, c->x, c->zero, c->packed, c->y, c->o, 0, rows)) c->failed = 1;
 }
 
 int flex_qs8_dwconv_run(int variant, int u8, int n, int h, int w, int cin, int mult, int kh,

@@ -5,7 +5,6 @@
  * taps (1.64x XNNPack's time there; bench/qs8_layers.py). */
 #include <stdlib.h>
 #include "qs8-dwconv.h"
-#include "../quant/pack.h"
 
 /* The taps of output columns [x0, x1) in one window row (line: that input row, NULL in the
  * padding), each tested against the input's width. */
@@ -22,20 +21,12 @@ static void tested_taps(const fx_qs8_conv_geom *cg, const int8_t *line, const in
 
 int fx_qs8_dwconv_run(const fx_qs8_dwconv_config *v, const fx_qs8_conv_geom *cg, int mult,
                       const int8_t *x, const int8_t *zero_row, const void *packed, int8_t *y,
-                      const fx_qs8_out *o, size_t r0, size_t r1, size_t c0, size_t c1) {
+                      const fx_qs8_out *o, size_t r0, size_t r1) {
   if (mult != 1) {
-    if (c0 != 0 || c1 != (size_t)cg->cout) return -1;
     fx_qs8_dwconv_generic(v->ct, cg, mult, x, zero_row[0], packed, y, o, r0, r1);
     return 0;
   }
   const size_t taps = (size_t)cg->kh * (size_t)cg->kw, C = (size_t)cg->cout, ow = (size_t)cg->ow;
-  if (c0 % (size_t)v->ct || c0 >= c1 || c1 > C) return c0 == c1 ? 0 : -1;
-  /* channels [c0, c1) as a layer of their own: every pointer, the panels and the output from
-   * channel c0 on; the tail rule counted from there */
-  fx_qs8_out oc = *o;
-  oc.tail_from = o->tail_from - (int32_t)c0;
-  x += c0, zero_row += c0, y += c0;
-  packed = (const uint8_t *)packed + c0 / (size_t)v->ct * fx_qs8_dw_panel_bytes((int)taps, v->ct);
   const fx_qs8_dwconv_fn fn = taps == 9 ? v->taps9 : taps == 25 ? v->taps25 : v->any;
   const int8_t *local[2048], **buf = local;
   const size_t cap = sizeof local / sizeof local[0], per_row = taps * ow, run = per_row > cap ? 1 : cap / per_row;
@@ -70,7 +61,7 @@ int fx_qs8_dwconv_run(const fx_qs8_dwconv_config *v, const fx_qs8_conv_geom *cg,
       tested_taps(cg, line, zero_row, C, taps, row, ox_hi, cg->ow);
     }
     if (r + 1 - first == run || r + 1 == r1) {
-      fn(c1 - c0, (r + 1 - first) * ow, buf, taps, packed, y + first * ow * C, C, &oc);
+      fn(C, (r + 1 - first) * ow, buf, taps, packed, y + first * ow * C, C, o);
       first = r + 1;
     }
   }

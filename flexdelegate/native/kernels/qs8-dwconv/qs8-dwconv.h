@@ -33,13 +33,12 @@ extern fx_isa_menu fx_qs8_dwconv_menu;
 const fx_qs8_dwconv_config *fx_qs8_dwconv_config_get(void);
 const fx_qs8_dwconv_config *fx_qs8_dwconv_config_at(int i);
 
-/* Output rows [r0, r1) of batch*oh, channels [c0, c1) (c0 a multiple of the variant's CT; the
- * whole [0, cout) when mult != 1). cg->cout = cg->cin * mult; packed: fx_qs8_pack_dw with the
- * variant's CT; zero_row: cin bytes of the input zero point. 0, or -1 for a channel range it
- * does not take or if the pointer buffer of a huge window cannot be allocated. */
+/* Output rows [r0, r1) of batch*oh. cg->cout = cg->cin * mult; packed: fx_qs8_pack_dw with the
+ * variant's CT; zero_row: cin bytes of the input zero point. 0, or -1 if the pointer buffer of
+ * a huge window cannot be allocated. */
 int fx_qs8_dwconv_run(const fx_qs8_dwconv_config *v, const fx_qs8_conv_geom *cg, int mult,
                       const int8_t *x, const int8_t *zero_row, const void *packed, int8_t *y,
-                      const fx_qs8_out *o, size_t r0, size_t r1, size_t c0, size_t c1);
+                      const fx_qs8_out *o, size_t r0, size_t r1);
 
 /* The portable loop over rows [r0, r1), any multiplier, panels of ct channels. */
 void fx_qs8_dwconv_generic(int ct, const fx_qs8_conv_geom *cg, int mult, const int8_t *x,
