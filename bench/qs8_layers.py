@@ -1,11 +1,12 @@
 """Single int8 CONV_2D layers at ResNet-50's shapes and DEPTHWISE_CONV_2D / shallow 1x1 layers at
 MobileNetV2's, each as a one-op model: the runtime's default
-XNNPack delegate beside flexdelegate in one process, invokes alternating by rounds, one thread;
+XNNPack delegate beside flexdelegate in one process, invokes alternating by rounds, one thread
+(--threads);
 median latency, GOPS (1 op = one multiply or one add) and flex / XNNPack per layer, and the
 largest output difference (XNNPack rounds its own way: 1 step apart is expected). Where
 bench/compare.py says a quantized model is behind, this says which layer shapes are.
 
-    python bench/qs8_layers.py [--rounds 15] [--iters 5]
+    python bench/qs8_layers.py [--rounds 15] [--iters 5] [--threads 1] [--only dw]
 
 Run it under ai-edge-litert (tflite-runtime 2.14's XNNPack does not take int8 models: its
 column would be the stock kernels). Never run by pytest."""
@@ -77,14 +78,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--iters", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--only", default="", help="the layers whose name contains this")
     a = ap.parse_args()
     print(f"{'layer':24s} {'xnn us':>8s} {'GOPS':>6s} {'flex us':>8s} {'GOPS':>6s} {'flex/xnn':>8s} {'max diff':>8s}")
-    for name, h, cin, cout, k, s in LAYERS:
+    for name, h, cin, cout, k, s in (layer for layer in LAYERS if a.only in layer[0]):
         dw = name.startswith("dw ")
         model = conv_model(h, cin, cout, k, s, dw)
-        xnn = Interpreter(model_content=model, num_threads=1)
-        flex = Interpreter(model_content=model, num_threads=1,
-                           experimental_delegates=[load_flex(cache_path="", num_threads=1)])
+        xnn = Interpreter(model_content=model, num_threads=a.threads)
+        flex = Interpreter(model_content=model, num_threads=a.threads,
+                           experimental_delegates=[load_flex(cache_path="", num_threads=a.threads)])
         x = np.random.default_rng(1).integers(-128, 128, (1, h, h, cin)).astype(np.int8)
         for it in (xnn, flex):
             it.allocate_tensors()
