@@ -8,7 +8,9 @@ bench/compare.py says a quantized model is behind, this says which layer shapes 
 
     python bench/qs8_layers.py [--rounds 15] [--iters 5] [--threads 1] [--only dw]
 
-Run it under ai-edge-litert (tflite-runtime 2.14's XNNPack does not take int8 models: its
+--threads 2 on a 2-vCPU host is a rough guide only: both engines' thread pools live in this one
+process, and a layer of 10-100 us is then mostly their wake-ups (the same layer read 8 to 15 us
+from run to run). Run it under ai-edge-litert (tflite-runtime 2.14's XNNPack does not take int8 models: its
 column would be the stock kernels). Never run by pytest."""
 import argparse
 import pathlib
