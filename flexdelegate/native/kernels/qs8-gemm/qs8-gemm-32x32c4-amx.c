@@ -8,7 +8,7 @@
  * kc is not a multiple of 64 is copied once per block of rows into a zero-padded buffer (the
  * padding meets zero weights). The accumulators start at the bias (a tile of its row copied
  * 16 times), go through memory once, and leave through the VNNI kernels' output stage
- * (c4-avx512vnni.h: the exact requantization), so results are those of every other variant.
+ * (c8-avx512vnni.h: the exact requantization), so results are those of every other variant.
  * Measured on Emerald Rapids: the tile unit and that vector output stage do not run in
  * parallel (a step's time is the sum of both), so each side's own cost counts: a panel's
  * output stage is set up in place (~25 ns, not ~220 with struct copies) once per panel pair
@@ -23,7 +23,7 @@
 #if defined(__x86_64__)
 #include <math.h>
 #include <string.h>
-#include "c4-avx512vnni.h"
+#include "c8-avx512vnni.h"
 #include "kernels/simd/nofuse.h"
 
 #define FX_AMX_TARGET __attribute__((target("avx2,fma,avx512f,avx512vl,avx512bw,avx512vnni,amx-tile,amx-int8")))
@@ -128,7 +128,7 @@ FX_AMX_TARGET static void store(int32_t cbuf[32][32], int two_panels, int two_ha
 
 /* Rows [0, rows) of one panel's 16 columns of cbuf (nc channels of them) through its output
  * stage into c. */
-FX_AMX_TARGET static void finish_panel(const int32_t *cb, size_t rows, const int32_t *corr, const fx_c4v_out *os,
+FX_AMX_TARGET static void finish_panel(const int32_t *cb, size_t rows, const int32_t *corr, const fx_c8v_out *os,
                                        size_t nc, int8_t *c, size_t c_stride) {
   if (os->rq16.on && !corr) {
     const fx_rq16_avx512 *q = &os->rq16;
@@ -226,7 +226,7 @@ typedef struct {
   size_t s, rows, p;
 } pending;
 
-FX_AMX_TARGET static void finish(const block *b, const pending *d, int32_t cbuf[32][32], const fx_c4v_out *os,
+FX_AMX_TARGET static void finish(const block *b, const pending *d, int32_t cbuf[32][32], const fx_c8v_out *os,
                                  size_t nc0, size_t nc1, int8_t *c, size_t c_stride) {
   const int32_t *corr = b->corr ? b->corr + d->s : NULL;
   c += d->s * c_stride;
@@ -260,9 +260,9 @@ FX_AMX_TARGET static void steps(const block *b, size_t m0, size_t s0, size_t s1,
     const size_t n0 = p * nr, nc0 = pn->n - n0 < nr ? pn->n - n0 : nr;
     const size_t nc1 = w1 ? (pn->n - n0 - nc0 < nr ? pn->n - n0 - nc0 : nr) : 0;
     int8_t *c = (int8_t *)pn->c + m0 * pn->c_stride + n0;
-    fx_c4v_out os[2];
-    fx_c4v_out_init(&os[0], (const int32_t *)(w0 + pn->rq_at), pn->o);
-    if (w1) fx_c4v_out_init(&os[1], (const int32_t *)(w1 + pn->rq_at), pn->o);
+    fx_c8v_out os[2];
+    fx_c8v_out_init(&os[0], (const int32_t *)(w0 + pn->rq_at), pn->o);
+    if (w1) fx_c8v_out_init(&os[1], (const int32_t *)(w1 + pn->rq_at), pn->o);
     for (int r = 0; r < 16; r++) {
       memcpy(bias[0][r], w0, 64);
       if (w1) memcpy(bias[1][r], w1, 64);

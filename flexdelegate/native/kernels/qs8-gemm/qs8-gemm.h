@@ -146,10 +146,10 @@ static inline uint64_t fx_qs8_load_tail(const int8_t *p, size_t n) {
       size_t c_stride, const fx_qs8_f32_out *o
 #if defined(__x86_64__)
 void fx_qs8_gemm_rows_3x8c8__avx2(FX_QS8_GEMM_ROWS_ARGS);
-void fx_qs8_gemm_rows_8x16c4__avx512vnni(FX_QS8_GEMM_ROWS_ARGS);
-void fx_qs8_igemm_tiles_8x16c4__avx512vnni(FX_QS8_IGEMM_TILES_ARGS);
-void fx_qs8_gemm_range_f32_8x16c4__avx512vnni(FX_QS8_GEMM_RANGE_F32_ARGS);
-void fx_qs8_igemm_tiles_f32_8x16c4__avx512vnni(FX_QS8_IGEMM_TILES_F32_ARGS);
+void fx_qs8_gemm_rows_8x16c8__avx512vnni(FX_QS8_GEMM_ROWS_ARGS);
+void fx_qs8_igemm_tiles_8x16c8__avx512vnni(FX_QS8_IGEMM_TILES_ARGS);
+void fx_qs8_gemm_range_f32_8x16c8__avx512vnni(FX_QS8_GEMM_RANGE_F32_ARGS);
+void fx_qs8_igemm_tiles_f32_8x16c8__avx512vnni(FX_QS8_IGEMM_TILES_F32_ARGS);
 void fx_qs8_gemm_range_32x32c4__amx(FX_QS8_GEMM_RANGE_ARGS);
 void fx_qs8_gemm_range_f32_32x32c4__amx(FX_QS8_GEMM_RANGE_F32_ARGS);
 #endif
