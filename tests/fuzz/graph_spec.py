@@ -245,13 +245,17 @@ def int8_path_layers(stats: dict, layers) -> set:
 
 
 def stock_ignores_scales(spec: ModelSpec, i: int) -> bool:
-    """Hybrid layer i is a FULLY_CONNECTED with per-channel weight scales, which tflite-runtime
-    2.14's hybrid kernel does not read (README): its answer is no reference there."""
+    """Hybrid layer i has per-channel weight scales that tflite-runtime 2.14's hybrid kernel does
+    not read (README): a FULLY_CONNECTED's, or a CONV_2D's that are all equal (it then runs the
+    per-tensor kernel on the tensor's legacy scale, 0: the bias alone; test_hybrid's
+    test_conv2d_equal_per_channel_scales). Its answer is no reference there."""
     from flexdelegate.runtime import detect
     o = spec.ops[i]
     t = spec.tensors[o.inputs[1]]
-    return (S.BUILTIN_OP_NAMES.get(o.code) == "FULLY_CONNECTED" and t.quant is not None
-            and len(t.quant[0]) > 1 and detect().name == "tflite_runtime")
+    if t.quant is None or len(t.quant[0]) < 2 or detect().name != "tflite_runtime":
+        return False
+    op = S.BUILTIN_OP_NAMES.get(o.code)
+    return op == "FULLY_CONNECTED" or (op == "CONV_2D" and bool(np.all(t.quant[0] == t.quant[0][0])))
 
 
 def float_twin(spec: ModelSpec, layers) -> bytes | None:

@@ -202,7 +202,7 @@ class GraphTarget:
         hybrid = hybrid_layers(spec, skip={f["node"] for f in flex[2]["fallback"]})
         on_int8 = int8_path_layers(flex[2], hybrid)
         if any(stock_ignores_scales(spec, i) for i in on_int8):
-            return self._count("hybrid-unchecked", "per-channel FC scales stock ignores", *reasons)
+            return self._count("hybrid-unchecked", "per-channel scales stock ignores", *reasons)
         hybrid = [i for i in hybrid if i not in on_int8]
         if hybrid:
             # Hybrid layers on the FP32 kernels compute float math on the dequantized weights
