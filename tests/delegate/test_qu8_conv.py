@@ -376,6 +376,38 @@ def test_every_gemm_variant_through_the_delegate(isa):
     assert r.returncode == 0 and "OK 1" in r.stdout, r.stderr[-3000:]
 
 
+CACHED = textwrap.dedent("""
+    import sys; sys.path[:0] = {paths!r}
+    from test_qu8_conv import mobilenet_v1_u8
+    from qopcheck import check_exact
+    stats = check_exact(mobilenet_v1_u8(), seeds=(0,), flex={{"cache_path": {cache!r}}})
+    print("OK", stats["cache"]["blobs_packed"], stats["cache"]["blobs_mapped"])
+""")
+
+
+def test_a_cache_packed_for_another_variant_is_repacked(tmp_path):
+    """One cache file, loads under two GEMM variants (FLEXDELEGATE_ISA): each variant's panels
+    (tile, k-group, a_offset) are keyed apart, so the second load packs its own rather than
+    reading the first's as its layout (what a cache written before 8x16c4 became 8x16c8 meets),
+    and both answer as stock; a third load under the second variant maps everything."""
+    isas = sorted({n.rsplit("-", 1)[1] for n in _native_testing.variants("qs8-gemm")} - {"scalar"})
+    if len(isas) < 2:
+        pytest.skip("one SIMD GEMM variant on this CPU")
+    first, second = isas[0], isas[-1]
+    code = CACHED.format(paths=[TESTS, os.path.dirname(os.path.abspath(__file__))], cache=str(tmp_path / "m.fxc"))
+
+    def load(isa):
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "FLEXDELEGATE_ISA": isa})
+        assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
+        return [int(v) for v in r.stdout.split("OK", 1)[1].split()[:2]]
+
+    assert load(first)[0] > 0
+    packed, _ = load(second)
+    assert packed > 0, (first, second)  # the first variant's GEMM panels are not this one's
+    assert load(second)[0] == 0
+
+
 def test_uint8_input_through_quantize_and_back():
     """A float model quantized to uint8 at its edges (QUANTIZE -> uint8 CONV -> uint8 FC ->
     DEQUANTIZE), one partition, every node delegated."""
