@@ -365,15 +365,24 @@ VARIANT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("isa", sorted({n.rsplit("-", 1)[1] for n in _native_testing.variants("qs8-gemm")}))
+GEMM_ISAS = sorted({n.rsplit("-", 1)[1] for n in _native_testing.variants("qs8-gemm")})
+PATHS = [TESTS, os.path.dirname(os.path.abspath(__file__))]
+
+
+def under_isa(isa: str, code: str) -> str:
+    """stdout of `code` in a python whose GEMM variant FLEXDELEGATE_ISA narrows to isa's."""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "FLEXDELEGATE_ISA": isa})
+    assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
+    return r.stdout
+
+
+@pytest.mark.parametrize("isa", GEMM_ISAS)
 def test_every_gemm_variant_through_the_delegate(isa):
     """The GEMM variant the delegate picks is the CPU's best (AMX here, a range kernel running
     every conv as im2col); FLEXDELEGATE_ISA narrows it, so each variant's uint8 path (row
     corrections, a_offset packing, flipped input) runs the converter-like model once."""
-    code = VARIANT.format(paths=[TESTS, os.path.dirname(os.path.abspath(__file__))], isa=isa)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "FLEXDELEGATE_ISA": isa})
-    assert r.returncode == 0 and "OK 1" in r.stdout, r.stderr[-3000:]
+    assert "OK 1" in under_isa(isa, VARIANT.format(paths=PATHS, isa=isa))
 
 
 CACHED = textwrap.dedent("""
@@ -390,17 +399,14 @@ def test_a_cache_packed_for_another_variant_is_repacked(tmp_path):
     (tile, k-group, a_offset) are keyed apart, so the second load packs its own rather than
     reading the first's as its layout (what a cache written before 8x16c4 became 8x16c8 meets),
     and both answer as stock; a third load under the second variant maps everything."""
-    isas = sorted({n.rsplit("-", 1)[1] for n in _native_testing.variants("qs8-gemm")} - {"scalar"})
+    isas = [isa for isa in GEMM_ISAS if isa != "scalar"]
     if len(isas) < 2:
         pytest.skip("one SIMD GEMM variant on this CPU")
     first, second = isas[0], isas[-1]
-    code = CACHED.format(paths=[TESTS, os.path.dirname(os.path.abspath(__file__))], cache=str(tmp_path / "m.fxc"))
+    code = CACHED.format(paths=PATHS, cache=str(tmp_path / "m.fxc"))
 
     def load(isa):
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                           env={**os.environ, "FLEXDELEGATE_ISA": isa})
-        assert r.returncode == 0 and "OK" in r.stdout, r.stderr[-3000:]
-        return [int(v) for v in r.stdout.split("OK", 1)[1].split()[:2]]
+        return [int(v) for v in under_isa(isa, code).split("OK", 1)[1].split()[:2]]
 
     assert load(first)[0] > 0
     packed, _ = load(second)
