@@ -32,8 +32,13 @@ FX_C8V __m512i fx_c8v_load_a_part(const int8_t *p, size_t n) {
 }
 
 /* Two accumulators a row: channels 0-7 (acc) and 8-15 (bcc), each channel in two lanes (its
- * k-group's bytes 0-3 and 4-7), summed pairwise at the end (fx_c8v_sum). */
-#define FX_C8V_ACC(i) __m512i acc##i = _mm512_setzero_si512(), bcc##i = acc##i;
+ * k-group's bytes 0-3 and 4-7), summed pairwise at the end (fx_c8v_pairs). They start from the
+ * panel's biases (FX_C8V_BIAS: channel c's in the low lane of its pair), so no add is left for
+ * the bias at the end. */
+#define FX_C8V_BIAS(w)                                                         \
+  const __m512i vbias_a = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(w))); \
+  const __m512i vbias_b = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(w) + 1));
+#define FX_C8V_ACC(i) __m512i acc##i = vbias_a, bcc##i = vbias_b;
 #define FX_C8V_DOT(i) acc##i = _mm512_dpbusd_epi32(acc##i, va##i, wv);
 #define FX_C8V_DOTB(i) bcc##i = _mm512_dpbusd_epi32(bcc##i, va##i, wb);
 
@@ -73,13 +78,16 @@ FX_C8V __m512i fx_c8v_load_a_part(const int8_t *p, size_t n) {
     }                                                     \
   }
 
-/* A row's 16 channel sums in order, from its two accumulators' lane pairs, plus the bias. */
-FX_C8V __m512i fx_c8v_sum(__m512i acc, __m512i bcc, __m512i vbias) {
+/* An accumulator's 8 channel sums: lane pair c's sum in the low dword of qword c (the high
+ * dword is left as it is), the layout the pairs output stage multiplies (requant-avx512.h). */
+FX_C8V __m512i fx_c8v_pairs(__m512i acc) { return _mm512_add_epi32(acc, _mm512_srli_epi64(acc, 32)); }
+/* The 16 sums of two such pair sets in channel order. */
+FX_C8V __m512i fx_c8v_order(__m512i sa, __m512i sb) {
   const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  return _mm512_add_epi32(_mm512_add_epi32(_mm512_permutex2var_epi32(acc, even, bcc),
-                                           _mm512_permutex2var_epi32(acc, odd, bcc)), vbias);
+  return _mm512_permutex2var_epi32(sa, even, sb);
 }
+/* A row's 16 channel sums in order, from its two accumulators. */
+FX_C8V __m512i fx_c8v_sum(__m512i acc, __m512i bcc) { return fx_c8v_order(fx_c8v_pairs(acc), fx_c8v_pairs(bcc)); }
 
 /* A panel's requantization slot (quant/pack.h): past its 16 int32 biases and ks taps of
  * ceil(kc / 8) k-groups of 128 bytes (the GEMM's ks is 1). */
@@ -91,26 +99,32 @@ FX_C8V const int32_t *fx_c8v_requant_slot(const void *w, size_t kc, size_t ks) {
  * quant/pack.h): channels 0-7, 8-15, and the 16-lane fast form. */
 typedef struct {
   fx_rq8_avx2 rq0, rq1;
-  fx_rq16_avx512 rq16;
+  fx_rq16_avx512 rq16;   /* AMX's form: 16 sums in channel order */
+  fx_rq16p_avx512 rq16p; /* this scheme's: the sums in lane pairs */
 } fx_c8v_out;
 FX_C8V void fx_c8v_out_init(fx_c8v_out *s, const int32_t *rqp, const fx_qs8_out *o) {
   fx_rq8_init_avx2(&s->rq0, rqp, rqp + 16, fx_rq8_away_all_avx2(o), o);
   fx_rq8_init_avx2(&s->rq1, rqp + 8, rqp + 24, fx_rq8_away_all_avx2(o), o);
   fx_rq16_init_avx512(&s->rq16, &s->rq0, &s->rq1);
+  fx_rq16p_init_avx512(&s->rq16p, &s->rq16);
 }
 
-/* Before a tile's rows: the 16-lane stage in a local. Read through `os`, every field was loaded
+/* Before a tile's rows: the fast stage in a local. Read through `os`, every field was loaded
  * again after each row's int8 store (a char store may alias it): 1x1 64->256 @56 205 -> 198 us. */
-#define FX_C8V_FINISH_SETUP const fx_rq16_avx512 q16 = os->rq16;
-/* Row i: + row correction, requantized by the output stage `*os` (the 16-lane fast form q16,
- * else AVX2 on the two halves), stored. */
+#define FX_C8V_FINISH_SETUP const fx_rq16p_avx512 q16 = os->rq16p;
+/* Row i: its pair sums, + row correction, requantized by the output stage `*os` (the fast form
+ * q16 on the pairs, else AVX2 on the two halves of the sums in order), stored. */
 #define FX_C8V_FINISH(i)                                                                      \
   if (mr > (i)) {                                                                             \
-    __m512i v = fx_c8v_sum(acc##i, bcc##i, vbias);                                            \
-    if (row_corr) v = _mm512_add_epi32(v, _mm512_set1_epi32(row_corr[i]));                    \
+    __m512i sa = fx_c8v_pairs(acc##i), sb = fx_c8v_pairs(bcc##i);                             \
+    if (row_corr) {                                                                           \
+      const __m512i rc = _mm512_set1_epi32(row_corr[i]);                                      \
+      sa = _mm512_add_epi32(sa, rc), sb = _mm512_add_epi32(sb, rc);                           \
+    }                                                                                         \
     if (q16.on) {                                                                             \
-      fx_rq16_store_avx512(c + (i) * c_stride, v, &q16, nc);                                  \
+      fx_rq16p_store_avx512(c + (i) * c_stride, sa, sb, &q16, nc);                            \
     } else {                                                                                  \
+      const __m512i v = fx_c8v_order(sa, sb);                                                 \
       const __m256i lo = fx_rq8_apply_avx2(_mm512_castsi512_si256(v), &os->rq0);               \
       const __m256i hi = fx_rq8_apply_avx2(_mm512_extracti64x4_epi64(v, 1), &os->rq1);         \
       fx_store_bytes_avx2(c + (i) * c_stride, fx_pack16_avx2(lo, hi), nc);                    \
@@ -177,7 +191,7 @@ FX_C8V void fx_c8v_f32_range(const fx_qs8_f32_out *o, const __m512 range[2]) {
 #define FX_C8V_FINISH_F32_SETUP
 #define FX_C8V_FINISH_F32(i)                                                                   \
   if (mr > (i))                                                                                \
-    fx_c8v_f32_row(fx_c8v_sum(acc##i, bcc##i, vbias), row0 + (i), s, c + (i) * c_stride,        \
+    fx_c8v_f32_row(fx_c8v_sum(acc##i, bcc##i), row0 + (i), s, c + (i) * c_stride,        \
                    res ? res + (i) * s->res_stride : NULL, range);
 
 /* The rows of a tile of MR (1..8) rows: each kernel is compiled for every MR, so a tile of the

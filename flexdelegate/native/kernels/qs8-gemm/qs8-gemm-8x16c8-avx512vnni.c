@@ -11,7 +11,7 @@
 #define TILE_BODY(MR, FINISH)                       \
   const size_t mr = MR;                             \
   FX_C8V_ROWS##MR(A_ROW)                            \
-  const __m512i vbias = _mm512_loadu_si512(w);      \
+  FX_C8V_BIAS(w)                                    \
   const int8_t *wk = (const int8_t *)w + 64;        \
   FX_C8V_ROWS##MR(FX_C8V_ACC)                       \
   FX_C8V_KLOOP(FX_C8V_ROWS##MR)                     \

@@ -9,7 +9,7 @@
  * FINISH(i): the int8 output stage, or the hybrid form's float one. */
 #define TILE_BODY(MR, FINISH)                           \
   const size_t mr = MR;                                 \
-  const __m512i vbias = _mm512_loadu_si512(w);          \
+  FX_C8V_BIAS(w)                                        \
   const int8_t *wk = (const int8_t *)w + 64;            \
   FX_C8V_ROWS##MR(FX_C8V_ACC)                           \
   for (size_t t = 0; t < ks; t++, a += 8) {             \

@@ -65,4 +65,50 @@ FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq1
   if (q->clamp) v = _mm512_min_epi32(_mm512_max_epi32(v, q->lo), q->hi);
   _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), _mm512_cvtsepi32_epi8(v));
 }
+/* The fast form on a c8 kernel's accumulator pairs (qs8-gemm/c8-avx512vnni.h): channel c's
+ * int32 sum is the low dword of qword c of sa (channels 0-7) or sb (8-15), its high dword
+ * ignored. vpmuldq takes those low dwords as they are, so the lanes need not be put in channel
+ * order before the products (the 16-lane form above needs two permutes and a shift for it):
+ * one permute gathers the high dwords of the two sets of products. Same constants, moved to
+ * qwords in channel order; valid when `on`. */
+typedef struct {
+  __m512i m_a, m_b, rnd_a, rnd_b, neg_a, neg_b, high, sh32, zp, lo, hi;
+  int on, away, add_zp;
+  int clamp_lo, clamp_hi; /* lo above -128 / hi below 127: vpmovsdb saturates to the rest */
+} fx_rq16p_avx512;
+
+FX_REQUANT_AVX512 void fx_rq16p_init_avx512(fx_rq16p_avx512 *p, const fx_rq16_avx512 *q) {
+  if (!q->on) {
+    *p = (fx_rq16p_avx512){0};
+    return;
+  }
+  const __m512i first = _mm512_setr_epi64(0, 8, 1, 9, 2, 10, 3, 11), last = _mm512_setr_epi64(4, 12, 5, 13, 6, 14, 7, 15);
+  p->m_a = _mm512_cvtepu32_epi64(_mm512_castsi512_si256(q->m));
+  p->m_b = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(q->m, 1));
+  p->rnd_a = _mm512_permutex2var_epi64(q->rnd_e, first, q->rnd_o);
+  p->rnd_b = _mm512_permutex2var_epi64(q->rnd_e, last, q->rnd_o);
+  p->neg_a = _mm512_permutex2var_epi64(q->neg_e, first, q->neg_o);
+  p->neg_b = _mm512_permutex2var_epi64(q->neg_e, last, q->neg_o);
+  p->high = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  p->sh32 = q->sh32, p->zp = q->zp, p->lo = q->lo, p->hi = q->hi;
+  p->on = 1, p->away = q->away, p->add_zp = q->add_zp;
+  p->clamp_lo = _mm512_cmpgt_epi32_mask(q->lo, _mm512_set1_epi32(INT8_MIN)) != 0;
+  p->clamp_hi = _mm512_cmplt_epi32_mask(q->hi, _mm512_set1_epi32(INT8_MAX)) != 0;
+}
+
+/* Requantizes the 16 channel sums in sa, sb and stores the first n (<= 16) bytes. */
+FX_REQUANT_AVX512 void fx_rq16p_store_avx512(int8_t *y, __m512i sa, __m512i sb, const fx_rq16p_avx512 *p, size_t n) {
+  const __m512i pa = _mm512_mul_epi32(sa, p->m_a), pb = _mm512_mul_epi32(sb, p->m_b);
+  __m512i ea = _mm512_add_epi64(pa, p->rnd_a), eb = _mm512_add_epi64(pb, p->rnd_b);
+  if (p->away) {
+    const __m512i zero = _mm512_setzero_si512();
+    ea = _mm512_mask_sub_epi64(ea, _mm512_cmplt_epi64_mask(pa, zero), ea, p->neg_a);
+    eb = _mm512_mask_sub_epi64(eb, _mm512_cmplt_epi64_mask(pb, zero), eb, p->neg_b);
+  }
+  __m512i v = _mm512_srav_epi32(_mm512_permutex2var_epi32(ea, p->high, eb), p->sh32);
+  if (p->add_zp) v = _mm512_add_epi32(v, p->zp);
+  if (p->clamp_lo) v = _mm512_max_epi32(v, p->lo);
+  if (p->clamp_hi) v = _mm512_min_epi32(v, p->hi);
+  _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), _mm512_cvtsepi32_epi8(v));
+}
 #endif
