@@ -1,8 +1,8 @@
 /* requant-avx2.h's fast form on 16 lanes in one zmm, from the two 8-lane halves' constants
  * (so there is still one place that computes them), then vpmovsdb and a masked store of n
  * bytes: half the instructions of two ymm output stages and their packs. The products' high
- * dwords come together in one vpermt2d, and the clamp is skipped where vpmovsdb's saturation
- * already is the activation range (no activation). Only for kernels
+ * dwords come together in one vpermt2d, and each side of the clamp is skipped where vpmovsdb's
+ * saturation already is the activation's bound (ReLU clamps only below). Only for kernels
  * whose ISA has AVX512F/BW/VL; valid when both halves are in the fast form (`on`). */
 #ifndef FLEX_QUANT_REQUANT_AVX512_H
 #define FLEX_QUANT_REQUANT_AVX512_H
@@ -16,7 +16,7 @@ typedef struct {
   __m512i high; /* vpermt2d indices of the products' high dwords, lanes in order */
   int on;       /* both halves in the fast form */
   int away;     /* a lane rounds ties away */
-  int clamp;    /* the activation range is narrower than int8's (vpmovsdb saturates to it) */
+  int clamp_lo, clamp_hi; /* lo above -128 / hi below 127 (vpmovsdb saturates to int8's range) */
   int add_zp;   /* the zero point is added after the shift (else it is in rnd_e / rnd_o) */
 } fx_rq16_avx512;
 
@@ -34,8 +34,8 @@ FX_REQUANT_AVX512 void fx_rq16_init_avx512(fx_rq16_avx512 *q, const fx_rq8_avx2 
   q->neg_e = FX_RQ16_JOIN(neg_e), q->neg_o = FX_RQ16_JOIN(neg_o);
   q->zp = FX_RQ16_JOIN(zp), q->lo = FX_RQ16_JOIN(lo), q->hi = FX_RQ16_JOIN(hi);
   q->high = _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
-  q->clamp = _mm512_cmpgt_epi32_mask(q->lo, _mm512_set1_epi32(INT8_MIN)) != 0 ||
-             _mm512_cmplt_epi32_mask(q->hi, _mm512_set1_epi32(INT8_MAX)) != 0;
+  q->clamp_lo = _mm512_cmpgt_epi32_mask(q->lo, _mm512_set1_epi32(INT8_MIN)) != 0;
+  q->clamp_hi = _mm512_cmplt_epi32_mask(q->hi, _mm512_set1_epi32(INT8_MAX)) != 0;
   /* floor(S / 2^t) + zp = floor((S + zp * 2^t) / 2^t), t = 32 + sh32: the zero point joins the
    * nudge when the high dword cannot overflow: |S| / 2^32 < 2^30 + 1 and |zp| * 2^sh32 <= 2^29
    * (|zp| <= 256, sh32 <= 21); the 64-bit sum stays below 2^62 + 2^54 + 2^62. */
@@ -62,7 +62,8 @@ FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq1
   }
   __m512i v = _mm512_srav_epi32(_mm512_permutex2var_epi32(se, q->high, so), q->sh32);
   if (q->add_zp) v = _mm512_add_epi32(v, q->zp);
-  if (q->clamp) v = _mm512_min_epi32(_mm512_max_epi32(v, q->lo), q->hi);
+  if (q->clamp_lo) v = _mm512_max_epi32(v, q->lo);
+  if (q->clamp_hi) v = _mm512_min_epi32(v, q->hi);
   _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), _mm512_cvtsepi32_epi8(v));
 }
 /* The fast form on a c8 kernel's accumulator pairs (qs8-gemm/c8-avx512vnni.h): channel c's
@@ -73,8 +74,7 @@ FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq1
  * qwords in channel order; valid when `on`. */
 typedef struct {
   __m512i m_a, m_b, rnd_a, rnd_b, neg_a, neg_b, high, sh32, zp, lo, hi;
-  int on, away, add_zp;
-  int clamp_lo, clamp_hi; /* lo above -128 / hi below 127: vpmovsdb saturates to the rest */
+  int on, away, add_zp, clamp_lo, clamp_hi;
 } fx_rq16p_avx512;
 
 FX_REQUANT_AVX512 void fx_rq16p_init_avx512(fx_rq16p_avx512 *p, const fx_rq16_avx512 *q) {
@@ -91,9 +91,7 @@ FX_REQUANT_AVX512 void fx_rq16p_init_avx512(fx_rq16p_avx512 *p, const fx_rq16_av
   p->neg_b = _mm512_permutex2var_epi64(q->neg_e, last, q->neg_o);
   p->high = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   p->sh32 = q->sh32, p->zp = q->zp, p->lo = q->lo, p->hi = q->hi;
-  p->on = 1, p->away = q->away, p->add_zp = q->add_zp;
-  p->clamp_lo = _mm512_cmpgt_epi32_mask(q->lo, _mm512_set1_epi32(INT8_MIN)) != 0;
-  p->clamp_hi = _mm512_cmplt_epi32_mask(q->hi, _mm512_set1_epi32(INT8_MAX)) != 0;
+  p->on = 1, p->away = q->away, p->add_zp = q->add_zp, p->clamp_lo = q->clamp_lo, p->clamp_hi = q->clamp_hi;
 }
 
 /* Requantizes the 16 channel sums in sa, sb and stores the first n (<= 16) bytes. */
