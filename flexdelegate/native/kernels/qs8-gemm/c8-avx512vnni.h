@@ -109,20 +109,25 @@ FX_C8V void fx_c8v_out_init(fx_c8v_out *s, const int32_t *rqp, const fx_qs8_out 
   fx_rq16p_init_avx512(&s->rq16p, &s->rq16);
 }
 
-/* Before a tile's rows: the fast stage in a local. Read through `os`, every field was loaded
- * again after each row's int8 store (a char store may alias it): 1x1 64->256 @56 205 -> 198 us. */
-#define FX_C8V_FINISH_SETUP const fx_rq16p_avx512 q16 = os->rq16p;
-/* Row i: its pair sums, + row correction, requantized by the output stage `*os` (the fast form
- * q16 on the pairs, else AVX2 on the two halves of the sums in order), stored. */
+/* Before a tile's rows: the fast stage and its mask of nc bytes. Every row is requantized
+ * before any is stored, so the stage's constants need no copy: stored row by row, a char store
+ * (which may alias them) had the compiler read them again after every row. */
+#define FX_C8V_FINISH_SETUP                     \
+  const fx_rq16p_avx512 *q16 = &os->rq16p;      \
+  const __mmask16 q16_n = (__mmask16)((1u << nc) - 1u);
+/* Row i: its pair sums, + row correction, requantized by the output stage `*os` into out##i
+ * (the fast form q16 on the pairs; `lean` as the tile was compiled), or else stored now by
+ * AVX2 on the two halves of the sums in order. */
 #define FX_C8V_FINISH(i)                                                                      \
+  __m128i out##i = _mm_setzero_si128();                                                       \
   if (mr > (i)) {                                                                             \
     __m512i sa = fx_c8v_pairs(acc##i), sb = fx_c8v_pairs(bcc##i);                             \
     if (row_corr) {                                                                           \
       const __m512i rc = _mm512_set1_epi32(row_corr[i]);                                      \
       sa = _mm512_add_epi32(sa, rc), sb = _mm512_add_epi32(sb, rc);                           \
     }                                                                                         \
-    if (q16.on) {                                                                             \
-      fx_rq16p_store_avx512(c + (i) * c_stride, sa, sb, &q16, nc);                            \
+    if (q16->on) {                                                                            \
+      out##i = fx_rq16p_apply_avx512(sa, sb, q16, lean);                                      \
     } else {                                                                                  \
       const __m512i v = fx_c8v_order(sa, sb);                                                 \
       const __m256i lo = fx_rq8_apply_avx2(_mm512_castsi512_si256(v), &os->rq0);               \
@@ -130,6 +135,9 @@ FX_C8V void fx_c8v_out_init(fx_c8v_out *s, const int32_t *rqp, const fx_qs8_out 
       fx_store_bytes_avx2(c + (i) * c_stride, fx_pack16_avx2(lo, hi), nc);                    \
     }                                                                                         \
   }
+/* Then the fast form's rows are stored. */
+#define FX_C8V_FINISH_STORE(i) \
+  if (mr > (i) && q16->on) _mm_mask_storeu_epi8(c + (i) * c_stride, q16_n, out##i);
 
 /* ---- the hybrid form's output stage (qs8-gemm.h fx_qs8_f32_out), of the GEMM and the IGEMM ----
  * One panel's float stage: its weight scales, biases and weight sums (in the requantization
@@ -189,6 +197,7 @@ FX_C8V void fx_c8v_f32_range(const fx_qs8_f32_out *o, const __m512 range[2]) {
 /* Row i of a tile through the float stage `s` (rows from row0 of the call; res: the residual
  * at the tile's first row and the panel's first channel, or NULL). */
 #define FX_C8V_FINISH_F32_SETUP
+#define FX_C8V_FINISH_F32_STORE(i)
 #define FX_C8V_FINISH_F32(i)                                                                   \
   if (mr > (i))                                                                                \
     fx_c8v_f32_row(fx_c8v_sum(acc##i, bcc##i), row0 + (i), s, c + (i) * c_stride,        \

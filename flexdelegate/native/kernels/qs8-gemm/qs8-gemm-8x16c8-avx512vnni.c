@@ -15,10 +15,10 @@
   const int8_t *wk = (const int8_t *)w + 64;        \
   FX_C8V_ROWS##MR(FX_C8V_ACC)                       \
   FX_C8V_KLOOP(FX_C8V_ROWS##MR)                     \
-  FINISH##_SETUP FX_C8V_ROWS##MR(FINISH)
+  FINISH##_SETUP FX_C8V_ROWS##MR(FINISH) FX_C8V_ROWS##MR(FINISH##_STORE)
 #define TILE(MR)                                                                                  \
   FX_C8V void tile##MR(size_t nc, size_t kc, const int8_t *a, size_t a_stride, const void *w, int8_t *c, \
-                       size_t c_stride, const int32_t *row_corr, const fx_c8v_out *os) {           \
+                       size_t c_stride, const int32_t *row_corr, const fx_c8v_out *os, const int lean) { \
     TILE_BODY(MR, FX_C8V_FINISH)                                                                  \
   }
 TILE(1) TILE(2) TILE(3) TILE(4) TILE(5) TILE(6) TILE(7) TILE(8)
@@ -27,7 +27,7 @@ FX_C8V_TARGET
 void fx_qs8_gemm_8x16c8__avx512vnni(FX_QS8_GEMM_ARGS) {
   fx_c8v_out s;
   fx_c8v_out_init(&s, fx_c8v_requant_slot(w, kc, 1), o);
-  FX_C8V_BY_MR(mr, tile, nc, kc, a, a_stride, w, c, c_stride, row_corr, &s)
+  FX_RQ16P_LEAN(&s.rq16p, FX_C8V_BY_MR(mr, tile, nc, kc, a, a_stride, w, c, c_stride, row_corr, &s, lean))
 }
 
 /* Every row of one panel, 8 at a time, the requant constants set up once (as the AVX2 rows
@@ -36,9 +36,12 @@ FX_C8V_TARGET
 void fx_qs8_gemm_rows_8x16c8__avx512vnni(FX_QS8_GEMM_ROWS_ARGS) {
   fx_c8v_out s;
   fx_c8v_out_init(&s, fx_c8v_requant_slot(w, kc, 1), o);
-  size_t m0 = 0;
-  for (; m0 + 8 <= m; m0 += 8, a += 8 * a_stride, c += 8 * c_stride) tile8(nc, kc, a, a_stride, w, c, c_stride, NULL, &s);
-  if (m0 < m) FX_C8V_BY_MR(m - m0, tile, nc, kc, a, a_stride, w, c, c_stride, NULL, &s)
+  FX_RQ16P_LEAN(&s.rq16p, {
+    size_t m0 = 0;
+    for (; m0 + 8 <= m; m0 += 8, a += 8 * a_stride, c += 8 * c_stride)
+      tile8(nc, kc, a, a_stride, w, c, c_stride, NULL, &s, lean);
+    if (m0 < m) FX_C8V_BY_MR(m - m0, tile, nc, kc, a, a_stride, w, c, c_stride, NULL, &s, lean)
+  })
 }
 
 /* ---- the hybrid form (qs8-gemm.h fx_qs8_f32_out): the same k-loop, float outputs ---- */

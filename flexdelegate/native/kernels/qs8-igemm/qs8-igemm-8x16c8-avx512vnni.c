@@ -16,10 +16,10 @@
     FX_C8V_ROWS##MR(A_ROW)                              \
     FX_C8V_KLOOP(FX_C8V_ROWS##MR)                       \
   }                                                     \
-  FINISH##_SETUP FX_C8V_ROWS##MR(FINISH)
+  FINISH##_SETUP FX_C8V_ROWS##MR(FINISH) FX_C8V_ROWS##MR(FINISH##_STORE)
 #define TILE(MR)                                                                                  \
   FX_C8V void tile##MR(size_t nc, size_t kc, size_t ks, const int8_t *const *a, const void *w, int8_t *c, \
-                       size_t c_stride, const int32_t *row_corr, const fx_c8v_out *os) {           \
+                       size_t c_stride, const int32_t *row_corr, const fx_c8v_out *os, const int lean) { \
     TILE_BODY(MR, FX_C8V_FINISH)                                                                  \
   }
 TILE(1) TILE(2) TILE(3) TILE(4) TILE(5) TILE(6) TILE(7) TILE(8)
@@ -36,7 +36,7 @@ FX_C8V_TARGET
 void fx_qs8_igemm_8x16c8__avx512vnni(FX_QS8_IGEMM_ARGS) {
   fx_c8v_out s;
   fx_c8v_out_init(&s, fx_c8v_requant_slot(w, kc, ks), o);
-  FX_C8V_BY_MR(mr, tile, nc, kc, ks, a, w, c, c_stride, row_corr, &s)
+  FX_RQ16P_LEAN(&s.rq16p, FX_C8V_BY_MR(mr, tile, nc, kc, ks, a, w, c, c_stride, row_corr, &s, lean))
 }
 
 /* Every tile of a block of rows on one panel, the output stage set up once: with a 3x3 conv of
@@ -45,9 +45,11 @@ FX_C8V_TARGET
 void fx_qs8_igemm_tiles_8x16c8__avx512vnni(FX_QS8_IGEMM_TILES_ARGS) {
   fx_c8v_out s;
   fx_c8v_out_init(&s, fx_c8v_requant_slot(w, kc, ks), o);
-  for (size_t m0 = 0; m0 < m; m0 += 8, a += ks * 8, c += 8 * c_stride, row_corr = row_corr ? row_corr + 8 : NULL)
-    if (m - m0 >= 8) tile8(nc, kc, ks, a, w, c, c_stride, row_corr, &s);
-    else FX_C8V_BY_MR(m - m0, tile, nc, kc, ks, a, w, c, c_stride, row_corr, &s)
+  FX_RQ16P_LEAN(&s.rq16p, {
+    for (size_t m0 = 0; m0 < m; m0 += 8, a += ks * 8, c += 8 * c_stride, row_corr = row_corr ? row_corr + 8 : NULL)
+      if (m - m0 >= 8) tile8(nc, kc, ks, a, w, c, c_stride, row_corr, &s, lean);
+      else FX_C8V_BY_MR(m - m0, tile, nc, kc, ks, a, w, c, c_stride, row_corr, &s, lean)
+  })
 }
 
 /* The hybrid form of the tiles kernel: the float stage (c8-avx512vnni.h) set up once. */

@@ -71,10 +71,17 @@ FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq1
  * ignored. vpmuldq takes those low dwords as they are, so the lanes need not be put in channel
  * order before the products (the 16-lane form above needs two permutes and a shift for it):
  * one permute gathers the high dwords of the two sets of products. Same constants, moved to
- * qwords in channel order; valid when `on`. */
+ * qwords in channel order; valid when `on`.
+ *
+ * No flag is tested per row: a flag reloaded from the stack in every row (GCC keeps few in
+ * registers there) made the speed depend on where the stack slots fell, the same source
+ * running a 1x1 64->256 @56 layer in 174 or 280 us from one build to the next. A row takes
+ * every step, with constants that make the unused ones no-ops, or in the lean form (`lean`, a
+ * constant the caller's tiles are compiled for) only the steps of the usual stage: ties not
+ * away, the zero point folded, no clamp above. */
 typedef struct {
   __m512i m_a, m_b, rnd_a, rnd_b, neg_a, neg_b, high, sh32, zp, lo, hi;
-  int on, away, add_zp, clamp_lo, clamp_hi;
+  int on, lean;
 } fx_rq16p_avx512;
 
 FX_REQUANT_AVX512 void fx_rq16p_init_avx512(fx_rq16p_avx512 *p, const fx_rq16_avx512 *q) {
@@ -87,26 +94,39 @@ FX_REQUANT_AVX512 void fx_rq16p_init_avx512(fx_rq16p_avx512 *p, const fx_rq16_av
   p->m_b = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(q->m, 1));
   p->rnd_a = _mm512_permutex2var_epi64(q->rnd_e, first, q->rnd_o);
   p->rnd_b = _mm512_permutex2var_epi64(q->rnd_e, last, q->rnd_o);
-  p->neg_a = _mm512_permutex2var_epi64(q->neg_e, first, q->neg_o);
-  p->neg_b = _mm512_permutex2var_epi64(q->neg_e, last, q->neg_o);
+  /* 2^31 in the lanes whose ties go away, else 0 (neg_e / neg_o hold it for a single rounding's
+   * lanes too, which take it only when q->away says so) */
+  const __m512i neg_e = q->away ? q->neg_e : _mm512_setzero_si512(), neg_o = q->away ? q->neg_o : neg_e;
+  p->neg_a = _mm512_permutex2var_epi64(neg_e, first, neg_o);
+  p->neg_b = _mm512_permutex2var_epi64(neg_e, last, neg_o);
   p->high = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  p->sh32 = q->sh32, p->zp = q->zp, p->lo = q->lo, p->hi = q->hi;
-  p->on = 1, p->away = q->away, p->add_zp = q->add_zp, p->clamp_lo = q->clamp_lo, p->clamp_hi = q->clamp_hi;
+  p->sh32 = q->sh32, p->lo = q->lo, p->hi = q->hi;
+  p->zp = q->add_zp ? q->zp : _mm512_setzero_si512(); /* else in rnd_a / rnd_b */
+  p->on = 1;
+  p->lean = !q->away && !q->add_zp && !q->clamp_hi;
 }
 
-/* Requantizes the 16 channel sums in sa, sb and stores the first n (<= 16) bytes. */
-FX_REQUANT_AVX512 void fx_rq16p_store_avx512(int8_t *y, __m512i sa, __m512i sb, const fx_rq16p_avx512 *p, size_t n) {
+/* The 16 channel sums in sa, sb requantized, as int8 in the low 16 bytes. */
+FX_REQUANT_AVX512 __m128i fx_rq16p_apply_avx512(__m512i sa, __m512i sb, const fx_rq16p_avx512 *p, const int lean) {
   const __m512i pa = _mm512_mul_epi32(sa, p->m_a), pb = _mm512_mul_epi32(sb, p->m_b);
   __m512i ea = _mm512_add_epi64(pa, p->rnd_a), eb = _mm512_add_epi64(pb, p->rnd_b);
-  if (p->away) {
+  if (!lean) {
     const __m512i zero = _mm512_setzero_si512();
     ea = _mm512_mask_sub_epi64(ea, _mm512_cmplt_epi64_mask(pa, zero), ea, p->neg_a);
     eb = _mm512_mask_sub_epi64(eb, _mm512_cmplt_epi64_mask(pb, zero), eb, p->neg_b);
   }
   __m512i v = _mm512_srav_epi32(_mm512_permutex2var_epi32(ea, p->high, eb), p->sh32);
-  if (p->add_zp) v = _mm512_add_epi32(v, p->zp);
-  if (p->clamp_lo) v = _mm512_max_epi32(v, p->lo);
-  if (p->clamp_hi) v = _mm512_min_epi32(v, p->hi);
-  _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), _mm512_cvtsepi32_epi8(v));
+  if (!lean) v = _mm512_min_epi32(_mm512_add_epi32(v, p->zp), p->hi);
+  return _mm512_cvtsepi32_epi8(_mm512_max_epi32(v, p->lo));
 }
+
+/* Runs the statements twice compiled, `lean` 1 where os's stage allows it, else 0. */
+#define FX_RQ16P_LEAN(q, ...) \
+  if ((q)->lean) {            \
+    const int lean = 1;       \
+    __VA_ARGS__               \
+  } else {                    \
+    const int lean = 0;       \
+    __VA_ARGS__               \
+  }
 #endif
