@@ -120,7 +120,7 @@ FX_REQUANT_AVX512 __m128i fx_rq16p_apply_avx512(__m512i sa, __m512i sb, const fx
   return _mm512_cvtsepi32_epi8(_mm512_max_epi32(v, p->lo));
 }
 
-/* Runs the statements twice compiled, `lean` 1 where os's stage allows it, else 0. */
+/* Runs the statements compiled twice: with `lean` 1 where stage q allows it, else 0. */
 #define FX_RQ16P_LEAN(q, ...) \
   if ((q)->lean) {            \
     const int lean = 1;       \
