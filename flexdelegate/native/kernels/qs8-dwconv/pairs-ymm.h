@@ -38,19 +38,22 @@ DW void dw_pair(const int8_t *const *in, size_t t, size_t T, size_t c0, int full
                                      fx_rq8_apply_mode_avx2(_mm256_permute2x128_si256(lo, hi, 0x31), &rq1, single)), nc)
 #ifdef DW_RQ16
 /* AVX-512: where both halves take the fast form, the 16-lane output stage on one zmm
- * (requant-avx512.h), its 128-bit lanes {0-3, 8-11, 4-7, 12-15} put in order by one shuffle:
- * half the instructions of two ymm stages and their packs. */
+ * (requant-avx512.h; `lean` as the pixel loop was compiled), its 128-bit lanes {0-3, 8-11,
+ * 4-7, 12-15} put in order by one shuffle: half the instructions of two ymm stages and their
+ * packs. */
 #include "../quant/requant-avx512.h"
-#define DW_STORE(px, lo, hi)                                                                              \
-  if (rq16.on)                                                                                            \
-    fx_rq16_store_avx512(out + (px) * out_stride + c0,                                                    \
-                         _mm512_shuffle_i64x2(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),       \
-                                              _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), 0xD8), \
-                         &rq16, nc);                                                                      \
-  else                                                                                                    \
+#define DW_STORE(px, lo, hi)                                                                                \
+  if (rq16.on)                                                                                              \
+    _mm_mask_storeu_epi8(out + (px) * out_stride + c0, (__mmask16)((1u << nc) - 1u),                        \
+                         fx_rq16_apply_avx512(_mm512_shuffle_i64x2(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), \
+                                                                   _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), 0xD8), \
+                                              &rq16, lean));                                                \
+  else                                                                                                      \
     DW_STORE8(px, lo, hi)
+#define DW_WITH_LEAN(...) FX_RQ16_LEAN(&rq16, __VA_ARGS__)
 #else
 #define DW_STORE(px, lo, hi) DW_STORE8(px, lo, hi)
+#define DW_WITH_LEAN(...) __VA_ARGS__
 #endif
 
 /* One channel tile over all pixels, two at a time (each weight vector feeds both; two
@@ -77,21 +80,24 @@ DW void dw_tile(size_t c0, size_t nc, int full, size_t pixels, const int8_t *con
     wp[t] = _mm256_unpacklo_epi16(wa, wb);
     wp[t + 1] = _mm256_unpackhi_epi16(wa, wb);
   }
-  size_t px = 0;
-  for (; px + 2 <= pixels; px += 2, in += 2 * T) {
-    __m256i lo0 = blo, hi0 = bhi, lo1 = blo, hi1 = bhi;
-    for (size_t t = 0; t < T; t += 2) {
-      dw_pair(in, t, T, c0, full, nc, wp + t, &lo0, &hi0);
-      dw_pair(in + T, t, T, c0, full, nc, wp + t, &lo1, &hi1);
+  DW_WITH_LEAN({
+    size_t px = 0;
+    const int8_t *const *inp = in;
+    for (; px + 2 <= pixels; px += 2, inp += 2 * T) {
+      __m256i lo0 = blo, hi0 = bhi, lo1 = blo, hi1 = bhi;
+      for (size_t t = 0; t < T; t += 2) {
+        dw_pair(inp, t, T, c0, full, nc, wp + t, &lo0, &hi0);
+        dw_pair(inp + T, t, T, c0, full, nc, wp + t, &lo1, &hi1);
+      }
+      DW_STORE(px, lo0, hi0);
+      DW_STORE(px + 1, lo1, hi1);
     }
-    DW_STORE(px, lo0, hi0);
-    DW_STORE(px + 1, lo1, hi1);
-  }
-  if (px < pixels) {
-    __m256i lo0 = blo, hi0 = bhi;
-    for (size_t t = 0; t < T; t += 2) dw_pair(in, t, T, c0, full, nc, wp + t, &lo0, &hi0);
-    DW_STORE(px, lo0, hi0);
-  }
+    if (px < pixels) {
+      __m256i lo0 = blo, hi0 = bhi;
+      for (size_t t = 0; t < T; t += 2) dw_pair(inp, t, T, c0, full, nc, wp + t, &lo0, &hi0);
+      DW_STORE(px, lo0, hi0);
+    }
+  })
 }
 
 DW void dw_up16(FX_QS8_DW_ARGS) {

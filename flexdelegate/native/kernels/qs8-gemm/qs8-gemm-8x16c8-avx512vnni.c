@@ -27,7 +27,7 @@ FX_C8V_TARGET
 void fx_qs8_gemm_8x16c8__avx512vnni(FX_QS8_GEMM_ARGS) {
   fx_c8v_out s;
   fx_c8v_out_init(&s, fx_c8v_requant_slot(w, kc, 1), o);
-  FX_RQ16P_LEAN(&s.rq16p, FX_C8V_BY_MR(mr, tile, nc, kc, a, a_stride, w, c, c_stride, row_corr, &s, lean))
+  FX_RQ16_LEAN(&s.rq16p, FX_C8V_BY_MR(mr, tile, nc, kc, a, a_stride, w, c, c_stride, row_corr, &s, lean))
 }
 
 /* Every row of one panel, 8 at a time, the requant constants set up once (as the AVX2 rows
@@ -36,7 +36,7 @@ FX_C8V_TARGET
 void fx_qs8_gemm_rows_8x16c8__avx512vnni(FX_QS8_GEMM_ROWS_ARGS) {
   fx_c8v_out s;
   fx_c8v_out_init(&s, fx_c8v_requant_slot(w, kc, 1), o);
-  FX_RQ16P_LEAN(&s.rq16p, {
+  FX_RQ16_LEAN(&s.rq16p, {
     size_t m0 = 0;
     for (; m0 + 8 <= m; m0 += 8, a += 8 * a_stride, c += 8 * c_stride)
       tile8(nc, kc, a, a_stride, w, c, c_stride, NULL, &s, lean);

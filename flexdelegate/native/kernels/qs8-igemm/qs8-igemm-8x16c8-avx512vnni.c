@@ -36,7 +36,7 @@ FX_C8V_TARGET
 void fx_qs8_igemm_8x16c8__avx512vnni(FX_QS8_IGEMM_ARGS) {
   fx_c8v_out s;
   fx_c8v_out_init(&s, fx_c8v_requant_slot(w, kc, ks), o);
-  FX_RQ16P_LEAN(&s.rq16p, FX_C8V_BY_MR(mr, tile, nc, kc, ks, a, w, c, c_stride, row_corr, &s, lean))
+  FX_RQ16_LEAN(&s.rq16p, FX_C8V_BY_MR(mr, tile, nc, kc, ks, a, w, c, c_stride, row_corr, &s, lean))
 }
 
 /* Every tile of a block of rows on one panel, the output stage set up once: with a 3x3 conv of
@@ -45,7 +45,7 @@ FX_C8V_TARGET
 void fx_qs8_igemm_tiles_8x16c8__avx512vnni(FX_QS8_IGEMM_TILES_ARGS) {
   fx_c8v_out s;
   fx_c8v_out_init(&s, fx_c8v_requant_slot(w, kc, ks), o);
-  FX_RQ16P_LEAN(&s.rq16p, {
+  FX_RQ16_LEAN(&s.rq16p, {
     for (size_t m0 = 0; m0 < m; m0 += 8, a += ks * 8, c += 8 * c_stride, row_corr = row_corr ? row_corr + 8 : NULL)
       if (m - m0 >= 8) tile8(nc, kc, ks, a, w, c, c_stride, row_corr, &s, lean);
       else FX_C8V_BY_MR(m - m0, tile, nc, kc, ks, a, w, c, c_stride, row_corr, &s, lean)

@@ -1,9 +1,17 @@
 /* requant-avx2.h's fast form on 16 lanes in one zmm, from the two 8-lane halves' constants
- * (so there is still one place that computes them), then vpmovsdb and a masked store of n
- * bytes: half the instructions of two ymm output stages and their packs. The products' high
- * dwords come together in one vpermt2d, and each side of the clamp is skipped where vpmovsdb's
- * saturation already is the activation's bound (ReLU clamps only below). Only for kernels
- * whose ISA has AVX512F/BW/VL; valid when both halves are in the fast form (`on`). */
+ * (so there is still one place that computes them), then vpmovsdb: half the instructions of
+ * two ymm output stages and their packs. The products' high dwords come together in one
+ * vpermt2d. Only for kernels whose ISA has AVX512F/BW/VL; valid when both halves are in the
+ * fast form (`on`).
+ *
+ * No flag is tested per output vector: a flag reloaded from the stack for every vector (GCC
+ * keeps few in registers in a kernel's output stage) made the speed hang on where the stack
+ * slots fell: the same source ran an int8 1x1 64->256 @56 layer in 174 or 280 us from one build
+ * to the next. A vector takes every step, with constants that make the unused ones no-ops
+ * (nudge 0 where ties do not go away, zero point 0 where the nudge carries it), or, in the lean
+ * form (`lean`, a constant the caller's loop is compiled for: FX_RQ16_LEAN), only the steps of
+ * the usual stage: no tie away from zero, the zero point in the nudge, no clamp above (vpmovsdb
+ * saturates there). */
 #ifndef FLEX_QUANT_REQUANT_AVX512_H
 #define FLEX_QUANT_REQUANT_AVX512_H
 #include "requant-avx2.h"
@@ -15,9 +23,7 @@ typedef struct {
   __m512i m, m_odd, rnd_e, rnd_o, neg_e, neg_o, sh32, zp, lo, hi;
   __m512i high; /* vpermt2d indices of the products' high dwords, lanes in order */
   int on;       /* both halves in the fast form */
-  int away;     /* a lane rounds ties away */
-  int clamp_lo, clamp_hi; /* lo above -128 / hi below 127 (vpmovsdb saturates to int8's range) */
-  int add_zp;   /* the zero point is added after the shift (else it is in rnd_e / rnd_o) */
+  int lean;     /* the lean form applies */
 } fx_rq16_avx512;
 
 /* Fills *q in place (fx_rq8_init_avx2 says why). */
@@ -30,55 +36,65 @@ FX_REQUANT_AVX512 void fx_rq16_init_avx512(fx_rq16_avx512 *q, const fx_rq8_avx2 
   q->on = 1;
   q->m = FX_RQ16_JOIN(m), q->m_odd = FX_RQ16_JOIN(m_odd), q->rnd_e = FX_RQ16_JOIN(rnd_e);
   q->rnd_o = FX_RQ16_JOIN(rnd_o), q->sh32 = FX_RQ16_JOIN(sh32);
-  q->away = r0->fast_away || r1->fast_away;
-  q->neg_e = FX_RQ16_JOIN(neg_e), q->neg_o = FX_RQ16_JOIN(neg_o);
+  /* 2^31 in the lanes whose ties go away, else 0 (the halves keep it for a single rounding's
+   * lanes too, which take it only under fast_away) */
+  const int away = r0->fast_away || r1->fast_away;
+  q->neg_e = away ? FX_RQ16_JOIN(neg_e) : _mm512_setzero_si512();
+  q->neg_o = away ? FX_RQ16_JOIN(neg_o) : _mm512_setzero_si512();
   q->zp = FX_RQ16_JOIN(zp), q->lo = FX_RQ16_JOIN(lo), q->hi = FX_RQ16_JOIN(hi);
   q->high = _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
-  q->clamp_lo = _mm512_cmpgt_epi32_mask(q->lo, _mm512_set1_epi32(INT8_MIN)) != 0;
-  q->clamp_hi = _mm512_cmplt_epi32_mask(q->hi, _mm512_set1_epi32(INT8_MAX)) != 0;
   /* floor(S / 2^t) + zp = floor((S + zp * 2^t) / 2^t), t = 32 + sh32: the zero point joins the
    * nudge when the high dword cannot overflow: |S| / 2^32 < 2^30 + 1 and |zp| * 2^sh32 <= 2^29
    * (|zp| <= 256, sh32 <= 21); the 64-bit sum stays below 2^62 + 2^54 + 2^62. */
   const __m512i zp = q->zp;
-  q->add_zp = _mm512_cmpgt_epi32_mask(q->sh32, _mm512_set1_epi32(21)) != 0 ||
-              _mm512_cmpgt_epi32_mask(_mm512_abs_epi32(zp), _mm512_set1_epi32(256)) != 0;
-  if (!q->add_zp) {
+  const int add_zp = _mm512_cmpgt_epi32_mask(q->sh32, _mm512_set1_epi32(21)) != 0 ||
+                     _mm512_cmpgt_epi32_mask(_mm512_abs_epi32(zp), _mm512_set1_epi32(256)) != 0;
+  if (!add_zp) {
     const __m512i low = _mm512_set1_epi64(0xffffffff), t32 = _mm512_set1_epi64(32);
     const __m512i zp_e = _mm512_srai_epi64(_mm512_slli_epi64(zp, 32), 32), zp_o = _mm512_srai_epi64(zp, 32);
     q->rnd_e = _mm512_add_epi64(q->rnd_e, _mm512_sllv_epi64(zp_e, _mm512_add_epi64(_mm512_and_si512(q->sh32, low), t32)));
     q->rnd_o = _mm512_add_epi64(q->rnd_o, _mm512_sllv_epi64(zp_o, _mm512_add_epi64(_mm512_srli_epi64(q->sh32, 32), t32)));
+    q->zp = _mm512_setzero_si512();
   }
+  q->lean = !away && !add_zp && !_mm512_cmplt_epi32_mask(q->hi, _mm512_set1_epi32(INT8_MAX));
 }
 #undef FX_RQ16_JOIN
 
-/* Requantizes 16 accumulators (lanes in channel order) and stores the first n (<= 16) bytes. */
-FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq16_avx512 *q, size_t n) {
+/* 16 accumulators (lanes in channel order) requantized, as int8 in the low 16 bytes. */
+FX_REQUANT_AVX512 __m128i fx_rq16_apply_avx512(__m512i acc, const fx_rq16_avx512 *q, const int lean) {
   const __m512i pe = _mm512_mul_epi32(acc, q->m), po = _mm512_mul_epi32(_mm512_srli_epi64(acc, 32), q->m_odd);
   __m512i se = _mm512_add_epi64(pe, q->rnd_e), so = _mm512_add_epi64(po, q->rnd_o);
-  if (q->away) {
+  if (!lean) {
     const __m512i zero = _mm512_setzero_si512();
     se = _mm512_mask_sub_epi64(se, _mm512_cmplt_epi64_mask(pe, zero), se, q->neg_e);
     so = _mm512_mask_sub_epi64(so, _mm512_cmplt_epi64_mask(po, zero), so, q->neg_o);
   }
   __m512i v = _mm512_srav_epi32(_mm512_permutex2var_epi32(se, q->high, so), q->sh32);
-  if (q->add_zp) v = _mm512_add_epi32(v, q->zp);
-  if (q->clamp_lo) v = _mm512_max_epi32(v, q->lo);
-  if (q->clamp_hi) v = _mm512_min_epi32(v, q->hi);
-  _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), _mm512_cvtsepi32_epi8(v));
+  if (!lean) v = _mm512_min_epi32(_mm512_add_epi32(v, q->zp), q->hi);
+  return _mm512_cvtsepi32_epi8(_mm512_max_epi32(v, q->lo));
 }
+
+/* The same, every step, stored: the first n (<= 16) bytes at y. */
+FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq16_avx512 *q, size_t n) {
+  _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), fx_rq16_apply_avx512(acc, q, 0));
+}
+
+/* Runs the statements compiled twice: with `lean` 1 where stage q allows it (q->lean), else 0. */
+#define FX_RQ16_LEAN(q, ...) \
+  if ((q)->lean) {           \
+    const int lean = 1;      \
+    __VA_ARGS__              \
+  } else {                   \
+    const int lean = 0;      \
+    __VA_ARGS__              \
+  }
+
 /* The fast form on a c8 kernel's accumulator pairs (qs8-gemm/c8-avx512vnni.h): channel c's
  * int32 sum is the low dword of qword c of sa (channels 0-7) or sb (8-15), its high dword
  * ignored. vpmuldq takes those low dwords as they are, so the lanes need not be put in channel
- * order before the products (the 16-lane form above needs two permutes and a shift for it):
- * one permute gathers the high dwords of the two sets of products. Same constants, moved to
- * qwords in channel order; valid when `on`.
- *
- * No flag is tested per row: a flag reloaded from the stack in every row (GCC keeps few in
- * registers there) made the speed depend on where the stack slots fell, the same source
- * running a 1x1 64->256 @56 layer in 174 or 280 us from one build to the next. A row takes
- * every step, with constants that make the unused ones no-ops, or in the lean form (`lean`, a
- * constant the caller's tiles are compiled for) only the steps of the usual stage: ties not
- * away, the zero point folded, no clamp above. */
+ * order before the products (the form above needs two permutes and a shift for it): one
+ * permute gathers the high dwords of the two sets of products. The same constants, moved to
+ * qwords in channel order; valid when `on`. */
 typedef struct {
   __m512i m_a, m_b, rnd_a, rnd_b, neg_a, neg_b, high, sh32, zp, lo, hi;
   int on, lean;
@@ -94,16 +110,11 @@ FX_REQUANT_AVX512 void fx_rq16p_init_avx512(fx_rq16p_avx512 *p, const fx_rq16_av
   p->m_b = _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(q->m, 1));
   p->rnd_a = _mm512_permutex2var_epi64(q->rnd_e, first, q->rnd_o);
   p->rnd_b = _mm512_permutex2var_epi64(q->rnd_e, last, q->rnd_o);
-  /* 2^31 in the lanes whose ties go away, else 0 (neg_e / neg_o hold it for a single rounding's
-   * lanes too, which take it only when q->away says so) */
-  const __m512i neg_e = q->away ? q->neg_e : _mm512_setzero_si512(), neg_o = q->away ? q->neg_o : neg_e;
-  p->neg_a = _mm512_permutex2var_epi64(neg_e, first, neg_o);
-  p->neg_b = _mm512_permutex2var_epi64(neg_e, last, neg_o);
+  p->neg_a = _mm512_permutex2var_epi64(q->neg_e, first, q->neg_o);
+  p->neg_b = _mm512_permutex2var_epi64(q->neg_e, last, q->neg_o);
   p->high = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  p->sh32 = q->sh32, p->lo = q->lo, p->hi = q->hi;
-  p->zp = q->add_zp ? q->zp : _mm512_setzero_si512(); /* else in rnd_a / rnd_b */
-  p->on = 1;
-  p->lean = !q->away && !q->add_zp && !q->clamp_hi;
+  p->sh32 = q->sh32, p->zp = q->zp, p->lo = q->lo, p->hi = q->hi;
+  p->on = 1, p->lean = q->lean;
 }
 
 /* The 16 channel sums in sa, sb requantized, as int8 in the low 16 bytes. */
@@ -119,14 +130,4 @@ FX_REQUANT_AVX512 __m128i fx_rq16p_apply_avx512(__m512i sa, __m512i sb, const fx
   if (!lean) v = _mm512_min_epi32(_mm512_add_epi32(v, p->zp), p->hi);
   return _mm512_cvtsepi32_epi8(_mm512_max_epi32(v, p->lo));
 }
-
-/* Runs the statements compiled twice: with `lean` 1 where stage q allows it, else 0. */
-#define FX_RQ16P_LEAN(q, ...) \
-  if ((q)->lean) {            \
-    const int lean = 1;       \
-    __VA_ARGS__               \
-  } else {                    \
-    const int lean = 0;       \
-    __VA_ARGS__               \
-  }
 #endif
