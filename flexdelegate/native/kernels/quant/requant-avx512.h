@@ -60,18 +60,28 @@ FX_REQUANT_AVX512 void fx_rq16_init_avx512(fx_rq16_avx512 *q, const fx_rq8_avx2 
 }
 #undef FX_RQ16_JOIN
 
+/* The steps after the products, shared by both forms: two sets of 64-bit products p0, p1,
+ * their nudges r0, r1 and tie-away nudges n0, n1 (lanes as the products'), `high` the vpermt2d
+ * indices that gather the sums' high dwords in channel order. */
+FX_REQUANT_AVX512 __m128i fx_rq16_finish_avx512(__m512i p0, __m512i p1, __m512i r0, __m512i r1, __m512i n0,
+                                                __m512i n1, __m512i high, __m512i sh32, __m512i zp, __m512i lo,
+                                                __m512i hi, const int lean) {
+  __m512i s0 = _mm512_add_epi64(p0, r0), s1 = _mm512_add_epi64(p1, r1);
+  if (!lean) {
+    const __m512i zero = _mm512_setzero_si512();
+    s0 = _mm512_mask_sub_epi64(s0, _mm512_cmplt_epi64_mask(p0, zero), s0, n0);
+    s1 = _mm512_mask_sub_epi64(s1, _mm512_cmplt_epi64_mask(p1, zero), s1, n1);
+  }
+  __m512i v = _mm512_srav_epi32(_mm512_permutex2var_epi32(s0, high, s1), sh32);
+  if (!lean) v = _mm512_min_epi32(_mm512_add_epi32(v, zp), hi);
+  return _mm512_cvtsepi32_epi8(_mm512_max_epi32(v, lo));
+}
+
 /* 16 accumulators (lanes in channel order) requantized, as int8 in the low 16 bytes. */
 FX_REQUANT_AVX512 __m128i fx_rq16_apply_avx512(__m512i acc, const fx_rq16_avx512 *q, const int lean) {
   const __m512i pe = _mm512_mul_epi32(acc, q->m), po = _mm512_mul_epi32(_mm512_srli_epi64(acc, 32), q->m_odd);
-  __m512i se = _mm512_add_epi64(pe, q->rnd_e), so = _mm512_add_epi64(po, q->rnd_o);
-  if (!lean) {
-    const __m512i zero = _mm512_setzero_si512();
-    se = _mm512_mask_sub_epi64(se, _mm512_cmplt_epi64_mask(pe, zero), se, q->neg_e);
-    so = _mm512_mask_sub_epi64(so, _mm512_cmplt_epi64_mask(po, zero), so, q->neg_o);
-  }
-  __m512i v = _mm512_srav_epi32(_mm512_permutex2var_epi32(se, q->high, so), q->sh32);
-  if (!lean) v = _mm512_min_epi32(_mm512_add_epi32(v, q->zp), q->hi);
-  return _mm512_cvtsepi32_epi8(_mm512_max_epi32(v, q->lo));
+  return fx_rq16_finish_avx512(pe, po, q->rnd_e, q->rnd_o, q->neg_e, q->neg_o, q->high, q->sh32, q->zp, q->lo, q->hi,
+                               lean);
 }
 
 /* The same, every step, stored: the first n (<= 16) bytes at y. */
@@ -120,14 +130,7 @@ FX_REQUANT_AVX512 void fx_rq16p_init_avx512(fx_rq16p_avx512 *p, const fx_rq16_av
 /* The 16 channel sums in sa, sb requantized, as int8 in the low 16 bytes. */
 FX_REQUANT_AVX512 __m128i fx_rq16p_apply_avx512(__m512i sa, __m512i sb, const fx_rq16p_avx512 *p, const int lean) {
   const __m512i pa = _mm512_mul_epi32(sa, p->m_a), pb = _mm512_mul_epi32(sb, p->m_b);
-  __m512i ea = _mm512_add_epi64(pa, p->rnd_a), eb = _mm512_add_epi64(pb, p->rnd_b);
-  if (!lean) {
-    const __m512i zero = _mm512_setzero_si512();
-    ea = _mm512_mask_sub_epi64(ea, _mm512_cmplt_epi64_mask(pa, zero), ea, p->neg_a);
-    eb = _mm512_mask_sub_epi64(eb, _mm512_cmplt_epi64_mask(pb, zero), eb, p->neg_b);
-  }
-  __m512i v = _mm512_srav_epi32(_mm512_permutex2var_epi32(ea, p->high, eb), p->sh32);
-  if (!lean) v = _mm512_min_epi32(_mm512_add_epi32(v, p->zp), p->hi);
-  return _mm512_cvtsepi32_epi8(_mm512_max_epi32(v, p->lo));
+  return fx_rq16_finish_avx512(pa, pb, p->rnd_a, p->rnd_b, p->neg_a, p->neg_b, p->high, p->sh32, p->zp, p->lo, p->hi,
+                               lean);
 }
 #endif
