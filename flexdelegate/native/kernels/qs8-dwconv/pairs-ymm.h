@@ -42,13 +42,13 @@ DW void dw_pair(const int8_t *const *in, size_t t, size_t T, size_t c0, int full
  * 4-7, 12-15} put in order by one shuffle: half the instructions of two ymm stages and their
  * packs. */
 #include "../quant/requant-avx512.h"
-#define DW_STORE(px, lo, hi)                                                                                \
-  if (rq16.on)                                                                                              \
-    _mm_mask_storeu_epi8(out + (px) * out_stride + c0, (__mmask16)((1u << nc) - 1u),                        \
-                         fx_rq16_apply_avx512(_mm512_shuffle_i64x2(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), \
-                                                                   _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), 0xD8), \
-                                              &rq16, lean));                                                \
-  else                                                                                                      \
+#define DW_STORE(px, lo, hi)                                                                              \
+  if (rq16.on)                                                                                            \
+    fx_rq16_store_avx512(out + (px) * out_stride + c0,                                                    \
+                         _mm512_shuffle_i64x2(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),       \
+                                              _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), 0xD8), \
+                         &rq16, nc, lean);                                                                \
+  else                                                                                                    \
     DW_STORE8(px, lo, hi)
 #define DW_WITH_LEAN(...) FX_RQ16_LEAN(&rq16, __VA_ARGS__)
 #else

@@ -132,14 +132,14 @@ FX_AMX_TARGET static void finish_panel(const int32_t *cb, size_t rows, const int
                                        size_t nc, int8_t *c, size_t c_stride) {
   if (os->rq16.on && !corr) {
     const fx_rq16_avx512 *q = &os->rq16;
-    for (size_t i = 0; i < rows; i++, cb += 32, c += c_stride) fx_rq16_store_avx512(c, _mm512_load_si512(cb), q, nc);
+    for (size_t i = 0; i < rows; i++, cb += 32, c += c_stride) fx_rq16_store_avx512(c, _mm512_load_si512(cb), q, nc, 0);
     return;
   }
   for (size_t i = 0; i < rows; i++, cb += 32, c += c_stride) {
     __m512i v = _mm512_load_si512(cb);
     if (corr) v = _mm512_add_epi32(v, _mm512_set1_epi32(corr[i]));
     if (os->rq16.on) {
-      fx_rq16_store_avx512(c, v, &os->rq16, nc);
+      fx_rq16_store_avx512(c, v, &os->rq16, nc, 0);
     } else {
       const __m256i lo = fx_rq8_apply_avx2(_mm512_castsi512_si256(v), &os->rq0);
       const __m256i hi = fx_rq8_apply_avx2(_mm512_extracti64x4_epi64(v, 1), &os->rq1);

@@ -6,9 +6,11 @@
 
 #define FX_QS8_MR_MAX 8 /* the largest MR of qs8-gemm.inc's per-tile kernels */
 
-/* Rows per block of a whole-panel GEMM (gemm_rows) over kc-byte rows and `panels` panels: a
- * multiple of MR (at least MR) whose A rows and outputs fit in ~16 KB of L1 (a range kernel's
- * ~64 KB: it blocks them in L2 itself). */
+/* Rows per gathered step of fx_qs8_gather_run (its buffer holds step x kc bytes) on a variant
+ * with a whole-panel GEMM (gemm_rows) or a range kernel, over kc-byte rows and `panels` panels:
+ * a multiple of MR (at least MR) whose rows and outputs fit in ~16 KB of L1 (a range kernel's
+ * ~64 KB: it blocks them in L2 itself). Rows handed to the whole-panel GEMM directly are blocked
+ * by A alone (panel_rows, qs8-gemm-run.c). */
 static inline size_t fx_qs8_row_block(const fx_qs8_gemm_config *g, size_t kc, size_t panels) {
   const size_t mr = (size_t)g->mr, bytes = g->range ? 65536 : 16384;
   const size_t rows = bytes / (kc + panels * (size_t)g->nr) / mr * mr;

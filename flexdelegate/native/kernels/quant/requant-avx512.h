@@ -84,9 +84,9 @@ FX_REQUANT_AVX512 __m128i fx_rq16_apply_avx512(__m512i acc, const fx_rq16_avx512
                                lean);
 }
 
-/* The same, every step, stored: the first n (<= 16) bytes at y. */
-FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq16_avx512 *q, size_t n) {
-  _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), fx_rq16_apply_avx512(acc, q, 0));
+/* The same, stored: the first n (<= 16) bytes at y. */
+FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq16_avx512 *q, size_t n, const int lean) {
+  _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), fx_rq16_apply_avx512(acc, q, lean));
 }
 
 /* Runs the statements compiled twice: with `lean` 1 where stage q allows it (q->lean), else 0. */
