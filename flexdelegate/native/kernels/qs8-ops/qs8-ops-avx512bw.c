@@ -1,7 +1,8 @@
 /* AVX-512 ADD and MUL: 16 elements a step in int32 lanes, ref.h's definitions exactly, with
  * about half the AVX2 kernel's instructions per element: the inputs' rescale in int32
  * (qs8-ops-avx2.c's split multiplier, every form as one rounding) and the output's SRDHM and
- * RoundingDivideByPOT as one rounding of the 64-bit product (vpsraq). Parameters outside what
+ * RoundingDivideByPOT as one rounding of the 64-bit product (vpsraq). An element-wise ADD takes
+ * 32 elements a step first (add_loop32: the inputs as int16 word pairs). Parameters outside what
  * those single roundings cover, and the last n % 16 elements, go to the AVX2 kernel. */
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -37,13 +38,27 @@ OPS512 out_k out_of(int32_t m, int e) {
                  .cnt = _mm_cvtsi32_si128(e ? e - 1 : 31), .hi_form = e >= 1};
 }
 
-OPS512 __m512i round_out(__m512i x, const out_k *o) {
+/* The 64-bit sums of the even (te) and odd (to) lanes' products, nudged. */
+OPS512 void out_sums(__m512i x, const out_k *o, __m512i *te, __m512i *to) {
   const __m512i pe = _mm512_mul_epi32(x, o->m), po = _mm512_mul_epi32(_mm512_srli_epi64(x, 32), o->m);
   const __m512i zero = _mm512_setzero_si512();
-  __m512i te = _mm512_add_epi64(pe, o->bias), to = _mm512_add_epi64(po, o->bias);
-  te = _mm512_mask_sub_epi64(te, _mm512_cmplt_epi64_mask(pe, zero), te, o->neg);
-  to = _mm512_mask_sub_epi64(to, _mm512_cmplt_epi64_mask(po, zero), to, o->neg);
-  if (o->hi_form) return _mm512_sra_epi32(_mm512_permutex2var_epi32(te, o->high, to), o->cnt);
+  *te = _mm512_add_epi64(pe, o->bias), *to = _mm512_add_epi64(po, o->bias);
+  *te = _mm512_mask_sub_epi64(*te, _mm512_cmplt_epi64_mask(pe, zero), *te, o->neg);
+  *to = _mm512_mask_sub_epi64(*to, _mm512_cmplt_epi64_mask(po, zero), *to, o->neg);
+}
+
+/* round_out where hi_form holds (e >= 1: every output scale but those 2^20 times below the
+ * inputs'), with no test of it per vector. */
+OPS512 __m512i round_out_hi(__m512i x, const out_k *o) {
+  __m512i te, to;
+  out_sums(x, o, &te, &to);
+  return _mm512_sra_epi32(_mm512_permutex2var_epi32(te, o->high, to), o->cnt);
+}
+
+OPS512 __m512i round_out(__m512i x, const out_k *o) {
+  if (o->hi_form) return round_out_hi(x, o);
+  __m512i te, to;
+  out_sums(x, o, &te, &to);
   return _mm512_mask_blend_epi32(0xAAAA, _mm512_sra_epi64(te, o->cnt), _mm512_slli_epi64(_mm512_sra_epi64(to, o->cnt), 32));
 }
 
@@ -108,6 +123,70 @@ OPS512 size_t add_loop(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *
   return i;
 }
 
+/* ---- ADD with both inputs element-wise, 32 elements a step ----
+ * Each input as int16 (x = v - z: |x| <= 255) and then as word pairs (x, 64x) in int32 lanes:
+ * vpmaddwd multiplies such a lane by any factor f < 2^21 as (f & 63, f >> 6), exactly, so the
+ * rescale's two products take two vpmaddwd instead of two vpmulld, and the shifts of the
+ * widening happen on 32 lanes at once. The pairs hold elements {0-3, 8-11, 16-19, 24-27} (lo)
+ * and {4-7, 12-15, 20-23, 28-31} (hi); vpackssdw / vpackusdw of the two results puts them back
+ * in order, and the output's zero point, saturation and clamp run on 32 int16 lanes. */
+OPS512 __m512i load32(const uint8_t *p, int u8) {
+  const __m256i v = _mm256_loadu_si256((const __m256i *)p);
+  return u8 ? _mm512_cvtepu8_epi16(v) : _mm512_cvtepi8_epi16(v);
+}
+
+/* rescale()'s constants as word-pair factors (mh < 2^20, ml < 2^11). */
+typedef struct { __m512i z, mh, ml, k, sign; __m128i e; } in16_k;
+
+OPS512 in16_k in16_of(const in_k *c, int32_t z, int32_t m) {
+  const int32_t mh = m >> 11;
+  return (in16_k){.z = _mm512_set1_epi16((int16_t)z), .mh = _mm512_set1_epi32((mh & 63) | (mh >> 6) << 16),
+                  .ml = _mm512_set1_epi32(m & 2047), .k = c->k, .sign = c->sign, .e = c->e};
+}
+
+/* rescale() of a pair lane (its sign is x's); `sign` a constant: the portable form's term for a
+ * negative x may apply (c->sign), else it is 0. */
+OPS512 __m512i rescale16(__m512i p, const in16_k *c, const int sign) {
+  const __m512i low = _mm512_srai_epi32(_mm512_add_epi32(_mm512_madd_epi16(p, c->ml), c->k), 11);
+  __m512i t = _mm512_add_epi32(_mm512_madd_epi16(p, c->mh), low);
+  if (sign) t = _mm512_add_epi32(t, _mm512_and_si512(_mm512_srai_epi32(p, 31), c->sign));
+  return _mm512_sra_epi32(t, c->e);
+}
+
+OPS512 size_t add_loop32(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *py, const add_k *k,
+                         const in16_k *k16a, const in16_k *k16b, const int sub, const int portable, const int half_a) {
+  const add_k c = *k;
+  const in16_k ca = *k16a, cb = *k16b;
+  /* the int32 constants' low words in every word */
+  const __m512i zo = _mm512_packs_epi32(c.zo, c.zo), lo = _mm512_packs_epi32(c.lo, c.lo);
+  const __m512i hi = _mm512_packs_epi32(c.hi, c.hi), low16 = _mm512_set1_epi32(0xffff);
+  size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    const __m512i xa = _mm512_sub_epi16(load32(pa + i, c.u8), ca.z), xb = _mm512_sub_epi16(load32(pb + i, c.u8), cb.z);
+    __m512i ya_lo, ya_hi;
+    if (half_a) { /* x << 19: the pair (0, 8x) */
+      const __m512i x8 = _mm512_slli_epi16(xa, 3), zero = _mm512_setzero_si512();
+      ya_lo = _mm512_unpacklo_epi16(zero, x8), ya_hi = _mm512_unpackhi_epi16(zero, x8);
+    } else {
+      const __m512i x64 = _mm512_slli_epi16(xa, 6);
+      ya_lo = rescale16(_mm512_unpacklo_epi16(xa, x64), &ca, portable), ya_hi = rescale16(_mm512_unpackhi_epi16(xa, x64), &ca, portable);
+    }
+    const __m512i xb64 = _mm512_slli_epi16(xb, 6);
+    const __m512i yb_lo = rescale16(_mm512_unpacklo_epi16(xb, xb64), &cb, portable);
+    const __m512i yb_hi = rescale16(_mm512_unpackhi_epi16(xb, xb64), &cb, portable);
+    const __m512i raw_lo = sub == 1 ? _mm512_sub_epi32(ya_lo, yb_lo) : sub == 2 ? _mm512_sub_epi32(yb_lo, ya_lo) : _mm512_add_epi32(ya_lo, yb_lo);
+    const __m512i raw_hi = sub == 1 ? _mm512_sub_epi32(ya_hi, yb_hi) : sub == 2 ? _mm512_sub_epi32(yb_hi, ya_hi) : _mm512_add_epi32(ya_hi, yb_hi);
+    const __m512i r_lo = round_out_hi(raw_lo, &c.o), r_hi = round_out_hi(raw_hi, &c.o);
+    /* portable: + zero point in int32, where the int16 saturations cannot move a value across
+     * the clamp (|zo| <= 255); NEON: int16 wrap, + zero point wrapping (the saturation to the
+     * type is within the clamp) */
+    const __m512i w = portable ? _mm512_adds_epi16(_mm512_packs_epi32(r_lo, r_hi), zo)
+                               : _mm512_add_epi16(_mm512_packus_epi32(_mm512_and_si512(r_lo, low16), _mm512_and_si512(r_hi, low16)), zo);
+    _mm256_storeu_si256((__m256i *)(py + i), _mm512_cvtepi16_epi8(_mm512_min_epi16(_mm512_max_epi16(w, lo), hi)));
+  }
+  return i;
+}
+
 __attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(size_t n, const void *a, size_t a_step,
                                                                               const void *b, void *y,
                                                                               const fx_qs8_add_params *p, int form) {
@@ -127,11 +206,24 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(s
                    .lo = _mm512_set1_epi32(p->lo), .hi = _mm512_set1_epi32(p->hi), .u8 = p->u8, .a_step = a_step != 0};
   const int sub = swap && p->sub ? 3 - p->sub : p->sub, half = swap || half_of(p->m1, e1);
   const uint8_t *qa = swap ? pb : pa, *qb = swap ? pa : pb;
-  size_t i;
+  size_t i = 0;
+  if (a_step && k.o.hi_form) {
+    const in16_k ka = in16_of(&k.a, swap ? p->z2 : p->z1, swap ? p->m2 : p->m1);
+    const in16_k kb = in16_of(&k.b, swap ? p->z1 : p->z2, swap ? p->m1 : p->m2);
+#define FX_ADD_LOOP32(s)                                                                                   \
+  (form == FX_ADD_PORTABLE                                                                                 \
+       ? (half ? add_loop32(n, qa, qb, py, &k, &ka, &kb, s, 1, 1) : add_loop32(n, qa, qb, py, &k, &ka, &kb, s, 1, 0)) \
+       : (half ? add_loop32(n, qa, qb, py, &k, &ka, &kb, s, 0, 1) : add_loop32(n, qa, qb, py, &k, &ka, &kb, s, 0, 0)))
+    i = sub == 1 ? FX_ADD_LOOP32(1) : sub == 2 ? FX_ADD_LOOP32(2) : FX_ADD_LOOP32(0);
+#undef FX_ADD_LOOP32
+  }
+  const size_t m = n - i;
+  const uint8_t *ra = qa + i * a_step, *rb = qb + i;
+  uint8_t *ry = py + i;
 #define FX_ADD_LOOP(s) \
-  (form == FX_ADD_PORTABLE ? (half ? add_loop(n, qa, qb, py, &k, s, 1, 1) : add_loop(n, qa, qb, py, &k, s, 1, 0)) \
-                           : (half ? add_loop(n, qa, qb, py, &k, s, 0, 1) : add_loop(n, qa, qb, py, &k, s, 0, 0)))
-  i = sub == 1 ? FX_ADD_LOOP(1) : sub == 2 ? FX_ADD_LOOP(2) : FX_ADD_LOOP(0);
+  (form == FX_ADD_PORTABLE ? (half ? add_loop(m, ra, rb, ry, &k, s, 1, 1) : add_loop(m, ra, rb, ry, &k, s, 1, 0)) \
+                           : (half ? add_loop(m, ra, rb, ry, &k, s, 0, 1) : add_loop(m, ra, rb, ry, &k, s, 0, 0)))
+  i += sub == 1 ? FX_ADD_LOOP(1) : sub == 2 ? FX_ADD_LOOP(2) : FX_ADD_LOOP(0);
 #undef FX_ADD_LOOP
   if (i < n) fx_qs8_add__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
