@@ -98,8 +98,11 @@ DW void dw_tile(size_t c0, size_t nc, const int full, size_t pixels, const int8_
     wp[t + 1] = _mm512_unpackhi_epi16(wa, wb);
   }
   if (qa.on && qb.on) {
-    if (qa.lean && qb.lean) {
+    if (qa.lean == 1 && qb.lean == 1) {
       const int lean = 1;
+      DW_PIXELS(DW_STORE16);
+    } else if (qa.lean == FX_RQ16_AWAY_LEAN && qb.lean == FX_RQ16_AWAY_LEAN) { /* tflite-runtime's */
+      const int lean = FX_RQ16_AWAY_LEAN;
       DW_PIXELS(DW_STORE16);
     } else {
       const int lean = 0;

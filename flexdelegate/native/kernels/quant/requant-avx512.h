@@ -11,7 +11,9 @@
  * (nudge 0 where ties do not go away, zero point 0 where the nudge carries it), or, in the lean
  * form (`lean`, a constant the caller's loop is compiled for: FX_RQ16_LEAN), only the steps of
  * the usual stage: no tie away from zero, the zero point in the nudge, no clamp above (vpmovsdb
- * saturates there). */
+ * saturates there). FX_RQ16_AWAY_LEAN (lean 2) is the lean form with ties away from zero (the
+ * portable kernels' depthwise rounding, tflite-runtime's). */
+#define FX_RQ16_AWAY_LEAN 2
 #ifndef FLEX_QUANT_REQUANT_AVX512_H
 #define FLEX_QUANT_REQUANT_AVX512_H
 #include "requant-avx2.h"
@@ -23,7 +25,7 @@ typedef struct {
   __m512i m, m_odd, rnd_e, rnd_o, neg_e, neg_o, sh32, zp, lo, hi;
   __m512i high; /* vpermt2d indices of the products' high dwords, lanes in order */
   int on;       /* both halves in the fast form */
-  int lean;     /* the lean form applies */
+  int lean;     /* the lean form applies: 1, or FX_RQ16_AWAY_LEAN with ties away; else 0 */
 } fx_rq16_avx512;
 
 /* Fills *q in place (fx_rq8_init_avx2 says why). */
@@ -56,7 +58,7 @@ FX_REQUANT_AVX512 void fx_rq16_init_avx512(fx_rq16_avx512 *q, const fx_rq8_avx2 
     q->rnd_o = _mm512_add_epi64(q->rnd_o, _mm512_sllv_epi64(zp_o, _mm512_add_epi64(_mm512_srli_epi64(q->sh32, 32), t32)));
     q->zp = _mm512_setzero_si512();
   }
-  q->lean = !away && !add_zp && !_mm512_cmplt_epi32_mask(q->hi, _mm512_set1_epi32(INT8_MAX));
+  q->lean = add_zp || _mm512_cmplt_epi32_mask(q->hi, _mm512_set1_epi32(INT8_MAX)) ? 0 : away ? FX_RQ16_AWAY_LEAN : 1;
 }
 #undef FX_RQ16_JOIN
 
@@ -67,7 +69,7 @@ FX_REQUANT_AVX512 __m128i fx_rq16_finish_avx512(__m512i p0, __m512i p1, __m512i 
                                                 __m512i n1, __m512i high, __m512i sh32, __m512i zp, __m512i lo,
                                                 __m512i hi, const int lean) {
   __m512i s0 = _mm512_add_epi64(p0, r0), s1 = _mm512_add_epi64(p1, r1);
-  if (!lean) {
+  if (lean != 1) {
     const __m512i zero = _mm512_setzero_si512();
     s0 = _mm512_mask_sub_epi64(s0, _mm512_cmplt_epi64_mask(p0, zero), s0, n0);
     s1 = _mm512_mask_sub_epi64(s1, _mm512_cmplt_epi64_mask(p1, zero), s1, n1);
@@ -89,9 +91,10 @@ FX_REQUANT_AVX512 void fx_rq16_store_avx512(int8_t *y, __m512i acc, const fx_rq1
   _mm_mask_storeu_epi8(y, (__mmask16)((1u << n) - 1u), fx_rq16_apply_avx512(acc, q, lean));
 }
 
-/* Runs the statements compiled twice: with `lean` 1 where stage q allows it (q->lean), else 0. */
+/* Runs the statements compiled twice: with `lean` 1 where stage q allows it (q->lean == 1), else
+ * 0 (the kernels whose stages never round ties away). */
 #define FX_RQ16_LEAN(q, ...) \
-  if ((q)->lean) {           \
+  if ((q)->lean == 1) {      \
     const int lean = 1;      \
     __VA_ARGS__              \
   } else {                   \
