@@ -6,7 +6,7 @@
 #define FX_QS8_OPS(isa, name, lut, binary, other)                                         \
   static const fx_qs8_ops_config k_##name = {"qs8-ops-" #name, fx_qs8_lut__##lut,           \
                                              fx_qs8_add__##binary, fx_qs8_mul__##binary,    \
-                                             fx_qs8_sum_rows__##other, fx_qs8_quantize__##other};
+                                             fx_qs8_sum_rows__##other, fx_qs8_quantize__##binary};
 #include "qs8-ops.inc"
 #undef FX_QS8_OPS
 

@@ -5,7 +5,9 @@
  * 32 elements a step first (add_loop32: the inputs as int16 word pairs). Parameters outside what
  * those single roundings cover, and the last n % 16 elements, go to the AVX2 kernel. */
 #if defined(__x86_64__)
+#include <float.h>
 #include <immintrin.h>
+#include <math.h>
 #include "qs8-ops.h"
 
 #define OPS512 __attribute__((target("avx2,fma,avx512f,avx512bw"), always_inline)) static inline
@@ -268,5 +270,48 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_mul__avx512bw(s
                    : form == FX_MUL_NEON_SAT ? mul_loop(n, pa, a_step, pb, py, p, FX_MUL_NEON_SAT)
                                              : mul_loop(n, pa, a_step, pb, py, p, FX_MUL_NEON_TRUNC);
   if (i < n) fx_qs8_mul__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+}
+/* ---- QUANTIZE, 16 values a step: qs8-ops-avx2.c's quantize8_fma on zmm (mask registers for its
+ * compares and the sign), the float product for FLEX_QUANT_RECIP_EVEN; a step with a lane the
+ * exact FMA form does not cover (|x| / s >= 2^21, NaN) goes to the AVX2 kernel. ---- */
+OPS512 __m512i quantize16_fma(__m512 x, __m512 a, __m512 c, __m512 s) {
+  const __m512 half = _mm512_set1_ps(0.5f), zero = _mm512_setzero_ps();
+  const __m512 m = _mm512_roundscale_ps(c, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __mmask16 up = _mm512_cmp_ps_mask(_mm512_fmsub_ps(_mm512_add_ps(m, half), s, a), zero, _CMP_LE_OQ);
+  const __mmask16 down = _mm512_cmp_ps_mask(_mm512_fmsub_ps(_mm512_sub_ps(m, half), s, a), zero, _CMP_GT_OQ);
+  const __m512i one = _mm512_set1_epi32(1);
+  __m512i q = _mm512_cvtps_epi32(m);
+  q = _mm512_mask_sub_epi32(_mm512_mask_add_epi32(q, up, q, one), down, q, one);
+  const __mmask16 neg = _mm512_cmplt_epi32_mask(_mm512_castps_si512(x), _mm512_setzero_si512());
+  return _mm512_mask_sub_epi32(q, neg, _mm512_setzero_si512(), q);
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_quantize__avx512bw(size_t n, const float *x, void *y,
+                                                                                   const fx_qs8_quant_params *p,
+                                                                                   int form) {
+  const float sf = (float)p->scale;
+  const int fma_ok = sf > 0.0f && (double)sf == p->scale && isfinite(p->inv_scale) && p->inv_scale >= FLT_MIN;
+  const __m512 inv = _mm512_set1_ps(p->inv_scale), s = _mm512_set1_ps(sf), lim = _mm512_set1_ps(2097152.0f);
+  const __m512i zp = _mm512_set1_epi32(p->zp), lo = _mm512_set1_epi32(p->lo), hi = _mm512_set1_epi32(p->hi);
+  uint8_t *yb = (uint8_t *)y;
+  size_t i = 0;
+  if (form != FLEX_QUANT_AWAY || fma_ok)
+    for (; i + 16 <= n; i += 16) {
+      const __m512 v = _mm512_loadu_ps(x + i);
+      __m512i q;
+      if (form == FLEX_QUANT_AWAY) {
+        const __m512 a = _mm512_abs_ps(v), c = _mm512_mul_ps(a, inv);
+        if (_mm512_cmp_ps_mask(c, lim, _CMP_LT_OQ) != 0xffff) {
+          fx_qs8_quantize__avx2(16, x + i, yb + i, p, form);
+          continue;
+        }
+        q = quantize16_fma(v, a, c, s);
+      } else {
+        q = _mm512_cvtps_epi32(_mm512_mul_ps(v, inv));
+      }
+      /* within the type after the clamp: the low byte is the stored value either way */
+      _mm_storeu_si128((__m128i *)(yb + i), _mm512_cvtepi32_epi8(_mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(q, zp), lo), hi)));
+    }
+  if (i < n) fx_qs8_quantize__avx2(n - i, x + i, yb + i, p, form);
 }
 #endif

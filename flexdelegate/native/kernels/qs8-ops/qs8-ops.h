@@ -48,7 +48,7 @@ typedef struct fx_qs8_ops_config {
                             const fx_qs8_mul_params *p, int form);                             \
   void fx_qs8_sum_rows__##other(size_t c, size_t k, const void *x, size_t stride, int u8,       \
                                 int32_t *acc);                                                 \
-  void fx_qs8_quantize__##other(size_t n, const float *x, void *y, const fx_qs8_quant_params *p, \
+  void fx_qs8_quantize__##binary(size_t n, const float *x, void *y, const fx_qs8_quant_params *p, \
                                 int form);
 #include "qs8-ops.inc"
 #undef FX_QS8_OPS
