@@ -78,33 +78,7 @@ DW void dw_tile(size_t c0, size_t nc, int full, size_t pixels, const int8_t *con
   }
 }
 
-DW void dw_up16(FX_QS8_DW_ARGS) {
-  const uint8_t *wp = (const uint8_t *)w;
-  const size_t pb = 16 * (4 + 2 * taps + 8);
-  const int single = o->rounding == FLEX_RQ_SINGLE;
-  size_t c0 = 0;
-  for (; c0 + 16 <= channels; c0 += 16, wp += pb) {
-    if (single) dw_tile(c0, 16, 1, pixels, in, taps, wp, out, out_stride, o, 1);
-    else dw_tile(c0, 16, 1, pixels, in, taps, wp, out, out_stride, o, 0);
-  }
-  if (c0 < channels) dw_tile(c0, channels - c0, 0, pixels, in, taps, wp, out, out_stride, o, single);
-}
-
-#define DW_ENTRY __attribute__((target(DW_TARGET_ISAS)))
-
-DW_ENTRY void fx_qs8_dwconv_9__avx2(FX_QS8_DW_ARGS) {
-  (void)taps;
-  dw_up16(channels, pixels, in, 9, w, out, out_stride, o);
-}
-DW_ENTRY void fx_qs8_dwconv_25__avx2(FX_QS8_DW_ARGS) {
-  (void)taps;
-  dw_up16(channels, pixels, in, 25, w, out, out_stride, o);
-}
-DW_ENTRY void fx_qs8_dwconv_any__avx2(FX_QS8_DW_ARGS) {
-  if (taps > 2 * DW_MAX_PAIRS) {
-    fx_qs8_dwconv_portable(16, channels, pixels, in, taps, w, out, out_stride, o);
-    return;
-  }
-  dw_up16(channels, pixels, in, taps, w, out, out_stride, o);
-}
+#define DW_CT 16
+#define DW_ISA avx2
+#include "qs8-dwconv-entries.h"
 #endif
