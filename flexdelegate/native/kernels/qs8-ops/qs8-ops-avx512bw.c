@@ -225,7 +225,8 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(s
 #define FX_ADD_LOOP(s) \
   (form == FX_ADD_PORTABLE ? (half ? add_loop(m, ra, rb, ry, &k, s, 1, 1) : add_loop(m, ra, rb, ry, &k, s, 1, 0)) \
                            : (half ? add_loop(m, ra, rb, ry, &k, s, 0, 1) : add_loop(m, ra, rb, ry, &k, s, 0, 0)))
-  i += sub == 1 ? FX_ADD_LOOP(1) : sub == 2 ? FX_ADD_LOOP(2) : FX_ADD_LOOP(0);
+  if (m >= 16) /* (add_loop reads a[0] first: past the end when nothing is left) */
+    i += sub == 1 ? FX_ADD_LOOP(1) : sub == 2 ? FX_ADD_LOOP(2) : FX_ADD_LOOP(0);
 #undef FX_ADD_LOOP
   if (i < n) fx_qs8_add__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
