@@ -13,9 +13,9 @@
  * the usual stage: no tie away from zero, the zero point in the nudge, no clamp above (vpmovsdb
  * saturates there). FX_RQ16_AWAY_LEAN (lean 2) is the lean form with ties away from zero (the
  * portable kernels' depthwise rounding, tflite-runtime's). */
-#define FX_RQ16_AWAY_LEAN 2
 #ifndef FLEX_QUANT_REQUANT_AVX512_H
 #define FLEX_QUANT_REQUANT_AVX512_H
+#define FX_RQ16_AWAY_LEAN 2
 #include "requant-avx2.h"
 
 #define FX_REQUANT_AVX512 \
