@@ -106,19 +106,23 @@ typedef struct {
   int u8, a_step;
 } add_k;
 
-/* One kernel loop; constant: sub (0 a + b, 1 a - b, 2 b - a), portable (the output stage) and
- * half_a (a's rescale is a shift, half_of). */
+/* The rescaled inputs' sum or difference; sub a constant: 0 a + b, 1 a - b, 2 b - a. */
+OPS512 __m512i combine(__m512i ya, __m512i yb, const int sub) {
+  return sub == 1 ? _mm512_sub_epi32(ya, yb) : sub == 2 ? _mm512_sub_epi32(yb, ya) : _mm512_add_epi32(ya, yb);
+}
+
+/* One kernel loop; constant: sub (combine()), portable (the output stage) and half_a (a's
+ * rescale is a shift, half_of). A broadcast a (no a_step) is read once, before the loop. */
 OPS512 size_t add_loop(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *py, const add_k *k,
                        const int sub, const int portable, const int half_a) {
   const add_k c = *k;
-  __m512i ya = rescale(_mm512_set1_epi32(c.u8 ? pa[0] : (int8_t)pa[0]), &c.a);
+  __m512i ya = c.a_step ? _mm512_setzero_si512() : rescale(_mm512_set1_epi32(c.u8 ? pa[0] : (int8_t)pa[0]), &c.a);
   size_t i = 0;
   for (; i + 16 <= n; i += 16) {
     if (c.a_step && half_a) ya = _mm512_slli_epi32(_mm512_sub_epi32(load16(pa + i, c.u8), c.a.z), 19);
     else if (c.a_step) ya = rescale(load16(pa + i, c.u8), &c.a);
     const __m512i yb = rescale(load16(pb + i, c.u8), &c.b);
-    const __m512i raw = sub == 1 ? _mm512_sub_epi32(ya, yb) : sub == 2 ? _mm512_sub_epi32(yb, ya) : _mm512_add_epi32(ya, yb);
-    __m512i r = round_out(raw, &c.o);
+    __m512i r = round_out(combine(ya, yb, sub), &c.o);
     r = portable ? _mm512_add_epi32(r, c.zo) : neon_out(r, c.zo);
     store16(py + i, _mm512_min_epi32(_mm512_max_epi32(r, c.lo), c.hi));
   }
@@ -176,9 +180,7 @@ OPS512 size_t add_loop32(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t
     const __m512i xb64 = _mm512_slli_epi16(xb, 6);
     const __m512i yb_lo = rescale16(_mm512_unpacklo_epi16(xb, xb64), &cb, portable);
     const __m512i yb_hi = rescale16(_mm512_unpackhi_epi16(xb, xb64), &cb, portable);
-    const __m512i raw_lo = sub == 1 ? _mm512_sub_epi32(ya_lo, yb_lo) : sub == 2 ? _mm512_sub_epi32(yb_lo, ya_lo) : _mm512_add_epi32(ya_lo, yb_lo);
-    const __m512i raw_hi = sub == 1 ? _mm512_sub_epi32(ya_hi, yb_hi) : sub == 2 ? _mm512_sub_epi32(yb_hi, ya_hi) : _mm512_add_epi32(ya_hi, yb_hi);
-    const __m512i r_lo = round_out_hi(raw_lo, &c.o), r_hi = round_out_hi(raw_hi, &c.o);
+    const __m512i r_lo = round_out_hi(combine(ya_lo, yb_lo, sub), &c.o), r_hi = round_out_hi(combine(ya_hi, yb_hi, sub), &c.o);
     /* portable: + zero point in int32, where the int16 saturations cannot move a value across
      * the clamp (|zo| <= 255); NEON: int16 wrap, + zero point wrapping (the saturation to the
      * type is within the clamp) */
@@ -225,8 +227,7 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(s
 #define FX_ADD_LOOP(s) \
   (form == FX_ADD_PORTABLE ? (half ? add_loop(m, ra, rb, ry, &k, s, 1, 1) : add_loop(m, ra, rb, ry, &k, s, 1, 0)) \
                            : (half ? add_loop(m, ra, rb, ry, &k, s, 0, 1) : add_loop(m, ra, rb, ry, &k, s, 0, 0)))
-  if (m >= 16) /* (add_loop reads a[0] first: past the end when nothing is left) */
-    i += sub == 1 ? FX_ADD_LOOP(1) : sub == 2 ? FX_ADD_LOOP(2) : FX_ADD_LOOP(0);
+  i += sub == 1 ? FX_ADD_LOOP(1) : sub == 2 ? FX_ADD_LOOP(2) : FX_ADD_LOOP(0);
 #undef FX_ADD_LOOP
   if (i < n) fx_qs8_add__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
