@@ -3,7 +3,9 @@
  * (qs8-ops-avx2.c's split multiplier, every form as one rounding) and the output's SRDHM and
  * RoundingDivideByPOT as one rounding of the 64-bit product (vpsraq). An element-wise ADD takes
  * 32 elements a step first (add_loop32: the inputs as int16 word pairs). Parameters outside what
- * those single roundings cover, and the last n % 16 elements, go to the AVX2 kernel. */
+ * those single roundings cover, and the last n % 16 elements, go to the AVX2 kernel. Runs of 64
+ * and more ADD elements go first to a float form with an error bound, exact where the bound
+ * decides the rounding and by ref.h's definition where it does not ("ADD in float, checked"). */
 #if defined(__x86_64__)
 #include <float.h>
 #include <immintrin.h>
@@ -191,9 +193,10 @@ OPS512 size_t add_loop32(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t
   return i;
 }
 
-__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(size_t n, const void *a, size_t a_step,
-                                                                              const void *b, void *y,
-                                                                              const fx_qs8_add_params *p, int form) {
+/* The exact kernel (above) over n elements. */
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) static void add_exact(size_t n, const void *a, size_t a_step,
+                                                                          const void *b, void *y,
+                                                                          const fx_qs8_add_params *p, int form) {
   const int e1 = -p->s1, e2 = -p->s2, eo = -p->so;
   const int in_ok = form == FX_ADD_NEON_POST || (e1 <= 20 && e2 <= 20);
   if (n < 16 || !in_ok || e1 < 0 || e2 < 0 || eo < 0 || eo > 31 || p->mo < 0) {
@@ -230,6 +233,123 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(s
   i += sub == 1 ? FX_ADD_LOOP(1) : sub == 2 ? FX_ADD_LOOP(2) : FX_ADD_LOOP(0);
 #undef FX_ADD_LOOP
   if (i < n) fx_qs8_add__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+}
+
+/* ---- ADD in float, checked ----
+ * The exact result is out = floor(T + 1/2 + eps) + zo, clamped, where T = sum * mu is the sum of
+ * the rescaled inputs (integers a', b') times the output multiplier mu = mo / 2^(31 + e), and
+ * |eps| <= 2^-(e+1) (the output's two roundings as one, out_of() above). Each a' is within 2 of
+ * the real A = (v - z) * k (k = m / 2^(11 + e_in), every form), so one FMA pair in float,
+ * t = va * alpha + vb * beta + gamma (alpha = k_a * mu, gamma = zo - z_a alpha - z_b beta), is
+ * within 4 mu + 3 * 2^-24 * span of T + zo (span bounds |va alpha| + |vb beta| + |gamma|: the
+ * float roundings of the constants and of each FMA). When t - d and t + d round to the same
+ * integer r, with d above that plus |eps| and the roundings of t -+ d, every value that close to
+ * t gives r, so r is the exact out + zo. A lane within d of a half takes ref.h's scalar
+ * definition instead: about 2d of the lanes of random data; where many more do (scales in simple
+ * ratios put results on halves), the rest of the call goes to the exact kernel above. Both stock
+ * arithmetics round and add the zero point alike while |out| < 2^15 - 256 (the NEON output's
+ * int16 wrap), so the float form is used only where every result stays within that. */
+typedef struct { __m512 alpha, beta, gamma, d; __m512i lo, hi, order; } fast_k;
+
+/* The float form's constants for p, or 0 where it does not apply (d too large: many lanes would
+ * take the scalar path; results beyond the int16 range). */
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) static int fast_of(const fx_qs8_add_params *p, const void *a,
+                                                                       size_t a_step, fast_k *k) {
+  const int eo = -p->so;
+  if (p->s1 > 0 || p->s2 > 0 || eo < 0 || eo > 31 || p->mo < 0) return 0; /* (ADD's multipliers are < 1) */
+  const double mu = ldexp(p->mo, -31 - eo), vmax = p->u8 ? 255 : 128;
+  double alpha = ldexp(p->m1, p->s1 - 11) * mu, beta = ldexp(p->m2, p->s2 - 11) * mu;
+  alpha = p->sub == 2 ? -alpha : alpha, beta = p->sub == 1 ? -beta : beta;
+  double gamma = p->zo - p->z1 * alpha - p->z2 * beta;
+  if (!a_step) { /* a's one value in gamma (one more rounding, within span's margin) */
+    const uint8_t v = *(const uint8_t *)a;
+    gamma += (p->u8 ? v : (int8_t)v) * alpha;
+  }
+  const double span = vmax * (fabs(alpha) + fabs(beta)) + fabs(gamma);
+  const double d = 1.25 * (ldexp(span + 1, -22) + 4 * mu + (eo ? ldexp(1, -eo - 1) : 0));
+  if (!(d <= 1.0 / 64) || span + 4 * mu > 32000) return 0;
+  const int8_t lo = (int8_t)p->lo, hi = (int8_t)p->hi; /* (as stored: uint8 or int8) */
+  *k = (fast_k){.alpha = _mm512_set1_ps((float)alpha), .beta = _mm512_set1_ps((float)beta),
+                .gamma = _mm512_set1_ps((float)gamma), .d = _mm512_set1_ps((float)d),
+                .lo = _mm512_set1_epi8(lo), .hi = _mm512_set1_epi8(hi),
+                .order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)};
+  return 1;
+}
+
+#define FX_RN (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
+/* 16 results, rounded from t - d; lanes where t + d rounds elsewhere set in *unsure. */
+OPS512 __m512i fast16(const uint8_t *pa, const uint8_t *pb, const fast_k *k, const int u8, const int a_step,
+                      __mmask16 *unsure) {
+  __m512 t = _mm512_fmadd_round_ps(_mm512_cvtepi32_ps(load16(pb, u8)), k->beta, k->gamma, FX_RN);
+  if (a_step) t = _mm512_fmadd_round_ps(_mm512_cvtepi32_ps(load16(pa, u8)), k->alpha, t, FX_RN);
+  const __m512i r = _mm512_cvt_roundps_epi32(_mm512_sub_round_ps(t, k->d, FX_RN), FX_RN);
+  *unsure = _mm512_cmpneq_epi32_mask(r, _mm512_cvt_roundps_epi32(_mm512_add_round_ps(t, k->d, FX_RN), FX_RN));
+  return r;
+}
+
+/* 64 elements a step, up to the end or the first step with an unsure lane (stored as the others:
+ * the index after it is returned, and fast_fix() corrects it). */
+OPS512 size_t add_fast(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *py, const fast_k *k, const int u8,
+                       const int a_step, int *hit) {
+  size_t i = 0;
+  while (i + 64 <= n) {
+    __mmask16 m0, m1, m2, m3;
+    const __m512i r0 = fast16(pa + i * a_step, pb + i, k, u8, a_step, &m0);
+    const __m512i r1 = fast16(pa + (i + 16) * a_step, pb + i + 16, k, u8, a_step, &m1);
+    const __m512i r2 = fast16(pa + (i + 32) * a_step, pb + i + 32, k, u8, a_step, &m2);
+    const __m512i r3 = fast16(pa + (i + 48) * a_step, pb + i + 48, k, u8, a_step, &m3);
+    /* |r| < 2^15: the int16 packs are exact, the byte packs saturate to the type, inside which
+     * lo..hi lie; the packs interleave 4-lane groups, vpermd puts them back in order */
+    const __m512i w0 = _mm512_packs_epi32(r0, r1), w1 = _mm512_packs_epi32(r2, r3);
+    __m512i v = _mm512_permutexvar_epi32(k->order, u8 ? _mm512_packus_epi16(w0, w1) : _mm512_packs_epi16(w0, w1));
+    v = u8 ? _mm512_min_epu8(_mm512_max_epu8(v, k->lo), k->hi) : _mm512_min_epi8(_mm512_max_epi8(v, k->lo), k->hi);
+    _mm512_storeu_si512(py + i, v);
+    i += 64;
+    if (m0 | m1 | m2 | m3) {
+      *hit = 1;
+      break;
+    }
+  }
+  return i;
+}
+
+/* The unsure lanes of n elements (a multiple of 16) by ref.h's definition. */
+__attribute__((target("avx2,fma,avx512f,avx512bw"), noinline)) static void fast_fix(
+    size_t n, const uint8_t *pa, size_t a_step, const uint8_t *pb, uint8_t *py, const fast_k *k,
+    const fx_qs8_add_params *p, int form) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 m;
+    if (p->u8) a_step ? fast16(pa + i, pb + i, k, 1, 1, &m) : fast16(pa, pb + i, k, 1, 0, &m);
+    else a_step ? fast16(pa + i, pb + i, k, 0, 1, &m) : fast16(pa, pb + i, k, 0, 0, &m);
+    for (; m; m &= m - 1) {
+      const size_t j = i + (size_t)__builtin_ctz(m);
+      const int32_t va = p->u8 ? pa[j * a_step] : (int8_t)pa[j * a_step], vb = p->u8 ? pb[j] : (int8_t)pb[j];
+      py[j] = (uint8_t)fxq_add_one(va, vb, p, form);
+    }
+  }
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(size_t n, const void *a, size_t a_step,
+                                                                              const void *b, void *y,
+                                                                              const fx_qs8_add_params *p, int form) {
+  const uint8_t *pa = a, *pb = b;
+  uint8_t *py = y;
+  fast_k k;
+  size_t i = 0;
+  if (n >= 64 && fast_of(p, a, a_step, &k)) {
+    for (size_t fixes = 0;;) {
+      const uint8_t *qa = pa + i * a_step, *qb = pb + i;
+      int hit = 0;
+#define FX_ADD_FAST(u8, as) add_fast(n - i, qa, qb, py + i, &k, u8, as, &hit)
+      i += a_step ? (p->u8 ? FX_ADD_FAST(1, 1) : FX_ADD_FAST(0, 1)) : (p->u8 ? FX_ADD_FAST(1, 0) : FX_ADD_FAST(0, 0));
+#undef FX_ADD_FAST
+      if (!hit) break;
+      fast_fix(64, pa + (i - 64) * a_step, a_step, pb + i - 64, py + i - 64, &k, p, form);
+      if (++fixes > 8 + i / 1024) break; /* (many results on halves) */
+    }
+  }
+  if (i < n) add_exact(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
 
 /* MUL: (a - z1) * (b - z2) (|product| <= 2^16) << left shift (wrapping, as stock), then
