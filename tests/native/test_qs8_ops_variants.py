@@ -103,31 +103,36 @@ def test_add_variants_equal_scalar_on_every_input_pair(op, dtype):
 
 @pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
-def test_add_float_form_equals_scalar(dtype):
-    """The AVX-512 ADD computes long runs in float and takes the exact definition for the lanes
-    its error bound cannot decide (near a half) or, when too many are, for the rest of the call:
-    converter-like scales (inputs and output within 4x, results seldom near a half) over runs
-    long enough to hold several undecided lanes, and scales in simple ratios (equal inputs,
-    output 2x or 1x: results on halves everywhere), element-wise and against a scalar, ADD and
-    both SUBs, both stocks, run lengths and output splits around the 64-element step."""
+def test_float_form_equals_scalar(dtype):
+    """The AVX-512 ADD and MUL compute long runs in float and take the exact definition for the
+    lanes their error bound cannot decide (near a half) or, when too many are, for the rest of
+    the call: converter-like scales (results seldom near a half) over runs long enough to hold
+    several undecided lanes, and scales in simple ratios (ADD: equal inputs, output 2x or 1x;
+    MUL: output scale the inputs' product times a power of two: results on halves everywhere),
+    element-wise and against a scalar, ADD, both SUBs and MUL, both stocks, run lengths and
+    output splits around the 64-element step."""
     rng = np.random.default_rng(21 + (dtype == np.uint8))
     info = np.iinfo(dtype)
     ran = 0
-    for i in range(80):
+    for i in range(120):
         n = int(rng.choice([64, 127, 128, 1000, 4096 + 17, 30000]))
         a = rng.integers(info.min, info.max + 1, n).astype(dtype)
         b = rng.integers(info.min, info.max + 1, n).astype(dtype)
         if i % 4 == 3:  # a scalar a (the five-fold walk's broadcast class)
             a = a[:1]
         zs = [int(rng.integers(info.min, info.max + 1)) for _ in range(3)]
+        op = ["ADD", "SUB", "MUL"][i % 3]
         s = float(np.float32(rng.uniform(0.01, 0.1)))
-        if i % 5 == 4:
-            qa, qb, qo = (s, zs[0]), (s, zs[1]), (s * (1 + i % 2), zs[2])
+        s2 = float(np.float32(s * rng.uniform(0.25, 4)))
+        simple = i % 5 == 4
+        if op == "MUL":
+            so = s * s2 * (2.0 ** int(rng.integers(3, 9)) if simple else rng.uniform(16, 512))
+        elif simple:
+            s2, so = s, s * (1 + i % 2)
         else:
-            s2 = float(np.float32(s * rng.uniform(0.25, 4)))
-            qa, qb, qo = (s, zs[0]), (s2, zs[1]), (float(np.float32(max(s, s2) * rng.uniform(0.5, 2))), zs[2])
-        op = ["ADD", "SUB"][i % 2]
-        act = ["NONE", "RELU"][(i // 2) % 2]
+            so = max(s, s2) * rng.uniform(0.5, 2)
+        qa, qb, qo = (s, zs[0]), (s2, zs[1]), (float(np.float32(so)), zs[2])
+        act = ["NONE", "RELU"][(i // 3) % 2]
         for x, y, qx, qy in ((a, b, qa, qb), (b, a, qb, qa)):
             for stock in (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON):
                 try:
@@ -138,7 +143,7 @@ def test_add_float_form_equals_scalar(dtype):
                     got = _qs8.binary(v, op, x, y, qx, qy, qo, act=act, stock=stock, chunk=i % 3 * 37)
                     assert np.array_equal(got, want), (v, op, n, qx, qy, qo, act, stock, np.flatnonzero(got != want)[:5])
                 ran += 1
-    assert ran >= 250
+    assert ran >= 400
 
 
 @pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")

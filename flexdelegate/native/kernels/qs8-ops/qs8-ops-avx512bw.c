@@ -4,8 +4,8 @@
  * RoundingDivideByPOT as one rounding of the 64-bit product (vpsraq). An element-wise ADD takes
  * 32 elements a step first (add_loop32: the inputs as int16 word pairs). Parameters outside what
  * those single roundings cover, and the last n % 16 elements, go to the AVX2 kernel. Runs of 64
- * and more ADD elements go first to a float form with an error bound, exact where the bound
- * decides the rounding and by ref.h's definition where it does not ("ADD in float, checked"). */
+ * and more elements go first to a float form with an error bound, exact where the bound decides
+ * the rounding and by ref.h's definition where it does not ("ADD and MUL in float, checked"). */
 #if defined(__x86_64__)
 #include <float.h>
 #include <immintrin.h>
@@ -235,123 +235,6 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) static void add_exact(size_
   if (i < n) fx_qs8_add__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
 
-/* ---- ADD in float, checked ----
- * The exact result is out = floor(T + 1/2 + eps) + zo, clamped, where T = sum * mu is the sum of
- * the rescaled inputs (integers a', b') times the output multiplier mu = mo / 2^(31 + e), and
- * |eps| <= 2^-(e+1) (the output's two roundings as one, out_of() above). Each a' is within 2 of
- * the real A = (v - z) * k (k = m / 2^(11 + e_in), every form), so one FMA pair in float,
- * t = va * alpha + vb * beta + gamma (alpha = k_a * mu, gamma = zo - z_a alpha - z_b beta), is
- * within 4 mu + 3 * 2^-24 * span of T + zo (span bounds |va alpha| + |vb beta| + |gamma|: the
- * float roundings of the constants and of each FMA). When t - d and t + d round to the same
- * integer r, with d above that plus |eps| and the roundings of t -+ d, every value that close to
- * t gives r, so r is the exact out + zo. A lane within d of a half takes ref.h's scalar
- * definition instead: about 2d of the lanes of random data; where many more do (scales in simple
- * ratios put results on halves), the rest of the call goes to the exact kernel above. Both stock
- * arithmetics round and add the zero point alike while |out| < 2^15 - 256 (the NEON output's
- * int16 wrap), so the float form is used only where every result stays within that. */
-typedef struct { __m512 alpha, beta, gamma, d; __m512i lo, hi, order; } fast_k;
-
-/* The float form's constants for p, or 0 where it does not apply (d too large: many lanes would
- * take the scalar path; results beyond the int16 range). */
-__attribute__((target("avx2,fma,avx512f,avx512bw"))) static int fast_of(const fx_qs8_add_params *p, const void *a,
-                                                                       size_t a_step, fast_k *k) {
-  const int eo = -p->so;
-  if (p->s1 > 0 || p->s2 > 0 || eo < 0 || eo > 31 || p->mo < 0) return 0; /* (ADD's multipliers are < 1) */
-  const double mu = ldexp(p->mo, -31 - eo), vmax = p->u8 ? 255 : 128;
-  double alpha = ldexp(p->m1, p->s1 - 11) * mu, beta = ldexp(p->m2, p->s2 - 11) * mu;
-  alpha = p->sub == 2 ? -alpha : alpha, beta = p->sub == 1 ? -beta : beta;
-  double gamma = p->zo - p->z1 * alpha - p->z2 * beta;
-  if (!a_step) { /* a's one value in gamma (one more rounding, within span's margin) */
-    const uint8_t v = *(const uint8_t *)a;
-    gamma += (p->u8 ? v : (int8_t)v) * alpha;
-  }
-  const double span = vmax * (fabs(alpha) + fabs(beta)) + fabs(gamma);
-  const double d = 1.25 * (ldexp(span + 1, -22) + 4 * mu + (eo ? ldexp(1, -eo - 1) : 0));
-  if (!(d <= 1.0 / 64) || span + 4 * mu > 32000) return 0;
-  const int8_t lo = (int8_t)p->lo, hi = (int8_t)p->hi; /* (as stored: uint8 or int8) */
-  *k = (fast_k){.alpha = _mm512_set1_ps((float)alpha), .beta = _mm512_set1_ps((float)beta),
-                .gamma = _mm512_set1_ps((float)gamma), .d = _mm512_set1_ps((float)d),
-                .lo = _mm512_set1_epi8(lo), .hi = _mm512_set1_epi8(hi),
-                .order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)};
-  return 1;
-}
-
-#define FX_RN (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
-
-/* 16 results, rounded from t - d; lanes where t + d rounds elsewhere set in *unsure. */
-OPS512 __m512i fast16(const uint8_t *pa, const uint8_t *pb, const fast_k *k, const int u8, const int a_step,
-                      __mmask16 *unsure) {
-  __m512 t = _mm512_fmadd_round_ps(_mm512_cvtepi32_ps(load16(pb, u8)), k->beta, k->gamma, FX_RN);
-  if (a_step) t = _mm512_fmadd_round_ps(_mm512_cvtepi32_ps(load16(pa, u8)), k->alpha, t, FX_RN);
-  const __m512i r = _mm512_cvt_roundps_epi32(_mm512_sub_round_ps(t, k->d, FX_RN), FX_RN);
-  *unsure = _mm512_cmpneq_epi32_mask(r, _mm512_cvt_roundps_epi32(_mm512_add_round_ps(t, k->d, FX_RN), FX_RN));
-  return r;
-}
-
-/* 64 elements a step, up to the end or the first step with an unsure lane (stored as the others:
- * the index after it is returned, and fast_fix() corrects it). */
-OPS512 size_t add_fast(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *py, const fast_k *k, const int u8,
-                       const int a_step, int *hit) {
-  size_t i = 0;
-  while (i + 64 <= n) {
-    __mmask16 m0, m1, m2, m3;
-    const __m512i r0 = fast16(pa + i * a_step, pb + i, k, u8, a_step, &m0);
-    const __m512i r1 = fast16(pa + (i + 16) * a_step, pb + i + 16, k, u8, a_step, &m1);
-    const __m512i r2 = fast16(pa + (i + 32) * a_step, pb + i + 32, k, u8, a_step, &m2);
-    const __m512i r3 = fast16(pa + (i + 48) * a_step, pb + i + 48, k, u8, a_step, &m3);
-    /* |r| < 2^15: the int16 packs are exact, the byte packs saturate to the type, inside which
-     * lo..hi lie; the packs interleave 4-lane groups, vpermd puts them back in order */
-    const __m512i w0 = _mm512_packs_epi32(r0, r1), w1 = _mm512_packs_epi32(r2, r3);
-    __m512i v = _mm512_permutexvar_epi32(k->order, u8 ? _mm512_packus_epi16(w0, w1) : _mm512_packs_epi16(w0, w1));
-    v = u8 ? _mm512_min_epu8(_mm512_max_epu8(v, k->lo), k->hi) : _mm512_min_epi8(_mm512_max_epi8(v, k->lo), k->hi);
-    _mm512_storeu_si512(py + i, v);
-    i += 64;
-    if (m0 | m1 | m2 | m3) {
-      *hit = 1;
-      break;
-    }
-  }
-  return i;
-}
-
-/* The unsure lanes of n elements (a multiple of 16) by ref.h's definition. */
-__attribute__((target("avx2,fma,avx512f,avx512bw"), noinline)) static void fast_fix(
-    size_t n, const uint8_t *pa, size_t a_step, const uint8_t *pb, uint8_t *py, const fast_k *k,
-    const fx_qs8_add_params *p, int form) {
-  for (size_t i = 0; i < n; i += 16) {
-    __mmask16 m;
-    if (p->u8) a_step ? fast16(pa + i, pb + i, k, 1, 1, &m) : fast16(pa, pb + i, k, 1, 0, &m);
-    else a_step ? fast16(pa + i, pb + i, k, 0, 1, &m) : fast16(pa, pb + i, k, 0, 0, &m);
-    for (; m; m &= m - 1) {
-      const size_t j = i + (size_t)__builtin_ctz(m);
-      const int32_t va = p->u8 ? pa[j * a_step] : (int8_t)pa[j * a_step], vb = p->u8 ? pb[j] : (int8_t)pb[j];
-      py[j] = (uint8_t)fxq_add_one(va, vb, p, form);
-    }
-  }
-}
-
-__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(size_t n, const void *a, size_t a_step,
-                                                                              const void *b, void *y,
-                                                                              const fx_qs8_add_params *p, int form) {
-  const uint8_t *pa = a, *pb = b;
-  uint8_t *py = y;
-  fast_k k;
-  size_t i = 0;
-  if (n >= 64 && fast_of(p, a, a_step, &k)) {
-    for (size_t fixes = 0;;) {
-      const uint8_t *qa = pa + i * a_step, *qb = pb + i;
-      int hit = 0;
-#define FX_ADD_FAST(u8, as) add_fast(n - i, qa, qb, py + i, &k, u8, as, &hit)
-      i += a_step ? (p->u8 ? FX_ADD_FAST(1, 1) : FX_ADD_FAST(0, 1)) : (p->u8 ? FX_ADD_FAST(1, 0) : FX_ADD_FAST(0, 0));
-#undef FX_ADD_FAST
-      if (!hit) break;
-      fast_fix(64, pa + (i - 64) * a_step, a_step, pb + i - 64, py + i - 64, &k, p, form);
-      if (++fixes > 8 + i / 1024) break; /* (many results on halves) */
-    }
-  }
-  if (i < n) add_exact(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
-}
-
 /* MUL: (a - z1) * (b - z2) (|product| <= 2^16) << left shift (wrapping, as stock), then
  * round_out; the NEON forms saturate (NEON_SAT) or wrap (NEON_TRUNC) to int16 first. */
 OPS512 size_t mul_loop(size_t n, const uint8_t *pa, size_t a_step, const uint8_t *pb, uint8_t *py,
@@ -379,9 +262,10 @@ OPS512 size_t mul_loop(size_t n, const uint8_t *pa, size_t a_step, const uint8_t
   return i;
 }
 
-__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_mul__avx512bw(size_t n, const void *a, size_t a_step,
-                                                                              const void *b, void *y,
-                                                                              const fx_qs8_mul_params *p, int form) {
+/* The exact kernel (above) over n elements. */
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) static void mul_exact(size_t n, const void *a, size_t a_step,
+                                                                          const void *b, void *y,
+                                                                          const fx_qs8_mul_params *p, int form) {
   if (n < 16 || p->s < -31 || p->s > 30 || p->m < 0) {
     fx_qs8_mul__avx2(n, a, a_step, b, y, p, form);
     return;
@@ -393,6 +277,199 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_mul__avx512bw(s
                                              : mul_loop(n, pa, a_step, pb, py, p, FX_MUL_NEON_TRUNC);
   if (i < n) fx_qs8_mul__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
+
+/* ---- ADD and MUL in float, checked ----
+ * Both ops' exact result is out = floor(T + 1/2 + eps) + zo, clamped: T the real value of the
+ * rescaled sum (ADD) or product (MUL) before the output's SRDHM and RoundingDivideByPOT, and
+ * eps = 2^-(e+1) - [T < 0] 2^-e from those two roundings as one (out_of() above; e the output's
+ * right shift, eps 0 when it is 0). With t a float value within err of T + zo + eps: when t - d
+ * and t + d round to the same integer r, d above err and the roundings of t -+ d, every value
+ * that close to t gives r, so r is the exact result. A lane within d of a half takes ref.h's
+ * scalar definition instead: about 2d of the lanes of random data; where many more do (scales
+ * in simple ratios put results on halves), the rest of the call goes to the exact kernels above.
+ * Both stock arithmetics round and add the zero point alike while |out| < 2^15 - 256 (the NEON
+ * output's int16 narrowing), so the float form is used only where every result stays within it.
+ * span bounds |T| + |zo| and the terms of t; each float rounding errs by at most 2^-24 of its
+ * result or constant.
+ *  ADD: each rescaled input a' is within 2 of the real A = (v - z) * m / 2^(11 + e_in) (every
+ *    form), t = va * alpha + vb * beta + gamma by two FMAs (alpha = A's factor times the output
+ *    multiplier mu = mo / 2^(31 + e), gamma = zo - z_a alpha - z_b beta): err 4 mu, |eps| and 3
+ *    roundings.
+ *  MUL: the product (va - za)(vb - zb) is exact in float (|p| < 2^16), t = p * mu + gamma
+ *    (gamma = zo + 2^-(e+1)) less 2^-e where p < 0: 4 roundings. */
+typedef struct {
+  __m512 alpha, beta, gamma, d, za, zb, neg; /* MUL: alpha mu, beta unused, neg 2^-e; za, zb float */
+  __m512i lo, hi, order;
+} fast_k;
+
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) static void fast_set(fast_k *k, double alpha, double beta,
+                                                                         double gamma, double d, int32_t lo,
+                                                                         int32_t hi) {
+  k->alpha = _mm512_set1_ps((float)alpha), k->beta = _mm512_set1_ps((float)beta);
+  k->gamma = _mm512_set1_ps((float)gamma), k->d = _mm512_set1_ps((float)d);
+  k->lo = _mm512_set1_epi8((int8_t)lo), k->hi = _mm512_set1_epi8((int8_t)hi); /* (as stored) */
+  k->order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+}
+
+/* The float form's constants, or 0 where it does not apply (d too large: many lanes would take
+ * the scalar path; results beyond the int16 range; shifts the ops never have). */
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) static int fast_add_of(const fx_qs8_add_params *p, const void *a,
+                                                                           size_t a_step, fast_k *k) {
+  const int eo = -p->so;
+  if (p->s1 > 0 || p->s2 > 0 || eo < 0 || eo > 31 || p->mo < 0) return 0;
+  const double mu = ldexp(p->mo, -31 - eo), vmax = p->u8 ? 255 : 128;
+  double alpha = ldexp(p->m1, p->s1 - 11) * mu, beta = ldexp(p->m2, p->s2 - 11) * mu;
+  alpha = p->sub == 2 ? -alpha : alpha, beta = p->sub == 1 ? -beta : beta;
+  double gamma = p->zo - p->z1 * alpha - p->z2 * beta;
+  if (!a_step) { /* a's one value in gamma (one more rounding, within the margin) */
+    const uint8_t v = *(const uint8_t *)a;
+    gamma += (p->u8 ? v : (int8_t)v) * alpha;
+  }
+  const double span = vmax * (fabs(alpha) + fabs(beta)) + fabs(gamma);
+  const double d = 1.25 * (ldexp(span + 1, -22) + 4 * mu + (eo ? ldexp(1, -eo - 1) : 0));
+  if (!(d <= 1.0 / 64) || span + 4 * mu > 32000) return 0;
+  fast_set(k, alpha, beta, gamma, d, p->lo, p->hi);
+  return 1;
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) static int fast_mul_of(const fx_qs8_mul_params *p, const void *a,
+                                                                           size_t a_step, fast_k *k) {
+  const int e = p->s < 0 ? -p->s : 0;
+  if (p->s < -31 || p->s > 14 || p->m < 0) return 0; /* (left shifts past 14 wrap in stock's int32) */
+  const double mu = ldexp(p->m, p->s - 31), gamma = p->zo + (e ? ldexp(1, -e - 1) : 0);
+  const double span = 65536 * mu + fabs(gamma) + 1, d = 1.25 * ldexp(span + 1, -21);
+  if (span > 32000) return 0;
+  fast_set(k, mu, 0, gamma, d, p->lo, p->hi);
+  k->neg = _mm512_set1_ps(e ? ldexpf(1, -e) : 0);
+  k->za = _mm512_set1_ps((float)p->z1), k->zb = _mm512_set1_ps((float)p->z2);
+  if (!a_step) { /* a's one value less its zero point in za */
+    const uint8_t v = *(const uint8_t *)a;
+    k->za = _mm512_set1_ps((float)((p->u8 ? v : (int8_t)v) - p->z1));
+  }
+  return 1;
+}
+
+#define FX_RN (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
+
+/* 16 results (before the clamp), rounded from t - d; lanes where t + d rounds elsewhere set in
+ * *unsure. */
+OPS512 __m512i fast16(const uint8_t *pa, const uint8_t *pb, const fast_k *k, const int mul, const int u8,
+                      const int a_step, __mmask16 *unsure) {
+  const __m512 vb = _mm512_cvtepi32_ps(load16(pb, u8));
+  __m512 t;
+  if (mul) {
+    const __m512 xa = a_step ? _mm512_sub_ps(_mm512_cvtepi32_ps(load16(pa, u8)), k->za) : k->za;
+    const __m512 prod = _mm512_mul_ps(xa, _mm512_sub_ps(vb, k->zb));
+    t = _mm512_fmadd_round_ps(prod, k->alpha, k->gamma, FX_RN);
+    t = _mm512_mask_sub_round_ps(t, _mm512_cmp_ps_mask(prod, _mm512_setzero_ps(), _CMP_LT_OQ), t, k->neg, FX_RN);
+  } else {
+    t = _mm512_fmadd_round_ps(vb, k->beta, k->gamma, FX_RN);
+    if (a_step) t = _mm512_fmadd_round_ps(_mm512_cvtepi32_ps(load16(pa, u8)), k->alpha, t, FX_RN);
+  }
+  const __m512i r = _mm512_cvt_roundps_epi32(_mm512_sub_round_ps(t, k->d, FX_RN), FX_RN);
+  *unsure = _mm512_cmpneq_epi32_mask(r, _mm512_cvt_roundps_epi32(_mm512_add_round_ps(t, k->d, FX_RN), FX_RN));
+  return r;
+}
+
+/* 64 elements a step, up to the end or through the first step with an unsure lane (*hit; stored
+ * like the others, for fast_fix() to correct). */
+OPS512 size_t fast_run(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *py, const fast_k *k, const int mul,
+                       const int u8, const int a_step, int *hit) {
+  size_t i = 0;
+  while (i + 64 <= n) {
+    __mmask16 m0, m1, m2, m3;
+    const __m512i r0 = fast16(pa + i * a_step, pb + i, k, mul, u8, a_step, &m0);
+    const __m512i r1 = fast16(pa + (i + 16) * a_step, pb + i + 16, k, mul, u8, a_step, &m1);
+    const __m512i r2 = fast16(pa + (i + 32) * a_step, pb + i + 32, k, mul, u8, a_step, &m2);
+    const __m512i r3 = fast16(pa + (i + 48) * a_step, pb + i + 48, k, mul, u8, a_step, &m3);
+    /* |r| < 2^15: the int16 packs are exact, the byte packs saturate to the type, inside which
+     * lo..hi lie; the packs interleave 4-lane groups, vpermd puts them back in order */
+    const __m512i w0 = _mm512_packs_epi32(r0, r1), w1 = _mm512_packs_epi32(r2, r3);
+    __m512i v = _mm512_permutexvar_epi32(k->order, u8 ? _mm512_packus_epi16(w0, w1) : _mm512_packs_epi16(w0, w1));
+    v = u8 ? _mm512_min_epu8(_mm512_max_epu8(v, k->lo), k->hi) : _mm512_min_epi8(_mm512_max_epi8(v, k->lo), k->hi);
+    _mm512_storeu_si512(py + i, v);
+    i += 64;
+    if (m0 | m1 | m2 | m3) {
+      *hit = 1;
+      break;
+    }
+  }
+  return i;
+}
+
+/* One op's scalar definition (ref.h), for the unsure lanes. */
+typedef struct {
+  const fx_qs8_add_params *add; /* else MUL */
+  const fx_qs8_mul_params *mul;
+  int form;
+} exact_op;
+
+static int32_t exact_one(const exact_op *op, int32_t a, int32_t b) {
+  return op->add ? fxq_add_one(a, b, op->add, op->form) : fxq_mul_one(a, b, op->mul, op->form);
+}
+
+/* The unsure lanes of n elements (a multiple of 16). */
+__attribute__((target("avx2,fma,avx512f,avx512bw"), noinline)) static void fast_fix(size_t n, const uint8_t *pa,
+                                                                                   size_t a_step, const uint8_t *pb,
+                                                                                   uint8_t *py, const fast_k *k,
+                                                                                   const exact_op *op, int u8) {
+  for (size_t i = 0; i < n; i += 16) {
+    __mmask16 m;
+    const uint8_t *qa = pa + i * a_step;
+#define FX_FAST16(mul) \
+  (u8 ? (a_step ? fast16(qa, pb + i, k, mul, 1, 1, &m) : fast16(qa, pb + i, k, mul, 1, 0, &m)) \
+      : (a_step ? fast16(qa, pb + i, k, mul, 0, 1, &m) : fast16(qa, pb + i, k, mul, 0, 0, &m)))
+    op->add ? FX_FAST16(0) : FX_FAST16(1);
+#undef FX_FAST16
+    for (; m; m &= m - 1) {
+      const size_t j = i + (size_t)__builtin_ctz(m);
+      py[j] = (uint8_t)exact_one(op, u8 ? pa[j * a_step] : (int8_t)pa[j * a_step], u8 ? pb[j] : (int8_t)pb[j]);
+    }
+  }
+}
+
+/* The float form over a prefix of n elements; the count done is returned. */
+OPS512 size_t fast_drive(size_t n, const uint8_t *pa, size_t a_step, const uint8_t *pb, uint8_t *py, const fast_k *k,
+                         const exact_op *op, const int mul, const int u8) {
+  size_t i = 0;
+  for (size_t fixes = 0;;) {
+    const uint8_t *qa = pa + i * a_step;
+    int hit = 0;
+    i += a_step ? fast_run(n - i, qa, pb + i, py + i, k, mul, u8, 1, &hit) : fast_run(n - i, qa, pb + i, py + i, k, mul, u8, 0, &hit);
+    if (!hit) return i;
+    fast_fix(64, pa + (i - 64) * a_step, a_step, pb + i - 64, py + i - 64, k, op, u8);
+    if (++fixes > 8 + i / 1024) return i; /* (many results on halves) */
+  }
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(size_t n, const void *a, size_t a_step,
+                                                                              const void *b, void *y,
+                                                                              const fx_qs8_add_params *p, int form) {
+  const uint8_t *pa = a, *pb = b;
+  uint8_t *py = y;
+  fast_k k;
+  size_t i = 0;
+  if (n >= 64 && fast_add_of(p, a, a_step, &k)) {
+    const exact_op op = {.add = p, .form = form};
+    i = p->u8 ? fast_drive(n, pa, a_step, pb, py, &k, &op, 0, 1) : fast_drive(n, pa, a_step, pb, py, &k, &op, 0, 0);
+  }
+  if (i < n) add_exact(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_mul__avx512bw(size_t n, const void *a, size_t a_step,
+                                                                              const void *b, void *y,
+                                                                              const fx_qs8_mul_params *p, int form) {
+  const uint8_t *pa = a, *pb = b;
+  uint8_t *py = y;
+  fast_k k;
+  size_t i = 0;
+  if (n >= 64 && fast_mul_of(p, a, a_step, &k)) {
+    const exact_op op = {.mul = p, .form = form};
+    i = p->u8 ? fast_drive(n, pa, a_step, pb, py, &k, &op, 1, 1) : fast_drive(n, pa, a_step, pb, py, &k, &op, 1, 0);
+  }
+  if (i < n) mul_exact(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+}
+
 /* ---- QUANTIZE, 16 values a step: qs8-ops-avx2.c's quantize8_fma on zmm (mask registers for its
  * compares and the sign), the float product for FLEX_QUANT_RECIP_EVEN; a step with a lane the
  * exact FMA form does not cover (|x| / s >= 2^21, NaN) goes to the AVX2 kernel. ---- */
