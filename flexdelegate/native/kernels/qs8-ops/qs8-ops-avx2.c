@@ -1,10 +1,12 @@
 /* AVX2 microkernels: 8 elements per step in int32 lanes, computing ref.h's definitions exactly
  * (64-bit products for the doubling high multiply, the overflow-free rounding shift); the last
- * n % 8 elements (and a whole call of fewer) go through the scalar kernel. */
+ * n % 8 elements (and a whole call of fewer) go through the scalar kernel. ADD and MUL take runs
+ * of 64 and more elements in float first, exact where the error bound decides (float-form.h). */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #include <float.h>
 #include <math.h>
+#include "float-form.h"
 #include "qs8-ops.h"
 
 #define OPS_AVX2 __attribute__((target("avx2,fma"), always_inline)) static inline
@@ -175,9 +177,9 @@ OPS_AVX2 size_t add_loop(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t
   return i;
 }
 
-__attribute__((target("avx2,fma"))) void fx_qs8_add__avx2(size_t n, const void *a, size_t a_step,
-                                                         const void *b, void *y,
-                                                         const fx_qs8_add_params *p, int form) {
+/* The exact kernels over n elements. */
+__attribute__((target("avx2,fma"))) static void add_exact(size_t n, const void *a, size_t a_step, const void *b,
+                                                         void *y, const fx_qs8_add_params *p, int form) {
   const add_k k = {.a = add_in_of(p->z1, p->m1, p->s1), .b = add_in_of(p->z2, p->m2, p->s2),
                    .o = add_in_of(0, p->mo, p->so), .zo = _mm256_set1_epi32(p->zo),
                    .lo = _mm256_set1_epi32(p->lo), .hi = _mm256_set1_epi32(p->hi),
@@ -198,9 +200,8 @@ __attribute__((target("avx2,fma"))) void fx_qs8_add__avx2(size_t n, const void *
   if (i < n) fx_qs8_add__scalar(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
 
-__attribute__((target("avx2,fma"))) void fx_qs8_mul__avx2(size_t n, const void *a, size_t a_step,
-                                                         const void *b, void *y,
-                                                         const fx_qs8_mul_params *p, int form) {
+__attribute__((target("avx2,fma"))) static void mul_exact(size_t n, const void *a, size_t a_step, const void *b,
+                                                         void *y, const fx_qs8_mul_params *p, int form) {
   const int u8 = p->u8;
   const int ls = p->s > 0 ? p->s : 0, rs = p->s > 0 ? 0 : -p->s;
   const __m256i m = _mm256_set1_epi32(p->m), zo = _mm256_set1_epi32(p->zo);
@@ -228,6 +229,127 @@ __attribute__((target("avx2,fma"))) void fx_qs8_mul__avx2(size_t n, const void *
     store8(py + i, _mm256_min_epi32(_mm256_max_epi32(r, lo), hi), u8);
   }
   if (i < n) fx_qs8_mul__scalar(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+}
+
+/* ---- ADD and MUL in float, checked (float-form.h: the bound and its constants), 32 elements a
+ * step; qs8-ops-avx512bw.c has the same on zmm ---- */
+typedef struct {
+  __m256 alpha, beta, gamma, d, neg, za, zb;
+  __m256i lo, hi, order;
+} fast_k;
+
+OPS_AVX2 fast_k fast_k_of(const fx_qs8_fast *f) {
+  return (fast_k){.alpha = _mm256_set1_ps(f->alpha), .beta = _mm256_set1_ps(f->beta),
+                  .gamma = _mm256_set1_ps(f->gamma), .d = _mm256_set1_ps(f->d), .neg = _mm256_set1_ps(f->neg),
+                  .za = _mm256_set1_ps(f->za), .zb = _mm256_set1_ps(f->zb),
+                  .lo = _mm256_set1_epi8((int8_t)f->lo), .hi = _mm256_set1_epi8((int8_t)f->hi), /* (as stored) */
+                  .order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)};
+}
+
+/* 8 results (before the clamp), rounded from t - d (MXCSR: to nearest); lanes where t + d
+ * rounds elsewhere nonzero in *unsure. */
+OPS_AVX2 __m256i fast8(const uint8_t *pa, const uint8_t *pb, const fast_k *k, const int mul, const int u8,
+                       const int a_step, __m256i *unsure) {
+  const __m256 vb = _mm256_cvtepi32_ps(load8(pb, u8));
+  __m256 t;
+  if (mul) {
+    const __m256 xa = a_step ? _mm256_sub_ps(_mm256_cvtepi32_ps(load8(pa, u8)), k->za) : k->za;
+    const __m256 prod = _mm256_mul_ps(xa, _mm256_sub_ps(vb, k->zb));
+    t = _mm256_fmadd_ps(prod, k->alpha, k->gamma);
+    t = _mm256_sub_ps(t, _mm256_and_ps(_mm256_cmp_ps(prod, _mm256_setzero_ps(), _CMP_LT_OQ), k->neg));
+  } else {
+    t = _mm256_fmadd_ps(vb, k->beta, k->gamma);
+    if (a_step) t = _mm256_fmadd_ps(_mm256_cvtepi32_ps(load8(pa, u8)), k->alpha, t);
+  }
+  const __m256i r = _mm256_cvtps_epi32(_mm256_sub_ps(t, k->d));
+  *unsure = _mm256_xor_si256(r, _mm256_cvtps_epi32(_mm256_add_ps(t, k->d)));
+  return r;
+}
+
+/* 32 elements a step, up to the end or through the first step with an unsure lane (*hit). */
+OPS_AVX2 size_t fast_run(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *py, const fast_k *k, const int mul,
+                         const int u8, const int a_step, int *hit) {
+  size_t i = 0;
+  while (i + 32 <= n) {
+    __m256i m0, m1, m2, m3;
+    const __m256i r0 = fast8(pa + i * a_step, pb + i, k, mul, u8, a_step, &m0);
+    const __m256i r1 = fast8(pa + (i + 8) * a_step, pb + i + 8, k, mul, u8, a_step, &m1);
+    const __m256i r2 = fast8(pa + (i + 16) * a_step, pb + i + 16, k, mul, u8, a_step, &m2);
+    const __m256i r3 = fast8(pa + (i + 24) * a_step, pb + i + 24, k, mul, u8, a_step, &m3);
+    /* as the AVX-512 kernel's: exact int16 packs, byte packs saturating to the type, vpermd */
+    const __m256i w0 = _mm256_packs_epi32(r0, r1), w1 = _mm256_packs_epi32(r2, r3);
+    __m256i v = _mm256_permutevar8x32_epi32(u8 ? _mm256_packus_epi16(w0, w1) : _mm256_packs_epi16(w0, w1), k->order);
+    v = u8 ? _mm256_min_epu8(_mm256_max_epu8(v, k->lo), k->hi) : _mm256_min_epi8(_mm256_max_epi8(v, k->lo), k->hi);
+    _mm256_storeu_si256((__m256i *)(py + i), v);
+    i += 32;
+    const __m256i any = _mm256_or_si256(_mm256_or_si256(m0, m1), _mm256_or_si256(m2, m3));
+    if (!_mm256_testz_si256(any, any)) {
+      *hit = 1;
+      break;
+    }
+  }
+  return i;
+}
+
+/* The unsure lanes of n elements (a multiple of 8). */
+__attribute__((target("avx2,fma"), noinline)) static void fast_fix(size_t n, const uint8_t *pa, size_t a_step,
+                                                                  const uint8_t *pb, uint8_t *py, const fast_k *k,
+                                                                  const fx_qs8_exact_op *op, int u8) {
+  for (size_t i = 0; i < n; i += 8) {
+    __m256i x;
+    const uint8_t *qa = pa + i * a_step;
+#define FX_FAST8(mul) \
+  (u8 ? (a_step ? fast8(qa, pb + i, k, mul, 1, 1, &x) : fast8(qa, pb + i, k, mul, 1, 0, &x)) \
+      : (a_step ? fast8(qa, pb + i, k, mul, 0, 1, &x) : fast8(qa, pb + i, k, mul, 0, 0, &x)))
+    op->add ? FX_FAST8(0) : FX_FAST8(1);
+#undef FX_FAST8
+    const __m256i same = _mm256_cmpeq_epi32(x, _mm256_setzero_si256());
+    for (unsigned m = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(same)) & 0xffu; m; m &= m - 1) {
+      const size_t j = i + (size_t)__builtin_ctz(m);
+      py[j] = fx_qs8_exact_one(op, u8, pa[j * a_step], pb[j]);
+    }
+  }
+}
+
+/* The float form over a prefix of n elements; the count done is returned. */
+OPS_AVX2 size_t fast_drive(size_t n, const uint8_t *pa, size_t a_step, const uint8_t *pb, uint8_t *py,
+                           const fx_qs8_fast *f, const fx_qs8_exact_op *op, const int mul, const int u8) {
+  const fast_k k = fast_k_of(f);
+  size_t i = 0;
+  for (size_t fixes = 0;;) {
+    const uint8_t *qa = pa + i * a_step;
+    int hit = 0;
+    i += a_step ? fast_run(n - i, qa, pb + i, py + i, &k, mul, u8, 1, &hit) : fast_run(n - i, qa, pb + i, py + i, &k, mul, u8, 0, &hit);
+    if (!hit) return i;
+    fast_fix(32, pa + (i - 32) * a_step, a_step, pb + i - 32, py + i - 32, &k, op, u8);
+    if (++fixes > 8 + i / 1024) return i; /* (many results on halves) */
+  }
+}
+
+__attribute__((target("avx2,fma"))) void fx_qs8_add__avx2(size_t n, const void *a, size_t a_step, const void *b,
+                                                         void *y, const fx_qs8_add_params *p, int form) {
+  const uint8_t *pa = a, *pb = b;
+  uint8_t *py = y;
+  fx_qs8_fast f;
+  size_t i = 0;
+  if (n >= FX_QS8_FAST_MIN && fx_qs8_fast_add(p, a, a_step, &f)) {
+    const fx_qs8_exact_op op = {.add = p, .form = form};
+    i = p->u8 ? fast_drive(n, pa, a_step, pb, py, &f, &op, 0, 1) : fast_drive(n, pa, a_step, pb, py, &f, &op, 0, 0);
+  }
+  if (i < n) add_exact(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+}
+
+__attribute__((target("avx2,fma"))) void fx_qs8_mul__avx2(size_t n, const void *a, size_t a_step, const void *b,
+                                                         void *y, const fx_qs8_mul_params *p, int form) {
+  const uint8_t *pa = a, *pb = b;
+  uint8_t *py = y;
+  fx_qs8_fast f;
+  size_t i = 0;
+  if (n >= FX_QS8_FAST_MIN && fx_qs8_fast_mul(p, a, a_step, &f)) {
+    const fx_qs8_exact_op op = {.mul = p, .form = form};
+    i = p->u8 ? fast_drive(n, pa, a_step, pb, py, &f, &op, 1, 1) : fast_drive(n, pa, a_step, pb, py, &f, &op, 1, 0);
+  }
+  if (i < n) mul_exact(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
 
 /* Columns in blocks of 32 (four int32 accumulators in registers across the k rows). */

@@ -5,11 +5,12 @@
  * 32 elements a step first (add_loop32: the inputs as int16 word pairs). Parameters outside what
  * those single roundings cover, and the last n % 16 elements, go to the AVX2 kernel. Runs of 64
  * and more elements go first to a float form with an error bound, exact where the bound decides
- * the rounding and by ref.h's definition where it does not ("ADD and MUL in float, checked"). */
+ * the rounding and by ref.h's definition where it does not (float-form.h). */
 #if defined(__x86_64__)
 #include <float.h>
 #include <immintrin.h>
 #include <math.h>
+#include "float-form.h"
 #include "qs8-ops.h"
 
 #define OPS512 __attribute__((target("avx2,fma,avx512f,avx512bw"), always_inline)) static inline
@@ -278,75 +279,18 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) static void mul_exact(size_
   if (i < n) fx_qs8_mul__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
 
-/* ---- ADD and MUL in float, checked ----
- * Both ops' exact result is out = floor(T + 1/2 + eps) + zo, clamped: T the real value of the
- * rescaled sum (ADD) or product (MUL) before the output's SRDHM and RoundingDivideByPOT, and
- * eps = 2^-(e+1) - [T < 0] 2^-e from those two roundings as one (out_of() above; e the output's
- * right shift, eps 0 when it is 0). With t a float value within err of T + zo + eps: when t - d
- * and t + d round to the same integer r, d above err and the roundings of t -+ d, every value
- * that close to t gives r, so r is the exact result. A lane within d of a half takes ref.h's
- * scalar definition instead: about 2d of the lanes of random data; where many more do (scales
- * in simple ratios put results on halves), the rest of the call goes to the exact kernels above.
- * Both stock arithmetics round and add the zero point alike while |out| < 2^15 - 256 (the NEON
- * output's int16 narrowing), so the float form is used only where every result stays within it.
- * span bounds |T| + |zo| and the terms of t; each float rounding errs by at most 2^-24 of its
- * result or constant.
- *  ADD: each rescaled input a' is within 2 of the real A = (v - z) * m / 2^(11 + e_in) (every
- *    form), t = va * alpha + vb * beta + gamma by two FMAs (alpha = A's factor times the output
- *    multiplier mu = mo / 2^(31 + e), gamma = zo - z_a alpha - z_b beta): err 4 mu, |eps| and 3
- *    roundings.
- *  MUL: the product (va - za)(vb - zb) is exact in float (|p| < 2^16), t = p * mu + gamma
- *    (gamma = zo + 2^-(e+1)) less 2^-e where p < 0: 4 roundings. */
+/* ---- ADD and MUL in float, checked (float-form.h: the bound and its constants) ---- */
 typedef struct {
-  __m512 alpha, beta, gamma, d, za, zb, neg; /* MUL: alpha mu, beta unused, neg 2^-e; za, zb float */
+  __m512 alpha, beta, gamma, d, neg, za, zb;
   __m512i lo, hi, order;
 } fast_k;
 
-__attribute__((target("avx2,fma,avx512f,avx512bw"))) static void fast_set(fast_k *k, double alpha, double beta,
-                                                                         double gamma, double d, int32_t lo,
-                                                                         int32_t hi) {
-  k->alpha = _mm512_set1_ps((float)alpha), k->beta = _mm512_set1_ps((float)beta);
-  k->gamma = _mm512_set1_ps((float)gamma), k->d = _mm512_set1_ps((float)d);
-  k->lo = _mm512_set1_epi8((int8_t)lo), k->hi = _mm512_set1_epi8((int8_t)hi); /* (as stored) */
-  k->order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-}
-
-/* The float form's constants, or 0 where it does not apply (d too large: many lanes would take
- * the scalar path; results beyond the int16 range; shifts the ops never have). */
-__attribute__((target("avx2,fma,avx512f,avx512bw"))) static int fast_add_of(const fx_qs8_add_params *p, const void *a,
-                                                                           size_t a_step, fast_k *k) {
-  const int eo = -p->so;
-  if (p->s1 > 0 || p->s2 > 0 || eo < 0 || eo > 31 || p->mo < 0) return 0;
-  const double mu = ldexp(p->mo, -31 - eo), vmax = p->u8 ? 255 : 128;
-  double alpha = ldexp(p->m1, p->s1 - 11) * mu, beta = ldexp(p->m2, p->s2 - 11) * mu;
-  alpha = p->sub == 2 ? -alpha : alpha, beta = p->sub == 1 ? -beta : beta;
-  double gamma = p->zo - p->z1 * alpha - p->z2 * beta;
-  if (!a_step) { /* a's one value in gamma (one more rounding, within the margin) */
-    const uint8_t v = *(const uint8_t *)a;
-    gamma += (p->u8 ? v : (int8_t)v) * alpha;
-  }
-  const double span = vmax * (fabs(alpha) + fabs(beta)) + fabs(gamma);
-  const double d = 1.25 * (ldexp(span + 1, -22) + 4 * mu + (eo ? ldexp(1, -eo - 1) : 0));
-  if (!(d <= 1.0 / 64) || span + 4 * mu > 32000) return 0;
-  fast_set(k, alpha, beta, gamma, d, p->lo, p->hi);
-  return 1;
-}
-
-__attribute__((target("avx2,fma,avx512f,avx512bw"))) static int fast_mul_of(const fx_qs8_mul_params *p, const void *a,
-                                                                           size_t a_step, fast_k *k) {
-  const int e = p->s < 0 ? -p->s : 0;
-  if (p->s < -31 || p->s > 14 || p->m < 0) return 0; /* (left shifts past 14 wrap in stock's int32) */
-  const double mu = ldexp(p->m, p->s - 31), gamma = p->zo + (e ? ldexp(1, -e - 1) : 0);
-  const double span = 65536 * mu + fabs(gamma) + 1, d = 1.25 * ldexp(span + 1, -21);
-  if (span > 32000) return 0;
-  fast_set(k, mu, 0, gamma, d, p->lo, p->hi);
-  k->neg = _mm512_set1_ps(e ? ldexpf(1, -e) : 0);
-  k->za = _mm512_set1_ps((float)p->z1), k->zb = _mm512_set1_ps((float)p->z2);
-  if (!a_step) { /* a's one value less its zero point in za */
-    const uint8_t v = *(const uint8_t *)a;
-    k->za = _mm512_set1_ps((float)((p->u8 ? v : (int8_t)v) - p->z1));
-  }
-  return 1;
+OPS512 fast_k fast_k_of(const fx_qs8_fast *f) {
+  return (fast_k){.alpha = _mm512_set1_ps(f->alpha), .beta = _mm512_set1_ps(f->beta),
+                  .gamma = _mm512_set1_ps(f->gamma), .d = _mm512_set1_ps(f->d), .neg = _mm512_set1_ps(f->neg),
+                  .za = _mm512_set1_ps(f->za), .zb = _mm512_set1_ps(f->zb),
+                  .lo = _mm512_set1_epi8((int8_t)f->lo), .hi = _mm512_set1_epi8((int8_t)f->hi), /* (as stored) */
+                  .order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15)};
 }
 
 #define FX_RN (_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)
@@ -397,22 +341,11 @@ OPS512 size_t fast_run(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *
   return i;
 }
 
-/* One op's scalar definition (ref.h), for the unsure lanes. */
-typedef struct {
-  const fx_qs8_add_params *add; /* else MUL */
-  const fx_qs8_mul_params *mul;
-  int form;
-} exact_op;
-
-static int32_t exact_one(const exact_op *op, int32_t a, int32_t b) {
-  return op->add ? fxq_add_one(a, b, op->add, op->form) : fxq_mul_one(a, b, op->mul, op->form);
-}
-
 /* The unsure lanes of n elements (a multiple of 16). */
 __attribute__((target("avx2,fma,avx512f,avx512bw"), noinline)) static void fast_fix(size_t n, const uint8_t *pa,
                                                                                    size_t a_step, const uint8_t *pb,
                                                                                    uint8_t *py, const fast_k *k,
-                                                                                   const exact_op *op, int u8) {
+                                                                                   const fx_qs8_exact_op *op, int u8) {
   for (size_t i = 0; i < n; i += 16) {
     __mmask16 m;
     const uint8_t *qa = pa + i * a_step;
@@ -423,21 +356,22 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"), noinline)) static void fast_
 #undef FX_FAST16
     for (; m; m &= m - 1) {
       const size_t j = i + (size_t)__builtin_ctz(m);
-      py[j] = (uint8_t)exact_one(op, u8 ? pa[j * a_step] : (int8_t)pa[j * a_step], u8 ? pb[j] : (int8_t)pb[j]);
+      py[j] = fx_qs8_exact_one(op, u8, pa[j * a_step], pb[j]);
     }
   }
 }
 
 /* The float form over a prefix of n elements; the count done is returned. */
-OPS512 size_t fast_drive(size_t n, const uint8_t *pa, size_t a_step, const uint8_t *pb, uint8_t *py, const fast_k *k,
-                         const exact_op *op, const int mul, const int u8) {
+OPS512 size_t fast_drive(size_t n, const uint8_t *pa, size_t a_step, const uint8_t *pb, uint8_t *py,
+                         const fx_qs8_fast *f, const fx_qs8_exact_op *op, const int mul, const int u8) {
+  const fast_k k = fast_k_of(f);
   size_t i = 0;
   for (size_t fixes = 0;;) {
     const uint8_t *qa = pa + i * a_step;
     int hit = 0;
-    i += a_step ? fast_run(n - i, qa, pb + i, py + i, k, mul, u8, 1, &hit) : fast_run(n - i, qa, pb + i, py + i, k, mul, u8, 0, &hit);
+    i += a_step ? fast_run(n - i, qa, pb + i, py + i, &k, mul, u8, 1, &hit) : fast_run(n - i, qa, pb + i, py + i, &k, mul, u8, 0, &hit);
     if (!hit) return i;
-    fast_fix(64, pa + (i - 64) * a_step, a_step, pb + i - 64, py + i - 64, k, op, u8);
+    fast_fix(64, pa + (i - 64) * a_step, a_step, pb + i - 64, py + i - 64, &k, op, u8);
     if (++fixes > 8 + i / 1024) return i; /* (many results on halves) */
   }
 }
@@ -447,11 +381,11 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(s
                                                                               const fx_qs8_add_params *p, int form) {
   const uint8_t *pa = a, *pb = b;
   uint8_t *py = y;
-  fast_k k;
+  fx_qs8_fast f;
   size_t i = 0;
-  if (n >= 64 && fast_add_of(p, a, a_step, &k)) {
-    const exact_op op = {.add = p, .form = form};
-    i = p->u8 ? fast_drive(n, pa, a_step, pb, py, &k, &op, 0, 1) : fast_drive(n, pa, a_step, pb, py, &k, &op, 0, 0);
+  if (n >= FX_QS8_FAST_MIN && fx_qs8_fast_add(p, a, a_step, &f)) {
+    const fx_qs8_exact_op op = {.add = p, .form = form};
+    i = p->u8 ? fast_drive(n, pa, a_step, pb, py, &f, &op, 0, 1) : fast_drive(n, pa, a_step, pb, py, &f, &op, 0, 0);
   }
   if (i < n) add_exact(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
@@ -461,11 +395,11 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_mul__avx512bw(s
                                                                               const fx_qs8_mul_params *p, int form) {
   const uint8_t *pa = a, *pb = b;
   uint8_t *py = y;
-  fast_k k;
+  fx_qs8_fast f;
   size_t i = 0;
-  if (n >= 64 && fast_mul_of(p, a, a_step, &k)) {
-    const exact_op op = {.mul = p, .form = form};
-    i = p->u8 ? fast_drive(n, pa, a_step, pb, py, &k, &op, 1, 1) : fast_drive(n, pa, a_step, pb, py, &k, &op, 1, 0);
+  if (n >= FX_QS8_FAST_MIN && fx_qs8_fast_mul(p, a, a_step, &f)) {
+    const fx_qs8_exact_op op = {.mul = p, .form = form};
+    i = p->u8 ? fast_drive(n, pa, a_step, pb, py, &f, &op, 1, 1) : fast_drive(n, pa, a_step, pb, py, &f, &op, 1, 0);
   }
   if (i < n) mul_exact(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
