@@ -31,7 +31,7 @@ typedef struct {
   int32_t lo, hi;
 } fx_qs8_fast;
 
-/* The shortest run worth the constants. */
+/* The shortest run worth the constants (and a whole step of either ISA's loop). */
 #define FX_QS8_FAST_MIN 64
 
 static inline int fx_qs8_fast_rounds_to_nearest(void) { return !(_mm_getcsr() & 0x6000); }
@@ -82,8 +82,41 @@ typedef struct {
   int form;
 } fx_qs8_exact_op;
 
-static inline uint8_t fx_qs8_exact_one(const fx_qs8_exact_op *op, int u8, uint8_t a, uint8_t b) {
+static inline int fx_qs8_exact_u8(const fx_qs8_exact_op *op) { return op->add ? op->add->u8 : op->mul->u8; }
+
+static inline uint8_t fx_qs8_exact_one(const fx_qs8_exact_op *op, uint8_t a, uint8_t b) {
+  const int u8 = fx_qs8_exact_u8(op);
   const int32_t va = u8 ? a : (int8_t)a, vb = u8 ? b : (int8_t)b;
   return (uint8_t)(op->add ? fxq_add_one(va, vb, op->add, op->form) : fxq_mul_one(va, vb, op->mul, op->form));
+}
+
+/* An ISA's two loops, k its vector constants: run computes steps of `step` elements up to the
+ * end or through the first step with an undecided lane (*hit: stored like the others), and
+ * returns the count done; fix corrects the undecided lanes of `step` elements. */
+typedef struct {
+  size_t (*run)(size_t n, const uint8_t *a, size_t a_step, const uint8_t *b, uint8_t *y, const void *k,
+                const fx_qs8_exact_op *op, int *hit);
+  void (*fix)(const uint8_t *a, size_t a_step, const uint8_t *b, uint8_t *y, const void *k, const fx_qs8_exact_op *op);
+  size_t step;
+} fx_qs8_fast_isa;
+
+/* The float form over a prefix of n elements (the count done): until the end, or until more
+ * steps needed fixing than results off halves would explain. */
+static inline size_t fx_qs8_fast_drive(size_t n, const uint8_t *a, size_t a_step, const uint8_t *b, uint8_t *y,
+                                       const void *k, const fx_qs8_exact_op *op, const fx_qs8_fast_isa *isa) {
+  size_t i = 0;
+  for (size_t fixes = 0;;) {
+    int hit = 0;
+    i += isa->run(n - i, a + i * a_step, a_step, b + i, y + i, k, op, &hit);
+    if (!hit) return i;
+    const size_t s = i - isa->step;
+    isa->fix(a + s * a_step, a_step, b + s, y + s, k, op);
+    if (++fixes > 8 + i / 1024) return i;
+  }
+}
+
+/* The float form's constants for op, when it applies to n elements. */
+static inline int fx_qs8_fast_of(const fx_qs8_exact_op *op, size_t n, const void *a, size_t a_step, fx_qs8_fast *f) {
+  return n >= FX_QS8_FAST_MIN && (op->add ? fx_qs8_fast_add(op->add, a, a_step, f) : fx_qs8_fast_mul(op->mul, a, a_step, f));
 }
 #endif

@@ -316,7 +316,7 @@ OPS512 __m512i fast16(const uint8_t *pa, const uint8_t *pb, const fast_k *k, con
 }
 
 /* 64 elements a step, up to the end or through the first step with an unsure lane (*hit; stored
- * like the others, for fast_fix() to correct). */
+ * like the others, for fix_any() to correct). */
 OPS512 size_t fast_run(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *py, const fast_k *k, const int mul,
                        const int u8, const int a_step, int *hit) {
   size_t i = 0;
@@ -341,67 +341,58 @@ OPS512 size_t fast_run(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *
   return i;
 }
 
-/* The unsure lanes of n elements (a multiple of 16). */
-__attribute__((target("avx2,fma,avx512f,avx512bw"), noinline)) static void fast_fix(size_t n, const uint8_t *pa,
-                                                                                   size_t a_step, const uint8_t *pb,
-                                                                                   uint8_t *py, const fast_k *k,
-                                                                                   const fx_qs8_exact_op *op, int u8) {
-  for (size_t i = 0; i < n; i += 16) {
+/* fx_qs8_fast_isa's two loops: the kernels above compiled for each op, type and broadcast. */
+__attribute__((target("avx2,fma,avx512f,avx512bw"), noinline)) static size_t run_any(
+    size_t n, const uint8_t *a, size_t a_step, const uint8_t *b, uint8_t *y, const void *k, const fx_qs8_exact_op *op,
+    int *hit) {
+#define FX_RUN(mul) \
+  (fx_qs8_exact_u8(op) ? (a_step ? fast_run(n, a, b, y, k, mul, 1, 1, hit) : fast_run(n, a, b, y, k, mul, 1, 0, hit)) \
+                       : (a_step ? fast_run(n, a, b, y, k, mul, 0, 1, hit) : fast_run(n, a, b, y, k, mul, 0, 0, hit)))
+  return op->add ? FX_RUN(0) : FX_RUN(1);
+#undef FX_RUN
+}
+
+__attribute__((target("avx2,fma,avx512f,avx512bw"), noinline)) static void fix_any(
+    const uint8_t *a, size_t a_step, const uint8_t *b, uint8_t *y, const void *k, const fx_qs8_exact_op *op) {
+  const int u8 = fx_qs8_exact_u8(op);
+  for (size_t i = 0; i < 64; i += 16) {
     __mmask16 m;
-    const uint8_t *qa = pa + i * a_step;
-#define FX_FAST16(mul) \
-  (u8 ? (a_step ? fast16(qa, pb + i, k, mul, 1, 1, &m) : fast16(qa, pb + i, k, mul, 1, 0, &m)) \
-      : (a_step ? fast16(qa, pb + i, k, mul, 0, 1, &m) : fast16(qa, pb + i, k, mul, 0, 0, &m)))
-    op->add ? FX_FAST16(0) : FX_FAST16(1);
-#undef FX_FAST16
+    const uint8_t *qa = a + i * a_step;
+#define FX_FAST(mul) \
+  (u8 ? (a_step ? fast16(qa, b + i, k, mul, 1, 1, &m) : fast16(qa, b + i, k, mul, 1, 0, &m)) \
+      : (a_step ? fast16(qa, b + i, k, mul, 0, 1, &m) : fast16(qa, b + i, k, mul, 0, 0, &m)))
+    op->add ? FX_FAST(0) : FX_FAST(1);
+#undef FX_FAST
     for (; m; m &= m - 1) {
       const size_t j = i + (size_t)__builtin_ctz(m);
-      py[j] = fx_qs8_exact_one(op, u8, pa[j * a_step], pb[j]);
+      y[j] = fx_qs8_exact_one(op, a[j * a_step], b[j]);
     }
   }
 }
 
-/* The float form over a prefix of n elements; the count done is returned. */
-OPS512 size_t fast_drive(size_t n, const uint8_t *pa, size_t a_step, const uint8_t *pb, uint8_t *py,
-                         const fx_qs8_fast *f, const fx_qs8_exact_op *op, const int mul, const int u8) {
-  const fast_k k = fast_k_of(f);
-  size_t i = 0;
-  for (size_t fixes = 0;;) {
-    const uint8_t *qa = pa + i * a_step;
-    int hit = 0;
-    i += a_step ? fast_run(n - i, qa, pb + i, py + i, &k, mul, u8, 1, &hit) : fast_run(n - i, qa, pb + i, py + i, &k, mul, u8, 0, &hit);
-    if (!hit) return i;
-    fast_fix(64, pa + (i - 64) * a_step, a_step, pb + i - 64, py + i - 64, &k, op, u8);
-    if (++fixes > 8 + i / 1024) return i; /* (many results on halves) */
-  }
+static const fx_qs8_fast_isa k_fast = {run_any, fix_any, 64};
+
+/* The float form's prefix of the op (the count done). */
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) static size_t fast_prefix(
+    size_t n, const void *a, size_t a_step, const void *b, void *y, const fx_qs8_exact_op *op) {
+  fx_qs8_fast f;
+  if (!fx_qs8_fast_of(op, n, a, a_step, &f)) return 0;
+  const fast_k k = fast_k_of(&f);
+  return fx_qs8_fast_drive(n, a, a_step, b, y, &k, op, &k_fast);
 }
 
-__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(size_t n, const void *a, size_t a_step,
-                                                                              const void *b, void *y,
-                                                                              const fx_qs8_add_params *p, int form) {
-  const uint8_t *pa = a, *pb = b;
-  uint8_t *py = y;
-  fx_qs8_fast f;
-  size_t i = 0;
-  if (n >= FX_QS8_FAST_MIN && fx_qs8_fast_add(p, a, a_step, &f)) {
-    const fx_qs8_exact_op op = {.add = p, .form = form};
-    i = p->u8 ? fast_drive(n, pa, a_step, pb, py, &f, &op, 0, 1) : fast_drive(n, pa, a_step, pb, py, &f, &op, 0, 0);
-  }
-  if (i < n) add_exact(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_add__avx512bw(
+    size_t n, const void *a, size_t a_step, const void *b, void *y, const fx_qs8_add_params *p, int form) {
+  const fx_qs8_exact_op op = {.add = p, .form = form};
+  const size_t i = fast_prefix(n, a, a_step, b, y, &op);
+  if (i < n) add_exact(n - i, (const uint8_t *)a + i * a_step, a_step, (const uint8_t *)b + i, (uint8_t *)y + i, p, form);
 }
 
-__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_mul__avx512bw(size_t n, const void *a, size_t a_step,
-                                                                              const void *b, void *y,
-                                                                              const fx_qs8_mul_params *p, int form) {
-  const uint8_t *pa = a, *pb = b;
-  uint8_t *py = y;
-  fx_qs8_fast f;
-  size_t i = 0;
-  if (n >= FX_QS8_FAST_MIN && fx_qs8_fast_mul(p, a, a_step, &f)) {
-    const fx_qs8_exact_op op = {.mul = p, .form = form};
-    i = p->u8 ? fast_drive(n, pa, a_step, pb, py, &f, &op, 1, 1) : fast_drive(n, pa, a_step, pb, py, &f, &op, 1, 0);
-  }
-  if (i < n) mul_exact(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+__attribute__((target("avx2,fma,avx512f,avx512bw"))) void fx_qs8_mul__avx512bw(
+    size_t n, const void *a, size_t a_step, const void *b, void *y, const fx_qs8_mul_params *p, int form) {
+  const fx_qs8_exact_op op = {.mul = p, .form = form};
+  const size_t i = fast_prefix(n, a, a_step, b, y, &op);
+  if (i < n) mul_exact(n - i, (const uint8_t *)a + i * a_step, a_step, (const uint8_t *)b + i, (uint8_t *)y + i, p, form);
 }
 
 /* ---- QUANTIZE, 16 values a step: qs8-ops-avx2.c's quantize8_fma on zmm (mask registers for its
