@@ -2,7 +2,8 @@
  * reference under every floating-point rounding mode: the SIMD kernels compute long runs in float
  * (float-form.h), whose error bound holds for rounding to nearest only, so under the directed
  * modes they must keep to their exact forms. Converter-like scales, runs around the 64-element
- * step, both element-wise and a broadcast a, int8 and uint8, every stock arithmetic form.
+ * step, both element-wise and a broadcast a, int8 and uint8, every stock arithmetic form, out of
+ * place and in place (the output over an input: the float form's fix-ups must read first).
  * Usage: qs8_ops_tester [trials per mode]. */
 #include <fenv.h>
 #include <string.h>
@@ -43,11 +44,18 @@ int main(int argc, char **argv) {
         else ref->add(n, a, !bcast, b, want, &bop.add, form);
         for (int v = 1; v <= variants; v++) {
           const fx_qs8_ops_config *k = fx_qs8_ops_config_at(v);
-          memset(got, 0x5a, n);
-          if (op == FX_QS8_MUL) k->mul(n, a, !bcast, b, got, &bop.mul, form);
-          else k->add(n, a, !bcast, b, got, &bop.add, form);
+          /* out of place, then in place over b and (element-wise) over a */
+          int same = 1;
+          for (int place = 0; place < (bcast ? 2 : 3); place++) {
+            const uint8_t *x = a, *y = b;
+            if (place == 0) memset(got, 0x5a, n);
+            else memcpy(got, place == 1 ? b : a, n), *(place == 1 ? &y : &x) = got;
+            if (op == FX_QS8_MUL) k->mul(n, x, !bcast, y, got, &bop.mul, form);
+            else k->add(n, x, !bcast, y, got, &bop.add, form);
+            same = same && memcmp(got, want, n) == 0;
+          }
           mode_runs++;
-          if (memcmp(got, want, n) == 0) {
+          if (same) {
             mode_pass++;
           } else if (fails++ < 10) {
             size_t j = 0;

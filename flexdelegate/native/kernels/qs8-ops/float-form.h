@@ -91,8 +91,9 @@ static inline uint8_t fx_qs8_exact_one(const fx_qs8_exact_op *op, uint8_t a, uin
 }
 
 /* An ISA's two loops, k its vector constants: run computes steps of `step` elements up to the
- * end or through the first step with an undecided lane (*hit: stored like the others), and
- * returns the count done; fix corrects the undecided lanes of `step` elements. */
+ * end or up to the first step with an undecided lane (*hit; that step not stored), and returns
+ * the count done; fix computes one step, its undecided lanes by the scalar definition. Both read
+ * a step's inputs before writing its outputs: y may be a or b (in place). */
 typedef struct {
   size_t (*run)(size_t n, const uint8_t *a, size_t a_step, const uint8_t *b, uint8_t *y, const void *k,
                 const fx_qs8_exact_op *op, int *hit);
@@ -109,8 +110,8 @@ static inline size_t fx_qs8_fast_drive(size_t n, const uint8_t *a, size_t a_step
     int hit = 0;
     i += isa->run(n - i, a + i * a_step, a_step, b + i, y + i, k, op, &hit);
     if (!hit) return i;
-    const size_t s = i - isa->step;
-    isa->fix(a + s * a_step, a_step, b + s, y + s, k, op);
+    isa->fix(a + i * a_step, a_step, b + i, y + i, k, op);
+    i += isa->step;
     if (++fixes > 8 + i / 1024) return i;
   }
 }

@@ -266,28 +266,34 @@ OPS_AVX2 __m256i fast8(const uint8_t *pa, const uint8_t *pb, const fast_k *k, co
   return r;
 }
 
-/* 32 elements a step, up to the end or through the first step with an unsure lane (*hit; stored
- * like the others, for fix_any() to correct). */
+/* 32 results as bytes in order; *unsure nonzero in the dwords of undecided lanes (dword i of
+ * unsure[q] for element 8q + i). */
+OPS_AVX2 __m256i fast32(const uint8_t *pa, const uint8_t *pb, const fast_k *k, const int mul, const int u8,
+                        const int a_step, __m256i unsure[4]) {
+  const __m256i r0 = fast8(pa, pb, k, mul, u8, a_step, &unsure[0]);
+  const __m256i r1 = fast8(pa + 8 * a_step, pb + 8, k, mul, u8, a_step, &unsure[1]);
+  const __m256i r2 = fast8(pa + 16 * a_step, pb + 16, k, mul, u8, a_step, &unsure[2]);
+  const __m256i r3 = fast8(pa + 24 * a_step, pb + 24, k, mul, u8, a_step, &unsure[3]);
+  /* as the AVX-512 kernel's: exact int16 packs, byte packs saturating to the type, vpermd */
+  const __m256i w0 = _mm256_packs_epi32(r0, r1), w1 = _mm256_packs_epi32(r2, r3);
+  const __m256i v = _mm256_permutevar8x32_epi32(u8 ? _mm256_packus_epi16(w0, w1) : _mm256_packs_epi16(w0, w1), k->order);
+  return u8 ? _mm256_min_epu8(_mm256_max_epu8(v, k->lo), k->hi) : _mm256_min_epi8(_mm256_max_epi8(v, k->lo), k->hi);
+}
+
+/* 32 elements a step, up to the end or up to the first step with an undecided lane (*hit; not
+ * stored: fix_any() does it). */
 OPS_AVX2 size_t fast_run(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *py, const fast_k *k, const int mul,
                          const int u8, const int a_step, int *hit) {
   size_t i = 0;
-  while (i + 32 <= n) {
-    __m256i m0, m1, m2, m3;
-    const __m256i r0 = fast8(pa + i * a_step, pb + i, k, mul, u8, a_step, &m0);
-    const __m256i r1 = fast8(pa + (i + 8) * a_step, pb + i + 8, k, mul, u8, a_step, &m1);
-    const __m256i r2 = fast8(pa + (i + 16) * a_step, pb + i + 16, k, mul, u8, a_step, &m2);
-    const __m256i r3 = fast8(pa + (i + 24) * a_step, pb + i + 24, k, mul, u8, a_step, &m3);
-    /* as the AVX-512 kernel's: exact int16 packs, byte packs saturating to the type, vpermd */
-    const __m256i w0 = _mm256_packs_epi32(r0, r1), w1 = _mm256_packs_epi32(r2, r3);
-    __m256i v = _mm256_permutevar8x32_epi32(u8 ? _mm256_packus_epi16(w0, w1) : _mm256_packs_epi16(w0, w1), k->order);
-    v = u8 ? _mm256_min_epu8(_mm256_max_epu8(v, k->lo), k->hi) : _mm256_min_epi8(_mm256_max_epi8(v, k->lo), k->hi);
-    _mm256_storeu_si256((__m256i *)(py + i), v);
-    i += 32;
-    const __m256i any = _mm256_or_si256(_mm256_or_si256(m0, m1), _mm256_or_si256(m2, m3));
+  for (; i + 32 <= n; i += 32) {
+    __m256i m[4];
+    const __m256i v = fast32(pa + i * a_step, pb + i, k, mul, u8, a_step, m);
+    const __m256i any = _mm256_or_si256(_mm256_or_si256(m[0], m[1]), _mm256_or_si256(m[2], m[3]));
     if (!_mm256_testz_si256(any, any)) {
       *hit = 1;
       break;
     }
+    _mm256_storeu_si256((__m256i *)(py + i), v);
   }
   return i;
 }
@@ -303,23 +309,27 @@ __attribute__((target("avx2,fma"), noinline)) static size_t run_any(
 #undef FX_RUN
 }
 
+/* One step with its undecided lanes by the scalar definition, every input read before the
+ * output is written (y may be a or b). */
 __attribute__((target("avx2,fma"), noinline)) static void fix_any(
     const uint8_t *a, size_t a_step, const uint8_t *b, uint8_t *y, const void *k, const fx_qs8_exact_op *op) {
   const int u8 = fx_qs8_exact_u8(op);
-  for (size_t i = 0; i < 32; i += 8) {
-    __m256i x;
-    const uint8_t *qa = a + i * a_step;
+  __m256i x[4], v;
 #define FX_FAST(mul) \
-  (u8 ? (a_step ? fast8(qa, b + i, k, mul, 1, 1, &x) : fast8(qa, b + i, k, mul, 1, 0, &x)) \
-      : (a_step ? fast8(qa, b + i, k, mul, 0, 1, &x) : fast8(qa, b + i, k, mul, 0, 0, &x)))
-    op->add ? FX_FAST(0) : FX_FAST(1);
+  (u8 ? (a_step ? fast32(a, b, k, mul, 1, 1, x) : fast32(a, b, k, mul, 1, 0, x)) \
+      : (a_step ? fast32(a, b, k, mul, 0, 1, x) : fast32(a, b, k, mul, 0, 0, x)))
+  v = op->add ? FX_FAST(0) : FX_FAST(1);
 #undef FX_FAST
-    const __m256i same = _mm256_cmpeq_epi32(x, _mm256_setzero_si256());
+  uint8_t out[32];
+  _mm256_storeu_si256((__m256i *)out, v);
+  for (int q = 0; q < 4; q++) {
+    const __m256i same = _mm256_cmpeq_epi32(x[q], _mm256_setzero_si256());
     for (unsigned m = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(same)) & 0xffu; m; m &= m - 1) {
-      const size_t j = i + (size_t)__builtin_ctz(m);
-      y[j] = fx_qs8_exact_one(op, a[j * a_step], b[j]);
+      const size_t j = 8 * (size_t)q + (size_t)__builtin_ctz(m);
+      out[j] = fx_qs8_exact_one(op, a[j * a_step], b[j]);
     }
   }
+  _mm256_storeu_si256((__m256i *)y, _mm256_loadu_si256((const __m256i *)out));
 }
 
 static const fx_qs8_fast_isa k_fast = {run_any, fix_any, 32};

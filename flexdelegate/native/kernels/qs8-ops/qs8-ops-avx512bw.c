@@ -315,28 +315,35 @@ OPS512 __m512i fast16(const uint8_t *pa, const uint8_t *pb, const fast_k *k, con
   return r;
 }
 
-/* 64 elements a step, up to the end or through the first step with an unsure lane (*hit; stored
- * like the others, for fix_any() to correct). */
+/* 64 results as bytes in order, their undecided lanes set in *unsure. */
+OPS512 __m512i fast64(const uint8_t *pa, const uint8_t *pb, const fast_k *k, const int mul, const int u8,
+                      const int a_step, __mmask64 *unsure) {
+  __mmask16 m0, m1, m2, m3;
+  const __m512i r0 = fast16(pa, pb, k, mul, u8, a_step, &m0);
+  const __m512i r1 = fast16(pa + 16 * a_step, pb + 16, k, mul, u8, a_step, &m1);
+  const __m512i r2 = fast16(pa + 32 * a_step, pb + 32, k, mul, u8, a_step, &m2);
+  const __m512i r3 = fast16(pa + 48 * a_step, pb + 48, k, mul, u8, a_step, &m3);
+  *unsure = (__mmask64)m0 | (__mmask64)m1 << 16 | (__mmask64)m2 << 32 | (__mmask64)m3 << 48;
+  /* |r| < 2^15: the int16 packs are exact, the byte packs saturate to the type, inside which
+   * lo..hi lie; the packs interleave 4-lane groups, vpermd puts them back in order */
+  const __m512i w0 = _mm512_packs_epi32(r0, r1), w1 = _mm512_packs_epi32(r2, r3);
+  const __m512i v = _mm512_permutexvar_epi32(k->order, u8 ? _mm512_packus_epi16(w0, w1) : _mm512_packs_epi16(w0, w1));
+  return u8 ? _mm512_min_epu8(_mm512_max_epu8(v, k->lo), k->hi) : _mm512_min_epi8(_mm512_max_epi8(v, k->lo), k->hi);
+}
+
+/* 64 elements a step, up to the end or up to the first step with an undecided lane (*hit; not
+ * stored: fix_any() does it). */
 OPS512 size_t fast_run(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t *py, const fast_k *k, const int mul,
                        const int u8, const int a_step, int *hit) {
   size_t i = 0;
-  while (i + 64 <= n) {
-    __mmask16 m0, m1, m2, m3;
-    const __m512i r0 = fast16(pa + i * a_step, pb + i, k, mul, u8, a_step, &m0);
-    const __m512i r1 = fast16(pa + (i + 16) * a_step, pb + i + 16, k, mul, u8, a_step, &m1);
-    const __m512i r2 = fast16(pa + (i + 32) * a_step, pb + i + 32, k, mul, u8, a_step, &m2);
-    const __m512i r3 = fast16(pa + (i + 48) * a_step, pb + i + 48, k, mul, u8, a_step, &m3);
-    /* |r| < 2^15: the int16 packs are exact, the byte packs saturate to the type, inside which
-     * lo..hi lie; the packs interleave 4-lane groups, vpermd puts them back in order */
-    const __m512i w0 = _mm512_packs_epi32(r0, r1), w1 = _mm512_packs_epi32(r2, r3);
-    __m512i v = _mm512_permutexvar_epi32(k->order, u8 ? _mm512_packus_epi16(w0, w1) : _mm512_packs_epi16(w0, w1));
-    v = u8 ? _mm512_min_epu8(_mm512_max_epu8(v, k->lo), k->hi) : _mm512_min_epi8(_mm512_max_epi8(v, k->lo), k->hi);
-    _mm512_storeu_si512(py + i, v);
-    i += 64;
-    if (m0 | m1 | m2 | m3) {
+  for (; i + 64 <= n; i += 64) {
+    __mmask64 m;
+    const __m512i v = fast64(pa + i * a_step, pb + i, k, mul, u8, a_step, &m);
+    if (m) {
       *hit = 1;
       break;
     }
+    _mm512_storeu_si512(py + i, v);
   }
   return i;
 }
@@ -352,22 +359,25 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"), noinline)) static size_t run
 #undef FX_RUN
 }
 
+/* One step with its undecided lanes by the scalar definition, every input read before the
+ * output is written (y may be a or b). */
 __attribute__((target("avx2,fma,avx512f,avx512bw"), noinline)) static void fix_any(
     const uint8_t *a, size_t a_step, const uint8_t *b, uint8_t *y, const void *k, const fx_qs8_exact_op *op) {
   const int u8 = fx_qs8_exact_u8(op);
-  for (size_t i = 0; i < 64; i += 16) {
-    __mmask16 m;
-    const uint8_t *qa = a + i * a_step;
+  __mmask64 m;
+  __m512i v;
 #define FX_FAST(mul) \
-  (u8 ? (a_step ? fast16(qa, b + i, k, mul, 1, 1, &m) : fast16(qa, b + i, k, mul, 1, 0, &m)) \
-      : (a_step ? fast16(qa, b + i, k, mul, 0, 1, &m) : fast16(qa, b + i, k, mul, 0, 0, &m)))
-    op->add ? FX_FAST(0) : FX_FAST(1);
+  (u8 ? (a_step ? fast64(a, b, k, mul, 1, 1, &m) : fast64(a, b, k, mul, 1, 0, &m)) \
+      : (a_step ? fast64(a, b, k, mul, 0, 1, &m) : fast64(a, b, k, mul, 0, 0, &m)))
+  v = op->add ? FX_FAST(0) : FX_FAST(1);
 #undef FX_FAST
-    for (; m; m &= m - 1) {
-      const size_t j = i + (size_t)__builtin_ctz(m);
-      y[j] = fx_qs8_exact_one(op, a[j * a_step], b[j]);
-    }
+  uint8_t out[64];
+  _mm512_storeu_si512(out, v);
+  for (; m; m &= m - 1) {
+    const size_t j = (size_t)__builtin_ctzll(m);
+    out[j] = fx_qs8_exact_one(op, a[j * a_step], b[j]);
   }
+  _mm512_storeu_si512(y, _mm512_loadu_si512(out));
 }
 
 static const fx_qs8_fast_isa k_fast = {run_any, fix_any, 64};
