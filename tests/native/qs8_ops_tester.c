@@ -4,6 +4,8 @@
  * modes they must keep to their exact forms. Converter-like scales, runs around the 64-element
  * step, both element-wise and a broadcast a, int8 and uint8, every stock arithmetic form, out of
  * place and in place (the output over an input: the float form's fix-ups must read first).
+ * The AVX2 exact forms (the AVX-512 kernels' fallback) are checked on their own too, on every
+ * call rather than only where the float form refuses one.
  * Usage: qs8_ops_tester [trials per mode]. */
 #include <fenv.h>
 #include <string.h>
@@ -12,15 +14,28 @@
 
 static double rnd_scale(double lo, double hi) { return lo * pow(hi / lo, rnd_unit()); }
 
+typedef void add_fn(size_t, const void *, size_t, const void *, void *, const fx_qs8_add_params *, int);
+typedef void mul_fn(size_t, const void *, size_t, const void *, void *, const fx_qs8_mul_params *, int);
+typedef struct {
+  const char *name;
+  add_fn *add;
+  mul_fn *mul;
+} kernel;
+
 int main(int argc, char **argv) {
   const int trials = argc > 1 ? atoi(argv[1]) : 100;
   const int modes[] = {FE_TONEAREST, FE_DOWNWARD, FE_UPWARD, FE_TOWARDZERO};
   const char *mode_names[] = {"nearest", "down", "up", "toward-zero"};
   enum { N_MAX = 5000 };
   static uint8_t a[N_MAX], b[N_MAX], want[N_MAX], got[N_MAX];
+  kernel ks[16];
   int variants = 0;
-  for (int v = 1; fx_qs8_ops_config_at(v); v++) variants++;
-  printf("qs8-ops: %d SIMD variants\n", variants);
+  for (const fx_qs8_ops_config *c; (c = fx_qs8_ops_config_at(variants + 1)); variants++)
+    ks[variants] = (kernel){c->name, c->add, c->mul};
+#if defined(__x86_64__)
+  if (fx_isa_runs(FX_ISA_AVX2)) ks[variants++] = (kernel){"qs8-ops-avx2 (exact)", fx_qs8_add_exact__avx2, fx_qs8_mul_exact__avx2};
+#endif
+  printf("qs8-ops: %d SIMD kernels\n", variants);
   const fx_qs8_ops_config *ref = fx_qs8_ops_config_at(0);
   int fails = 0, runs = 0;
   for (int mi = 0; mi < 4; mi++) {
@@ -42,8 +57,8 @@ int main(int argc, char **argv) {
       for (int form = 0; form < 3; form++) {
         if (op == FX_QS8_MUL) ref->mul(n, a, !bcast, b, want, &bop.mul, form);
         else ref->add(n, a, !bcast, b, want, &bop.add, form);
-        for (int v = 1; v <= variants; v++) {
-          const fx_qs8_ops_config *k = fx_qs8_ops_config_at(v);
+        for (int v = 0; v < variants; v++) {
+          const kernel *k = &ks[v];
           /* out of place, then in place over b and (element-wise) over a */
           int same = 1;
           for (int place = 0; place < (bcast ? 2 : 3); place++) {

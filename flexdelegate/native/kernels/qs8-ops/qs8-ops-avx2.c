@@ -177,9 +177,9 @@ OPS_AVX2 size_t add_loop(size_t n, const uint8_t *pa, const uint8_t *pb, uint8_t
   return i;
 }
 
-/* The exact kernels over n elements. */
-__attribute__((target("avx2,fma"))) static void add_exact(size_t n, const void *a, size_t a_step, const void *b,
-                                                         void *y, const fx_qs8_add_params *p, int form) {
+/* The exact kernels over n elements (also the AVX-512 kernels' exact fallback: qs8-ops.h). */
+__attribute__((target("avx2,fma"))) void fx_qs8_add_exact__avx2(size_t n, const void *a, size_t a_step, const void *b,
+                                                               void *y, const fx_qs8_add_params *p, int form) {
   const add_k k = {.a = add_in_of(p->z1, p->m1, p->s1), .b = add_in_of(p->z2, p->m2, p->s2),
                    .o = add_in_of(0, p->mo, p->so), .zo = _mm256_set1_epi32(p->zo),
                    .lo = _mm256_set1_epi32(p->lo), .hi = _mm256_set1_epi32(p->hi),
@@ -200,8 +200,8 @@ __attribute__((target("avx2,fma"))) static void add_exact(size_t n, const void *
   if (i < n) fx_qs8_add__scalar(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
 
-__attribute__((target("avx2,fma"))) static void mul_exact(size_t n, const void *a, size_t a_step, const void *b,
-                                                         void *y, const fx_qs8_mul_params *p, int form) {
+__attribute__((target("avx2,fma"))) void fx_qs8_mul_exact__avx2(size_t n, const void *a, size_t a_step, const void *b,
+                                                               void *y, const fx_qs8_mul_params *p, int form) {
   const int u8 = p->u8;
   const int ls = p->s > 0 ? p->s : 0, rs = p->s > 0 ? 0 : -p->s;
   const __m256i m = _mm256_set1_epi32(p->m), zo = _mm256_set1_epi32(p->zo);
@@ -347,14 +347,14 @@ __attribute__((target("avx2,fma"))) void fx_qs8_add__avx2(
     size_t n, const void *a, size_t a_step, const void *b, void *y, const fx_qs8_add_params *p, int form) {
   const fx_qs8_exact_op op = {.add = p, .form = form};
   const size_t i = fast_prefix(n, a, a_step, b, y, &op);
-  if (i < n) add_exact(n - i, (const uint8_t *)a + i * a_step, a_step, (const uint8_t *)b + i, (uint8_t *)y + i, p, form);
+  if (i < n) fx_qs8_add_exact__avx2(n - i, (const uint8_t *)a + i * a_step, a_step, (const uint8_t *)b + i, (uint8_t *)y + i, p, form);
 }
 
 __attribute__((target("avx2,fma"))) void fx_qs8_mul__avx2(
     size_t n, const void *a, size_t a_step, const void *b, void *y, const fx_qs8_mul_params *p, int form) {
   const fx_qs8_exact_op op = {.mul = p, .form = form};
   const size_t i = fast_prefix(n, a, a_step, b, y, &op);
-  if (i < n) mul_exact(n - i, (const uint8_t *)a + i * a_step, a_step, (const uint8_t *)b + i, (uint8_t *)y + i, p, form);
+  if (i < n) fx_qs8_mul_exact__avx2(n - i, (const uint8_t *)a + i * a_step, a_step, (const uint8_t *)b + i, (uint8_t *)y + i, p, form);
 }
 
 /* Columns in blocks of 32 (four int32 accumulators in registers across the k rows). */

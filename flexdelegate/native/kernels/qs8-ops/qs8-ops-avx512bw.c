@@ -201,7 +201,7 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) static void add_exact(size_
   const int e1 = -p->s1, e2 = -p->s2, eo = -p->so;
   const int in_ok = form == FX_ADD_NEON_POST || (e1 <= 20 && e2 <= 20);
   if (n < 16 || !in_ok || e1 < 0 || e2 < 0 || eo < 0 || eo > 31 || p->mo < 0) {
-    fx_qs8_add__avx2(n, a, a_step, b, y, p, form);
+    fx_qs8_add_exact__avx2(n, a, a_step, b, y, p, form);
     return;
   }
   const uint8_t *pa = a, *pb = b;
@@ -233,7 +233,7 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) static void add_exact(size_
                            : (half ? add_loop(m, ra, rb, ry, &k, s, 0, 1) : add_loop(m, ra, rb, ry, &k, s, 0, 0)))
   i += sub == 1 ? FX_ADD_LOOP(1) : sub == 2 ? FX_ADD_LOOP(2) : FX_ADD_LOOP(0);
 #undef FX_ADD_LOOP
-  if (i < n) fx_qs8_add__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+  if (i < n) fx_qs8_add_exact__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
 
 /* MUL: (a - z1) * (b - z2) (|product| <= 2^16) << left shift (wrapping, as stock), then
@@ -268,7 +268,7 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) static void mul_exact(size_
                                                                           const void *b, void *y,
                                                                           const fx_qs8_mul_params *p, int form) {
   if (n < 16 || p->s < -31 || p->s > 30 || p->m < 0) {
-    fx_qs8_mul__avx2(n, a, a_step, b, y, p, form);
+    fx_qs8_mul_exact__avx2(n, a, a_step, b, y, p, form);
     return;
   }
   const uint8_t *pa = a, *pb = b;
@@ -276,7 +276,7 @@ __attribute__((target("avx2,fma,avx512f,avx512bw"))) static void mul_exact(size_
   const size_t i = form == FX_MUL_PORTABLE   ? mul_loop(n, pa, a_step, pb, py, p, FX_MUL_PORTABLE)
                    : form == FX_MUL_NEON_SAT ? mul_loop(n, pa, a_step, pb, py, p, FX_MUL_NEON_SAT)
                                              : mul_loop(n, pa, a_step, pb, py, p, FX_MUL_NEON_TRUNC);
-  if (i < n) fx_qs8_mul__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
+  if (i < n) fx_qs8_mul_exact__avx2(n - i, pa + i * a_step, a_step, pb + i, py + i, p, form);
 }
 
 /* ---- ADD and MUL in float, checked (float-form.h: the bound and its constants) ---- */

@@ -53,6 +53,15 @@ typedef struct fx_qs8_ops_config {
 #include "qs8-ops.inc"
 #undef FX_QS8_OPS
 
+#if defined(__x86_64__)
+/* The AVX2 ADD / MUL in their exact integer forms only (no float form): where the AVX-512 kernels
+ * leave a call, they have already tried or refused the float form. */
+void fx_qs8_add_exact__avx2(size_t n, const void *a, size_t a_step, const void *b, void *y,
+                            const fx_qs8_add_params *p, int form);
+void fx_qs8_mul_exact__avx2(size_t n, const void *a, size_t a_step, const void *b, void *y,
+                            const fx_qs8_mul_params *p, int form);
+#endif
+
 /* The variants of qs8-ops.inc (config.c). */
 extern fx_isa_menu fx_qs8_ops_menu;
 const fx_qs8_ops_config *fx_qs8_ops_config_get(void);
