@@ -1,7 +1,8 @@
 /* The element-wise ADD / SUB / MUL microkernel variants (kernels/qs8-ops) against the scalar
  * reference under every floating-point rounding mode: the SIMD kernels compute long runs in float
  * (float-form.h), whose error bound holds for rounding to nearest only, so under the directed
- * modes they must keep to their exact forms. Converter-like scales, runs around the 64-element
+ * modes they must keep to their exact forms. Converter-like scales and scales in simple ratios
+ * (results on halves: the bound's margin decides them), runs around the 64-element
  * step, both element-wise and a broadcast a, int8 and uint8, every stock arithmetic form, out of
  * place and in place (the output over an input: the float form's fix-ups must read first).
  * The AVX2 exact forms (the AVX-512 kernels' fallback) are checked on their own too, on every
@@ -35,7 +36,9 @@ int main(int argc, char **argv) {
 #if defined(__x86_64__)
   if (fx_isa_runs(FX_ISA_AVX2)) ks[variants++] = (kernel){"qs8-ops-avx2 (exact)", fx_qs8_add_exact__avx2, fx_qs8_mul_exact__avx2};
 #endif
-  printf("qs8-ops: %d SIMD kernels\n", variants);
+  printf("qs8-ops: %d SIMD kernels:", variants);
+  for (int v = 0; v < variants; v++) printf(" %s,", ks[v].name);
+  printf("\n");
   const fx_qs8_ops_config *ref = fx_qs8_ops_config_at(0);
   int fails = 0, runs = 0;
   for (int mi = 0; mi < 4; mi++) {
@@ -45,8 +48,13 @@ int main(int argc, char **argv) {
       const size_t n = (size_t)(64 * rnd_in(1, 70) + rnd_in(0, 63)) % N_MAX + 64;
       const int lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
       for (size_t i = 0; i < n; i++) a[i] = (uint8_t)rnd_in(lo, hi), b[i] = (uint8_t)rnd_in(lo, hi);
-      const double s1 = rnd_scale(0.005, 0.2), s2 = op == FX_QS8_MUL ? rnd_scale(0.002, 0.05) : s1 * rnd_scale(0.25, 4);
-      const double so = op == FX_QS8_MUL ? s1 * s2 * rnd_scale(16, 512) : fmax(s1, s2) * rnd_scale(0.5, 2);
+      double s1 = rnd_scale(0.005, 0.2), s2 = op == FX_QS8_MUL ? rnd_scale(0.002, 0.05) : s1 * rnd_scale(0.25, 4);
+      double so = op == FX_QS8_MUL ? s1 * s2 * rnd_scale(16, 512) : fmax(s1, s2) * rnd_scale(0.5, 2);
+      if (t % 5 == 4) { /* simple ratios: results on halves everywhere (the bound's margin decides) */
+        s1 = ldexp(1, -rnd_in(3, 8));
+        s2 = op == FX_QS8_MUL ? ldexp(1, -rnd_in(3, 8)) : s1 * ldexp(1, rnd_in(-1, 1));
+        so = op == FX_QS8_MUL ? s1 * s2 * ldexp(1, rnd_in(1, 7)) : fmax(s1, s2) * ldexp(1, rnd_in(0, 1));
+      }
       const fx_qs8_shape sa = {1, {bcast ? 1 : (int)n}}, sb = {1, {(int)n}};
       fx_qs8_binary_op bop;
       fesetround(FE_TONEAREST); /* the parameters as the delegate prepares them */

@@ -11,7 +11,7 @@ import pytest
 import cbuild
 
 TESTERS = {"requant": [], "gemm": ["300"], "dwconv": ["1500"], "ops": ["150"]}
-NEON_TESTERS = ["requant", "gemm", "dwconv"]  # (qs8-ops has no NEON variant yet)
+NEON_TESTERS = ["requant", "gemm", "dwconv", "ops"]
 X86 = platform.machine().lower() in ("x86_64", "amd64")
 SOURCES = ("runtime/cpu.c", "kernels/quant/*.c", "kernels/qs8-*/*.c")
 
@@ -50,8 +50,10 @@ def test_neon_variants_match_the_reference_under_qemu(tmp_path, name, cpu, dot):
     exe, env = _build(name, tmp_path / f"{name}-aarch64", aarch64=True)
     if not cbuild.AARCH64_HOST:
         env["QEMU_CPU"] = cpu
-    args = {"requant": ["300000"], "gemm": ["200"], "dwconv": ["600"]}[name]
+    args = {"requant": ["300000"], "gemm": ["200"], "dwconv": ["600"], "ops": ["300"]}[name]
     out = _check(cbuild.run(exe, *args, aarch64=True, env=env, timeout=900), name)
     if name == "gemm" and not cbuild.AARCH64_HOST:
         assert "qs8-gemm-4x16-neon" in out
         assert ("qs8-gemm-4x16c4-neondot" in out) == dot, out
+    if name == "ops":
+        assert "qs8-ops-neon," in out, out

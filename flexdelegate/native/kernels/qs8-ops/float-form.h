@@ -11,7 +11,7 @@
  * call to its exact form). Both stock arithmetics round and add the zero point alike while
  * |out| < 2^15 - 256 (the NEON output's int16 narrowing), so the float form applies only where
  * every result stays within that. span bounds |T| + |zo| and the terms of t; each float
- * rounding (to nearest: checked in MXCSR) errs by at most 2^-24 of its result or constant.
+ * rounding (to nearest: checked in MXCSR or FPCR) errs by at most 2^-24 of its result or constant.
  *  ADD: each rescaled input a' is within 2 of the real A = (v - z) * m / 2^(11 + e_in) (every
  *    form), t = va * alpha + vb * beta + gamma by two FMAs (alpha = A's factor times the output
  *    multiplier mu = mo / 2^(31 + e), gamma = zo - z_a alpha - z_b beta): err 4 mu, |eps| and
@@ -22,8 +22,10 @@
 #define FLEX_QS8_OPS_FLOAT_FORM_H
 #include <math.h>
 #include <stddef.h>
-#include <xmmintrin.h>
 #include "ref.h"
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 typedef struct {
   float alpha, beta, gamma, d; /* MUL: alpha mu, beta unused */
@@ -31,10 +33,22 @@ typedef struct {
   int32_t lo, hi;
 } fx_qs8_fast;
 
-/* The shortest run worth the constants (and a whole step of either ISA's loop). */
+/* The shortest run worth the constants (and a whole step of every ISA's loop). */
 #define FX_QS8_FAST_MIN 64
 
-static inline int fx_qs8_fast_rounds_to_nearest(void) { return !(_mm_getcsr() & 0x6000); }
+/* The SIMD float arithmetic rounds as the control register says (the conversions round to
+ * nearest explicitly on NEON and AVX-512, by MXCSR on AVX2). */
+static inline int fx_qs8_fast_rounds_to_nearest(void) {
+#if defined(__x86_64__)
+  return !(_mm_getcsr() & 0x6000); /* MXCSR.RC */
+#elif defined(__aarch64__)
+  uint64_t fpcr;
+  __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+  return !(fpcr >> 22 & 3); /* FPCR.RMode */
+#else
+  return 0;
+#endif
+}
 
 /* The float form's constants, or 0 where it does not apply (d too large: many lanes would take
  * the scalar path; results beyond the int16 range; shifts the ops never have). a: the first

@@ -40,15 +40,15 @@ typedef struct fx_qs8_ops_config {
   void (*quantize)(size_t n, const float *x, void *y, const fx_qs8_quant_params *p, int form);
 } fx_qs8_ops_config;
 
-#define FX_QS8_OPS(isa, name, lut, binary, other)                                             \
+#define FX_QS8_OPS(isa, name, lut, binary, quant, sums)                                      \
   void fx_qs8_lut__##lut(size_t n, const uint8_t *x, const uint8_t *t, uint8_t *y);             \
   void fx_qs8_add__##binary(size_t n, const void *a, size_t a_step, const void *b, void *y,     \
                             const fx_qs8_add_params *p, int form);                             \
   void fx_qs8_mul__##binary(size_t n, const void *a, size_t a_step, const void *b, void *y,     \
                             const fx_qs8_mul_params *p, int form);                             \
-  void fx_qs8_sum_rows__##other(size_t c, size_t k, const void *x, size_t stride, int u8,       \
-                                int32_t *acc);                                                 \
-  void fx_qs8_quantize__##binary(size_t n, const float *x, void *y, const fx_qs8_quant_params *p, \
+  void fx_qs8_sum_rows__##sums(size_t c, size_t k, const void *x, size_t stride, int u8,        \
+                               int32_t *acc);                                                  \
+  void fx_qs8_quantize__##quant(size_t n, const float *x, void *y, const fx_qs8_quant_params *p, \
                                 int form);
 #include "qs8-ops.inc"
 #undef FX_QS8_OPS
