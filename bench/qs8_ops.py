@@ -7,7 +7,8 @@ single-op int8 models from our writer, side by side in one process of the LiteRT
 
 Rounds alternate the engines; prints the median and min ms per invoke and flex / xnn, and
 checks flex against stock bit for bit on the same input. Shapes are EfficientNet-B0's,
-MobileNetV2's (its convolutions and depthwise layers too) and ResNet-50's (R_*).
+MobileNetV2's (its convolutions and depthwise layers too) and ResNet-50's (R_*); *_HALVES are
+ADD / MUL with scales in simple ratios (results on halves: the float form's worst case).
 
     LITERT venv python bench/qs8_ops.py [--threads 1] [--rounds 5] [--iters 20] [--ops ADD ...]
 """
@@ -35,10 +36,18 @@ def _model(build):
     return m.build(build(m))
 
 
-def _binary(op, a, b, act="NONE"):
+# Quantization as the converter leaves it (ResNet-50 INT8's first ADD; an SE gate: activations
+# times a LOGISTIC output), and scales in simple ratios (every sixth result on a half: the float
+# form's worst case, kernels/qs8-ops/float-form.h).
+ADD_Q = (Q(S8, 0.05359209, -27), Q(S8, 0.04754206, 3), Q(S8, 0.03228226, -128))
+SE_Q = (Q(S8, 0.02371952, -124), Q(S8, 1 / 256, -128), Q(S8, 0.01783431, -122))
+HALVES_Q = (Q(S8, 0.05, -3), Q(S8, 0.04, 5), Q(S8, 0.06, -1))
+
+
+def _binary(op, a, b, act="NONE", q=ADD_Q):
     def build(m):
-        x, y = m.input(a, Q(S8, 0.05, -3)), m.input(b, Q(S8, 0.04, 5))
-        out = m.tensor(np.broadcast_shapes(a, b), Q(S8, 0.06, -1))
+        x, y = m.input(a, q[0]), m.input(b, q[1])
+        out = m.tensor(np.broadcast_shapes(a, b), q[2])
         m.op(op, [x, y], [out], fused_activation_function=act)
         return out
     return build
@@ -86,7 +95,9 @@ def _conv(h, cin, cout, k=1, stride=1, depthwise=False):
 
 OPS = {
     "ADD": _binary("ADD", (1, 56, 56, 24), (1, 56, 56, 24)),
-    "MUL_SE": _binary("MUL", (1, 56, 56, 144), (1, 1, 1, 144)),
+    "ADD_HALVES": _binary("ADD", (1, 56, 56, 24), (1, 56, 56, 24), q=HALVES_Q),
+    "MUL_SE": _binary("MUL", (1, 56, 56, 144), (1, 1, 1, 144), q=SE_Q),
+    "MUL_SE_HALVES": _binary("MUL", (1, 56, 56, 144), (1, 1, 1, 144), q=HALVES_Q),
     "MEAN_HW": _unary("MEAN", (1, 56, 56, 144), (0.05, 2), (1, 1, 1, 144), np.array([1, 2], np.int32),
                       keep_dims=True),
     "MEAN_GLOBAL": _unary("MEAN", (1, 7, 7, 1280), (0.05, 2), (1, 1280), np.array([1, 2], np.int32),
@@ -112,6 +123,8 @@ OPS = {
     # ResNet-50's
     "R_STEM7": _conv(224, 3, 64, 7, 2),
     "R_ADD": _binary("ADD", (1, 56, 56, 256), (1, 56, 56, 256), "RELU"),
+    "R_ADD_HALVES": _binary("ADD", (1, 56, 56, 256), (1, 56, 56, 256), "RELU", q=HALVES_Q),
+    "R_ADD@7": _binary("ADD", (1, 7, 7, 2048), (1, 7, 7, 2048), "RELU"),
     "R_PW_64_256@56": _conv(56, 64, 256),
     "R_PW_256_64@56": _conv(56, 256, 64),
     "R_CONV3_128@28": _conv(28, 128, 128, 3),
@@ -132,7 +145,7 @@ def main(argv=None) -> int:
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--ops", nargs="*", default=list(OPS))
     a = ap.parse_args(argv)
-    print(f"{'op':12} {'stock ms':>9} {'xnn ms':>9} {'flex ms':>9} {'flex/xnn':>9} {'min flex/xnn':>12} exact")
+    print(f"{'op':14} {'stock ms':>9} {'xnn ms':>9} {'flex ms':>9} {'flex/xnn':>9} {'min flex/xnn':>12} exact")
     for name in a.ops:
         model = _model(OPS[name])
         its = {"stock": make_interpreter(model, num_threads=a.threads),
@@ -155,7 +168,7 @@ def main(argv=None) -> int:
         med = {k: statistics.median(v) for k, v in times.items()}
         mins = {k: min(v) for k, v in times.items()}
         exact = np.array_equal(outs["flex"], outs["stock"])
-        print(f"{name:12} {med['stock']:9.4f} {med['xnn']:9.4f} {med['flex']:9.4f} {med['flex'] / med['xnn']:9.2f} "
+        print(f"{name:14} {med['stock']:9.4f} {med['xnn']:9.4f} {med['flex']:9.4f} {med['flex'] / med['xnn']:9.2f} "
               f"{mins['flex'] / mins['xnn']:12.2f} {exact}")
     return 0
 
