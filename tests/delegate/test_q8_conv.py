@@ -127,9 +127,10 @@ def test_conv2d_split_between_threads(threads, hw, k, stride, cin, cout):
 @pytest.mark.parametrize("hw,k,stride,c,batch", [
     (7, 3, 1, 960, 1), (14, 3, 2, 90, 1), (5, 5, 1, 200, 2), (28, 3, 1, 40, 1), (56, 3, 1, 24, 1)])
 def test_depthwise_split_between_threads(threads, hw, k, stride, c, batch):
-    """A depthwise layer's rows split between the threads, down to one row a task on small
-    maps: 7x7 x 960, 14x14 with LiteRT's tail channels (90 = 11 x 8 + 2), 5x5 over two images.
-    Every split gives stock's bytes."""
+    """A depthwise layer's rows split between the threads, 4 rows a task or fewer where that
+    would leave a thread idle: 7x7 x 960 (4 + 3 rows, 3 + 3 + 1), 14x14 with LiteRT's tail
+    channels (90 = 11 x 8 + 2), 5x5 over two images (tasks across the images' boundary). Every
+    split gives stock's bytes."""
     m = QModel()
     x = m.input((batch, hw, hw, c), Q(S8, 0.05, 7))
     o = -(-hw // stride)

@@ -514,6 +514,8 @@ static void run_grid(fx_pool *pool, qrun *r, size_t grain, int gathers) {
   fx_parallel_tasks(pool, gd.row_chunks * gd.panel_chunks, grid_task, &gd);
 }
 
+#define DW_TASK_ROWS 4 /* rows of a depthwise layer per task at least (below: run_qdepthwise) */
+
 static void dw_rows(void *ctx, size_t begin, size_t end) {
   qrun *r = ctx;
   if (fx_qs8_dwconv_run(r->q->dw, &r->cg, r->mult, r->x, r->q->zero_row, r->w, r->y, r->o, begin, end))
@@ -740,9 +742,13 @@ static int run_qdepthwise(fx_graph *g, fx_node *n, fx_pool *pool, const void *pa
    * cuts it in 4: MobileNetV2 / EfficientNet-B0 INT8 about 1 % slower). Several split rows alone: a
    * grid that also cut channel tiles on small maps (each tile then set up once per task, not
    * per row run) measured 1.06x / 1.17x slower at 2 threads, its tasks reading every pixel's
-   * few channels and rebuilding the whole pointer buffer each. */
-  const size_t rows = (size_t)r.cg.batch * r.cg.oh;
-  fx_parallel_for(pool, rows, fx_pool_threads(pool) > 1 ? 1 : rows, dw_rows, &r);
+   * few channels and rebuilding the whole pointer buffer each. Rows go DW_TASK_ROWS to a task
+   * unless that leaves a thread without one: a task of one row of a 14x14 or 7x7 map sets up
+   * every channel tile for 14 or 7 pixels, and such layers ran slower at 2 threads than at 1
+   * (MobileNetV2 INT8's 14x14x576: 17 us at 1 thread, 28 at 2 with a row a task, 12 with 4). */
+  const size_t rows = (size_t)r.cg.batch * r.cg.oh, threads = (size_t)fx_pool_threads(pool);
+  const size_t per_thread = (rows + threads - 1) / threads;
+  fx_parallel_for(pool, rows, threads > 1 ? (per_thread < DW_TASK_ROWS ? per_thread : DW_TASK_ROWS) : rows, dw_rows, &r);
   return r.failed ? -1 : 0;
 }
 
