@@ -385,7 +385,7 @@ int main(int argc, char **argv) {
   /* GEMM shapes: every m, n, k edge of the tiles in use (1, MR/NR/KR +-1, large k). */
   static const int ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 14, 17, 31, 32, 33, 70}; /* AMX: 32-row steps, 64-row blocks at k 1000 */
   static const int ns[] = {1, 3, 4, 7, 8, 9, 15, 16, 17, 33};
-  static const int ksz[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 64, 100, 1000};
+  static const int ksz[] = {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 64, 72, 95, 100, 1000}; /* 64+: 1-row tiles 32 a step */
   int shapes = 0, shapes_bad = 0;
   for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
     for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
