@@ -74,12 +74,15 @@ def _swish(shape):
 
 
 def _conv(h, cin, cout, k=1, stride=1, depthwise=False):
-    """A CONV_2D (or DEPTHWISE_CONV_2D) of a MobileNet-style layer: per-channel weights, RELU6."""
+    """A CONV_2D (or DEPTHWISE_CONV_2D) of a MobileNet-style layer: per-channel weights, RELU6
+    with the output quantization the converter gives it ([0, 6] over the whole int8 range: the
+    clamp is the int8 range's own; an output scale clamping inside it took each kernel's
+    slower output stage, not what converted models run)."""
     def build(m):
         rng = np.random.default_rng(cout)
         x = m.input((1, h, h, cin), Q(S8, 0.05, -3))
         o = -(-h // stride)
-        out = m.tensor((1, o, o, cout), Q(S8, 0.1, -128))
+        out = m.tensor((1, o, o, cout), Q(S8, 6 / 255, -128))
         wshape = (1, k, k, cout) if depthwise else (cout, k, k, cin)
         scales = tuple(float(v) for v in 0.01 * np.linspace(0.5, 1.5, cout))
         w = m.const(rng.integers(-127, 128, wshape).astype(S8), Q(S8, scales, (0,) * cout, 3 if depthwise else 0))
