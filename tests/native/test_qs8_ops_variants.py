@@ -28,6 +28,20 @@ def rand_params(rng, dtype, op):
     return (s1, zs[0]), (s2, zs[1]), (so, zs[2])
 
 
+def binary_variants_agree(op, a, b, qa, qb, qo, chunk=0, **kw):
+    """Asserts every SIMD variant's op equals the scalar one's (variant v runs its output in
+    pieces of `chunk`); False where stock refuses the parameters (nothing to compare)."""
+    try:
+        want = _qs8.binary(0, op, a, b, qa, qb, qo, **kw)
+    except ValueError:
+        return False
+    for v in VARIANTS:
+        got = _qs8.binary(v, op, a, b, qa, qb, qo, chunk=chunk, **kw)
+        assert np.array_equal(got, want), (v, op, a.shape, b.shape, qa, qb, qo, kw, chunk,
+                                           np.flatnonzero(got != want)[:5])
+    return True
+
+
 @pytest.mark.skipif(not VARIANTS, reason="only the scalar variant runs on this CPU")
 @pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
 @pytest.mark.parametrize("dtype", [np.int8, np.uint8], ids=["int8", "uint8"])
@@ -42,14 +56,7 @@ def test_binary_variants_equal_scalar(op, dtype):
         qa, qb, qo = rand_params(rng, dtype, op)
         act = ["NONE", "RELU", "RELU6", "RELU_N1_TO_1"][i % 4]
         for stock in (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON):
-            try:
-                want = _qs8.binary(0, op, a, b, qa, qb, qo, act=act, stock=stock)
-            except ValueError:
-                continue
-            for v in VARIANTS:
-                got = _qs8.binary(v, op, a, b, qa, qb, qo, act=act, stock=stock, chunk=i % 13)
-                assert np.array_equal(got, want), (v, op, a_shape, b_shape, qa, qb, qo, act, stock)
-            ran += 1
+            ran += binary_variants_agree(op, a, b, qa, qb, qo, chunk=i % 13, act=act, stock=stock)
     assert ran > 300
 
 
@@ -91,13 +98,7 @@ def test_add_variants_equal_scalar_on_every_input_pair(op, dtype):
     for _ in range(12):
         qa, qb, qo = rand_params(rng, dtype, op)
         for stock in (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON):
-            try:
-                want = _qs8.binary(0, op, a, b, qa, qb, qo, stock=stock)
-            except ValueError:
-                continue
-            for v in VARIANTS:
-                assert np.array_equal(_qs8.binary(v, op, a, b, qa, qb, qo, stock=stock), want), (v, qa, qb, qo)
-            ran += 1
+            ran += binary_variants_agree(op, a, b, qa, qb, qo, stock=stock)
     assert ran >= 12
 
 
@@ -135,14 +136,7 @@ def test_float_form_equals_scalar(dtype):
         act = ["NONE", "RELU"][(i // 3) % 2]
         for x, y, qx, qy in ((a, b, qa, qb), (b, a, qb, qa)):
             for stock in (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON):
-                try:
-                    want = _qs8.binary(0, op, x, y, qx, qy, qo, act=act, stock=stock)
-                except ValueError:
-                    continue
-                for v in VARIANTS:
-                    got = _qs8.binary(v, op, x, y, qx, qy, qo, act=act, stock=stock, chunk=i % 3 * 37)
-                    assert np.array_equal(got, want), (v, op, n, qx, qy, qo, act, stock, np.flatnonzero(got != want)[:5])
-                ran += 1
+                ran += binary_variants_agree(op, x, y, qx, qy, qo, chunk=i % 3 * 37, act=act, stock=stock)
     assert ran >= 400
 
 
@@ -162,13 +156,7 @@ def test_add_input_rescale_at_every_shift(shift):
         qa, qb = (0.05, 3), (0.05 * f * 2.0 ** -shift, -7)
         for op in ("ADD", "SUB"):
             for stock in (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON):
-                try:
-                    want = _qs8.binary(0, op, a, b, qa, qb, qo, stock=stock)
-                except ValueError:  # parameters stock refuses (an output multiplier past range)
-                    continue
-                for v in VARIANTS:
-                    assert np.array_equal(_qs8.binary(v, op, a, b, qa, qb, qo, stock=stock), want), (v, op, f)
-                ran += 1
+                ran += binary_variants_agree(op, a, b, qa, qb, qo, stock=stock)
     assert ran >= 12
 
 
@@ -185,14 +173,7 @@ def test_mul_at_every_shift():
             qa, qb, qo = (0.05, 3), (0.02, 7), (float(np.float32(0.05 * 0.02 / (f * 2.0 ** shift))), 1)
             for stock in (_qs8.STOCK_PORTABLE, _qs8.STOCK_NEON):
                 for x, y in ((a, b), (a.astype(np.uint8), vals[None, :].astype(np.uint8))):
-                    try:
-                        want = _qs8.binary(0, "MUL", x, y, qa, qb, qo, stock=stock)
-                    except ValueError:
-                        continue
-                    for v in VARIANTS:
-                        got = _qs8.binary(v, "MUL", x, y, qa, qb, qo, stock=stock)
-                        assert np.array_equal(got, want), (v, shift, f, stock, x.dtype)
-                    ran += 1
+                    ran += binary_variants_agree("MUL", x, y, qa, qb, qo, stock=stock)
     assert ran >= 480
 
 
